@@ -1,0 +1,40 @@
+"""The Celery app: one per project, configured from Django settings (CELERY_* names).
+
+Queues: `ingest` (readings), `commit` (feed buffer -> files), `control` (the tick that
+switches plant). Run the control queue on its own worker so ingest never delays it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from celery import Celery
+from celery.signals import beat_init
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bms.settings")
+
+app = Celery("bms")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+BEAT_HEARTBEAT_KEY = "bms:health:beat"
+WORKER_HEARTBEAT_KEY = "bms:health:worker"
+HEARTBEAT_EVERY_S = 10
+
+
+@beat_init.connect
+def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
+    """Beat stamps Redis every few seconds so /healthz can tell it is alive."""
+    from bms.redis import get_redis
+
+    def loop() -> None:
+        while True:
+            try:
+                get_redis().set(BEAT_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)
+            except Exception as exc:  # Redis down: healthz reports it; keep trying.
+                print(f"beat heartbeat failed: {exc}")
+            time.sleep(HEARTBEAT_EVERY_S)
+
+    threading.Thread(target=loop, name="beat-heartbeat", daemon=True).start()

@@ -1,0 +1,82 @@
+"""/healthz: is every part the site needs alive? 200 when all are, 503 when one is not."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+
+from bms.celery import BEAT_HEARTBEAT_KEY, app
+from bms.redis import get_redis
+
+# Beat stamps every 10 s; three missed stamps means it is gone.
+BEAT_STALE_AFTER_S = 35
+WORKER_PING_TIMEOUT_S = 1.0
+
+
+def check_database() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return {"ok": True, "engine": connection.vendor}
+
+
+def check_redis() -> dict:
+    get_redis().ping()
+    return {"ok": True}
+
+
+def check_worker() -> dict:
+    replies = app.control.ping(timeout=WORKER_PING_TIMEOUT_S)
+    return {"ok": bool(replies), "workers": sorted(name for reply in replies for name in reply)}
+
+
+def check_beat() -> dict:
+    stamp = get_redis().get(BEAT_HEARTBEAT_KEY)
+    if stamp is None:
+        return {"ok": False, "error": "no heartbeat from celery beat"}
+    age = time.time() - int(stamp)
+    return {"ok": age < BEAT_STALE_AFTER_S, "last_heartbeat_s_ago": round(age, 1)}
+
+
+def check_data_dir() -> dict:
+    probe = settings.BMS_FEED_DIR / f".healthz-{uuid.uuid4().hex}"
+    probe.write_bytes(b"ok")
+    probe.unlink()
+    return {"ok": True, "path": str(settings.BMS_DATA_DIR)}
+
+
+CHECKS = {
+    "database": check_database,
+    "redis": check_redis,
+    "worker": check_worker,
+    "beat": check_beat,
+    "data_dir": check_data_dir,
+}
+
+
+# Worker and beat are reached through Redis: with Redis down, asking them would only hang.
+NEEDS_REDIS = {"worker", "beat"}
+
+
+def run_checks() -> dict[str, dict]:
+    results: dict[str, dict] = {}
+    for name, check in CHECKS.items():
+        if name in NEEDS_REDIS and not results["redis"]["ok"]:
+            results[name] = {"ok": False, "error": "unknown: Redis (the broker) is down"}
+            continue
+        try:
+            results[name] = check()
+        except Exception as exc:  # any failure of a dependency is the answer, not a 500
+            results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return results
+
+
+@never_cache
+def healthz(request):
+    results = run_checks()
+    healthy = all(r["ok"] for r in results.values())
+    return JsonResponse({"ok": healthy, "checks": results}, status=200 if healthy else 503)

@@ -1,0 +1,25 @@
+"""One Redis connection pool per process, from settings.REDIS_URL."""
+
+from __future__ import annotations
+
+import redis
+from django.conf import settings
+
+_clients: dict[str, redis.Redis] = {}
+
+# A Redis that does not answer must not hang a web request or a worker.
+SOCKET_TIMEOUT_S = 5
+
+
+def get_redis() -> redis.Redis:
+    url = settings.REDIS_URL
+    client = _clients.get(url)
+    if client is None:
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=SOCKET_TIMEOUT_S,
+            socket_connect_timeout=SOCKET_TIMEOUT_S,
+            health_check_interval=30,
+        )
+        _clients[url] = client
+    return client

@@ -1,0 +1,220 @@
+"""Open BMS settings, read from the environment (a `.env` file is read if present).
+
+Names and defaults are the operating contract in docs/CONFIGURATION.md:
+DATABASE_URL, REDIS_URL, BMS_DATA_DIR, BMS_FEED_COMMIT_INTERVAL, BMS_CONTROL_TICK,
+TIME_ZONE, SECRET_KEY, DEBUG, ALLOWED_HOSTS.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from bms.env import env_bool, env_int, env_list, env_str, read_dotenv
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+read_dotenv(BASE_DIR / ".env")
+
+DEBUG = env_bool("DEBUG", False)
+_INSECURE_DEV_KEY = "insecure-dev-key-set-SECRET_KEY-in-production"
+SECRET_KEY = env_str("SECRET_KEY", _INSECURE_DEV_KEY)
+if SECRET_KEY == _INSECURE_DEV_KEY and not DEBUG and env_bool("BMS_PRODUCTION", False):
+    raise ImproperlyConfigured("SECRET_KEY must be set when BMS_PRODUCTION is true")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# Where feeds (PHPFina files) and the default SQLite database live.
+BMS_DATA_DIR = Path(env_str("BMS_DATA_DIR", str(BASE_DIR / "var")))
+if not BMS_DATA_DIR.is_absolute():
+    BMS_DATA_DIR = BASE_DIR / BMS_DATA_DIR
+BMS_FEED_DIR = BMS_DATA_DIR / "feeds"
+BMS_FEED_COMMIT_INTERVAL = env_int("BMS_FEED_COMMIT_INTERVAL", 60, minimum=1)
+BMS_CONTROL_TICK = env_int("BMS_CONTROL_TICK", 30, minimum=1)
+# Largest number of points one feed read may return (emoncms refuses > 8928 by default).
+BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "bms",
+    "feeds",
+    "sensors",
+    "control",
+    "displays",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "bms.urls"
+WSGI_APPLICATION = "bms.wsgi.application"
+ASGI_APPLICATION = "bms.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "bms" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database_config(url: str) -> dict:
+    config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        name = Path(config["NAME"])
+        if not name.is_absolute():
+            config["NAME"] = str(BASE_DIR / name)
+        Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        # Web, worker and beat share one SQLite file: wait for locks instead of failing.
+        config["OPTIONS"] = {"timeout": 20}
+        config["CONN_MAX_AGE"] = 0
+    return config
+
+
+DATABASE_URL = env_str("DATABASE_URL", "sqlite:///var/db.sqlite3")
+DATABASES = {"default": _database_config(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = env_str("TIME_ZONE", "Europe/London")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "var" / "static")))
+STATICFILES_DIRS = [BASE_DIR / "bms" / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve from the app directories too when collectstatic has not been run (dev, tests).
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/staff/"
+
+# Requests: ingest bodies are bounded here and again per endpoint.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BMS_MAX_BODY_BYTES", 1_048_576)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["bms.permissions.GroupPermission"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "EXCEPTION_HANDLER": "bms.api_errors.json_exception_handler",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Open BMS API",
+    "DESCRIPTION": "Building management: sites, nodes, sensors, feeds, zones, bookings, displays.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from our own static files (sidecar), never a CDN: sites may be offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Celery -----------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None  # results are never read; skip the round trip
+CELERY_TASK_IGNORE_RESULT = True
+# JSON only: tasks take ids and plain data, never pickled model instances.
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TIMEZONE = TIME_ZONE
+# No task may hang a worker: hard limit kills it, soft limit lets it clean up first.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("BMS_TASK_SOFT_TIME_LIMIT", 50)
+CELERY_TASK_TIME_LIMIT = env_int("BMS_TASK_TIME_LIMIT", 60)
+# Take one message at a time so a burst of ingest cannot sit prefetched ahead of others.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker killed mid-task must not lose a batch: redeliver it (ingest is idempotent).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 300}
+CELERY_TASK_DEFAULT_QUEUE = "ingest"
+# Separate queues so a flood of readings never delays the boiler.
+CELERY_TASK_ROUTES = {
+    "feeds.tasks.*": {"queue": "commit"},
+    "sensors.tasks.*": {"queue": "ingest"},
+    "control.tasks.*": {"queue": "control"},
+    "bms.tasks.*": {"queue": "control"},
+}
+CELERY_BEAT_SCHEDULE = {
+    "commit-feed-buffer": {
+        "task": "feeds.tasks.commit_buffer",
+        "schedule": float(BMS_FEED_COMMIT_INTERVAL),
+    },
+    "control-tick": {"task": "control.tasks.control_tick", "schedule": float(BMS_CONTROL_TICK)},
+    "check-silent-nodes": {"task": "sensors.tasks.check_silent_nodes", "schedule": 60.0},
+    "poll-modbus-meters": {"task": "sensors.tasks.poll_modbus_meters", "schedule": 10.0},
+    "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
+    "worker-heartbeat": {"task": "bms.tasks.heartbeat", "schedule": 15.0},
+}
+# beat keeps its schedule state under the data dir, not in the working directory.
+CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
+
+# --- Email (alarms) -----------------------------------------------------------
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bms@localhost")
+BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}
+
+# --- Production hardening (BMS_PRODUCTION=true) ---------------------------------
+if env_bool("BMS_PRODUCTION", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
+os.makedirs(BMS_FEED_DIR, exist_ok=True)

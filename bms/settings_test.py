@@ -1,0 +1,22 @@
+"""Settings for the test suite: real Redis and database, isolated from a running site.
+
+Set before the base settings load so that subprocesses (a real Celery worker) inherit
+the same environment: Redis database 15 unless REDIS_URL is given, a fresh data dir.
+"""
+
+import os
+import tempfile
+
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("BMS_DATA_DIR", tempfile.mkdtemp(prefix="bms-test-"))
+
+from bms.settings import *  # noqa: F403
+from bms.settings import BMS_DATA_DIR, DATABASES
+
+# The test database must be a file (not :memory:) so a real worker process can share it.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(BMS_DATA_DIR / "test_db.sqlite3")}
+elif os.environ.get("BMS_TEST_DB_NAME"):
+    DATABASES["default"]["TEST"] = {"NAME": os.environ["BMS_TEST_DB_NAME"]}
+# Fast hashing: the suite creates many users.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,16 @@
+"""System tasks owned by the project package."""
+
+from __future__ import annotations
+
+import time
+
+from celery import shared_task
+
+from bms.celery import HEARTBEAT_EVERY_S, WORKER_HEARTBEAT_KEY
+from bms.redis import get_redis
+
+
+@shared_task(ignore_result=True)
+def heartbeat() -> None:
+    """Run by a worker on beat's schedule: proves both are alive to /healthz."""
+    get_redis().set(WORKER_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)

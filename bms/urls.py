@@ -1,0 +1,24 @@
+"""URL wiring. Each app owns its routes: `<app>/urls.py` (pages, emoncms-compatible paths)
+and `<app>/api_urls.py` (DRF, mounted under /api/v1/)."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from bms import health
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", health.healthz, name="healthz"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include("feeds.api_urls")),
+    path("api/v1/", include("sensors.api_urls")),
+    path("api/v1/", include("control.api_urls")),
+    path("api/v1/", include("displays.api_urls")),
+    path("", include("feeds.urls")),
+    path("", include("sensors.urls")),
+    path("", include("control.urls")),
+    path("", include("displays.urls")),
+    path("", include("bms.page_urls")),
+]

@@ -1,0 +1,284 @@
+"""Zones, schedules, bookings, overrides and the actuator command audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from sensors.models import Actuator, Sensor, Site
+
+
+class Schedule(models.Model):
+    """Weekly occupancy periods with setpoints, plus exception days (holidays)."""
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="schedules", null=True)
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SchedulePeriod(models.Model):
+    class Weekday(models.IntegerChoices):
+        MONDAY = 0
+        TUESDAY = 1
+        WEDNESDAY = 2
+        THURSDAY = 3
+        FRIDAY = 4
+        SATURDAY = 5
+        SUNDAY = 6
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="periods")
+    weekday = models.PositiveSmallIntegerField(choices=Weekday.choices)
+    start = models.TimeField()
+    end = models.TimeField(help_text="Local wall-clock time; must be after the start.")
+    setpoint = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(35)],
+        help_text="°C; empty uses the zone's comfort setpoint.",
+    )
+
+    class Meta:
+        ordering = ["schedule", "weekday", "start"]
+
+    def __str__(self) -> str:
+        return f"{self.get_weekday_display()} {self.start:%H:%M}–{self.end:%H:%M}"
+
+    def clean(self) -> None:
+        if self.start is None or self.end is None:
+            return
+        if self.end <= self.start:
+            raise ValidationError({"end": "The period must end after it starts."})
+        if self.schedule_id is None:
+            return
+        clashes = SchedulePeriod.objects.filter(
+            schedule_id=self.schedule_id,
+            weekday=self.weekday,
+            start__lt=self.end,
+            end__gt=self.start,
+        ).exclude(pk=self.pk)
+        clash = clashes.first()
+        if clash is not None:
+            raise ValidationError(
+                f"This period overlaps {clash} on the same schedule; periods must not overlap."
+            )
+
+
+class ScheduleException(models.Model):
+    """A day the weekly periods do not apply: a holiday (off) or a special day."""
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="exceptions")
+    date = models.DateField()
+    description = models.CharField(max_length=200, blank=True)
+    occupied = models.BooleanField(
+        default=False,
+        help_text="Unticked: unoccupied all day (holiday). Ticked: occupied from start to end.",
+    )
+    start = models.TimeField(null=True, blank=True)
+    end = models.TimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["schedule", "date"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "date"], name="exception_unique_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.date} {self.description}".strip()
+
+    def clean(self) -> None:
+        if self.occupied:
+            if self.start is None or self.end is None:
+                raise ValidationError("An occupied exception day needs a start and an end time.")
+            if self.end <= self.start:
+                raise ValidationError({"end": "The exception must end after it starts."})
+
+
+class Zone(models.Model):
+    """A room or heating circuit with its temperature sensor, actuators and setpoints."""
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="zones", null=True)
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(unique=True)
+    temperature_sensor = models.ForeignKey(
+        Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actuators = models.ManyToManyField(
+        Actuator, blank=True, related_name="zones", help_text="Radiator valves / circuit pumps."
+    )
+    schedule = models.ForeignKey(
+        Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="zones"
+    )
+    comfort_setpoint = models.FloatField(
+        default=20.0, validators=[MinValueValidator(5), MaxValueValidator(30)]
+    )
+    setback_setpoint = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(5), MaxValueValidator(30)],
+        help_text="°C outside occupancy; empty = heating off (frost protection still applies).",
+    )
+    frost_on = models.FloatField(default=5.0, help_text="Frost protection on below (°C).")
+    frost_off = models.FloatField(default=7.0, help_text="Frost protection off at (°C).")
+    max_temperature = models.FloatField(
+        default=28.0, help_text="Over-temperature cut-off (°C): heating off above this."
+    )
+    hysteresis = models.FloatField(
+        default=0.3,
+        validators=[MinValueValidator(0.05), MaxValueValidator(5)],
+        help_text="K each side.",
+    )
+    optimum_start = models.BooleanField(default=True)
+    optimum_stop = models.BooleanField(default=False)
+    max_preheat_min = models.PositiveIntegerField(
+        default=180, validators=[MaxValueValidator(24 * 60)], help_text="Bound on pre-heat (min)."
+    )
+    heating_rate_min_per_k = models.FloatField(
+        default=20.0,
+        validators=[MinValueValidator(0.5), MaxValueValidator(600)],
+        help_text="Learned: minutes to raise the zone 1 K. Updated after each occupancy start.",
+    )
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900, help_text="A reading older than this is stale: frost protection only."
+    )
+    bookable = models.BooleanField(default=True)
+    ical_url = models.CharField(
+        max_length=500, blank=True, help_text="Subscribe to an .ics URL or file path for bookings."
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.frost_off <= self.frost_on:
+            raise ValidationError(
+                {"frost_off": "Frost protection must switch off above where it switches on."}
+            )
+        if self.max_temperature <= self.comfort_setpoint:
+            raise ValidationError(
+                {"max_temperature": "The cut-off must be above the comfort setpoint."}
+            )
+        if self.setback_setpoint is not None and self.setback_setpoint > self.comfort_setpoint:
+            raise ValidationError(
+                {"setback_setpoint": "Setback must not exceed the comfort setpoint."}
+            )
+
+
+class Booking(models.Model):
+    class Source(models.TextChoices):
+        ADMIN = "admin"
+        STAFF_PAGE = "staff", "Staff booking page"
+        API = "api"
+        ICAL = "ical", "iCal feed"
+
+    zone = models.ForeignKey(Zone, on_delete=models.CASCADE, related_name="bookings")
+    title = models.CharField(max_length=200)
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    booked_by = models.CharField(max_length=100, blank=True)
+    setpoint = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(5), MaxValueValidator(30)],
+        help_text="°C; empty uses the zone's comfort setpoint.",
+    )
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.ADMIN)
+    ical_uid = models.CharField(max_length=255, blank=True, db_index=True)
+    cancelled = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["start"]
+        indexes = [models.Index(fields=["zone", "start", "end"])]
+
+    def __str__(self) -> str:
+        local = timezone.localtime
+        return f"{self.title} {local(self.start):%a %d %b %H:%M}–{local(self.end):%H:%M}"
+
+    def clean(self) -> None:
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValidationError({"end": "A booking must end after it starts."})
+        if self.zone_id is not None and not self.zone.bookable:
+            raise ValidationError({"zone": f"Zone '{self.zone}' is not bookable."})
+
+
+class Override(models.Model):
+    """A manual override of an actuator (or all a zone's actuators) until it expires."""
+
+    actuator = models.ForeignKey(
+        Actuator, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
+    )
+    zone = models.ForeignKey(
+        Zone, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
+    )
+    state = models.BooleanField(help_text="On (ticked) or off.")
+    starts = models.DateTimeField(default=timezone.now)
+    expires = models.DateTimeField()
+    reason = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    cancelled = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts"]
+
+    def __str__(self) -> str:
+        target = self.actuator or self.zone
+        return f"{target} {'ON' if self.state else 'OFF'} until {timezone.localtime(self.expires):%d %b %H:%M}"
+
+    def clean(self) -> None:
+        if (self.actuator_id is None) == (self.zone_id is None):
+            raise ValidationError("An override applies to exactly one actuator or one zone.")
+        if self.starts is not None and self.expires is not None and self.expires <= self.starts:
+            raise ValidationError({"expires": "An override must expire after it starts."})
+
+    def is_active(self, at=None) -> bool:
+        at = at or timezone.now()
+        return not self.cancelled and self.starts <= at < self.expires
+
+
+class ActuatorCommand(models.Model):
+    """Audit log: every command sent to an actuator, with why and what came back."""
+
+    actuator = models.ForeignKey(Actuator, on_delete=models.PROTECT, related_name="commands")
+    state = models.BooleanField()
+    reason = models.TextField()
+    strategy = models.CharField(max_length=64, blank=True, help_text="Strategy that decided it.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now, db_index=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+        indexes = [models.Index(fields=["actuator", "-requested_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.actuator} {'ON' if self.state else 'OFF'} @ {self.requested_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            return "fault"
+        if self.confirmed_at:
+            return "confirmed"
+        if self.sent_at:
+            return "sent"
+        return "requested"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DisplaysConfig(AppConfig):
+    name = "displays"
+    verbose_name = "Kiosk displays"

@@ -1,0 +1,74 @@
+"""Public kiosk displays and the panels on them."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from feeds.models import Feed
+from sensors.models import Site
+
+
+class Display(models.Model):
+    class Theme(models.TextChoices):
+        DARK = "dark", "Dark (high contrast)"
+        LIGHT = "light", "Light"
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="displays", null=True)
+    slug = models.SlugField(unique=True, help_text="The screen's address: /kiosk/<slug>/")
+    title = models.CharField(max_length=100)
+    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.DARK)
+    refresh_s = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3600)],
+        help_text="Data poll (s).",
+    )
+    rotate_s = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(5), MaxValueValidator(3600)],
+        help_text="Seconds shown when rotating between displays.",
+    )
+    public = models.BooleanField(default=True, help_text="Visible without login.")
+
+    class Meta:
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Panel(models.Model):
+    class Kind(models.TextChoices):
+        LIVE_VALUE = "live_value", "Live value (power now)"
+        ENERGY_TODAY = "energy_today", "Energy today (kWh)"
+        CHART_24H = "chart_24h", "24-hour chart"
+        DAILY_7 = "daily_7", "Daily energy, 7 days"
+        DAILY_30 = "daily_30", "Daily energy, 30 days"
+        PEAK_TODAY = "peak_today", "Peak today"
+        CO2_SAVED = "co2_saved", "CO₂ saved"
+        TEMPERATURES = "temperatures", "Temperatures"
+        HYDRO = "hydro", "Hydro flow and output"
+
+    display = models.ForeignKey(Display, on_delete=models.CASCADE, related_name="panels")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    feeds = models.ManyToManyField(Feed, related_name="panels", blank=True)
+    label = models.CharField(max_length=100)
+    unit = models.CharField(max_length=16, blank=True)
+    colour = models.CharField(
+        max_length=7, default="#f5c400", help_text="Hex colour, e.g. #f5c400."
+    )
+    order = models.PositiveSmallIntegerField(default=0)
+    options = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["display", "order", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.display.slug}: {self.label}"
+
+    def clean(self) -> None:
+        import re
+
+        if not re.fullmatch(r"#[0-9a-fA-F]{6}", self.colour or ""):
+            raise ValidationError({"colour": "Use a hex colour like #f5c400."})

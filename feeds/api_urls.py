@@ -1,0 +1,5 @@
+from bms.routers import OptionalSlashRouter
+
+router = OptionalSlashRouter()
+
+urlpatterns = router.urls

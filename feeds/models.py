@@ -1,0 +1,33 @@
+"""The Feed: a fixed-interval series stored as a PHPFina file pair under BMS_FEED_DIR.
+
+Only configuration lives in the database; data points live in `<id>.dat` and recent
+points and the last value in Redis (see feeds/phpfina.py and feeds/buffer.py).
+"""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+
+class Feed(models.Model):
+    name = models.CharField(max_length=100, help_text="e.g. 'pv:power' or 'Room 1 temperature'")
+    tag = models.CharField(max_length=100, blank=True, help_text="Group in lists, e.g. the node")
+    unit = models.CharField(max_length=16, blank=True, help_text="W, kWh, °C, m/s ...")
+    interval = models.PositiveIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(86400)],
+        help_text="Seconds between slots in the file (fixed once data is written).",
+    )
+    public = models.BooleanField(
+        default=False, help_text="Readable without login (kiosk displays, public API)."
+    )
+    description = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tag", "name"]
+        constraints = [models.UniqueConstraint(fields=["tag", "name"], name="feed_unique_tag_name")]
+
+    def __str__(self) -> str:
+        return f"{self.tag}:{self.name}" if self.tag else self.name

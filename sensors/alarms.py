@@ -1,0 +1,61 @@
+"""Raise and clear alarms: each condition is raised once (one open alarm per key),
+emailed to BMS_ALARM_EMAILS when it opens, and cleared when the condition ends."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from sensors.models import Alarm
+
+log = logging.getLogger(__name__)
+
+
+def raise_alarm(
+    key: str, message: str, *, source: str, severity: str = Alarm.Severity.WARNING
+) -> tuple[Alarm, bool]:
+    """Open an alarm for `key` unless one is already open. Returns (alarm, created)."""
+    existing = Alarm.objects.filter(key=key, cleared_at__isnull=True).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            alarm = Alarm.objects.create(key=key, message=message, source=source, severity=severity)
+    except IntegrityError:
+        # Another worker opened the same alarm a moment ago: that one stands.
+        return Alarm.objects.get(key=key, cleared_at__isnull=True), False
+    log.warning("alarm raised: %s", message)
+    _notify(alarm)
+    return alarm, True
+
+
+def clear_alarm(key: str) -> int:
+    """Close the open alarm for `key`, if any. Returns how many were cleared."""
+    return Alarm.objects.filter(key=key, cleared_at__isnull=True).update(cleared_at=timezone.now())
+
+
+def acknowledge(alarm: Alarm, user) -> None:
+    alarm.acknowledged_at = timezone.now()
+    alarm.acknowledged_by = user
+    alarm.save(update_fields=["acknowledged_at", "acknowledged_by"])
+
+
+def _notify(alarm: Alarm) -> None:
+    recipients = settings.BMS_ALARM_EMAILS
+    if not recipients:
+        return
+    try:
+        send_mail(
+            subject=f"[BMS {alarm.severity}] {alarm.message[:80]}",
+            message=f"{alarm.message}\n\nRaised {alarm.raised_at:%Y-%m-%d %H:%M:%S %Z} by {alarm.source}.",
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=recipients,
+            fail_silently=False,
+        )
+    except OSError as exc:
+        # The alarm is recorded and on the overview; a mail server outage must not hide it.
+        log.error("could not email alarm %s: %s", alarm.key, exc)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SensorsConfig(AppConfig):
+    name = "sensors"
+    verbose_name = "Sites, nodes and sensors"

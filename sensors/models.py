@@ -1,0 +1,331 @@
+"""Sites, nodes (devices that post readings), sensors (one measured quantity each),
+actuators (things we switch) and alarms."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from feeds.models import Feed
+from sensors import keys
+
+MODBUS_MAX_ADDRESS = 65535
+MODBUS_MAX_DEVICE_ID = 247
+
+
+class Site(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(unique=True)
+    latitude = models.FloatField(
+        default=52.62, validators=[MinValueValidator(-90), MaxValueValidator(90)]
+    )
+    longitude = models.FloatField(
+        default=-3.84, validators=[MinValueValidator(-180), MaxValueValidator(180)]
+    )
+    time_zone = models.CharField(max_length=64, default="Europe/London")
+    grid_intensity_g_per_kwh = models.FloatField(
+        default=207.0,
+        validators=[MinValueValidator(0)],
+        help_text="Grid carbon intensity used for 'CO₂ saved' (UK 2024 average ≈ 207 g/kWh).",
+    )
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(self.time_zone)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValidationError({"time_zone": f"Unknown time zone '{self.time_zone}'."}) from exc
+
+
+class Node(models.Model):
+    class Protocol(models.TextChoices):
+        EMONCMS = "emoncms", "emonTx / emonPi / emonhub (HTTP)"
+        HTTP = "http", "HTTP JSON (REST readings API)"
+        JEELIB = "jeelib", "JeeLib RFM12B/RFM69 radio via gateway"
+        LLAP = "llap", "Ciseco LLAP radio via gateway"
+        MODBUS = "modbus", "Modbus TCP meter (polled)"
+        MQTT = "mqtt", "MQTT (emonhub topics)"
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="nodes", null=True)
+    name = models.SlugField(
+        max_length=64,
+        unique=True,
+        help_text="The node name used by emoncms/emonhub (the `node` parameter), e.g. 'emontx1'.",
+    )
+    node_id = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        unique=True,
+        validators=[MaxValueValidator(255)],
+        help_text="Radio node id (JeeLib/emonhub node number); posts may use it instead of the name.",
+    )
+    protocol = models.CharField(max_length=16, choices=Protocol.choices, default=Protocol.EMONCMS)
+    location = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    interval = models.PositiveIntegerField(
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="Expected seconds between posts; silent for 3× this raises an alarm.",
+    )
+    enabled = models.BooleanField(default=True)
+    key_prefix = models.CharField(max_length=keys.PREFIX_LENGTH, db_index=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    # Modbus TCP meters: where to poll (register map in ModbusRegister).
+    modbus_host = models.CharField(max_length=255, blank=True)
+    modbus_port = models.PositiveIntegerField(
+        default=502, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    modbus_device_id = models.PositiveIntegerField(
+        default=1, validators=[MaxValueValidator(MODBUS_MAX_DEVICE_ID)]
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_new_key(self) -> str:
+        """Give the node a fresh write key; return it (the only time it is visible)."""
+        key = keys.generate_key()
+        self.key_prefix = keys.key_prefix(key)
+        self.key_hash = keys.hash_key(key)
+        return key
+
+    def check_key(self, key: str) -> bool:
+        return bool(self.key_hash) and keys.key_matches(key, self.key_hash)
+
+    @classmethod
+    def for_key(cls, key: str) -> Node | None:
+        """The enabled node owning this write key, or None."""
+        if len(key) != keys.KEY_LENGTH:
+            return None
+        for node in cls.objects.filter(key_prefix=keys.key_prefix(key), enabled=True):
+            if node.check_key(key):
+                return node
+        return None
+
+    def clean(self) -> None:
+        if self.protocol == self.Protocol.MODBUS and not self.modbus_host:
+            raise ValidationError({"modbus_host": "A Modbus meter needs a host to poll."})
+
+
+class Sensor(models.Model):
+    class Kind(models.TextChoices):
+        GENERIC = "generic", "Generic (scale/offset)"
+        TEMPERATURE = "temperature", "Temperature, already °C"
+        RTD_PT100 = "rtd_pt100", "RTD PT100 (ohms)"
+        RTD_PT1000 = "rtd_pt1000", "RTD PT1000 (ohms)"
+        NTC_BETA = "ntc_beta", "NTC thermistor, Beta (ohms)"
+        NTC_STEINHART = "ntc_steinhart", "NTC thermistor, Steinhart–Hart (ohms)"
+        THERMOCOUPLE_K = "thermocouple_k", "Type K thermocouple (mV)"
+        POWER = "power", "Power from CT (W)"
+        ENERGY = "energy", "Energy (kWh)"
+        PULSE = "pulse", "Pulse counter (counts since boot)"
+        VOLTAGE = "voltage", "Voltage (V)"
+        CURRENT = "current", "Current (A)"
+        FLOW = "flow", "Flow"
+        HUMIDITY = "humidity", "Humidity (%)"
+        WIND_SPEED = "wind_speed", "Wind speed (m/s)"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="sensors")
+    key = models.CharField(
+        max_length=64, help_text="Input key or index as posted, e.g. 'power1' or '1'."
+    )
+    name = models.CharField(max_length=100, blank=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.GENERIC)
+    unit = models.CharField(max_length=16, blank=True)
+    scale = models.FloatField(default=1.0, help_text="Calibration: value × scale + offset.")
+    offset = models.FloatField(default=0.0)
+    params = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Conversion parameters, e.g. {'pulses_per_unit': 1.25, 'counter_bits': 32} "
+        "or {'r25': 10000, 'beta': 3950}.",
+    )
+    feed = models.ForeignKey(
+        Feed, on_delete=models.SET_NULL, null=True, blank=True, related_name="sensors"
+    )
+    processes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Input process list, emoncms names: [{'process': 'log_to_feed', 'feed': 3}, ...]",
+    )
+    min_valid = models.FloatField(null=True, blank=True, help_text="Alarm below this value.")
+    max_valid = models.FloatField(null=True, blank=True, help_text="Alarm above this value.")
+    auto_created = models.BooleanField(
+        default=False, help_text="Created when an unseen input arrived; needs configuring."
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["node__name", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "key"], name="sensor_unique_node_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}:{self.key}" + (f" ({self.name})" if self.name else "")
+
+    def clean(self) -> None:
+        if (
+            self.min_valid is not None
+            and self.max_valid is not None
+            and self.min_valid >= self.max_valid
+        ):
+            raise ValidationError({"max_valid": "Must be greater than the minimum valid value."})
+        if not isinstance(self.params, dict):
+            raise ValidationError({"params": "Must be a JSON object."})
+        if not isinstance(self.processes, list):
+            raise ValidationError({"processes": "Must be a JSON list of process steps."})
+
+
+class ModbusRegister(models.Model):
+    """One value a Modbus TCP meter node is polled for."""
+
+    class Function(models.TextChoices):
+        INPUT = "input", "Input registers (FC4)"
+        HOLDING = "holding", "Holding registers (FC3)"
+
+    class DataType(models.TextChoices):
+        INT16 = "int16"
+        UINT16 = "uint16"
+        INT32 = "int32"
+        UINT32 = "uint32"
+        FLOAT32 = "float32"
+
+    class WordOrder(models.TextChoices):
+        BIG = "big", "High word first"
+        LITTLE = "little", "Low word first"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="registers")
+    key = models.CharField(max_length=64, help_text="Input key the value is posted as.")
+    address = models.PositiveIntegerField(validators=[MaxValueValidator(MODBUS_MAX_ADDRESS)])
+    function = models.CharField(max_length=8, choices=Function.choices, default=Function.INPUT)
+    data_type = models.CharField(max_length=8, choices=DataType.choices, default=DataType.FLOAT32)
+    word_order = models.CharField(max_length=8, choices=WordOrder.choices, default=WordOrder.BIG)
+    scale = models.FloatField(default=1.0)
+
+    class Meta:
+        ordering = ["node__name", "address"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "key"], name="register_unique_node_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}:{self.key} @{self.address}"
+
+
+class Actuator(models.Model):
+    class Kind(models.TextChoices):
+        BOILER = "boiler"
+        PUMP = "pump"
+        VALVE = "valve"
+        RADIATOR = "radiator", "Radiator valve"
+        RELAY = "relay", "Generic relay"
+
+    class Driver(models.TextChoices):
+        MODBUS_COIL = "modbus_coil", "Modbus TCP coil"
+        NODE_QUEUE = "node_queue", "HTTP node command queue"
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="actuators", null=True)
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.RELAY)
+    driver = models.CharField(max_length=16, choices=Driver.choices, default=Driver.MODBUS_COIL)
+    host = models.CharField(max_length=255, blank=True, help_text="Relay board address (Modbus).")
+    port = models.PositiveIntegerField(
+        default=502, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    device_id = models.PositiveIntegerField(
+        default=1,
+        validators=[MaxValueValidator(MODBUS_MAX_DEVICE_ID)],
+        help_text="Modbus unit/device id (pymodbus device_id).",
+    )
+    coil = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(MODBUS_MAX_ADDRESS)],
+        help_text="Coil address, 0–65535 (0-based protocol address).",
+    )
+    node = models.ForeignKey(
+        Node,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="actuators",
+        help_text="For the node command queue driver.",
+    )
+    min_on_s = models.PositiveIntegerField(default=600, help_text="Minimum run time (s).")
+    min_off_s = models.PositiveIntegerField(default=600, help_text="Minimum off time (s).")
+    feedback_sensor = models.ForeignKey(
+        Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    enabled = models.BooleanField(default=True, help_text="Disabled actuators are never switched.")
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.coil is not None and not 0 <= self.coil <= MODBUS_MAX_ADDRESS:
+            raise ValidationError(
+                {"coil": f"Coil address {self.coil} is out of range 0–{MODBUS_MAX_ADDRESS}."}
+            )
+        if self.driver == self.Driver.MODBUS_COIL and not self.host:
+            raise ValidationError({"host": "A Modbus coil actuator needs the relay board host."})
+        if self.driver == self.Driver.NODE_QUEUE and self.node_id is None:
+            raise ValidationError({"node": "A node-queue actuator needs the node it belongs to."})
+
+
+class Alarm(models.Model):
+    """A condition that needs a person. One open alarm per `key`; cleared automatically."""
+
+    class Severity(models.TextChoices):
+        INFO = "info"
+        WARNING = "warning"
+        CRITICAL = "critical"
+
+    key = models.CharField(
+        max_length=200, db_index=True, help_text="Identifies the condition, e.g. 'node-silent:7'."
+    )
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    source = models.CharField(
+        max_length=50, help_text="Which part raised it: node, relay, feeds ..."
+    )
+    message = models.TextField()
+    raised_at = models.DateTimeField(default=timezone.now)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        "auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-raised_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["key"],
+                condition=models.Q(cleared_at__isnull=True),
+                name="alarm_one_open_per_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.severity}] {self.message}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.cleared_at is None

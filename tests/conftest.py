@@ -1,0 +1,145 @@
+"""Shared fixtures: staff users by role, API clients, real Redis, a real Celery worker.
+
+Redis is the real one at 127.0.0.1:6379, database 15 unless REDIS_URL says otherwise
+(bms/settings_test.py); each test that asks for `redis_client` starts from an empty db.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from bms.roles import BOOKERS, ENGINEERS, VIEWERS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def redis_client():
+    from bms.redis import get_redis
+
+    client = get_redis()
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+def _make_user(username: str, group: str | None, superuser: bool = False) -> User:
+    user = User.objects.create_user(
+        username=username, password="pw-" + username, is_staff=True, is_superuser=superuser
+    )
+    if group:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def engineer(db) -> User:
+    return _make_user("engineer", ENGINEERS)
+
+
+@pytest.fixture
+def booker(db) -> User:
+    return _make_user("booker", BOOKERS)
+
+
+@pytest.fixture
+def viewer(db) -> User:
+    return _make_user("viewer", VIEWERS)
+
+
+@pytest.fixture
+def superuser(db) -> User:
+    return _make_user("root", None, superuser=True)
+
+
+def _client_for(user: User | None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def engineer_api(engineer) -> APIClient:
+    return _client_for(engineer)
+
+
+@pytest.fixture
+def booker_api(booker) -> APIClient:
+    return _client_for(booker)
+
+
+@pytest.fixture
+def viewer_api(viewer) -> APIClient:
+    return _client_for(viewer)
+
+
+@pytest.fixture
+def anon_api() -> APIClient:
+    return APIClient()
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL for the test database, so another process can share it."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] or "postgres"
+    if s.get("PASSWORD"):
+        auth += f":{s['PASSWORD']}"
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+test_database_url.__test__ = False  # not a test, despite the name
+
+
+def wait_for_worker(timeout_s: float = 30.0) -> None:
+    from bms.celery import app
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            return
+    raise RuntimeError("Celery worker did not answer a ping in time")
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen]:
+    """A real Celery worker process on all queues, sharing the test database and Redis.
+
+    Tests that use it must also use `transactional_db` so what they write is committed
+    and visible to the worker.
+    """
+    with django_db_blocker.unblock():
+        db_url = test_database_url()
+    env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="bms.settings_test")
+    log_path = Path(os.environ["BMS_DATA_DIR"]) / "test-worker.log"
+    with open(log_path, "ab") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "bms", "worker", "-Q", "ingest,commit,control",
+             "-c", "2", "--without-gossip", "--without-mingle", "-l", "INFO",
+             "-n", f"test-{os.getpid()}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for_worker()
+        yield worker
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
