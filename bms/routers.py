@@ -4,10 +4,10 @@ Nodes and scripts post to `/api/v1/readings`; browsers and docs often add a slas
 Neither should get a 404 or a redirect that drops a POST body.
 """
 
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import SimpleRouter
 
 
-class OptionalSlashRouter(DefaultRouter):
+class OptionalSlashRouter(SimpleRouter):
     def __init__(self) -> None:
         super().__init__(trailing_slash=True)
         self.trailing_slash = "/?"

@@ -14,7 +14,9 @@ from sensors.models import Actuator, Sensor, Site
 class Schedule(models.Model):
     """Weekly occupancy periods with setpoints, plus exception days (holidays)."""
 
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="schedules", null=True)
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="schedules", null=True, blank=True
+    )
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
 
@@ -105,7 +107,9 @@ class ScheduleException(models.Model):
 class Zone(models.Model):
     """A room or heating circuit with its temperature sensor, actuators and setpoints."""
 
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="zones", null=True)
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="zones", null=True, blank=True
+    )
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(unique=True)
     temperature_sensor = models.ForeignKey(

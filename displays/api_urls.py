@@ -1,5 +1,8 @@
 from bms.routers import OptionalSlashRouter
+from displays.api import DisplayViewSet, PanelViewSet
 
 router = OptionalSlashRouter()
+router.register("displays", DisplayViewSet)
+router.register("panels", PanelViewSet)
 
 urlpatterns = router.urls

@@ -15,7 +15,9 @@ class Display(models.Model):
         DARK = "dark", "Dark (high contrast)"
         LIGHT = "light", "Light"
 
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="displays", null=True)
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="displays", null=True, blank=True
+    )
     slug = models.SlugField(unique=True, help_text="The screen's address: /kiosk/<slug>/")
     title = models.CharField(max_length=100)
     theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.DARK)

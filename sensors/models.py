@@ -56,7 +56,9 @@ class Node(models.Model):
         MODBUS = "modbus", "Modbus TCP meter (polled)"
         MQTT = "mqtt", "MQTT (emonhub topics)"
 
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="nodes", null=True)
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="nodes", null=True, blank=True
+    )
     name = models.SlugField(
         max_length=64,
         unique=True,
@@ -239,7 +241,9 @@ class Actuator(models.Model):
         MODBUS_COIL = "modbus_coil", "Modbus TCP coil"
         NODE_QUEUE = "node_queue", "HTTP node command queue"
 
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="actuators", null=True)
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="actuators", null=True, blank=True
+    )
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.RELAY)
     driver = models.CharField(max_length=16, choices=Driver.choices, default=Driver.MODBUS_COIL)

@@ -1,0 +1,130 @@
+from django.contrib import admin
+
+from control.models import (
+    ActuatorCommand,
+    Booking,
+    Override,
+    Schedule,
+    ScheduleException,
+    SchedulePeriod,
+    Zone,
+)
+
+
+class SchedulePeriodInline(admin.TabularInline):
+    model = SchedulePeriod
+    extra = 1
+
+
+class ScheduleExceptionInline(admin.TabularInline):
+    model = ScheduleException
+    extra = 0
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    list_display = ["name", "site", "description"]
+    search_fields = ["name"]
+    inlines = [SchedulePeriodInline, ScheduleExceptionInline]
+
+
+@admin.register(Zone)
+class ZoneAdmin(admin.ModelAdmin):
+    list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
+                    "optimum_start", "heating_rate_min_per_k", "bookable", "enabled"]  # fmt: skip
+    list_filter = ["site", "bookable", "enabled", "optimum_start"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["actuators"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "site",
+                    "name",
+                    "slug",
+                    "enabled",
+                    "temperature_sensor",
+                    "actuators",
+                    "schedule",
+                ]
+            },
+        ),
+        (
+            "Setpoints (°C)",
+            {
+                "fields": [
+                    "comfort_setpoint",
+                    "setback_setpoint",
+                    "hysteresis",
+                    "frost_on",
+                    "frost_off",
+                    "max_temperature",
+                ]
+            },
+        ),  # fmt: skip
+        (
+            "Optimum start / stop",
+            {
+                "fields": [
+                    "optimum_start",
+                    "optimum_stop",
+                    "max_preheat_min",
+                    "heating_rate_min_per_k",
+                ]
+            },
+        ),  # fmt: skip
+        ("Bookings and safety", {"fields": ["bookable", "ical_url", "sensor_stale_after_s"]}),
+    ]
+
+
+@admin.register(Booking)
+class BookingAdmin(admin.ModelAdmin):
+    list_display = ["title", "zone", "start", "end", "booked_by", "source", "cancelled"]
+    list_filter = ["zone", "source", "cancelled"]
+    search_fields = ["title", "booked_by"]
+    date_hierarchy = "start"
+
+
+@admin.register(Override)
+class OverrideAdmin(admin.ModelAdmin):
+    list_display = [
+        "__str__",
+        "actuator",
+        "zone",
+        "state",
+        "starts",
+        "expires",
+        "reason",
+        "created_by",
+        "cancelled",
+    ]
+    list_filter = ["state", "cancelled"]
+    search_fields = ["reason"]
+    readonly_fields = ["created_by", "created"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(ActuatorCommand)
+class ActuatorCommandAdmin(admin.ModelAdmin):
+    """The audit log is read-only: nobody edits history, not even a superuser."""
+
+    list_display = ["requested_at", "actuator", "state", "reason", "strategy", "user", "status"]
+    list_filter = ["actuator", "state", "strategy"]
+    search_fields = ["reason", "actuator__name", "strategy"]
+    date_hierarchy = "requested_at"
+    readonly_fields = [f.name for f in ActuatorCommand._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,65 @@
+"""CRUD for zones, schedules, bookings, overrides; the command audit log is read-only."""
+
+from rest_framework import mixins, viewsets
+
+from control.models import (
+    ActuatorCommand,
+    Booking,
+    Override,
+    Schedule,
+    ScheduleException,
+    SchedulePeriod,
+    Zone,
+)
+from control.serializers import (
+    ActuatorCommandSerializer,
+    BookingSerializer,
+    OverrideSerializer,
+    ScheduleExceptionSerializer,
+    SchedulePeriodSerializer,
+    ScheduleSerializer,
+    ZoneSerializer,
+)
+
+
+class ZoneViewSet(viewsets.ModelViewSet):
+    queryset = Zone.objects.prefetch_related("actuators")
+    serializer_class = ZoneSerializer
+
+
+class ScheduleViewSet(viewsets.ModelViewSet):
+    queryset = Schedule.objects.prefetch_related("periods", "exceptions")
+    serializer_class = ScheduleSerializer
+
+
+class SchedulePeriodViewSet(viewsets.ModelViewSet):
+    queryset = SchedulePeriod.objects.all()
+    serializer_class = SchedulePeriodSerializer
+
+
+class ScheduleExceptionViewSet(viewsets.ModelViewSet):
+    queryset = ScheduleException.objects.all()
+    serializer_class = ScheduleExceptionSerializer
+
+
+class BookingViewSet(viewsets.ModelViewSet):
+    queryset = Booking.objects.select_related("zone")
+    serializer_class = BookingSerializer
+    bookers_may_write = True  # bms.permissions.GroupPermission: bookers write bookings only
+
+
+class OverrideViewSet(viewsets.ModelViewSet):
+    queryset = Override.objects.select_related("actuator", "zone")
+    serializer_class = OverrideSerializer
+
+    def perform_create(self, serializer) -> None:
+        serializer.save(created_by=self.request.user)
+
+
+class ActuatorCommandViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """The audit log: every command, why, and what the relay answered. Never edited."""
+
+    queryset = ActuatorCommand.objects.select_related("actuator", "user")
+    serializer_class = ActuatorCommandSerializer

@@ -1,0 +1,15 @@
+from django.contrib import admin
+
+from feeds.models import Feed
+
+
+@admin.register(Feed)
+class FeedAdmin(admin.ModelAdmin):
+    list_display = ["id", "name", "tag", "unit", "interval", "public", "created"]
+    list_filter = ["public", "interval", "tag"]
+    search_fields = ["name", "tag", "description"]
+    list_editable = ["public"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The interval is baked into the data file once it exists.
+        return ["interval", "created"] if obj is not None else ["created"]

@@ -1,0 +1,125 @@
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from sensors.alarms import acknowledge
+from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+
+
+@admin.register(Site)
+class SiteAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "time_zone",
+        "latitude",
+        "longitude",
+        "grid_intensity_g_per_kwh",
+    ]
+    search_fields = ["name"]
+    prepopulated_fields = {"slug": ["name"]}
+
+
+class SensorInline(admin.TabularInline):
+    model = Sensor
+    extra = 0
+    fields = ["key", "name", "kind", "unit", "scale", "offset", "feed", "auto_created"]
+    show_change_link = True
+    autocomplete_fields = ["feed"]
+
+
+class ModbusRegisterInline(admin.TabularInline):
+    model = ModbusRegister
+    extra = 0
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "node_id",
+        "protocol",
+        "site",
+        "location",
+        "interval",
+        "enabled",
+        "key_prefix",
+    ]
+    list_filter = ["protocol", "enabled", "site"]
+    search_fields = ["name", "location", "description"]
+    readonly_fields = ["key_prefix", "created"]
+    inlines = [SensorInline, ModbusRegisterInline]
+    actions = ["rotate_write_key"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            key = obj.set_new_key()
+            self.message_user(
+                request,
+                f"Write key for node '{obj.name}': {key} — copy it now, it is shown only once.",
+                messages.WARNING,
+            )
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Rotate write key (the old key stops working)")
+    def rotate_write_key(self, request, queryset):
+        for node in queryset:
+            key = node.set_new_key()
+            node.save(update_fields=["key_prefix", "key_hash"])
+            self.message_user(
+                request,
+                f"New write key for '{node.name}': {key} — shown only once.",
+                messages.WARNING,
+            )
+
+
+@admin.register(Sensor)
+class SensorAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "node", "key", "kind", "unit", "feed", "auto_created", "created"]
+    list_filter = ["auto_created", "kind", "node__protocol", "node"]
+    search_fields = ["key", "name", "node__name"]
+    autocomplete_fields = ["feed"]
+    list_select_related = ["node", "feed"]
+
+
+@admin.register(ModbusRegister)
+class ModbusRegisterAdmin(admin.ModelAdmin):
+    list_display = ["node", "key", "address", "function", "data_type", "word_order", "scale"]
+    list_filter = ["function", "data_type", "node"]
+    search_fields = ["key", "node__name"]
+
+
+@admin.register(Actuator)
+class ActuatorAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "driver", "host", "port", "device_id", "coil", "enabled"]
+    list_filter = ["kind", "driver", "enabled", "site"]
+    search_fields = ["name", "host", "description"]
+
+
+@admin.register(Alarm)
+class AlarmAdmin(admin.ModelAdmin):
+    list_display = [
+        "raised_at",
+        "severity",
+        "source",
+        "message",
+        "is_open",
+        "cleared_at",
+        "acknowledged_at",
+    ]
+    list_filter = ["severity", "source", ("cleared_at", admin.EmptyFieldListFilter)]
+    search_fields = ["message", "key"]
+    readonly_fields = [f.name for f in Alarm._meta.fields]
+    actions = ["acknowledge_selected"]
+
+    @admin.display(boolean=True, description="open")
+    def is_open(self, alarm: Alarm) -> bool:
+        return alarm.is_open
+
+    def has_add_permission(self, request) -> bool:
+        return False  # alarms are raised by the system, not typed in
+
+    @admin.action(description="Acknowledge selected alarms")
+    def acknowledge_selected(self, request, queryset):
+        for alarm in queryset.filter(acknowledged_at__isnull=True):
+            acknowledge(alarm, request.user)
+        self.message_user(request, f"Acknowledged at {timezone.localtime():%H:%M}.")

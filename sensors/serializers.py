@@ -1,0 +1,72 @@
+from rest_framework import serializers
+
+from bms.serializers import ModelCleanSerializer
+from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+
+
+class SiteSerializer(ModelCleanSerializer):
+    class Meta:
+        model = Site
+        fields = ["id", "name", "slug", "latitude", "longitude", "time_zone",
+                  "grid_intensity_g_per_kwh", "description"]  # fmt: skip
+
+
+class NodeSerializer(ModelCleanSerializer):
+    write_key = serializers.SerializerMethodField(
+        help_text="Returned once, when the node is created. Only its hash is stored."
+    )
+
+    class Meta:
+        model = Node
+        fields = ["id", "site", "name", "node_id", "protocol", "location", "description",
+                  "interval", "enabled", "modbus_host", "modbus_port", "modbus_device_id",
+                  "created", "write_key"]  # fmt: skip
+        read_only_fields = ["created"]
+
+    def get_write_key(self, node: Node) -> str | None:
+        return getattr(node, "_new_write_key", None)
+
+    def create(self, validated_data: dict) -> Node:
+        node = Node(**validated_data)
+        node._new_write_key = node.set_new_key()
+        node.save()
+        return node
+
+
+class SensorSerializer(ModelCleanSerializer):
+    class Meta:
+        model = Sensor
+        fields = ["id", "node", "key", "name", "kind", "unit", "scale", "offset", "params",
+                  "feed", "processes", "min_valid", "max_valid", "auto_created", "created"]  # fmt: skip
+        read_only_fields = ["created"]
+
+    def validate_processes(self, steps):
+        from feeds.processes import validate_steps
+
+        if not isinstance(steps, list):
+            raise serializers.ValidationError("Must be a list of process steps.")
+        errors = validate_steps(steps)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return steps
+
+
+class ModbusRegisterSerializer(ModelCleanSerializer):
+    class Meta:
+        model = ModbusRegister
+        fields = ["id", "node", "key", "address", "function", "data_type", "word_order", "scale"]
+
+
+class ActuatorSerializer(ModelCleanSerializer):
+    class Meta:
+        model = Actuator
+        fields = ["id", "site", "name", "kind", "driver", "host", "port", "device_id", "coil",
+                  "node", "min_on_s", "min_off_s", "feedback_sensor", "enabled", "description"]  # fmt: skip
+
+
+class AlarmSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Alarm
+        fields = ["id", "key", "severity", "source", "message", "raised_at", "cleared_at",
+                  "acknowledged_at", "acknowledged_by"]  # fmt: skip
+        read_only_fields = fields
