@@ -131,9 +131,10 @@ LOGIN_REDIRECT_URL = "/staff/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BMS_MAX_BODY_BYTES", 1_048_576)
 
 REST_FRAMEWORK = {
+    # Token first so an unauthenticated request gets 401 with WWW-Authenticate, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["bms.permissions.GroupPermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -218,3 +219,4 @@ if env_bool("BMS_PRODUCTION", False):
     SECURE_HSTS_PRELOAD = True
 
 os.makedirs(BMS_FEED_DIR, exist_ok=True)
+os.makedirs(STATIC_ROOT, exist_ok=True)  # whitenoise warns on a missing root

@@ -1,0 +1,58 @@
+"""/healthz against the real Redis and database; a closed port means Redis is reported down."""
+
+import socket
+
+import pytest
+
+from bms.celery import BEAT_HEARTBEAT_KEY
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the socket goes
+
+
+@pytest.mark.django_db
+def test_reports_redis_down_on_a_closed_port_with_503(client, settings):
+    settings.REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["ok"] is False
+    assert body["checks"]["redis"]["ok"] is False
+    assert "Connection" in body["checks"]["redis"]["error"]
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["data_dir"]["ok"] is True
+
+
+@pytest.mark.django_db
+def test_reports_beat_and_worker_down_when_nothing_runs(client, redis_client):
+    body = client.get("/healthz").json()
+    assert body["checks"]["redis"]["ok"] is True
+    assert body["checks"]["beat"]["ok"] is False
+
+
+@pytest.mark.django_db
+def test_a_fresh_beat_heartbeat_counts_as_alive(client, redis_client):
+    import time
+
+    redis_client.set(BEAT_HEARTBEAT_KEY, int(time.time()))
+    assert client.get("/healthz").json()["checks"]["beat"]["ok"] is True
+
+
+@pytest.mark.django_db
+def test_unwritable_data_dir_is_reported(client, settings, tmp_path):
+    settings.BMS_FEED_DIR = tmp_path / "does-not-exist"
+    body = client.get("/healthz").json()
+    assert body["checks"]["data_dir"]["ok"] is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_all_green_with_a_real_worker_and_beat_heartbeat(client, celery_worker, redis_client):
+    import time
+
+    redis_client.set(BEAT_HEARTBEAT_KEY, int(time.time()))
+    response = client.get("/healthz")
+    assert response.status_code == 200, response.json()
+    assert response.json()["checks"]["worker"]["workers"]
