@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Set up everything and run the whole site on this machine: web, Celery workers, beat and the
+# simulated demo site. Ctrl-C stops all of it.
+#   bash scripts/run-site.sh             # http://127.0.0.1:8000/
+#   BMS_PORT=8080 BMS_SPEED=60 bash scripts/run-site.sh
+set -o errexit -o pipefail -o nounset
+source "$(dirname "$0")/setup.sh"
+bms_setup
+
+PORT="${BMS_PORT:-8000}"
+BIND="${BMS_BIND:-127.0.0.1}"
+URL="http://127.0.0.1:$PORT"
+LOGS="$BMS_ROOT/var/log"
+mkdir -p "$LOGS"
+
+say "Preparing the database"
+"$PY" manage.py migrate --no-input -v0
+"$PY" manage.py collectstatic --no-input -v0
+
+# One admin login, created once; its password is kept in var/ so it can be printed again.
+PWFILE="$BMS_ROOT/var/admin-password"
+if [ ! -s "$PWFILE" ]; then
+  "$PY" -c 'import secrets; print(secrets.token_urlsafe(12))' > "$PWFILE"
+  chmod 600 "$PWFILE"
+fi
+ADMIN_PASSWORD="$(cat "$PWFILE")"
+DJANGO_SUPERUSER_PASSWORD="$ADMIN_PASSWORD" "$PY" manage.py shell -c "
+import os
+from django.contrib.auth.models import User
+user, _ = User.objects.get_or_create(username='admin', defaults={'email': 'admin@localhost'})
+user.is_staff = user.is_superuser = True
+user.set_password(os.environ['DJANGO_SUPERUSER_PASSWORD'])
+user.save()
+"
+
+pids=()
+stop_all() {
+  trap - INT TERM EXIT
+  say "Stopping..."
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop_all INT TERM EXIT
+
+start() {  # start NAME COMMAND...: run in the background, log to var/log/NAME.log
+  local name="$1"; shift
+  "$@" >>"$LOGS/$name.log" 2>&1 &
+  pids+=($!)
+}
+
+rm -f "$BMS_ROOT/var/celerybeat.pid"
+start web "$VENV/bin/gunicorn" bms.wsgi:application --bind "$BIND:$PORT" --workers 3 --threads 4 --timeout 30
+# Control gets its own worker so a flood of readings never delays the boiler.
+start worker-control "$VENV/bin/celery" -A bms worker -Q control -c 1 -n control@%h -l INFO
+start worker-ingest "$VENV/bin/celery" -A bms worker -Q ingest,commit -c 2 -n ingest@%h -l INFO
+start beat "$VENV/bin/celery" -A bms beat -l INFO --pidfile "$BMS_ROOT/var/celerybeat.pid"
+
+for _ in $(seq 1 100); do
+  curl -fsS -o /dev/null "$URL/admin/login/" 2>/dev/null && break
+  "$PY" -c "import urllib.request; urllib.request.urlopen('$URL/admin/login/', timeout=1)" 2>/dev/null && break
+  sleep 0.2
+done
+
+if "$PY" manage.py help simulate_site >/dev/null 2>&1; then
+  start demo "$PY" manage.py simulate_site --base-url "$URL" --speed "${BMS_SPEED:-1}"
+fi
+
+cat <<INFO
+
+  Open BMS is running.
+    Staff overview   $URL/staff/
+    Admin            $URL/admin/      login: admin / $ADMIN_PASSWORD
+    Kiosk displays   $URL/kiosk/pv/  $URL/kiosk/thermal/  $URL/kiosk/hydro/
+    Rotating kiosk   $URL/kiosk/?rotate=pv,thermal,hydro
+    API docs         $URL/api/docs/
+    Health           $URL/healthz
+  Logs in var/log/. Press Ctrl-C to stop.
+
+INFO
+# Exit (and stop everything) as soon as any one process dies, so a failure is not hidden.
+wait -n "${pids[@]}" || true
+say "A process stopped; see var/log/. Shutting down."

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Shared set-up for the two README commands. Idempotent: every step checks before it acts.
+#   source scripts/setup.sh; bms_setup [--for-tests]
+# Installs what a fresh Debian machine lacks (apt, as root), the Python venv from the lock
+# file, Chart.js from npm, and makes sure Redis answers.
+
+BMS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$BMS_ROOT/.venv"
+PY="$VENV/bin/python"
+
+say() { printf '\033[1m[bms]\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31m[bms] %s\033[0m\n' "$*" >&2; exit 1; }
+
+_apt_updated=""
+apt_install() {
+  # Install Debian packages that are missing; only possible as root (or with sudo).
+  local missing=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "Missing Debian packages: ${missing[*]}. Install them: sudo apt-get install ${missing[*]}"
+    sudo="sudo"
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "Missing packages ${missing[*]} and no apt-get here: install them with your package manager."
+  say "Installing Debian packages: ${missing[*]}"
+  if [ -z "$_apt_updated" ]; then
+    $sudo apt-get update -qq || die "apt-get update failed"
+    _apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
+}
+
+find_python() {
+  for candidate in python3.11 python3.12 python3.13 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      command -v "$candidate"; return 0
+    fi
+  done
+  return 1
+}
+
+setup_python() {
+  local python
+  python="$(find_python)" || die "Python 3.11 or newer is needed: apt-get install python3"
+  if [ ! -x "$PY" ]; then
+    if ! "$python" -m venv --help >/dev/null 2>&1 || ! "$python" -c 'import ensurepip' 2>/dev/null; then
+      apt_install python3-venv
+    fi
+    say "Creating virtualenv .venv with $python"
+    "$python" -m venv "$VENV" || die "could not create .venv"
+  fi
+  local want have=""
+  want="$(sha256sum "$BMS_ROOT/requirements.lock" | cut -d' ' -f1)"
+  [ -f "$VENV/.lock-sha" ] && have="$(cat "$VENV/.lock-sha")"
+  if [ "$want" != "$have" ]; then
+    say "Installing Python packages (requirements.lock)"
+    "$PY" -m pip install -q --upgrade pip >/dev/null || die "pip upgrade failed"
+    "$PY" -m pip install -q -r "$BMS_ROOT/requirements.lock" || die "pip install failed"
+    echo "$want" > "$VENV/.lock-sha"
+  fi
+}
+
+setup_node() {
+  [ -f "$BMS_ROOT/package.json" ] || return 0
+  command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+  local want have=""
+  want="$(sha256sum "$BMS_ROOT/package-lock.json" | cut -d' ' -f1)"
+  [ -f "$BMS_ROOT/node_modules/.lock-sha" ] && have="$(cat "$BMS_ROOT/node_modules/.lock-sha")"
+  if [ "$want" != "$have" ]; then
+    say "Installing front-end packages (npm ci)"
+    (cd "$BMS_ROOT" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
+    echo "$want" > "$BMS_ROOT/node_modules/.lock-sha"
+  fi
+}
+
+redis_url_host_port() {
+  # Host and port of REDIS_URL (default redis://127.0.0.1:6379/0).
+  local url="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+  local rest="${url#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"
+  REDIS_HOST="${rest%%:*}"; REDIS_PORT="${rest##*:}"
+  [ "$REDIS_PORT" = "$rest" ] && REDIS_PORT=6379
+  return 0
+}
+
+redis_answers() {
+  "$PY" - "$REDIS_HOST" "$REDIS_PORT" <<'PYEOF' 2>/dev/null
+import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2) as s:
+        s.sendall(b"PING\r\n")
+        sys.exit(0 if s.recv(16).startswith(b"+PONG") else 1)
+except OSError:
+    sys.exit(1)
+PYEOF
+}
+
+ensure_redis() {
+  redis_url_host_port
+  redis_answers && return 0
+  case "$REDIS_HOST" in
+    127.0.0.1|localhost|::1) ;;
+    *) die "Redis at $REDIS_HOST:$REDIS_PORT does not answer. Start it, or unset REDIS_URL to use a local one." ;;
+  esac
+  if ! command -v redis-server >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt_install redis-server
+    else
+      die "Redis is not installed. Install it (Debian: sudo apt-get install redis-server) and run this again."
+    fi
+  fi
+  say "Starting Redis on 127.0.0.1:$REDIS_PORT (appendonly, data in var/redis)"
+  mkdir -p "$BMS_ROOT/var/redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$BMS_ROOT/var/redis" \
+    --appendonly yes --logfile "$BMS_ROOT/var/redis/redis.log" >/dev/null || die "redis-server failed to start"
+  for _ in $(seq 1 50); do redis_answers && return 0; sleep 0.1; done
+  die "Redis did not come up: see var/redis/redis.log"
+}
+
+bms_setup() {
+  cd "$BMS_ROOT" || die "cannot cd to $BMS_ROOT"
+  setup_python
+  setup_node
+  if [ "${1:-}" = "--for-tests" ]; then
+    # Headless Chromium drives the kiosk and staff pages in the browser tests.
+    [ -x /usr/bin/chromium ] || apt_install chromium
+  fi
+  ensure_redis
+}
