@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One entrypoint for every role; the compose file picks the role as the command.
+set -o errexit -o pipefail -o nounset
+
+case "${1:-web}" in
+  web)
+    python manage.py migrate --no-input
+    exec gunicorn bms.wsgi:application --bind 0.0.0.0:8000 \
+      --workers "${WEB_WORKERS:-3}" --threads 4 --timeout 30 --access-logfile -
+    ;;
+  worker)
+    exec celery -A bms worker -Q "${CELERY_QUEUES:-ingest,commit}" -c "${CELERY_CONCURRENCY:-2}" -l INFO
+    ;;
+  worker-control)
+    # Its own worker so a flood of readings never delays the boiler.
+    exec celery -A bms worker -Q control -c 1 -n control@%h -l INFO
+    ;;
+  beat)
+    # Exactly one beat may run: two would double every commit and control tick.
+    exec celery -A bms beat -l INFO --pidfile /tmp/celerybeat.pid
+    ;;
+  manage)
+    shift
+    exec python manage.py "$@"
+    ;;
+  *)
+    exec "$@"
+    ;;
+esac
