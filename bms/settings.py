@@ -116,7 +116,11 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "var" / "static")))
-STATICFILES_DIRS = [BASE_DIR / "bms" / "static"]
+STATICFILES_DIRS = [
+    BASE_DIR / "bms" / "static",
+    # Chart.js from npm (`npm ci`), served as /static/vendor/chart.js/chart.umd.js: never a CDN.
+    ("vendor/chart.js", BASE_DIR / "node_modules" / "chart.js" / "dist"),
+]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
