@@ -1,0 +1,139 @@
+"""Lumped thermal models: solar collector and tank, boiler circuit, rooms. No Django.
+
+Every body is one node with a heat capacity C (J/K) and losses UA (W/K) to its surroundings,
+stepped with explicit Euler in sub-steps of at most a fiftieth of the body's time constant
+(a room, being linear, is stepped with its exact exponential solution instead).
+That is crude next to a building-physics package, but it has the behaviour to watch: a room
+warms only while its radiator valve is open and the boiler and pump are running, and cools
+towards the outside temperature otherwise; the tank charges only while the solar pump runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+WATER_CP = 4186.0  # J/(kg·K)
+
+
+def _substeps(dt_s: float, capacity: float, conductance: float) -> tuple[int, float]:
+    """How many Euler sub-steps keep dt below a fifth of the fastest time constant."""
+    if dt_s <= 0:
+        return 0, 0.0
+    limit = capacity / (50.0 * max(conductance, 1e-9))
+    n = max(1, int(dt_s / limit) + 1)
+    return n, dt_s / n
+
+
+@dataclass
+class SolarThermal:
+    """Flat-plate collector (a few m²) feeding a hot-water tank through a pumped loop.
+
+    Collector gain follows the Hottel–Whillier form η0·G − UL·(Tc − Ta) per m²; with the pump
+    running, the loop moves heat m·cp·(Tc − Tt)·ε into the tank; with it stopped, the collector
+    stagnates (heats up in sun) and the tank only loses heat.
+    """
+
+    area_m2: float = 6.0
+    optical_efficiency: float = 0.78
+    loss_w_m2k: float = 4.0
+    collector_capacity_j_k: float = 60_000.0  # absorber, glass and the fluid in it
+    loop_flow_kg_s: float = 0.08
+    exchanger_effectiveness: float = 0.7
+    tank_litres: float = 300.0
+    tank_loss_w_k: float = 2.0
+    collector_c: float = 15.0
+    tank_c: float = 40.0
+    last_power_w: float = 0.0  # heat delivered into the tank during the last step
+
+    @property
+    def tank_capacity_j_k(self) -> float:
+        return self.tank_litres * WATER_CP  # 1 litre of water ≈ 1 kg
+
+    def step(
+        self,
+        dt_s: float,
+        irradiance_w_m2: float,
+        ambient_c: float,
+        pump_on: bool,
+        tank_room_c: float = 15.0,
+    ) -> None:
+        loop_conductance = (
+            self.loop_flow_kg_s * WATER_CP * self.exchanger_effectiveness if pump_on else 0.0
+        )
+        fastest = max(self.area_m2 * self.loss_w_m2k + loop_conductance, self.tank_loss_w_k)
+        n, h = _substeps(dt_s, self.collector_capacity_j_k, fastest)
+        delivered_j = 0.0
+        for _ in range(n):
+            gain = self.area_m2 * (
+                self.optical_efficiency * irradiance_w_m2
+                - self.loss_w_m2k * (self.collector_c - ambient_c)
+            )
+            to_tank = loop_conductance * (self.collector_c - self.tank_c)
+            tank_loss = self.tank_loss_w_k * (self.tank_c - tank_room_c)
+            self.collector_c += h * (gain - to_tank) / self.collector_capacity_j_k
+            self.tank_c += h * (to_tank - tank_loss) / self.tank_capacity_j_k
+            delivered_j += to_tank * h
+        if n:
+            self.last_power_w = delivered_j / dt_s
+
+
+@dataclass
+class BoilerCircuit:
+    """The boiler's flow temperature: heats towards the boiler setpoint while the boiler fires
+    and the circulation pump runs, and falls back towards the boiler-house air otherwise."""
+
+    flow_c: float = 20.0
+    boiler_setpoint_c: float = 75.0
+    boiler_power_w: float = 24_000.0
+    water_capacity_j_k: float = 200.0 * WATER_CP  # boiler, pipework and radiators
+    standing_loss_w_k: float = 30.0
+    plant_room_c: float = 15.0
+    last_fuel_power_w: float = 0.0
+
+    def step(self, dt_s: float, boiler_on: bool, pump_on: bool, load_w: float) -> None:
+        """`load_w`: heat the radiators drew from the water during this step."""
+        firing = boiler_on and pump_on and self.flow_c < self.boiler_setpoint_c
+        self.last_fuel_power_w = self.boiler_power_w if firing else 0.0
+        n, h = _substeps(dt_s, self.water_capacity_j_k, self.standing_loss_w_k + 1.0)
+        for _ in range(n):
+            fire = self.boiler_power_w if (firing and self.flow_c < self.boiler_setpoint_c) else 0
+            loss = self.standing_loss_w_k * (self.flow_c - self.plant_room_c)
+            self.flow_c += h * (fire - loss - load_w) / self.water_capacity_j_k
+
+    @property
+    def hot(self) -> bool:
+        """Water warm enough to heat a room."""
+        return self.flow_c > 30.0
+
+
+@dataclass
+class Room:
+    """A room as one thermal mass: radiator gain K·(T_flow − T_room) while its valve is open and
+    water circulates; fabric and ventilation loss UA·(T_room − T_out)."""
+
+    name: str = "room"
+    temperature_c: float = 14.0
+    capacity_j_k: float = 3.0e6  # air, furniture and the inner skin of the walls
+    loss_w_k: float = 150.0
+    radiator_w_k: float = 80.0  # ≈ 4 kW at a 50 K mean water-to-air difference
+    last_heat_w: float = 0.0
+
+    def step(
+        self, dt_s: float, outside_c: float, valve_open: bool, flow_c: float, circulating: bool
+    ) -> None:
+        """Exact solution of C·dT/dt = K·(T_flow − T) − UA·(T − T_out) over dt, flow held."""
+        if dt_s <= 0:
+            return
+        heating = valve_open and circulating and flow_c > self.temperature_c
+        k = self.radiator_w_k if heating else 0.0
+        conductance = k + self.loss_w_k
+        settles_at = (k * flow_c + self.loss_w_k * outside_c) / conductance
+        start = self.temperature_c
+        decay = math.exp(-dt_s * conductance / self.capacity_j_k)
+        self.temperature_c = settles_at + (start - settles_at) * decay
+        # Mean radiator output over the step, from the exact mean room temperature.
+        mean_temp = settles_at + (start - settles_at) * (1.0 - decay) * (
+            self.capacity_j_k / (conductance * dt_s)
+        )
+        self.last_heat_w = k * max(0.0, flow_c - mean_temp)
