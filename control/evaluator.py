@@ -1,0 +1,435 @@
+"""The evaluator: a pure function of a Snapshot returning per-actuator decisions with reasons.
+
+Priority, highest first: safety (frost protection, over-temperature, solar emergency stop /
+antifreeze / tank max) > manual override > demand (booking, schedule, setback, plant logic) > off.
+Minimum on/off times (anti-short-cycle) hold back demand decisions only: safety and an
+engineer's override switch at once.
+
+No database, Redis or network here: snapshots come from control/snapshot.py (live) or
+control/replay.py (recorded history), and tests build them by hand.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from control.state import (
+    ANTI_SHORT_CYCLE,
+    BOOKING,
+    DISABLED,
+    FROST,
+    HEATING_PLANT,
+    IDLE,
+    OPTIMUM_START,
+    OPTIMUM_STOP,
+    OVER_TEMPERATURE,
+    OVERRIDE,
+    PUMP_KICK,
+    PUMP_OVERRUN,
+    SAFETY_STRATEGIES,
+    SENSOR_FALLBACK,
+    SETBACK,
+    ActuatorSpec,
+    Decision,
+    Evaluation,
+    KickSpec,
+    PlantSpec,
+    Snapshot,
+    SolarSpec,
+    Window,
+    ZoneResult,
+    ZoneSpec,
+)
+from control.strategies import (
+    anti_short_cycle,
+    bookings,
+    frost,
+    optimum_start,
+    overtemp,
+    pump,
+    pump_kick,
+    schedule,
+    sensor_health,
+    solar,
+    thermostat,
+)
+from control.strategies import override as override_rules
+from control.strategies.timefmt import hhmm
+
+# Decisions from these are applied without waiting for min on/off times.
+_BYPASS_TIMERS = SAFETY_STRATEGIES | {OVERRIDE, PUMP_KICK}
+
+
+def evaluate(snapshot: Snapshot) -> Evaluation:
+    tz = ZoneInfo(snapshot.time_zone)
+    memory: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    ctx = _Context(snapshot, tz, memory, events)
+    zone_results = {z.id: ctx.zone(z) for z in snapshot.zones}
+    decisions: dict[int, Decision] = {}
+    ctx.zone_actuators(zone_results, decisions)
+    for plant in snapshot.plants:
+        ctx.plant(plant, zone_results, decisions)
+    for circuit in snapshot.solars:
+        ctx.solar(circuit, decisions)
+    # An actuator no strategy drives is left alone, unless an engineer overrides it.
+    for actuator in snapshot.actuators.values():
+        if actuator.id not in decisions:
+            active = override_rules.active(actuator.override, snapshot.now)
+            if active is not None:
+                decisions[actuator.id] = Decision(
+                    actuator.id,
+                    active.state,
+                    override_rules.describe(active, tz),
+                    OVERRIDE,
+                    active.user_id,
+                )
+    return Evaluation(decisions, zone_results, memory, events)
+
+
+class _Context:
+    def __init__(self, snapshot: Snapshot, tz: ZoneInfo, memory: dict, events: list) -> None:
+        self.snapshot = snapshot
+        self.now = snapshot.now
+        self.now_s = snapshot.now.timestamp()
+        self.tz = tz
+        self.remembered = snapshot.memory
+        self.memory = memory
+        self.events = events
+
+    # --- zones ---------------------------------------------------------------------------
+
+    def zone(self, zone: ZoneSpec) -> ZoneResult:
+        flags: list[str] = []
+        if any(
+            (a := self.snapshot.actuators.get(aid)) is not None and a.fault
+            for aid in zone.actuator_ids
+        ):
+            flags.append("actuator_fault")
+        if not zone.enabled:
+            return ZoneResult(
+                zone.id, False, DISABLED, "Zone disabled: not controlled", flags=tuple(flags)
+            )
+        problem = sensor_health.problem(
+            zone.reading, zone.has_sensor, self.now_s, zone.sensor_stale_after_s
+        )
+        override = override_rules.active(zone.override, self.now)
+        if problem:
+            flags.append("sensor_fault")
+            if override is not None:
+                return ZoneResult(
+                    zone.id,
+                    override.state,
+                    OVERRIDE,
+                    f"{override_rules.describe(override, self.tz)} ({problem})",
+                    flags=tuple(flags),
+                    user_id=override.user_id,
+                )
+            return ZoneResult(
+                zone.id,
+                False,
+                SENSOR_FALLBACK,
+                f"{problem}: safe mode, frost protection only — heating off",
+                flags=tuple(flags),
+            )
+        temp = zone.reading.value  # type: ignore[union-attr]  # checked by sensor_health
+        key = f"zone:{zone.id}"
+        if frost.active(
+            temp, zone.frost_on, zone.frost_off, bool(self.remembered.get(f"{key}:frost"))
+        ):
+            self.memory[f"{key}:frost"] = True
+            return ZoneResult(
+                zone.id,
+                True,
+                FROST,
+                f"Frost protection: {temp:.1f} °C (on below {zone.frost_on:g} °C, "
+                f"heating until {zone.frost_off:g} °C)",
+                temp,
+                zone.frost_off,
+                tuple(flags),
+            )
+        if overtemp.cut_off(temp, zone.max_temperature):
+            return ZoneResult(
+                zone.id,
+                False,
+                OVER_TEMPERATURE,
+                f"Over-temperature cut-off: {temp:.1f} °C ≥ {zone.max_temperature:g} °C",
+                temp,
+                None,
+                tuple(flags),
+            )
+        if override is not None:
+            return ZoneResult(
+                zone.id,
+                override.state,
+                OVERRIDE,
+                f"{override_rules.describe(override, self.tz)} ({temp:.1f} °C)",
+                temp,
+                None,
+                tuple(flags),
+                user_id=override.user_id,
+            )
+        return self._demand(zone, temp, tuple(flags))
+
+    def _windows(self, zone: ZoneSpec) -> list[Window]:
+        start = self.now - timedelta(days=1)
+        end = self.now + timedelta(minutes=zone.max_preheat_min) + timedelta(days=1)
+        found = bookings.windows(zone.bookings, start, end, self.tz, zone.comfort_setpoint)
+        if zone.schedule is not None:
+            found += schedule.windows(zone.schedule, start, end, self.tz, zone.comfort_setpoint)
+        return sorted(found, key=lambda w: (w.start, w.source != BOOKING))
+
+    def _demand(self, zone: ZoneSpec, temp: float, flags: tuple[str, ...]) -> ZoneResult:
+        key = f"zone:{zone.id}"
+        was_on = bool(self.remembered.get(f"{key}:heat"))
+        windows = self._windows(zone)
+        current = [w for w in windows if w.start <= self.now < w.end]
+        self._learning_event(zone, temp, current)
+        h = zone.hysteresis
+
+        def result(demand: bool, mode: str, reason: str, target: float | None, **kw) -> ZoneResult:
+            self.memory[f"{key}:heat"] = demand
+            return ZoneResult(zone.id, demand, mode, reason, temp, target, flags, **kw)
+
+        if current:
+            # Overlapping occupancies: the warmest wins; a booking names itself first.
+            window = max(current, key=lambda w: (w.setpoint, w.source == BOOKING))
+            until = _occupied_until(windows, window)
+            setpoint = window.setpoint
+            minutes_left = (until - self.now).total_seconds() / 60
+            if zone.optimum_stop and optimum_start.may_stop_early(
+                temp, setpoint, minutes_left, zone.cooling_rate_min_per_k, zone.coast_allowance_k
+            ):
+                return result(
+                    False,
+                    OPTIMUM_STOP,
+                    f"{window.label}: optimum stop, {temp:.1f} °C coasts to the end at "
+                    f"{hhmm(until, self.tz)} (≥ {setpoint - zone.coast_allowance_k:.1f} °C)",
+                    setpoint,
+                )
+            demand = thermostat.calls_for_heat(temp, setpoint, h, was_on)
+            return result(
+                demand,
+                window.source,
+                f"{window.label}: {temp:.1f} °C, setpoint {setpoint:.1f} °C — "
+                + ("heating" if demand else "satisfied"),
+                setpoint,
+            )
+
+        upcoming = [
+            w
+            for w in windows
+            if self.now < w.start <= self.now + timedelta(minutes=zone.max_preheat_min)
+        ]
+        for window in upcoming:
+            lead = (window.start - self.now).total_seconds() / 60
+            if zone.optimum_start:
+                preheat = optimum_start.preheat_minutes(
+                    temp, window.setpoint, zone.heating_rate_min_per_k, zone.max_preheat_min
+                )
+            else:
+                preheat = 0.0
+            if preheat > 0 and lead <= preheat:
+                self._remember_preheat(zone, window, temp, preheat)
+                demand = thermostat.calls_for_heat(temp, window.setpoint, h, was_on)
+                rate = optimum_start.rate_c_per_h(zone.heating_rate_min_per_k)
+                return result(
+                    demand,
+                    OPTIMUM_START,
+                    f"{window.label}, pre-heat {round(preheat)} min at {rate:.1f} °C/h "
+                    f"({temp:.1f} → {window.setpoint:.1f} °C)",
+                    window.setpoint,
+                    preheat_min=preheat,
+                )
+        following = next((w for w in windows if w.start > self.now), None)
+        nxt = f"; next: {following.label}" if following is not None else ""
+        if zone.setback_setpoint is not None:
+            demand = thermostat.calls_for_heat(temp, zone.setback_setpoint, h, was_on)
+            return result(
+                demand,
+                SETBACK,
+                f"Unoccupied: {temp:.1f} °C, setback {zone.setback_setpoint:.1f} °C — "
+                + ("heating" if demand else "satisfied")
+                + nxt,
+                zone.setback_setpoint,
+            )
+        return result(False, IDLE, f"Unoccupied: heating off ({temp:.1f} °C){nxt}", None)
+
+    def _remember_preheat(
+        self, zone: ZoneSpec, window: Window, temp: float, preheat: float
+    ) -> None:
+        key = f"zone:{zone.id}:preheat"
+        record = self.remembered.get(key)
+        occupancy = window.start.timestamp()
+        if not record or record.get("occupancy") != occupancy:
+            record = {
+                "occupancy": occupancy,
+                "started": self.now_s,
+                "temp": temp,
+                "setpoint": window.setpoint,
+                "preheat_min": preheat,
+                "label": window.label,
+            }
+        self.memory[key] = record
+
+    def _learning_event(self, zone: ZoneSpec, temp: float, current: list[Window]) -> None:
+        """When an occupancy that was pre-heated starts, tell the runner so it can learn."""
+        key = f"zone:{zone.id}:preheat"
+        record = self.remembered.get(key)
+        if not record:
+            return
+        if record["occupancy"] > self.now_s:
+            self.memory[key] = record  # still coming; a tick may pass without pre-heat
+            return
+        if any(w.start.timestamp() == record["occupancy"] for w in current):
+            self.events.append(
+                {
+                    "kind": "occupancy_start",
+                    "zone_id": zone.id,
+                    "temp_at_start": temp,
+                    "at": self.now_s,
+                    **record,
+                }
+            )
+
+    # --- actuators -----------------------------------------------------------------------
+
+    def finalize(self, actuator: ActuatorSpec, proposal: Decision) -> Decision:
+        """Apply, in order: safety, the actuator's own override, then min on/off times."""
+        if proposal.strategy in SAFETY_STRATEGIES:
+            return proposal
+        override = override_rules.active(actuator.override, self.now)
+        if override is not None:
+            return Decision(
+                actuator.id,
+                override.state,
+                override_rules.describe(override, self.tz),
+                OVERRIDE,
+                override.user_id,
+            )
+        if proposal.strategy in _BYPASS_TIMERS:
+            return proposal
+        held = anti_short_cycle.hold(
+            proposal.state,
+            actuator.is_on,
+            actuator.changed_at,
+            self.now_s,
+            actuator.min_on_s,
+            actuator.min_off_s,
+        )
+        if held:
+            return Decision(
+                actuator.id,
+                bool(actuator.is_on),
+                f"{held} (then: {proposal.reason})",
+                ANTI_SHORT_CYCLE,
+            )
+        return proposal
+
+    def zone_actuators(
+        self, results: dict[int, ZoneResult], decisions: dict[int, Decision]
+    ) -> None:
+        by_actuator: dict[int, list[tuple[ZoneSpec, ZoneResult]]] = {}
+        for zone in self.snapshot.zones:
+            for aid in zone.actuator_ids:
+                if aid in self.snapshot.actuators:
+                    by_actuator.setdefault(aid, []).append((zone, results[zone.id]))
+        for aid, entries in by_actuator.items():
+            # An actuator shared by zones (a circuit pump) runs if any of them calls for heat.
+            calling = [(z, r) for z, r in entries if r.demand]
+            zone, res = (calling or entries)[0]
+            reason = res.reason if len(entries) == 1 else f"{zone.name}: {res.reason}"
+            proposal = Decision(aid, res.demand, reason, res.mode, res.user_id)
+            decisions[aid] = self.finalize(self.snapshot.actuators[aid], proposal)
+
+    def plant(self, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
+        boiler = self.snapshot.actuators.get(plant.boiler_id)
+        if boiler is None:
+            return
+        calling = [
+            (zid, results[zid]) for zid in plant.zone_ids if zid in results and results[zid].demand
+        ]
+        names = {z.id: z.name for z in self.snapshot.zones}
+        if calling:
+            listed = ", ".join(names[zid] for zid, _ in calling[:5])
+            more = f" and {len(calling) - 5} more" if len(calling) > 5 else ""
+            strategy = FROST if any(r.mode == FROST for _, r in calling) else HEATING_PLANT
+            proposal = Decision(boiler.id, True, f"Heat demand from {listed}{more}", strategy)
+        else:
+            proposal = Decision(boiler.id, False, "No zone calls for heat", HEATING_PLANT)
+        boiler_decision = self.finalize(boiler, proposal)
+        decisions[boiler.id] = boiler_decision
+
+        pump_act = self.snapshot.actuators.get(plant.pump_id) if plant.pump_id else None
+        if pump_act is None:
+            return
+        if boiler_decision.state:
+            proposal = Decision(pump_act.id, True, "Follows the boiler (firing)", HEATING_PLANT)
+        else:
+            stopped_at = self.now_s if boiler.is_on else boiler.last_off_at
+            left = pump.overrun_left_s(False, stopped_at, self.now_s, plant.pump_overrun_s)
+            if left > 0:
+                proposal = Decision(
+                    pump_act.id, True, pump.overrun_reason(left, plant.pump_overrun_s), PUMP_OVERRUN
+                )
+            else:
+                proposal = Decision(pump_act.id, False, "Boiler off, overrun done", HEATING_PLANT)
+        decisions[pump_act.id] = self.finalize(pump_act, self._kick(pump_act, plant.kick, proposal))
+
+    def _kick(self, act: ActuatorSpec, kick: KickSpec | None, proposal: Decision) -> Decision:
+        """A pump proposed off gets its weekly kick when it has stood idle long enough."""
+        key = f"kick:{act.id}"
+        started = self.remembered.get(key)
+        if proposal.state or proposal.strategy in SAFETY_STRATEGIES or kick is None:
+            return proposal
+        idle_since = act.last_off_at if act.last_off_at is not None else act.changed_at
+        if pump_kick.due(kick, act.is_on, idle_since, started, self.now_s):
+            self.memory[key] = started if started is not None else self.now_s
+            days = round(kick.idle_s / 86400)
+            return Decision(
+                act.id, True, f"Pump kick {kick.run_s} s after {days} days idle", PUMP_KICK
+            )
+        if started is not None:
+            return Decision(act.id, False, f"Pump kick done ({kick.run_s} s)", PUMP_KICK)
+        return proposal
+
+    def solar(self, circuit: SolarSpec, decisions: dict[int, Decision]) -> None:
+        act = self.snapshot.actuators.get(circuit.pump_id)
+        if act is None:
+            return
+        key = f"solar:{circuit.id}"
+        problems = [
+            f"{label}: {p}"
+            for label, reading in (("Collector", circuit.collector), ("Tank", circuit.tank))
+            if (p := sensor_health.problem(reading, True, self.now_s, circuit.sensor_stale_after_s))
+        ]
+        if problems:
+            proposal = Decision(
+                act.id, False, "; ".join(problems) + ": safe mode, pump off", SENSOR_FALLBACK
+            )
+        else:
+            verdict = solar.decide(
+                circuit,
+                circuit.collector.value,  # type: ignore[union-attr]
+                circuit.tank.value,  # type: ignore[union-attr]
+                bool(act.is_on),
+                bool(self.remembered.get(f"{key}:emergency")),
+                bool(self.remembered.get(f"{key}:antifreeze")),
+                bool(self.remembered.get(f"{key}:tank_full")),
+            )
+            for flag in ("emergency", "antifreeze", "tank_full"):
+                if getattr(verdict, flag):
+                    self.memory[f"{key}:{flag}"] = True
+            proposal = Decision(act.id, verdict.pump_on, verdict.reason, verdict.strategy)
+        decisions[act.id] = self.finalize(act, self._kick(act, circuit.kick, proposal))
+
+
+def _occupied_until(windows: list[Window], window: Window) -> datetime:
+    """End of the occupancy, following back-to-back or overlapping windows."""
+    until = window.end
+    for other in windows:
+        if other.start <= until and other.end > until:
+            until = other.end
+    return until

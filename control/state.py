@@ -1,0 +1,222 @@
+"""Plain data the evaluator works on: a snapshot in, decisions out.
+
+Nothing here touches the database, Redis or the network, so the evaluator can be unit-tested
+with hand-made snapshots and replayed over recorded history. Times are timezone-aware
+datetimes (UTC inside the evaluator) or unix seconds where they come from Redis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from typing import Any
+
+# Strategy names, as written to ActuatorCommand.strategy and shown on the staff pages.
+FROST = "frost_protection"
+OVER_TEMPERATURE = "over_temperature"
+SENSOR_FALLBACK = "sensor_fallback"
+OVERRIDE = "manual_override"
+BOOKING = "booking"
+SCHEDULE = "schedule"
+OPTIMUM_START = "optimum_start"
+OPTIMUM_STOP = "optimum_stop"
+SETBACK = "setback"
+IDLE = "off"
+HEATING_PLANT = "heating_plant"
+PUMP_OVERRUN = "pump_overrun"
+PUMP_KICK = "pump_kick"
+ANTI_SHORT_CYCLE = "anti_short_cycle"
+SOLAR_DIFFERENTIAL = "solar_differential"
+SOLAR_EMERGENCY = "solar_emergency_stop"
+SOLAR_ANTIFREEZE = "solar_antifreeze"
+SOLAR_TANK_MAX = "solar_tank_max"
+DISABLED = "disabled"
+
+# Decisions from these strategies beat a manual override and are never delayed by min on/off.
+SAFETY_STRATEGIES = frozenset(
+    {FROST, OVER_TEMPERATURE, SOLAR_EMERGENCY, SOLAR_ANTIFREEZE, SOLAR_TANK_MAX}
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    t: float  # unix seconds
+    value: float
+
+
+@dataclass(frozen=True)
+class PeriodSpec:
+    weekday: int  # 0 = Monday
+    start: time
+    end: time
+    setpoint: float | None = None
+
+
+@dataclass(frozen=True)
+class ExceptionSpec:
+    day: date
+    occupied: bool = False
+    start: time | None = None
+    end: time | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    name: str
+    periods: tuple[PeriodSpec, ...] = ()
+    exceptions: tuple[ExceptionSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class BookingSpec:
+    title: str
+    start: datetime
+    end: datetime
+    setpoint: float | None = None
+
+
+@dataclass(frozen=True)
+class OverrideSpec:
+    state: bool
+    expires: datetime
+    reason: str
+    user_id: int | None = None
+    user_name: str = ""
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Window:
+    """One occupancy: from a booking or a schedule period, with the setpoint it wants."""
+
+    start: datetime
+    end: datetime
+    setpoint: float
+    label: str  # "Booking 'Yoga'" / "Schedule 'Office'"
+    source: str  # BOOKING or SCHEDULE
+
+
+@dataclass(frozen=True)
+class ZoneSpec:
+    id: int
+    name: str
+    slug: str = ""
+    comfort_setpoint: float = 20.0
+    setback_setpoint: float | None = None
+    frost_on: float = 5.0
+    frost_off: float = 7.0
+    max_temperature: float = 28.0
+    hysteresis: float = 0.3
+    optimum_start: bool = True
+    optimum_stop: bool = False
+    max_preheat_min: int = 180
+    heating_rate_min_per_k: float = 20.0
+    cooling_rate_min_per_k: float = 60.0
+    coast_allowance_k: float = 0.5
+    sensor_stale_after_s: int = 900
+    has_sensor: bool = True
+    reading: Reading | None = None
+    schedule: ScheduleSpec | None = None
+    bookings: tuple[BookingSpec, ...] = ()
+    override: OverrideSpec | None = None
+    actuator_ids: tuple[int, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class ActuatorSpec:
+    id: int
+    name: str
+    kind: str = "relay"
+    min_on_s: int = 600
+    min_off_s: int = 600
+    is_on: bool | None = None  # None: unknown (never commanded, or runtime state lost)
+    changed_at: float | None = None  # unix seconds of the last switch
+    last_off_at: float | None = None  # unix seconds it last went off
+    override: OverrideSpec | None = None
+    fault: bool = False
+
+
+@dataclass(frozen=True)
+class KickSpec:
+    """Weekly pump kick: run a pump that has stood idle, so it does not seize."""
+
+    idle_s: int = 7 * 86400
+    run_s: int = 30
+
+
+@dataclass(frozen=True)
+class PlantSpec:
+    """A heating plant: a boiler fed by its zones' demand and a circulation pump with overrun."""
+
+    id: int
+    name: str
+    boiler_id: int
+    zone_ids: tuple[int, ...]
+    pump_id: int | None = None
+    pump_overrun_s: int = 360
+    kick: KickSpec | None = KickSpec()
+
+
+@dataclass(frozen=True)
+class SolarSpec:
+    """A solar thermal circuit: collector and tank sensors, one pump."""
+
+    id: int
+    name: str
+    pump_id: int
+    collector: Reading | None
+    tank: Reading | None
+    delta_on: float = 6.0
+    delta_off: float = 4.0
+    tank_max: float = 60.0
+    tank_hysteresis: float = 2.0
+    collector_emergency: float = 130.0
+    emergency_hysteresis: float = 10.0
+    antifreeze_on: float = 4.0
+    antifreeze_off: float = 5.0
+    sensor_stale_after_s: int = 900
+    kick: KickSpec | None = KickSpec()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    now: datetime
+    time_zone: str = "Europe/London"
+    zones: tuple[ZoneSpec, ...] = ()
+    actuators: dict[int, ActuatorSpec] = field(default_factory=dict)
+    plants: tuple[PlantSpec, ...] = ()
+    solars: tuple[SolarSpec, ...] = ()
+    memory: dict[str, Any] = field(default_factory=dict)  # what strategies remember between ticks
+
+
+@dataclass(frozen=True)
+class Decision:
+    actuator_id: int
+    state: bool
+    reason: str
+    strategy: str
+    user_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ZoneResult:
+    zone_id: int
+    demand: bool
+    mode: str  # the strategy that decided
+    reason: str
+    temperature: float | None = None
+    target: float | None = None
+    flags: tuple[str, ...] = ()
+    preheat_min: float | None = None
+    user_id: int | None = None
+
+
+@dataclass
+class Evaluation:
+    decisions: dict[int, Decision]
+    zones: dict[int, ZoneResult]
+    memory: dict[str, Any]
+    # Things the runner acts on after the tick, e.g. an occupancy start to learn from.
+    events: list[dict[str, Any]] = field(default_factory=list)

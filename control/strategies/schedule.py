@@ -1,0 +1,69 @@
+"""Weekly time schedule with exception days (holidays and special occupied days)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from control.state import SCHEDULE, ScheduleSpec, Window
+from control.strategies.timefmt import local_instant
+
+WEEKDAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def windows(
+    schedule: ScheduleSpec, start: datetime, end: datetime, tz: ZoneInfo, comfort: float
+) -> list[Window]:
+    """Occupancy windows of `schedule` overlapping [start, end), in time order.
+
+    An exception day replaces that day's weekly periods: unoccupied (a holiday) or occupied
+    from its own start to end.
+    """
+    exceptions = {e.day: e for e in schedule.exceptions}
+    first = start.astimezone(tz).date() - timedelta(days=1)
+    last = end.astimezone(tz).date()
+    found: list[Window] = []
+    day = first
+    while day <= last:
+        found.extend(_day_windows(schedule, exceptions, day, tz, comfort))
+        day += timedelta(days=1)
+    return sorted(
+        (w for w in found if w.end > start and w.start < end and w.end > w.start),
+        key=lambda w: w.start,
+    )
+
+
+def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) -> list[Window]:
+    exception = exceptions.get(day)
+    if exception is not None:
+        if not exception.occupied or exception.start is None or exception.end is None:
+            return []
+        label = f"Schedule '{schedule.name}' {exception.description or 'special day'} {day:%d %b}"
+        return [
+            Window(
+                local_instant(day, exception.start, tz),
+                local_instant(day, exception.end, tz),
+                comfort,
+                label,
+                SCHEDULE,
+            )
+        ]
+    result = []
+    for period in schedule.periods:
+        if period.weekday != day.weekday():
+            continue
+        label = f"Schedule '{schedule.name}' {WEEKDAY_NAMES[period.weekday]}"
+        result.append(
+            Window(
+                local_instant(day, period.start, tz),
+                local_instant(day, period.end, tz),
+                period.setpoint if period.setpoint is not None else comfort,
+                label,
+                SCHEDULE,
+            )
+        )
+    return result
+
+
+def is_holiday(schedule: ScheduleSpec, day: date) -> bool:
+    return any(e.day == day and not e.occupied for e in schedule.exceptions)

@@ -1,0 +1,324 @@
+"""The evaluator as a whole: priority order, schedules, bookings, optimum start, plant logic,
+overrides, timers and the reasons it gives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, date, datetime, time, timedelta
+
+from control.evaluator import evaluate
+from control.state import (
+    ANTI_SHORT_CYCLE,
+    BOOKING,
+    FROST,
+    HEATING_PLANT,
+    IDLE,
+    OPTIMUM_START,
+    OPTIMUM_STOP,
+    OVER_TEMPERATURE,
+    OVERRIDE,
+    PUMP_KICK,
+    PUMP_OVERRUN,
+    SCHEDULE,
+    SENSOR_FALLBACK,
+    SETBACK,
+    ActuatorSpec,
+    BookingSpec,
+    ExceptionSpec,
+    OverrideSpec,
+    PeriodSpec,
+    PlantSpec,
+    Reading,
+    ScheduleSpec,
+    SolarSpec,
+)
+
+from .helpers import NOW, at, snapshot, valve, zone
+
+YOGA = BookingSpec("Yoga", at(10), at(12))
+OFFICE = ScheduleSpec("Office", periods=(PeriodSpec(2, time(8), time(17), 21.0),))  # Wednesdays
+
+
+def run(zones, actuators=None, now=NOW, **kw):
+    """Evaluate at `now`; a zone built with the default fresh reading is read at `now` too."""
+    default_t = NOW.timestamp() - 30
+    zones = [
+        replace(z, reading=Reading(now.timestamp() - 30, z.reading.value))
+        if z.reading is not None and z.reading.t == default_t
+        else z
+        for z in zones
+    ]
+    actuators = (valve(),) if actuators is None else actuators
+    return evaluate(snapshot(zones, actuators, now=now, **kw))
+
+
+class TestPriority:
+    def test_frost_beats_an_off_override(self):
+        off = OverrideSpec(False, NOW + timedelta(hours=1), "maintenance", user_name="eng")
+        ev = run([zone(temp=4.0, override=off)])
+        assert ev.decisions[10].state is True
+        assert ev.decisions[10].strategy == FROST
+        assert "Frost protection: 4.0 °C" in ev.decisions[10].reason
+
+    def test_over_temperature_beats_an_on_override(self):
+        on = OverrideSpec(True, NOW + timedelta(hours=1), "drying plaster")
+        ev = run([zone(temp=29.0, override=on)])
+        assert ev.decisions[10].state is False
+        assert ev.decisions[10].strategy == OVER_TEMPERATURE
+
+    def test_override_beats_a_booking(self):
+        off = OverrideSpec(False, at(11), "window open", user_id=7, user_name="ann")
+        ev = run([zone(temp=15.0, override=off, bookings=(YOGA,))], now=at(10, 30))
+        d = ev.decisions[10]
+        assert (d.state, d.strategy, d.user_id) == (False, OVERRIDE, 7)
+        assert "Manual override OFF by ann until Wed 14 Jan 11:00: window open" in d.reason
+
+    def test_override_expires(self):
+        off = OverrideSpec(False, at(10, 15), "window open")
+        ev = run([zone(temp=15.0, override=off, bookings=(YOGA,))], now=at(10, 30))
+        assert ev.decisions[10].state is True
+        assert ev.decisions[10].strategy == BOOKING
+
+    def test_demand_beats_off(self):
+        ev = run([zone(temp=15.0, bookings=(YOGA,))], now=at(10, 30))
+        assert ev.decisions[10].state is True
+        ev = run([zone(temp=15.0)], now=at(10, 30))
+        assert ev.decisions[10].state is False and ev.decisions[10].strategy == IDLE
+
+    def test_actuator_override_beats_zone_demand_but_not_safety(self):
+        act = valve(override=OverrideSpec(True, NOW + timedelta(hours=1), "flushing"))
+        assert run([zone(temp=15.0)], actuators=(act,)).decisions[10].state is True
+        assert run([zone(temp=29.0)], actuators=(act,)).decisions[10].state is False
+
+
+class TestStaleSensor:
+    def test_stale_reading_falls_back_to_safe_off_and_is_flagged(self):
+        old = Reading(NOW.timestamp() - 3600, 15.0)
+        ev = run([zone(bookings=(YOGA,), reading=old)], now=at(10, 30))
+        d = ev.decisions[10]
+        assert d.state is False and d.strategy == SENSOR_FALLBACK
+        assert "stale" in d.reason and "frost protection only" in d.reason
+        assert "sensor_fault" in ev.zones[1].flags
+
+    def test_missing_sensor_too(self):
+        ev = run([zone(temp=None, has_sensor=False, bookings=(YOGA,))], now=at(10, 30))
+        assert ev.decisions[10].state is False
+        assert "No temperature sensor" in ev.zones[1].reason
+
+    def test_an_explicit_override_still_applies(self):
+        on = OverrideSpec(True, NOW + timedelta(hours=3), "sensor being replaced")
+        ev = run([zone(temp=None, override=on)])
+        assert ev.decisions[10].state is True and "No reading" in ev.decisions[10].reason
+
+
+class TestThermostatInOccupancy:
+    def test_hysteresis_is_remembered_between_ticks(self):
+        z = zone(temp=19.9, bookings=(YOGA,))
+        first = run([z], now=at(10, 30))
+        assert first.decisions[10].state is False  # inside the band, was off
+        colder = run([replace(z, reading=Reading(at(10, 31).timestamp(), 19.6))], now=at(10, 31))
+        assert colder.decisions[10].state is True
+        back = run(
+            [replace(z, reading=Reading(at(10, 40).timestamp(), 20.1))],
+            now=at(10, 40),
+            memory=colder.memory,
+        )
+        assert back.decisions[10].state is True  # still inside the band: keeps heating
+        assert "heating" in back.decisions[10].reason
+
+    def test_setback_outside_occupancy(self):
+        ev = run([zone(temp=14.0, setback_setpoint=16.0)])
+        assert ev.decisions[10].state is True and ev.decisions[10].strategy == SETBACK
+
+
+class TestOptimumStart:
+    def test_preheat_starts_at_deficit_times_rate_before_the_booking(self):
+        # 17 °C, 20 °C wanted, 15 min/K: 45 min pre-heat, from 09:15.
+        z = zone(temp=17.0, heating_rate_min_per_k=15.0, bookings=(YOGA,))
+        before = run([replace(z, reading=Reading(at(9, 14).timestamp(), 17.0))], now=at(9, 14))
+        assert before.decisions[10].state is False
+        assert "next: Booking 'Yoga' 10:00–12:00" in before.decisions[10].reason
+        during = run([replace(z, reading=Reading(at(9, 15).timestamp(), 17.0))], now=at(9, 15))
+        d = during.decisions[10]
+        assert d.state is True and d.strategy == OPTIMUM_START
+        assert (
+            d.reason == "Booking 'Yoga' 10:00–12:00, pre-heat 45 min at 4.0 °C/h (17.0 → 20.0 °C)"
+        )
+
+    def test_preheat_is_bounded_by_max_preheat(self):
+        z = zone(temp=5.5, heating_rate_min_per_k=60.0, max_preheat_min=180, bookings=(YOGA,))
+        assert (
+            run([replace(z, reading=Reading(at(6, 59).timestamp(), 5.5))], now=at(6, 59))
+            .decisions[10]
+            .state
+            is False
+        )
+        assert (
+            run([replace(z, reading=Reading(at(7).timestamp(), 5.5))], now=at(7))
+            .decisions[10]
+            .state
+            is True
+        )
+
+    def test_no_preheat_when_optimum_start_is_off(self):
+        z = zone(temp=17.0, optimum_start=False, bookings=(YOGA,))
+        assert (
+            run([replace(z, reading=Reading(at(9, 55).timestamp(), 17.0))], now=at(9, 55))
+            .decisions[10]
+            .state
+            is False
+        )
+
+    def test_occupancy_start_after_preheat_emits_a_learning_event(self):
+        z = zone(temp=17.0, heating_rate_min_per_k=15.0, bookings=(YOGA,))
+        pre = run([replace(z, reading=Reading(at(9, 30).timestamp(), 17.0))], now=at(9, 30))
+        assert pre.memory["zone:1:preheat"]["temp"] == 17.0
+        start = run(
+            [replace(z, reading=Reading(at(10).timestamp(), 19.5))], now=at(10), memory=pre.memory
+        )
+        [event] = start.events
+        assert event["kind"] == "occupancy_start" and event["temp_at_start"] == 19.5
+        assert event["started"] == at(9, 30).timestamp() and event["setpoint"] == 20.0
+        assert "zone:1:preheat" not in start.memory
+
+    def test_optimum_stop_ends_heating_when_the_room_will_coast(self):
+        z = zone(temp=20.4, optimum_stop=True, cooling_rate_min_per_k=60.0, bookings=(YOGA,))
+        late = run([replace(z, reading=Reading(at(11, 30).timestamp(), 20.4))], now=at(11, 30))
+        assert late.decisions[10].state is False and late.decisions[10].strategy == OPTIMUM_STOP
+        assert "coasts to the end at 12:00" in late.decisions[10].reason
+        early = run([replace(z, reading=Reading(at(10, 30).timestamp(), 20.4))], now=at(10, 30))
+        assert early.decisions[10].strategy == BOOKING
+
+
+class TestSchedule:
+    def test_weekly_period_uses_its_setpoint(self):
+        ev = run([zone(temp=20.0, schedule=OFFICE, optimum_start=False)], now=at(12))
+        assert ev.decisions[10].state is True and ev.decisions[10].strategy == SCHEDULE
+        assert "Schedule 'Office' Wed: 20.0 °C, setpoint 21.0 °C" in ev.decisions[10].reason
+
+    def test_holiday_exception_day_is_unoccupied(self):
+        holiday = replace(
+            OFFICE, exceptions=(ExceptionSpec(date(2026, 1, 14), description="Closed"),)
+        )
+        ev = run([zone(temp=18.0, schedule=holiday, optimum_start=False)], now=at(12))
+        assert ev.decisions[10].state is False
+
+    def test_special_occupied_day(self):
+        special = ScheduleSpec(
+            "Office",
+            exceptions=(ExceptionSpec(date(2026, 1, 17), True, time(10), time(14), "Open day"),),
+        )
+        ev = run([zone(temp=18.0, schedule=special, optimum_start=False)], now=at(11, day=17))
+        assert ev.decisions[10].state is True
+        assert "Open day" in ev.decisions[10].reason
+
+
+class TestTimers:
+    def test_min_run_keeps_a_valve_on(self):
+        act = valve(is_on=True, changed_at=NOW.timestamp() - 120, min_on_s=600)
+        ev = run([zone(temp=22.0)], actuators=(act,))
+        d = ev.decisions[10]
+        assert d.state is True and d.strategy == ANTI_SHORT_CYCLE
+        assert "Minimum run 10 min: on for 2 min" in d.reason
+
+    def test_frost_is_not_delayed_by_min_off(self):
+        act = valve(is_on=False, changed_at=NOW.timestamp() - 60, min_off_s=600)
+        assert run([zone(temp=3.0)], actuators=(act,)).decisions[10].state is True
+
+
+class TestHeatingPlant:
+    def setup_method(self):
+        self.plant = PlantSpec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1,))
+
+    def acts(self, boiler_on, pump_on, boiler_changed=None, pump_changed=None, boiler_off_at=None):
+        return (
+            valve(),
+            ActuatorSpec(
+                20, "Boiler", "boiler", 600, 600, boiler_on, boiler_changed, boiler_off_at
+            ),
+            ActuatorSpec(21, "Pump", "pump", 0, 0, pump_on, pump_changed, None),
+        )
+
+    def test_boiler_and_pump_follow_zone_demand(self):
+        ev = run(
+            [zone(temp=15.0, bookings=(YOGA,))],
+            self.acts(False, False),
+            now=at(10, 30),
+            plants=(self.plant,),
+        )
+        assert ev.decisions[20].state and ev.decisions[21].state
+        assert ev.decisions[20].reason == "Heat demand from Hall"
+
+    def test_pump_overruns_after_the_boiler_stops(self):
+        stopped = at(12, 2).timestamp()
+        acts = self.acts(False, True, stopped, at(10).timestamp(), boiler_off_at=stopped)
+        ev = run([zone(temp=20.0)], acts, now=at(12, 5), plants=(self.plant,))
+        assert ev.decisions[20].state is False
+        assert ev.decisions[21].state is True and ev.decisions[21].strategy == PUMP_OVERRUN
+        assert "(3 min left)" in ev.decisions[21].reason
+        ev = run([zone(temp=20.0)], acts, now=at(12, 8), plants=(self.plant,))
+        assert ev.decisions[21].state is False
+
+    def test_overrun_starts_on_the_tick_the_boiler_stops(self):
+        acts = self.acts(True, True, at(10).timestamp(), at(10).timestamp())
+        ev = run([zone(temp=21.0)], acts, now=at(12, 1), plants=(self.plant,))
+        assert ev.decisions[20].state is False and ev.decisions[20].strategy == HEATING_PLANT
+        assert ev.decisions[21].strategy == PUMP_OVERRUN
+
+    def test_min_burner_run_beats_the_setpoint(self):
+        acts = self.acts(True, True, at(11, 58).timestamp(), at(11, 58).timestamp())
+        ev = run([zone(temp=21.0)], acts, now=at(12, 1), plants=(self.plant,))
+        assert ev.decisions[20].state is True and ev.decisions[20].strategy == ANTI_SHORT_CYCLE
+        assert ev.decisions[21].state is True  # the pump follows a firing boiler
+
+    def test_weekly_pump_kick(self):
+        idle_since = NOW.timestamp() - 8 * 86400
+        acts = self.acts(False, False, idle_since, idle_since, boiler_off_at=idle_since)
+        acts = acts[:2] + (replace(acts[2], last_off_at=idle_since),)
+        ev = run([zone(temp=20.0)], acts, plants=(self.plant,))
+        assert ev.decisions[21].state is True and ev.decisions[21].strategy == PUMP_KICK
+        on = (acts[0], acts[1], replace(acts[2], is_on=True, changed_at=NOW.timestamp()))
+        later = run(
+            [zone(temp=20.0)],
+            on,
+            now=NOW + timedelta(seconds=31),
+            plants=(self.plant,),
+            memory=ev.memory,
+        )
+        assert (
+            later.decisions[21].state is False
+            and later.decisions[21].reason == "Pump kick done (30 s)"
+        )
+
+
+class TestSolarCircuit:
+    def test_pump_from_differential_and_fallback_on_stale_sensors(self):
+        now_s = NOW.timestamp()
+        circuit = SolarSpec(1, "Roof", 30, Reading(now_s, 50.0), Reading(now_s, 40.0))
+        pump = ActuatorSpec(30, "Solar pump", "pump", 0, 0, False)
+        ev = run([], (pump,), solars=(circuit,))
+        assert ev.decisions[30].state is True
+        stale = replace(circuit, tank=Reading(now_s - 7200, 40.0))
+        ev = run([], (replace(pump, is_on=True),), solars=(stale,))
+        assert ev.decisions[30].state is False and ev.decisions[30].strategy == SENSOR_FALLBACK
+        assert ev.decisions[30].reason.startswith("Tank: Temperature sensor stale")
+
+    def test_emergency_state_is_remembered(self):
+        now_s = NOW.timestamp()
+        hot = SolarSpec(1, "Roof", 30, Reading(now_s, 131.0), Reading(now_s, 50.0))
+        pump = ActuatorSpec(30, "Solar pump", "pump", 0, 0, True)
+        ev = run([], (pump,), solars=(hot,))
+        assert ev.decisions[30].state is False
+        cooling = replace(hot, collector=Reading(now_s, 125.0))
+        assert run([], (pump,), solars=(cooling,), memory=ev.memory).decisions[30].state is False
+        assert run([], (pump,), solars=(cooling,)).decisions[30].state is True
+
+
+def test_untouched_actuators_get_no_decision():
+    lone = ActuatorSpec(99, "Spare relay")
+    assert 99 not in run([zone(temp=15.0)], actuators=(valve(), lone)).decisions
+
+
+def test_unoccupied_reason_in_utc_day():
+    ev = run([zone(temp=18.0)], now=datetime(2026, 1, 14, 23, 0, tzinfo=UTC))
+    assert ev.decisions[10].reason == "Unoccupied: heating off (18.0 °C)"
