@@ -1,0 +1,209 @@
+"""What the demo site is made of, as plain data: nodes, their inputs and feeds, the relay
+board's coils, the energy meter's registers, the rooms. No Django.
+
+site.py turns this into database rows; simulator.py posts values under these same keys, so
+the two can never disagree about a name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SITE_NAME = "Centre for Alternative Technology (demo)"
+SITE_SLUG = "cat-demo"
+LATITUDE = 52.62
+LONGITUDE = -3.84
+TIME_ZONE = "Europe/London"
+BOOKED_BY = "demo-site"  # marks the bookings the simulator made, so it makes them once a day
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input key of a node and where it goes.
+
+    `feed` is the feed logged with log_to_feed; `kwh_feed` (optional) is the cumulative kWh
+    feed integrated from it with power_to_kwh; `role`/`kwh_role` name them for the kiosk
+    displays (contracts.md "Demo feeds by role").
+    """
+
+    key: str
+    name: str
+    kind: str
+    unit: str
+    feed: str
+    role: str = ""
+    kwh_feed: str = ""
+    kwh_role: str = ""
+    scale: float = 1.0
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    protocol: str  # sensors.models.Node.Protocol value
+    location: str
+    inputs: tuple[Input, ...]
+    node_id: int | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RoomSpec:
+    slug: str
+    name: str
+    coil: int  # radiator valve on the relay board
+    schedule: str = ""  # name of a demo schedule, or "" for bookings only
+    start_c: float = 14.0
+
+
+@dataclass(frozen=True)
+class Register:
+    """An Eastron SDM630-style input register (float32, high word first)."""
+
+    key: str
+    address: int
+    name: str
+    unit: str
+
+
+INTERVAL_S = 10
+
+ROOMS: tuple[RoomSpec, ...] = (
+    RoomSpec("lecture-theatre", "Lecture theatre", coil=3),
+    RoomSpec("seminar-room", "Seminar room", coil=4, schedule="Weekday office hours"),
+    RoomSpec("workshop", "Workshop", coil=5, schedule="Evening classes"),
+    RoomSpec("straw-bale-room", "Straw bale room", coil=6),
+)
+
+# The relay board (a Modbus TCP server the control loop switches): coil per actuator.
+COIL_BOILER = 0
+COIL_HEATING_PUMP = 1
+COIL_SOLAR_PUMP = 2
+RELAY_DEVICE_ID = 1
+RELAY_COIL_COUNT = 16
+
+# The site's grid-connection meter, polled over Modbus TCP (SDM630 addresses, 0-based).
+METER_DEVICE_ID = 1
+METER_REGISTERS: tuple[Register, ...] = (
+    Register("voltage", 0, "Voltage L1", "V"),
+    Register("current", 6, "Current L1", "A"),
+    Register("power", 12, "Grid import power (export negative)", "W"),
+    Register("frequency", 70, "Frequency", "Hz"),
+    Register("import_kwh", 72, "Imported energy", "kWh"),
+)
+
+
+def _room_node(room: RoomSpec) -> NodeSpec:
+    return NodeSpec(
+        name=f"emonth-{room.slug}",
+        protocol="emoncms",
+        location=room.name,
+        description="emonTH room sensor, forwarded by emonhub to /input/bulk",
+        inputs=(
+            Input("temperature", f"{room.name} temperature", "temperature", "°C",
+                  feed=f"{room.name} temperature"),
+            Input("humidity", f"{room.name} humidity", "humidity", "%",
+                  feed=f"{room.name} humidity"),
+        ),
+    )  # fmt: skip
+
+
+# Nodes that post over HTTP to /input/bulk (emonTx / emonhub style).
+HTTP_NODES: tuple[NodeSpec, ...] = (
+    NodeSpec(
+        name="emontx-pv",
+        protocol="emoncms",
+        location="Visitor centre roof",
+        description="emonTx on the 10 kWp PV array inverter output, with a pyranometer",
+        inputs=(
+            Input("power", "PV power", "power", "W", feed="PV power", role="pv_power",
+                  kwh_feed="PV energy", kwh_role="pv_kwh"),
+            Input("irradiance", "Irradiance", "generic", "W/m²", feed="Solar irradiance"),
+        ),
+    ),
+    NodeSpec(
+        name="emontx-solarthermal",
+        protocol="emoncms",
+        location="Visitor centre plant room",
+        description="Solar thermal collector, tank and loop heat meter",
+        inputs=(
+            Input("collector", "Collector temperature", "temperature", "°C",
+                  feed="Collector temperature", role="thermal_collector"),
+            Input("tank", "Tank temperature", "temperature", "°C",
+                  feed="Tank temperature", role="thermal_tank"),
+            Input("heat", "Solar heat into tank", "power", "W", feed="Solar heat",
+                  role="thermal_power", kwh_feed="Solar heat energy", kwh_role="thermal_kwh"),
+        ),
+    ),
+    NodeSpec(
+        name="emontx-hydro",
+        protocol="emoncms",
+        location="Turbine house",
+        description="Hydro turbine output and river flow",
+        inputs=(
+            Input("power", "Hydro power", "power", "W", feed="Hydro power", role="hydro_power",
+                  kwh_feed="Hydro energy", kwh_role="hydro_kwh"),
+            Input("flow", "River flow", "flow", "l/s", feed="River flow", role="hydro_flow"),
+        ),
+    ),
+    *(_room_node(room) for room in ROOMS),
+)  # fmt: skip
+
+# Nodes heard by radio (JeeLib RFM69) and forwarded by `manage.py bms_gateway`.
+# Values are int16 on the air; the sensor scale turns hundredths back into units.
+JEELIB_NODES: tuple[NodeSpec, ...] = (
+    NodeSpec(
+        name="boilerhouse",
+        protocol="jeelib",
+        node_id=10,
+        location="Boiler house",
+        description="JeeNode with DS18B20s on the boiler flow pipe and outside wall",
+        inputs=(
+            Input("1", "Boiler flow temperature", "temperature", "°C",
+                  feed="Boiler flow temperature", scale=0.01),
+            Input("2", "Outside temperature", "temperature", "°C",
+                  feed="Outside temperature", scale=0.01),
+        ),
+    ),
+    NodeSpec(
+        name="anemometer",
+        protocol="jeelib",
+        node_id=11,
+        location="Wind mast",
+        description="Cup anemometer pulse counter (16-bit, counts since boot)",
+        inputs=(
+            Input("1", "Wind speed", "pulse", "m/s", feed="Wind speed",
+                  params={"pulses_per_unit": 1.4908, "counter_bits": 16}),
+        ),
+    ),
+)  # fmt: skip
+
+METER_NODE = NodeSpec(
+    name="grid-meter",
+    protocol="modbus",
+    location="Visitor centre intake",
+    description="Eastron SDM630-style meter on the grid connection, polled over Modbus TCP",
+    inputs=tuple(
+        Input(r.key, r.name, "power" if r.unit == "W" else "generic", r.unit, feed=r.name)
+        for r in METER_REGISTERS
+    ),
+)
+
+ALL_NODES: tuple[NodeSpec, ...] = (*HTTP_NODES, *JEELIB_NODES, METER_NODE)
+
+# Weekly schedules: (name, description, [(weekday, "HH:MM", "HH:MM", setpoint), ...]).
+SCHEDULES: tuple[tuple[str, str, tuple[tuple[int, str, str, float], ...]], ...] = (
+    ("Weekday office hours", "Monday to Friday, 08:30–17:30",
+     tuple((day, "08:30", "17:30", 20.0) for day in range(5))),
+    ("Evening classes", "Tuesday and Thursday evenings",
+     ((1, "18:00", "21:00", 19.0), (3, "18:00", "21:00", 19.0))),
+)  # fmt: skip
+
+# Bookings made for today, relative to the time the site is set up: (room slug, title,
+# minutes from now to start, duration in minutes).
+BOOKINGS: tuple[tuple[str, str, int, int], ...] = (
+    ("straw-bale-room", "Yoga for volunteers", 20, 60),
+    ("lecture-theatre", "Renewable energy short course", 60, 120),
+    ("seminar-room", "Trustees' meeting", 120, 60),
+)

@@ -1,0 +1,209 @@
+"""The whole simulated site stepped together: weather, PV, solar thermal, hydro, boiler, rooms,
+the grid meter, and what each node would report. No Django.
+
+Time has two rates. The sun and the outside temperature follow the real wall clock (the site
+shows today's sun); everything with a state (clouds, river, wind, water and room temperatures)
+advances `speed` times faster, so at --speed 60 a room warms in minutes instead of an hour.
+Counters and energy totals (anemometer pulses, meter kWh) integrate over *real* time, so the
+rates the server derives from them stay physically right whatever the speed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from bms.demo import layout, solar
+from bms.demo.hydro import RiverFlow, Turbine
+from bms.demo.thermal import BoilerCircuit, Room, SolarThermal
+from bms.demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
+from bms.demo.wind import Anemometer, Wind
+
+PV_PEAK_KW = 10.0
+
+
+@dataclass
+class Coils:
+    """Relay board outputs as the simulated plant sees them."""
+
+    boiler: bool = False
+    heating_pump: bool = False
+    solar_pump: bool = False
+    valves: dict[str, bool] = field(default_factory=dict)  # room slug -> open
+
+    @classmethod
+    def from_bits(cls, bits: list[bool]) -> Coils:
+        def bit(i: int) -> bool:
+            return bool(bits[i]) if i < len(bits) else False
+
+        return cls(
+            boiler=bit(layout.COIL_BOILER),
+            heating_pump=bit(layout.COIL_HEATING_PUMP),
+            solar_pump=bit(layout.COIL_SOLAR_PUMP),
+            valves={room.slug: bit(room.coil) for room in layout.ROOMS},
+        )
+
+    def describe(self) -> str:
+        on = [
+            name
+            for name, state in (
+                ("boiler", self.boiler),
+                ("heating pump", self.heating_pump),
+                ("solar pump", self.solar_pump),
+            )
+            if state
+        ]
+        on += [f"valve {slug}" for slug, state in self.valves.items() if state]
+        return ", ".join(on) if on else "all off"
+
+
+class DemoPlant:
+    def __init__(self, now: datetime, seed: int | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.tz = ZoneInfo(layout.TIME_ZONE)
+        self.clouds = Clouds(rng=self.rng)
+        self.river = RiverFlow(rng=self.rng)
+        self.turbine = Turbine()
+        self.wind = Wind(rng=self.rng)
+        self.anemometer = Anemometer()
+        self.humidity = OrnsteinUhlenbeck(mean=65.0, sigma=8.0, tau_s=3 * 3600.0, rng=self.rng)
+        self.grid_volts = OrnsteinUhlenbeck(mean=240.0, sigma=2.0, tau_s=120.0, rng=self.rng)
+        self.outside_c = self._outside(now)
+        self.solar_thermal = SolarThermal(collector_c=self.outside_c, tank_c=35.0)
+        self.circuit = BoilerCircuit(flow_c=max(self.outside_c, 15.0))
+        self.rooms = {
+            room.slug: Room(name=room.name, temperature_c=max(room.start_c, self.outside_c + 2))
+            for room in layout.ROOMS
+        }
+        self.coils = Coils(valves={room.slug: False for room in layout.ROOMS})
+        self.import_kwh = 12_000.0 + self.rng.uniform(0, 500)  # a meter that has been in a while
+        self.now = now
+        self.irradiance = 0.0
+        self.pv_w = 0.0
+        self.hydro_w = 0.0
+        self.grid_w = 0.0
+        self._update_instantaneous(now)
+
+    def _outside(self, now: datetime) -> float:
+        local = now.astimezone(self.tz)
+        hour = local.hour + local.minute / 60.0 + local.second / 3600.0
+        return outside_temperature(local.timetuple().tm_yday, hour)
+
+    def _update_instantaneous(self, now: datetime) -> None:
+        elevation = solar.solar_elevation_deg(layout.LATITUDE, layout.LONGITUDE, now)
+        self.irradiance = solar.clear_sky_ghi(elevation) * self.clouds.clear_fraction
+        self.pv_w = solar.pv_power_w(self.irradiance, PV_PEAK_KW)
+        self.hydro_w = self.turbine.power_w(self.river.flow_l_s)
+        self.outside_c = self._outside(now)
+        self.grid_w = self.site_demand_w(now) - self.pv_w - self.hydro_w
+
+    def site_demand_w(self, now: datetime) -> float:
+        """Electrical load of the site: base load, the visitor centre by day, the plant."""
+        local = now.astimezone(self.tz)
+        open_hours = 10 <= local.hour < 17
+        load = 2500.0 + (3500.0 if open_hours else 0.0)
+        load += 90.0 * self.coils.heating_pump + 60.0 * self.coils.solar_pump
+        load += 150.0 * self.coils.boiler  # burner fan and controls
+        return load
+
+    def step(self, now: datetime, real_dt_s: float, speed: float, coils: Coils) -> None:
+        """Advance to `now`: stateful physics by real_dt_s × speed, counters by real_dt_s."""
+        sim_dt = max(0.0, real_dt_s) * speed
+        self.coils = coils
+        self.now = now
+        self.clouds.step(sim_dt)
+        self.river.step(sim_dt)
+        self.wind.step(sim_dt)
+        self.humidity.step(sim_dt)
+        self.grid_volts.step(real_dt_s)
+        self._update_instantaneous(now)
+
+        self.solar_thermal.step(sim_dt, self.irradiance, self.outside_c, coils.solar_pump)
+        circulating = coils.heating_pump
+        load = sum(room.last_heat_w for room in self.rooms.values())
+        self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
+        self.circuit.step(sim_dt, coils.boiler, coils.heating_pump, load)
+        for slug, room in self.rooms.items():
+            room.step(
+                sim_dt,
+                self.outside_c,
+                coils.valves.get(slug, False),
+                self.circuit.flow_c,
+                circulating,
+            )
+        self.anemometer.step(real_dt_s, self.wind.speed_m_s)
+        self.import_kwh += max(0.0, self.grid_w) * real_dt_s / 3.6e6
+
+    # --- what the nodes report -------------------------------------------------------------
+
+    def http_values(self) -> dict[str, dict[str, float]]:
+        """Values per HTTP (emonTx/emonTH) node name, as /input/bulk {name: value} objects."""
+        values: dict[str, dict[str, float]] = {
+            "emontx-pv": {"power": round(self.pv_w, 1), "irradiance": round(self.irradiance, 1)},
+            "emontx-solarthermal": {
+                "collector": round(self.solar_thermal.collector_c, 2),
+                "tank": round(self.solar_thermal.tank_c, 2),
+                "heat": round(self.solar_thermal.last_power_w, 1),
+            },
+            "emontx-hydro": {
+                "power": round(self.hydro_w, 1),
+                "flow": round(self.river.flow_l_s, 2),
+            },
+        }
+        assert self.humidity.value is not None
+        for slug, room in self.rooms.items():
+            values[f"emonth-{slug}"] = {
+                "temperature": round(room.temperature_c, 2),
+                "humidity": round(min(95.0, max(25.0, self.humidity.value)), 1),
+            }
+        return values
+
+    def jeelib_frames(self) -> dict[int, list[int]]:
+        """int16 values per JeeLib node id (hundredths of °C; the raw anemometer counter)."""
+        counter = self.anemometer.counter
+        as_int16 = counter - 65536 if counter >= 32768 else counter  # the radio carries int16
+        return {
+            10: [_hundredths(self.circuit.flow_c), _hundredths(self.outside_c)],
+            11: [as_int16],
+        }
+
+    def meter_values(self) -> dict[str, float]:
+        assert self.grid_volts.value is not None
+        volts = self.grid_volts.value
+        return {
+            "voltage": volts,
+            "current": abs(self.grid_w) / volts,
+            "power": self.grid_w,
+            "frequency": 50.0 + 0.03 * math.sin(self.now.timestamp() / 37.0),
+            "import_kwh": self.import_kwh,
+        }
+
+    def summary(self) -> str:
+        rooms = ", ".join(f"{slug} {room.temperature_c:.1f}°C" for slug, room in self.rooms.items())
+        return (
+            f"PV {self.pv_w / 1000:.2f} kW, hydro {self.hydro_w / 1000:.2f} kW "
+            f"(river {self.river.flow_l_s:.0f} l/s), collector {self.solar_thermal.collector_c:.1f}°C "
+            f"tank {self.solar_thermal.tank_c:.1f}°C, boiler flow {self.circuit.flow_c:.1f}°C, "
+            f"outside {self.outside_c:.1f}°C, wind {self.wind.speed_m_s:.1f} m/s; rooms: {rooms}; "
+            f"relays: {self.coils.describe()}"
+        )
+
+
+def _hundredths(value: float) -> int:
+    return max(-32768, min(32767, round(value * 100)))
+
+
+def jeelib_line(node_id: int, values: list[int], rssi: int = -60) -> str:
+    """A JeeLib RF12demo/RFM69 serial line: `OK <id> <bytes of little-endian int16s> (<rssi>)`."""
+    payload = struct.pack(f"<{len(values)}h", *values)
+    return f"OK {node_id} {' '.join(str(b) for b in payload)} ({rssi})"
+
+
+def float32_registers(value: float) -> list[int]:
+    """A float32 as two 16-bit registers, high word first (SDM630 order)."""
+    high, low = struct.unpack(">HH", struct.pack(">f", value))
+    return [high, low]

@@ -1,0 +1,148 @@
+"""`manage.py simulate_site --setup-only`: creates the demo site once, keeps its keys."""
+
+import json
+import os
+import stat
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from bms.demo import layout
+from control.models import Booking, Schedule, SchedulePeriod, Zone
+from displays.models import Display, Panel
+from feeds.models import Feed
+from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
+
+MODELS = [Site, Node, Sensor, ModbusRegister, Feed, Actuator, Schedule, SchedulePeriod, Zone,
+          Booking, Display, Panel]  # fmt: skip
+
+
+@pytest.fixture
+def key_file(tmp_path, settings) -> Path:
+    settings.BMS_DATA_DIR = tmp_path
+    return tmp_path / "demo" / "keys.json"
+
+
+def _setup(*args: str) -> str:
+    out = StringIO()
+    call_command("simulate_site", "--setup-only", *args, stdout=out)
+    return out.getvalue()
+
+
+def _counts() -> dict[str, int]:
+    return {model.__name__: model.objects.count() for model in MODELS}
+
+
+@pytest.mark.django_db
+def test_setup_only_is_idempotent(key_file):
+    first = _setup()
+    counts = _counts()
+    keys = json.loads(key_file.read_text())
+    second = _setup()
+    assert _counts() == counts
+    assert json.loads(key_file.read_text()) == keys  # the same keys are kept
+    assert "created" in first and "nothing to create" in second
+
+
+@pytest.mark.django_db
+def test_setup_creates_the_cat_like_site(key_file):
+    _setup()
+    site = Site.objects.get(slug=layout.SITE_SLUG)
+    assert (site.latitude, site.longitude, site.time_zone) == (52.62, -3.84, "Europe/London")
+    assert Node.objects.filter(site=site).count() == len(layout.ALL_NODES)
+    assert Zone.objects.filter(site=site, bookable=True).count() == 4
+    for zone in Zone.objects.all():
+        assert zone.temperature_sensor is not None
+        assert [a.kind for a in zone.actuators.all()] == [Actuator.Kind.RADIATOR]
+    kinds = set(Actuator.objects.filter(site=site).values_list("kind", flat=True))
+    assert kinds == {"boiler", "pump", "radiator"}
+    coils = list(Actuator.objects.values_list("coil", flat=True))
+    assert len(coils) == len(set(coils)) == 7  # one relay coil each
+    assert Booking.objects.filter(booked_by=layout.BOOKED_BY).count() == len(layout.BOOKINGS)
+    assert Schedule.objects.count() == 2
+    assert set(Display.objects.values_list("slug", flat=True)) == {"pv", "thermal", "hydro"}
+
+
+@pytest.mark.django_db
+def test_pv_power_is_logged_and_integrated_to_kwh(key_file):
+    _setup()
+    sensor = Sensor.objects.get(node__name="emontx-pv", key="power")
+    kwh = Feed.objects.get(tag="emontx-pv", name="PV energy")
+    assert sensor.processes == [
+        {"process": "log_to_feed", "feed": sensor.feed_id},
+        {"process": "power_to_kwh", "feed": kwh.pk},
+    ]
+    # The kiosk feeds are public once the displays exist.
+    assert Feed.objects.get(pk=sensor.feed_id).public
+
+
+@pytest.mark.django_db
+def test_keys_file_is_private_and_every_key_opens_its_node(key_file):
+    _setup()
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    keys = json.loads(key_file.read_text())
+    assert set(keys) == {spec.name for spec in layout.ALL_NODES}
+    for name, key in keys.items():
+        assert Node.for_key(key).name == name
+    # Only hashes are in the database.
+    assert not Node.objects.filter(key_hash__in=list(keys.values())).exists()
+
+
+@pytest.mark.django_db
+def test_a_lost_keys_file_gets_new_keys_and_the_old_ones_stop_working(key_file):
+    _setup()
+    old = json.loads(key_file.read_text())
+    key_file.unlink()
+    _setup()
+    new = json.loads(key_file.read_text())
+    assert set(new) == set(old)
+    for name in old:
+        assert old[name] != new[name]
+        assert Node.for_key(old[name]) is None
+        assert Node.for_key(new[name]).name == name
+
+
+@pytest.mark.django_db
+def test_actuators_and_meter_point_at_the_ports_given(key_file):
+    _setup("--relay-port", "16020", "--meter-port", "16021")
+    _setup("--relay-port", "17020", "--meter-port", "17021")
+    assert set(Actuator.objects.values_list("host", "port")) == {("127.0.0.1", 17020)}
+    meter = Node.objects.get(name=layout.METER_NODE.name)
+    assert (meter.modbus_host, meter.modbus_port) == ("127.0.0.1", 17021)
+    assert ModbusRegister.objects.filter(node=meter).count() == len(layout.METER_REGISTERS)
+
+
+@pytest.mark.django_db
+def test_an_engineers_edits_to_demo_objects_are_kept(key_file):
+    _setup()
+    Zone.objects.filter(slug="workshop").update(comfort_setpoint=18.5)
+    Sensor.objects.filter(node__name="emontx-pv", key="power").update(name="Array A")
+    _setup()
+    assert Zone.objects.get(slug="workshop").comfort_setpoint == 18.5
+    assert Sensor.objects.get(node__name="emontx-pv", key="power").name == "Array A"
+
+
+@pytest.mark.django_db
+def test_setup_prints_the_urls_to_open(key_file):
+    out = _setup("--base-url", "http://bms.example:8080/")
+    for path in ("/staff/", "/admin/", "/kiosk/pv/", "/kiosk/thermal/", "/kiosk/hydro/"):
+        assert f"http://bms.example:8080{path}" in out
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--speed", "0"], "--speed"),
+        (["--duration", "-1"], "--duration"),
+        (["--relay-port", "70000"], "--relay-port"),
+        (["--relay-port", "15030", "--meter-port", "15030"], "different ports"),
+        (["--base-url", "ftp://x"], "--base-url"),
+    ],
+)
+@pytest.mark.django_db
+def test_bad_options_are_refused_clearly(key_file, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("simulate_site", "--setup-only", *args, stdout=StringIO())
+    assert not Site.objects.exists()  # refused before creating anything
