@@ -286,3 +286,160 @@ class ActuatorCommand(models.Model):
         if self.sent_at:
             return "sent"
         return "requested"
+
+
+# --- Plant-level configuration (control engineer) -------------------------------------------
+# Defaults from manufacturers' controllers (Siemens RVA/RVP, RESOL DeltaSol): see docs/CONTROL.md.
+
+
+class HeatingPlant(models.Model):
+    """A boiler fed by its zones' heat demand, and a circulation pump that overruns after it."""
+
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="heating_plants", null=True, blank=True
+    )
+    name = models.CharField(max_length=100, unique=True)
+    boiler = models.ForeignKey(Actuator, on_delete=models.PROTECT, related_name="+")
+    pump = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+    )
+    zones = models.ManyToManyField(Zone, blank=True, related_name="heating_plants")
+    pump_overrun_s = models.PositiveIntegerField(
+        default=360,
+        validators=[MaxValueValidator(3600)],
+        help_text="Pump keeps running this long after the boiler stops (s).",
+    )
+    pump_kick = models.BooleanField(default=True, help_text="Run an idle pump weekly.")
+    pump_kick_idle_days = models.PositiveIntegerField(
+        default=7, validators=[MinValueValidator(1), MaxValueValidator(60)]
+    )
+    pump_kick_s = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(600)]
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.boiler_id is not None and self.boiler_id == self.pump_id:
+            raise ValidationError(
+                {"pump": "The pump must be a different actuator from the boiler."}
+            )
+
+
+class SolarCircuit(models.Model):
+    """A solar thermal circuit: collector and tank sensors, one pump (differential control)."""
+
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="solar_circuits", null=True, blank=True
+    )
+    name = models.CharField(max_length=100, unique=True)
+    collector_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
+    tank_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
+    pump = models.ForeignKey(Actuator, on_delete=models.PROTECT, related_name="+")
+    delta_on = models.FloatField(default=6.0, help_text="Pump on at collector − tank ≥ this (K).")
+    delta_off = models.FloatField(default=4.0, help_text="Pump off at collector − tank ≤ this (K).")
+    tank_max = models.FloatField(default=60.0, help_text="Tank maximum (°C).")
+    tank_hysteresis = models.FloatField(default=2.0, validators=[MinValueValidator(0.1)])
+    collector_emergency = models.FloatField(
+        default=130.0, help_text="Collector emergency stop (°C)."
+    )
+    emergency_hysteresis = models.FloatField(default=10.0, validators=[MinValueValidator(1)])
+    antifreeze_on = models.FloatField(
+        default=4.0, help_text="Collector antifreeze below (°C): circulate tank heat."
+    )
+    antifreeze_off = models.FloatField(default=5.0)
+    sensor_stale_after_s = models.PositiveIntegerField(default=900)
+    pump_kick = models.BooleanField(default=True)
+    pump_kick_idle_days = models.PositiveIntegerField(
+        default=7, validators=[MinValueValidator(1), MaxValueValidator(60)]
+    )
+    pump_kick_s = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(600)]
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.delta_off >= self.delta_on:
+            raise ValidationError({"delta_off": "ΔT off must be below ΔT on."})
+        if self.antifreeze_off <= self.antifreeze_on:
+            raise ValidationError({"antifreeze_off": "Must be above the antifreeze on point."})
+        if self.tank_max >= self.collector_emergency:
+            raise ValidationError({"tank_max": "Must be below the collector emergency stop."})
+
+
+class ZoneTuning(models.Model):
+    """Optimum stop settings of a zone (optional: defaults apply without a row)."""
+
+    zone = models.OneToOneField(Zone, on_delete=models.CASCADE, related_name="tuning")
+    cooling_rate_min_per_k = models.FloatField(
+        default=60.0,
+        validators=[MinValueValidator(1), MaxValueValidator(6000)],
+        help_text="Minutes the unheated zone takes to lose 1 K (optimum stop).",
+    )
+    coast_allowance_k = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0), MaxValueValidator(3)],
+        help_text="How far below setpoint the zone may drift by the end of an occupancy.",
+    )
+
+    def __str__(self) -> str:
+        return f"Tuning of {self.zone}"
+
+
+class OptimumStartLog(models.Model):
+    """One learning step of optimum start, after an occupancy that was pre-heated."""
+
+    zone = models.ForeignKey(Zone, on_delete=models.CASCADE, related_name="optimum_log")
+    occupancy_start = models.DateTimeField()
+    label = models.CharField(max_length=300, blank=True)
+    setpoint = models.FloatField()
+    preheat_started = models.DateTimeField()
+    temp_at_preheat = models.FloatField()
+    temp_at_start = models.FloatField()
+    miss_k = models.FloatField(help_text="Setpoint − temperature at occupancy start (K).")
+    rate_before = models.FloatField()
+    rate_after = models.FloatField()
+    note = models.CharField(max_length=300, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-occupancy_start"]
+
+    def __str__(self) -> str:
+        return f"{self.zone} {self.occupancy_start:%Y-%m-%d %H:%M}: {self.rate_before:.1f} → {self.rate_after:.1f} min/K"
+
+
+class NodeCommand(models.Model):
+    """A command queued for an HTTP node to pick up (node_queue actuators)."""
+
+    node = models.ForeignKey(
+        "sensors.Node", on_delete=models.CASCADE, related_name="control_commands"
+    )
+    actuator = models.ForeignKey(Actuator, on_delete=models.CASCADE, related_name="node_commands")
+    command = models.ForeignKey(
+        ActuatorCommand, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    state = models.BooleanField()
+    created = models.DateTimeField(default=timezone.now)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    superseded = models.BooleanField(
+        default=False, help_text="A newer command for the same actuator replaced this one."
+    )
+
+    class Meta:
+        ordering = ["created"]
+        indexes = [models.Index(fields=["node", "acknowledged_at", "superseded"])]
+
+    def __str__(self) -> str:
+        return f"{self.actuator} {'ON' if self.state else 'OFF'} for {self.node}"
