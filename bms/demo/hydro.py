@@ -22,7 +22,7 @@ G = 9.81  # m/s²
 class RiverFlow:
     """River flow in l/s."""
 
-    mean_l_s: float = 120.0
+    mean_l_s: float = 90.0
     rng: random.Random = field(default_factory=random.Random)
     spate_probability_per_hour: float = 0.03
     log_flow: OrnsteinUhlenbeck = field(init=False)

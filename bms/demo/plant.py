@@ -101,11 +101,13 @@ class DemoPlant:
         self.outside_c = self._outside(now)
         self.grid_w = self.site_demand_w(now) - self.pv_w - self.hydro_w
 
+    def _open(self, now: datetime) -> bool:
+        """The visitor centre is open 10:00–17:00 local time."""
+        return 10 <= now.astimezone(self.tz).hour < 17
+
     def site_demand_w(self, now: datetime) -> float:
         """Electrical load of the site: base load, the visitor centre by day, the plant."""
-        local = now.astimezone(self.tz)
-        open_hours = 10 <= local.hour < 17
-        load = 2500.0 + (3500.0 if open_hours else 0.0)
+        load = 2500.0 + (3500.0 if self._open(now) else 0.0)
         load += 90.0 * self.coils.heating_pump + 60.0 * self.coils.solar_pump
         load += 150.0 * self.coils.boiler  # burner fan and controls
         return load
@@ -122,7 +124,11 @@ class DemoPlant:
         self.grid_volts.step(real_dt_s)
         self._update_instantaneous(now)
 
-        self.solar_thermal.step(sim_dt, self.irradiance, self.outside_c, coils.solar_pump)
+        # The visitor centre café draws hot water while it is open.
+        draw = 400.0 if self._open(now) else 0.0
+        self.solar_thermal.step(
+            sim_dt, self.irradiance, self.outside_c, coils.solar_pump, draw_w=draw
+        )
         circulating = coils.heating_pump
         load = sum(room.last_heat_w for room in self.rooms.values())
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)

@@ -83,8 +83,9 @@ def post_bulk(base_url: str, node: str, key: str, values: dict[str, float], t: i
 class Simulator:
     def __init__(self, config: SimulatorConfig) -> None:
         self.config = config
-        self.relay = RelayBoard(config.relay_host, config.relay_port)
-        self.meter = EnergyMeter(config.meter_host, config.meter_port)
+        # The pymodbus servers need a running event loop: they are made in run().
+        self.relay: RelayBoard | None = None
+        self.meter: EnergyMeter | None = None
         self.plant = DemoPlant(datetime.now(UTC), seed=config.seed)
         self.gateway: asyncio.subprocess.Process | None = None
         self.stats = PostStats()
@@ -92,11 +93,14 @@ class Simulator:
         self._gateway_broken = False
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.relay.start()
-        await self.meter.start()
+        cfg = self.config
+        self.relay = RelayBoard(cfg.relay_host, cfg.relay_port)
+        self.meter = EnergyMeter(cfg.meter_host, cfg.meter_port)
         try:
+            await self.relay.start()
+            await self.meter.start()
             await self._start_gateway()
-            await self._loop(stop)
+            await self._loop(stop, self.relay, self.meter)
         finally:
             await self._shutdown()
 
@@ -111,7 +115,7 @@ class Simulator:
         self.gateway = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE)
         log.info("Started the JeeLib gateway (pid %d): %s", self.gateway.pid, " ".join(argv))
 
-    async def _loop(self, stop: asyncio.Event) -> None:
+    async def _loop(self, stop: asyncio.Event, relay: RelayBoard, meter: EnergyMeter) -> None:
         cfg = self.config
         started = last_step = time.monotonic()
         next_post = started
@@ -126,12 +130,12 @@ class Simulator:
             if cfg.duration_s is not None and now_mono - started >= cfg.duration_s:
                 log.info("Duration of %g s reached; stopping", cfg.duration_s)
                 break
-            coils = Coils.from_bits(await self.relay.coils())
+            coils = Coils.from_bits(await relay.coils())
             if coils != self.plant.coils:
                 log.info("Relay board now: %s", coils.describe())
             self.plant.step(datetime.now(UTC), now_mono - last_step, cfg.speed, coils)
             last_step = now_mono
-            await self.meter.publish(self.plant.meter_values())
+            await meter.publish(self.plant.meter_values())
             if now_mono >= next_post:
                 next_post += cfg.post_interval_s
                 if next_post < now_mono:  # fell behind (a slow server): do not burst
@@ -220,8 +224,9 @@ class Simulator:
                     self.gateway.kill()
                     await self.gateway.wait()
             log.info("JeeLib gateway stopped (exit code %s)", self.gateway.returncode)
-        await self.meter.stop()
-        await self.relay.stop()
+        for device in (self.meter, self.relay):
+            if device is not None:
+                await device.stop()
         log.info(
             "Simulator stopped. Posts: %d ok, %d failed; JeeLib lines sent: %d",
             self.stats.ok,

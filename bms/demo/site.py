@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from bms.demo import layout
 from bms.demo.keystore import KeyStore
-from control.models import Booking, Schedule, SchedulePeriod, Zone
+from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
 from feeds.models import Feed
 from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
 
@@ -94,6 +94,7 @@ def _ensure_objects(
     schedules = _ensure_schedules(site, created)
     for room in layout.ROOMS:
         demo.zones[room.slug] = _ensure_zone(site, room, demo, schedules, created)
+    _ensure_plant(site, demo, created)
     _ensure_bookings(demo, now or timezone.now(), created)
     return demo
 
@@ -253,6 +254,35 @@ def _ensure_zone(
     zone.actuators.add(demo.actuators[f"valve:{room.slug}"])
     created.append(f"zone {room.name}")
     return zone
+
+
+def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
+    """The boiler house (boiler fed by the rooms' demand, pump with overrun) and the solar
+    thermal circuit (differential pump control), so the control loop drives the plant."""
+    plant, new = HeatingPlant.objects.get_or_create(
+        name="Boiler house",
+        defaults={
+            "site": site,
+            "boiler": demo.actuators["boiler"],
+            "pump": demo.actuators["heating_pump"],
+        },
+    )
+    if new:
+        plant.zones.set(demo.zones.values())
+        created.append("heating plant Boiler house")
+    _, new = SolarCircuit.objects.get_or_create(
+        name="Visitor centre solar thermal",
+        defaults={
+            "site": site,
+            "collector_sensor": Sensor.objects.get(
+                node__name="emontx-solarthermal", key="collector"
+            ),
+            "tank_sensor": Sensor.objects.get(node__name="emontx-solarthermal", key="tank"),
+            "pump": demo.actuators["solar_pump"],
+        },
+    )
+    if new:
+        created.append("solar circuit Visitor centre solar thermal")
 
 
 def _ensure_bookings(demo: DemoSite, now: dt.datetime, created: list[str]) -> None:

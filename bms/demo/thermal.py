@@ -57,7 +57,9 @@ class SolarThermal:
         ambient_c: float,
         pump_on: bool,
         tank_room_c: float = 15.0,
+        draw_w: float = 0.0,
     ) -> None:
+        """`draw_w`: hot water used (taps), taken from the tank while it is above the room."""
         loop_conductance = (
             self.loop_flow_kg_s * WATER_CP * self.exchanger_effectiveness if pump_on else 0.0
         )
@@ -71,6 +73,8 @@ class SolarThermal:
             )
             to_tank = loop_conductance * (self.collector_c - self.tank_c)
             tank_loss = self.tank_loss_w_k * (self.tank_c - tank_room_c)
+            if self.tank_c > tank_room_c:
+                tank_loss += draw_w
             self.collector_c += h * (gain - to_tank) / self.collector_capacity_j_k
             self.tank_c += h * (to_tank - tank_loss) / self.tank_capacity_j_k
             delivered_j += to_tank * h

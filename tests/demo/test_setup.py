@@ -10,13 +10,13 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from bms.demo import layout
-from control.models import Booking, Schedule, SchedulePeriod, Zone
+from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
 from displays.models import Display, Panel
 from feeds.models import Feed
 from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
 
 MODELS = [Site, Node, Sensor, ModbusRegister, Feed, Actuator, Schedule, SchedulePeriod, Zone,
-          Booking, Display, Panel]  # fmt: skip
+          Booking, Display, Panel, HeatingPlant, SolarCircuit]  # fmt: skip
 
 
 @pytest.fixture
@@ -63,6 +63,12 @@ def test_setup_creates_the_cat_like_site(key_file):
     assert Booking.objects.filter(booked_by=layout.BOOKED_BY).count() == len(layout.BOOKINGS)
     assert Schedule.objects.count() == 2
     assert set(Display.objects.values_list("slug", flat=True)) == {"pv", "thermal", "hydro"}
+    plant = HeatingPlant.objects.get()
+    assert (plant.boiler.coil, plant.pump.coil) == (layout.COIL_BOILER, layout.COIL_HEATING_PUMP)
+    assert set(plant.zones.all()) == set(Zone.objects.all())
+    solar = SolarCircuit.objects.get()
+    assert solar.pump.coil == layout.COIL_SOLAR_PUMP
+    assert (solar.collector_sensor.key, solar.tank_sensor.key) == ("collector", "tank")
 
 
 @pytest.mark.django_db
