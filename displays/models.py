@@ -72,5 +72,13 @@ class Panel(models.Model):
     def clean(self) -> None:
         import re
 
+        from displays.options import validate_options
+
+        errors: dict[str, list[str]] = {}
         if not re.fullmatch(r"#[0-9a-fA-F]{6}", self.colour or ""):
-            raise ValidationError({"colour": "Use a hex colour like #f5c400."})
+            errors["colour"] = ["Use a hex colour like #f5c400."]
+        option_errors = validate_options(self.kind, self.options)
+        if option_errors:
+            errors["options"] = option_errors
+        if errors:
+            raise ValidationError(errors)

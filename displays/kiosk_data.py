@@ -1,0 +1,145 @@
+"""The kiosk's JSON: a display, its panels and what each panel shows now.
+
+Access rule (see docs/DISPLAYS.md): without login a display must be public, and of its
+panels' feeds only those marked public are read; a logged-in staff user sees everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+
+from displays import panel_data
+from displays.models import Display, Panel
+from displays.options import validate_options
+from feeds import service
+from feeds.models import Feed
+from feeds.phpfina import FeedError
+
+log = logging.getLogger(__name__)
+DEFAULT_GRID_G_PER_KWH = 207.0
+
+
+def displays_with_panels():
+    return Display.objects.select_related("site").prefetch_related("panels__feeds")
+
+
+def can_view(display: Display, user) -> bool:
+    return display.public or is_staff(user)
+
+
+def is_staff(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_staff)
+
+
+def visible_feeds(panel: Panel, public_only: bool) -> tuple[list[Feed], int]:
+    """The panel's feeds this viewer may read, and how many were held back as private."""
+    feeds = sorted(panel.feeds.all(), key=lambda f: (f.tag, f.name, f.id))
+    shown = [f for f in feeds if f.public or not public_only]
+    return shown, len(feeds) - len(shown)
+
+
+def clock_for(display: Display, now: float | None = None) -> panel_data.Clock:
+    site = display.site
+    tz_name = site.time_zone if site else settings.TIME_ZONE
+    try:
+        ZoneInfo(tz_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        log.warning("display %s: unknown time zone %r, using %s", display.slug, tz_name,
+                    settings.TIME_ZONE)  # fmt: skip
+        tz_name = settings.TIME_ZONE
+    grid = site.grid_intensity_g_per_kwh if site else DEFAULT_GRID_G_PER_KWH
+    return panel_data.Clock(int(time.time() if now is None else now), tz_name, grid)
+
+
+def panel_definition(panel: Panel, feeds: list[Feed]) -> dict:
+    """The unchanging part of a panel: what the page lays out once."""
+    options = panel.options if isinstance(panel.options, dict) else {}
+    span = options.get("span")
+    stale_after = options.get("stale_after_s")
+    return {
+        "id": panel.id,
+        "kind": panel.kind,
+        "label": panel.label,
+        "unit": panel.unit,
+        "colour": panel.colour,
+        "span": span if span in (1, 2) else panel_data.default_span(panel.kind),
+        "chart": panel.kind in panel_data.CHART_KINDS,
+        # A reading older than this is flagged on screen (the sensor, not the page, is stale).
+        "stale_after_s": stale_after if isinstance(stale_after, int | float) else 900,
+        "items": [
+            {"feed": f.id, "label": panel_data.feed_label(panel, f), "unit": f.unit or panel.unit}
+            for f in feeds
+        ]
+        if panel.kind in panel_data.MULTI_KINDS
+        else [],
+    }
+
+
+def panel_values(panel: Panel, feeds: list[Feed], hidden: int, clock, last: dict) -> dict:
+    """What the panel shows now; a problem in one panel is reported in it, not raised."""
+    problems = validate_options(panel.kind, panel.options)
+    if problems:
+        return {"error": "Panel options need fixing: " + " ".join(problems)}
+    if not feeds:
+        reason = "Feed not public" if hidden else "No feed attached"
+        return {"error": reason}
+    try:
+        return panel_data.KINDS[panel.kind](panel, feeds, clock, last)
+    except (FeedError, OSError) as exc:
+        # A damaged or missing feed file must not blank the whole screen: log it, show it.
+        log.warning("display panel %s (%s): %s", panel.id, panel.kind, exc)
+        return {"error": f"Feed data unavailable: {exc}"}
+
+
+def describe(display: Display, public_only: bool) -> dict:
+    """The layout of a display, without values (rendered into the page)."""
+    panels = []
+    for panel in display.panels.all():
+        feeds, _hidden = visible_feeds(panel, public_only)
+        panels.append(panel_definition(panel, feeds))
+    site = display.site
+    return {
+        "slug": display.slug,
+        "title": display.title,
+        "theme": display.theme,
+        "refresh_s": display.refresh_s,
+        "rotate_s": display.rotate_s,
+        "site": site.name if site else "",
+        "time_zone": clock_for(display).tz_name,
+        "panels": panels,
+    }
+
+
+def build(display: Display, *, public_only: bool, now: float | None = None) -> dict:
+    """The whole data.json for one display at `now`."""
+    clock = clock_for(display, now)
+    per_panel = []
+    feed_ids: set[int] = set()
+    for panel in display.panels.all():
+        feeds, hidden = visible_feeds(panel, public_only)
+        per_panel.append((panel, feeds, hidden))
+        feed_ids.update(f.id for f in feeds)
+    # One Redis round trip for every live value on the screen.
+    last = service.last_values(feed_ids) if feed_ids else {}
+    panels = []
+    for panel, feeds, hidden in per_panel:
+        entry = panel_definition(panel, feeds)
+        entry.update(panel_values(panel, feeds, hidden, clock, last))
+        panels.append(entry)
+    return {
+        "display": {
+            "slug": display.slug,
+            "title": display.title,
+            "theme": display.theme,
+            "refresh_s": display.refresh_s,
+        },
+        "site": display.site.name if display.site else "",
+        "time_zone": clock.tz_name,
+        "now": clock.now * 1000,
+        "day_start": clock.day_start() * 1000,
+        "panels": panels,
+    }

@@ -1,0 +1,74 @@
+"""The keys Panel.options may hold, checked in one place.
+
+Panel.clean() (admin, API) refuses bad options with a message naming the key, so a typo in the
+admin never reaches a screen in the entrance hall; the data builder still reads them defensively.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from displays.equivalents import EQUIVALENTS
+
+CO2_PERIODS = ("today", "7d", "30d", "total")
+_HEX = re.compile(r"#[0-9a-fA-F]{6}")
+
+
+def _positive_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _number_between(value: Any, low: float, high: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
+def _check_common(options: dict, errors: list[str]) -> None:
+    if "span" in options and options["span"] not in (1, 2):
+        errors.append("options.span: use 1 (one cell) or 2 (two cells wide).")
+    if "stale_after_s" in options and not _positive_number(options["stale_after_s"]):
+        errors.append("options.stale_after_s: a number of seconds above 0.")
+    for key in ("labels", "colours"):
+        if key not in options:
+            continue
+        value = options[key]
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            errors.append(f'options.{key}: an object of feed id -> text, e.g. {{"12": "Tank"}}.')
+        elif key == "colours" and not all(_HEX.fullmatch(v) for v in value.values()):
+            errors.append("options.colours: hex colours like #f5c400.")
+
+
+def _check_co2(options: dict, errors: list[str]) -> None:
+    if "grid_intensity_g_per_kwh" in options and not _number_between(
+        options["grid_intensity_g_per_kwh"], 0, 2000
+    ):
+        errors.append("options.grid_intensity_g_per_kwh: a number of g/kWh from 0 to 2000.")
+    if "period" in options and options["period"] not in CO2_PERIODS:
+        errors.append(f"options.period: one of {', '.join(CO2_PERIODS)}.")
+    if "equivalents" in options:
+        chosen = options["equivalents"]
+        if not isinstance(chosen, list) or any(k not in EQUIVALENTS for k in chosen):
+            errors.append(f"options.equivalents: a list drawn from {', '.join(EQUIVALENTS)}.")
+    for _basis, key, _default, _text in EQUIVALENTS.values():
+        if key in options and not _positive_number(options[key]):
+            errors.append(f"options.{key}: a number above 0.")
+
+
+def _check_chart(options: dict, errors: list[str]) -> None:
+    if "interval" in options and not (
+        isinstance(options["interval"], int) and 10 <= options["interval"] <= 3600
+    ):
+        errors.append("options.interval: whole seconds between points, 10 to 3600.")
+
+
+def validate_options(kind: str, options: Any) -> list[str]:
+    """Error messages (empty when fine) for a panel of `kind` with these options."""
+    if not isinstance(options, dict):
+        return ['options: a JSON object, e.g. {} or {"period": "today"}.']
+    errors: list[str] = []
+    _check_common(options, errors)
+    if kind == "co2_saved":
+        _check_co2(options, errors)
+    if kind == "chart_24h":
+        _check_chart(options, errors)
+    return errors

@@ -1,0 +1,78 @@
+"""Fixtures for the kiosk tests: a site in Europe/London, feeds by role, data written through
+the real feed store (feeds.service, Redis + PHPFina files), and the three demo displays."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from displays.demo import ensure_demo_displays
+from feeds import service
+from feeds.models import Feed
+from sensors.models import Site
+
+LONDON = ZoneInfo("Europe/London")
+ROLES = {
+    "pv_power": "W",
+    "pv_kwh": "kWh",
+    "thermal_collector": "°C",
+    "thermal_tank": "°C",
+    "thermal_power": "W",
+    "thermal_kwh": "kWh",
+    "hydro_power": "W",
+    "hydro_kwh": "kWh",
+    "hydro_flow": "l/s",
+}
+
+
+def local(*args: int) -> int:
+    """Unix seconds of a wall-clock time in Europe/London."""
+    return int(datetime(*args, tzinfo=LONDON).timestamp())
+
+
+def write(feed: Feed, points: Iterable[tuple[int, float]], commit_at: float | None = None) -> None:
+    """Write points through the feed store and commit them to the feed's file."""
+    service.log_points((feed.id, t, v) for t, v in points)
+    service.commit_all(now=commit_at)
+
+
+def cumulative(start: int, end: int, step: int, kwh_per_hour: float) -> list[tuple[int, float]]:
+    """A meter counting up steadily: kWh since `start`."""
+    return [(t, (t - start) / 3600 * kwh_per_hour) for t in range(start, end + 1, step)]
+
+
+@pytest.fixture(autouse=True)
+def feed_dir(tmp_path, settings):
+    """Feed files of this test only: ids are reused across tests, files must not be."""
+    directory = tmp_path / "feeds"
+    directory.mkdir()
+    settings.BMS_FEED_DIR = directory
+    return directory
+
+
+@pytest.fixture
+def site(db) -> Site:
+    return Site.objects.create(name="Test site", slug="test", time_zone="Europe/London")
+
+
+@pytest.fixture
+def make_feed(db) -> Callable[..., Feed]:
+    def make(name: str, unit: str, interval: int = 60, public: bool = False) -> Feed:
+        return Feed.objects.create(
+            name=name, tag="kiosk", unit=unit, interval=interval, public=public
+        )
+
+    return make
+
+
+@pytest.fixture
+def role_feeds(make_feed, redis_client) -> dict[str, Feed]:
+    return {role: make_feed(role, unit) for role, unit in ROLES.items()}
+
+
+@pytest.fixture
+def demo_displays(site, role_feeds):
+    return {d.slug: d for d in ensure_demo_displays(site, role_feeds)}
