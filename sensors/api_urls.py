@@ -1,4 +1,7 @@
+from django.urls import re_path
+
 from bms.routers import OptionalSlashRouter
+from sensors import ingest_views
 from sensors.api import (
     ActuatorViewSet,
     AlarmViewSet,
@@ -16,4 +19,8 @@ router.register("modbus-registers", ModbusRegisterViewSet)
 router.register("actuators", ActuatorViewSet)
 router.register("alarms", AlarmViewSet)
 
-urlpatterns = router.urls
+# Node ingest before the router, so it is never taken for a viewset route.
+urlpatterns = [
+    re_path(r"^readings/?$", ingest_views.readings, name="readings"),
+    *router.urls,
+]

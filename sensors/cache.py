@@ -1,0 +1,91 @@
+"""Per-process caches of node and sensor configuration, invalidated across processes.
+
+The ingest path must not query the database per request (web) or per batch (worker), yet a
+rotated key or an edited sensor must take effect promptly everywhere. Each save of a Node,
+Sensor or ModbusRegister bumps a generation counter in Redis (after commit); every process
+re-reads that counter at most once a second and drops its caches when it has moved, and
+entries also expire after a TTL in case Redis was unreachable when a bump was due.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+from bms.redis import get_redis
+
+GENERATION_KEY = "sensors:config-generation"
+GENERATION_CHECK_S = 1.0
+ENTRY_TTL_S = 60.0
+
+
+class _Generation:
+    value: bytes | None = None
+    checked_at: float = 0.0
+
+
+_generation = _Generation()
+_caches: list[ProcessCache] = []
+
+
+class ProcessCache:
+    """A dict with a TTL per entry, emptied when the config generation changes."""
+
+    def __init__(self, ttl_s: float = ENTRY_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._data: dict[Any, tuple[float, Any]] = {}
+        _caches.append(self)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        _check_generation()
+        entry = self._data.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            return default
+        return entry[1]
+
+    def set(self, key: Any, value: Any, ttl_s: float | None = None) -> None:
+        self._data[key] = (time.monotonic() + (self.ttl_s if ttl_s is None else ttl_s), value)
+
+    def clear(self) -> None:
+        self._data.clear()
+
+
+def clear_all() -> None:
+    for cache in _caches:
+        cache.clear()
+
+
+def _check_generation() -> None:
+    now = time.monotonic()
+    if now - _generation.checked_at < GENERATION_CHECK_S:
+        return
+    _generation.checked_at = now
+    value = get_redis().get(GENERATION_KEY)
+    if value != _generation.value:
+        _generation.value = value
+        clear_all()
+
+
+def bump_generation() -> None:
+    """Tell every process its cached configuration is stale (and this one at once)."""
+    get_redis().incr(GENERATION_KEY)
+    clear_all()
+
+
+def _on_config_change(sender, **kwargs) -> None:
+    transaction.on_commit(bump_generation)
+
+
+def connect_signals() -> None:
+    from sensors.models import ModbusRegister, Node, Sensor
+
+    for model in (Node, Sensor, ModbusRegister):
+        uid = f"sensors-cache-{model.__name__}"
+        post_save.connect(_on_config_change, sender=model, dispatch_uid=uid + "-save")
+        post_delete.connect(_on_config_change, sender=model, dispatch_uid=uid + "-delete")
+
+
+connect_signals()

@@ -1,0 +1,392 @@
+"""Parse and validate the three ingest formats into rows `(node_ref, t, {key: value})`.
+
+Pure: no database, no Redis. The views authenticate the key, check every row's node
+against the key's node, and hand the rows to one Celery task. Every problem raises
+IngestError naming the field (and the row index, for batches) so the client can fix it;
+a request with any bad row is refused whole, so nothing of it is half-stored.
+
+Formats:
+- REST `POST /api/v1/readings`: `{"node": n, "time": t, "values": {"k": v}}` or a list of them.
+- emoncms `/input/post`: `node`, one of `fulljson` | `json` | `csv` | `data`, `time`.
+- emoncms `/input/bulk`: `data=[[t, node, v1, v2 | {"name": v}, ...], ...]` with the time
+  reference from `sentat`, `offset` or `time` (emoncms input_methods.php semantics).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# 2000-01-01T00:00:00Z: nothing we ingest is older (a node with an unset clock posts 1970).
+MIN_TIME = 946_684_800
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+NODE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+# Largest magnitude a PHPFina float32 slot can hold.
+MAX_ABS_VALUE = 3.4e38
+
+NodeRef = str | int | None
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_rows: int = 2500
+    max_values: int = 50_000
+    max_future_s: int = 900
+    max_decompressed_bytes: int = 4 * 1_048_576
+
+
+class IngestError(Exception):
+    """A 4xx answer: message, status, and where the problem is."""
+
+    def __init__(
+        self, message: str, status: int = 400, *, field: str | None = None, row: int | None = None
+    ):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.field = field
+        self.row = row
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"success": False, "error": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        if self.row is not None:
+            body["row"] = self.row
+        return body
+
+
+@dataclass
+class Row:
+    node: NodeRef
+    t: int
+    values: dict[str, float] = field(default_factory=dict)
+
+
+# --- Shared checks -------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def loads_strict(text: str | bytes, field_name: str) -> Any:
+    """json.loads that refuses NaN/Infinity (Python accepts them; JSON does not)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise IngestError(f"{field_name}: malformed JSON ({exc})", field=field_name) from exc
+
+
+def check_key(key: Any, where: str, row: int | None = None) -> str:
+    if not isinstance(key, str | int) or isinstance(key, bool):
+        raise IngestError(f"{where}: input key must be a string", field=where, row=row)
+    key = str(key)
+    if not KEY_PATTERN.match(key):
+        raise IngestError(
+            f"{where}: input key {key[:70]!r} must be 1-64 letters, digits, '_', '-' or '.'",
+            field=where,
+            row=row,
+        )
+    return key
+
+
+def check_value(value: Any, where: str, row: int | None = None, *, allow_text: bool) -> float:
+    """A finite float from a JSON number (or numeric text, where emoncms casts text)."""
+    if isinstance(value, bool) or value is None:
+        raise IngestError(f"{where}: value must be a number, got {value!r}", field=where, row=row)
+    if isinstance(value, str):
+        if not allow_text:
+            raise IngestError(f"{where}: value must be a number, got text", field=where, row=row)
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise IngestError(
+                f"{where}: value {value[:40]!r} is not numeric", field=where, row=row
+            ) from None
+    if not isinstance(value, int | float):
+        raise IngestError(
+            f"{where}: value must be a number, got {type(value).__name__}", field=where, row=row
+        )
+    number = float(value)
+    if not math.isfinite(number) or abs(number) > MAX_ABS_VALUE:
+        raise IngestError(f"{where}: value {value!r} is not a finite number", field=where, row=row)
+    return number
+
+
+def check_time(t: float, now: float, limits: Limits, where: str, row: int | None = None) -> int:
+    t_int = int(math.floor(t))
+    if t_int < MIN_TIME:
+        raise IngestError(
+            f"{where}: time {t_int} is before 2000-01-01 (unix seconds expected)",
+            field=where,
+            row=row,
+        )
+    if t_int > now + limits.max_future_s:
+        raise IngestError(
+            f"{where}: time {t_int} is {t_int - int(now)} s in the future "
+            f"(limit {limits.max_future_s} s); check the device clock",
+            field=where,
+            row=row,
+        )
+    return t_int
+
+
+def parse_time_value(raw: Any, where: str, row: int | None = None) -> float:
+    """Unix seconds from a number, numeric text or an ISO 8601 string with a zone."""
+    if isinstance(raw, bool) or raw is None:
+        raise IngestError(f"{where}: time must be unix seconds or ISO 8601", field=where, row=row)
+    if isinstance(raw, int | float):
+        if not math.isfinite(raw):
+            raise IngestError(f"{where}: time is not finite", field=where, row=row)
+        return float(raw)
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(number):
+                return number
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise IngestError(
+                f"{where}: time {text[:40]!r} is neither unix seconds nor ISO 8601",
+                field=where,
+                row=row,
+            ) from None
+        if parsed.tzinfo is None:
+            raise IngestError(
+                f"{where}: ISO time {text[:40]!r} needs a zone, e.g. 'Z'", field=where, row=row
+            )
+        return parsed.timestamp()
+    raise IngestError(f"{where}: time must be unix seconds or ISO 8601", field=where, row=row)
+
+
+def check_node_ref(raw: Any, where: str, row: int | None = None) -> NodeRef:
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        raise IngestError(f"{where}: node must be a name or a number", field=where, row=row)
+    if isinstance(raw, int):
+        return raw
+    if not NODE_PATTERN.match(raw):
+        raise IngestError(
+            f"{where}: node {raw[:70]!r} is not a valid node name", field=where, row=row
+        )
+    return int(raw) if raw.isdigit() else raw
+
+
+def _check_totals(rows: list[Row], limits: Limits) -> None:
+    if len(rows) > limits.max_rows:
+        raise IngestError(
+            f"too many rows: {len(rows)} (limit {limits.max_rows}); split the batch",
+            status=413,
+            field="data",
+        )
+    total = sum(len(r.values) for r in rows)
+    if total > limits.max_values:
+        raise IngestError(
+            f"too many values: {total} (limit {limits.max_values}); split the batch",
+            status=413,
+            field="data",
+        )
+
+
+# --- REST /api/v1/readings ------------------------------------------------------------------------
+
+
+def parse_readings(body: bytes, now: float, limits: Limits) -> list[Row]:
+    """One reading object or a list of them."""
+    if not body.strip():
+        raise IngestError("empty body: send a JSON reading or a list of readings", field="body")
+    doc = loads_strict(body, "body")
+    items = doc if isinstance(doc, list) else [doc]
+    if not items:
+        raise IngestError("empty list of readings", field="body")
+    if len(items) > limits.max_rows:
+        raise IngestError(
+            f"too many readings: {len(items)} (limit {limits.max_rows})", status=413, field="body"
+        )
+    rows: list[Row] = []
+    for index, item in enumerate(items):
+        row = index if isinstance(doc, list) else None
+        if not isinstance(item, dict):
+            raise IngestError("a reading must be a JSON object", field="body", row=row)
+        unknown = set(item) - {"node", "time", "values"}
+        if unknown:
+            raise IngestError(
+                f"unknown field(s) {', '.join(sorted(unknown))}", field=sorted(unknown)[0], row=row
+            )
+        values = item.get("values")
+        if not isinstance(values, dict) or not values:
+            raise IngestError(
+                "values: must be a non-empty object of {key: number}", field="values", row=row
+            )
+        t = (
+            check_time(parse_time_value(item["time"], "time", row), now, limits, "time", row)
+            if item.get("time") is not None
+            else int(now)
+        )
+        checked = {
+            check_key(k, f"values.{k}"[:80], row): check_value(
+                v, f"values.{k}"[:80], row, allow_text=False
+            )
+            for k, v in values.items()
+        }
+        rows.append(Row(check_node_ref(item.get("node"), "node", row), t, checked))
+    _check_totals(rows, limits)
+    return rows
+
+
+# --- emoncms /input/post ------------------------------------------------------------------------
+
+_LOOSE_STRIP = re.compile(r"[^\w\s\-.:,]", re.UNICODE)
+
+
+def parse_loose_pairs(text: str, field_name: str) -> dict[str, float]:
+    """emoncms `json` / `csv` text: `{power1:100,power2:200}` or `100,200,300` (keys 1, 2, 3)."""
+    cleaned = _LOOSE_STRIP.sub("", text).strip()
+    if not cleaned:
+        raise IngestError(f"{field_name}: no values", field=field_name)
+    values: dict[str, float] = {}
+    index = 0
+    for part in cleaned.split(","):
+        part = part.strip()
+        if ":" in part:
+            key, _, raw = part.partition(":")
+            key = check_key(key.strip(), f"{field_name}.{key.strip()}"[:80] or field_name)
+            values[key] = check_value(raw, f"{field_name}.{key}", allow_text=True)
+        else:
+            index += 1
+            values[str(index)] = check_value(part, f"{field_name}[{index}]", allow_text=True)
+    return values
+
+
+def parse_post(params: dict[str, str], now: float, limits: Limits) -> tuple[Row, bool]:
+    """Returns (row, fulljson?) — the reply differs for fulljson."""
+    node = check_node_ref(params.get("node"), "node")
+    t: float | None = None
+    fulljson = "fulljson" in params
+    if fulljson:
+        doc = loads_strict(params["fulljson"], "fulljson")
+        if not isinstance(doc, dict) or not doc:
+            raise IngestError("fulljson: must be a non-empty JSON object", field="fulljson")
+        if "time" in doc:
+            t = parse_time_value(doc.pop("time"), "fulljson.time")
+        values = {
+            check_key(k, "fulljson"): check_value(v, f"fulljson.{k}"[:80], allow_text=False)
+            for k, v in doc.items()
+        }
+        if not values:
+            raise IngestError("fulljson: no values besides time", field="fulljson")
+    else:
+        for name in ("json", "csv", "data"):
+            if params.get(name, "").strip():
+                values = parse_loose_pairs(params[name], name)
+                break
+        else:
+            raise IngestError("no data: send fulljson, json or csv", field="fulljson|json|csv|data")
+    if params.get("time", "").strip():
+        t = parse_time_value(params["time"], "time")
+    t_int = check_time(t, now, limits, "time") if t is not None else int(now)
+    row = Row(node, t_int, values)
+    _check_totals([row], limits)
+    return row, fulljson
+
+
+# --- emoncms /input/bulk ---------------------------------------------------------------------------
+
+
+def decompress_body(body: bytes, limits: Limits) -> bytes:
+    """`cb=1`: the whole form body is zlib-compressed. Bounded, so a zip bomb is refused."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(body, limits.max_decompressed_bytes)
+    except zlib.error as exc:
+        raise IngestError(f"body: not valid zlib data with cb=1 ({exc})", field="cb") from exc
+    if inflater.unconsumed_tail:
+        raise IngestError(
+            f"body: decompresses to more than {limits.max_decompressed_bytes} bytes",
+            status=413,
+            field="cb",
+        )
+    if not inflater.eof:
+        raise IngestError("body: truncated zlib data with cb=1", field="cb")
+    return out
+
+
+def _reference_param(params: dict[str, str], name: str) -> float:
+    try:
+        value = float(params[name])
+    except ValueError:
+        raise IngestError(
+            f"{name}: must be unix seconds, got {params[name][:40]!r}", field=name
+        ) from None
+    if not math.isfinite(value):
+        raise IngestError(f"{name}: must be finite", field=name)
+    return value
+
+
+def parse_bulk(params: dict[str, str], now: float, limits: Limits) -> list[Row]:
+    raw = params.get("data")
+    if raw is None or not raw.strip():
+        raise IngestError("data: missing (data=[[t, node, v1, ...], ...])", field="data")
+    doc = loads_strict(raw, "data")
+    if not isinstance(doc, list) or not doc:
+        raise IngestError("data: must be a non-empty JSON list of rows", field="data")
+    if len(doc) > limits.max_rows:
+        raise IngestError(
+            f"too many rows: {len(doc)} (limit {limits.max_rows}); split the batch",
+            status=413,
+            field="data",
+        )
+    for index, item in enumerate(doc):
+        if not isinstance(item, list) or len(item) < 2:
+            raise IngestError(
+                "data: each row must be a list [t, node, values...]", field="data", row=index
+            )
+        if isinstance(item[0], bool) or not isinstance(item[0], int | float):
+            raise IngestError("data: row time must be a number", field="data[0]", row=index)
+        if not math.isfinite(item[0]):
+            raise IngestError("data: row time is not finite", field="data[0]", row=index)
+    # Time reference, as emoncms: sentat and offset both mean "the hub's clock read this when it
+    # sent", so t + (server now - sentat) corrects the hub's clock; time= is an absolute base;
+    # with none, the last row is taken to have arrived now.
+    if params.get("sentat", "").strip():
+        time_ref = now - _reference_param(params, "sentat")
+    elif params.get("offset", "").strip():
+        time_ref = now - _reference_param(params, "offset")
+    elif params.get("time", "").strip():
+        time_ref = _reference_param(params, "time")
+    else:
+        time_ref = now - doc[-1][0]
+    rows: list[Row] = []
+    for index, item in enumerate(doc):
+        node = check_node_ref(item[1], "data[1]", index)
+        values: dict[str, float] = {}
+        name = 1
+        for position, value in enumerate(item[2:], start=2):
+            where = f"data[{position}]"
+            if isinstance(value, dict):
+                for key, v in value.items():
+                    values[check_key(key, where, index)] = check_value(
+                        v, f"{where}.{key}"[:80], index, allow_text=True
+                    )
+                continue
+            if value is not None and value != "":
+                values[str(name)] = check_value(value, where, index, allow_text=True)
+            name += 1
+        if not values:
+            continue  # emoncms skips rows without values
+        t = check_time(time_ref + item[0], now, limits, "data[0]", index)
+        rows.append(Row(node, t, values))
+    _check_totals(rows, limits)
+    return rows

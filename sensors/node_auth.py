@@ -1,0 +1,82 @@
+"""Node write keys on the ingest path: where a request carries its key, and a cached lookup.
+
+Keys are hashed and compared in constant time by Node.for_key; the result is cached per
+process under the key's SHA-256 (never the key itself), so a steady stream of posts costs
+no database query. See sensors/cache.py for how a rotated key stops working promptly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.http import HttpRequest
+
+from sensors.cache import ProcessCache
+from sensors.models import Node
+
+# Wrong keys are remembered briefly so a misconfigured device cannot hammer the database.
+NEGATIVE_TTL_S = 5.0
+
+_by_key = ProcessCache()
+_by_ref = ProcessCache()
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    id: int
+    name: str
+    node_id: int | None
+
+    @classmethod
+    def of(cls, node: Node) -> NodeIdentity:
+        return cls(node.pk, node.name, node.node_id)
+
+    def matches(self, ref: str | int | None) -> bool:
+        """Does a `node` field in a post name this node (by name or radio node id)?"""
+        if ref is None:
+            return True
+        if isinstance(ref, int):
+            return ref == self.node_id or str(ref) == self.name
+        return ref == self.name
+
+
+def key_from_request(request: HttpRequest, *, allow_params: bool) -> str | None:
+    """`Authorization: Bearer <key>`; for emoncms paths also `apikey` / `devicekey` params."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header[:7].lower() == "bearer ":
+        return header[7:].strip() or None
+    if allow_params:
+        for name in ("apikey", "devicekey"):
+            value = request.GET.get(name) or request.POST.get(name)
+            if value:
+                return value.strip()
+    return None
+
+
+def authenticate(key: str) -> NodeIdentity | None:
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    cached = _by_key.get(digest, _MISSING)
+    if cached is not _MISSING:
+        return cached
+    node = Node.for_key(key)
+    identity = NodeIdentity.of(node) if node is not None else None
+    _by_key.set(digest, identity, None if identity else NEGATIVE_TTL_S)
+    return identity
+
+
+def lookup_ref(ref: str | int) -> NodeIdentity | None:
+    """The node a `node` field names (name, or radio id if numeric), enabled or not."""
+    cached = _by_ref.get(ref, _MISSING)
+    if cached is not _MISSING:
+        return cached
+    node = None
+    if isinstance(ref, int):
+        node = Node.objects.filter(node_id=ref).first() if ref <= 255 else None
+        node = node or Node.objects.filter(name=str(ref)).first()
+    else:
+        node = Node.objects.filter(name=ref).first()
+    identity = NodeIdentity.of(node) if node is not None else None
+    _by_ref.set(ref, identity, None if identity else NEGATIVE_TTL_S)
+    return identity

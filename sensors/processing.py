@@ -1,0 +1,250 @@
+"""The worker side of ingest: (node, key) -> Sensor -> conversion -> input processes.
+
+Called by the Celery task `sensors.tasks.ingest_batch` (and directly by the Modbus poller,
+which already runs in a worker). Rows are `[t, {key: number}]`, validated by the web
+process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
+`<node>:<key>` logged with log_to_feed, so nothing is dropped before it is configured.
+
+Per batch: one cached sensor map, one Redis pipeline for pulse state, one call to
+feeds.service.process_inputs (which pipelines the feed buffer), one pipeline for node state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from bms.redis import get_redis
+from feeds.models import Feed
+from sensors import conversions as cv
+from sensors import state
+from sensors.alarms import clear_alarm, raise_alarm
+from sensors.cache import ProcessCache, bump_generation
+from sensors.models import Node, Sensor
+
+log = logging.getLogger(__name__)
+
+_sensor_maps = ProcessCache()
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    id: int
+    key: str
+    kind: str
+    params: dict
+    scale: float
+    offset: float
+    steps: list[dict]
+    min_valid: float | None
+    max_valid: float | None
+
+    @classmethod
+    def of(cls, sensor: Sensor) -> SensorSpec:
+        steps = sensor.processes or (
+            [{"process": "log_to_feed", "feed": sensor.feed_id}] if sensor.feed_id else []
+        )
+        return cls(
+            sensor.pk,
+            sensor.key,
+            sensor.kind,
+            sensor.params if isinstance(sensor.params, dict) else {},
+            sensor.scale,
+            sensor.offset,
+            steps,
+            sensor.min_valid,
+            sensor.max_valid,
+        )
+
+
+@dataclass
+class IngestReport:
+    rows: int = 0
+    values: int = 0
+    items: int = 0
+    created_sensors: list[str] = field(default_factory=list)
+    conversion_errors: int = 0
+
+
+def sensor_map(node_id: int) -> dict[str, SensorSpec]:
+    specs = _sensor_maps.get(node_id)
+    if specs is None:
+        specs = {s.key: SensorSpec.of(s) for s in Sensor.objects.filter(node_id=node_id)}
+        _sensor_maps.set(node_id, specs)
+    return specs
+
+
+def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
+    """A Sensor and a Feed `<node>:<key>` for each unseen key (safe if two workers race)."""
+    created = []
+    for key in sorted(keys):
+        with transaction.atomic():
+            feed, _ = Feed.objects.get_or_create(
+                tag=node.name, name=key, defaults={"interval": node.interval}
+            )
+            _, was_created = Sensor.objects.get_or_create(
+                node=node,
+                key=key,
+                defaults={
+                    "name": key,
+                    "feed": feed,
+                    "processes": [{"process": "log_to_feed", "feed": feed.pk}],
+                    "auto_created": True,
+                },
+            )
+        if was_created:
+            created.append(key)
+            log.info("new input %s:%s -> sensor and feed %s created", node.name, key, feed.pk)
+    bump_generation()
+    return created
+
+
+def _load_pulse_states(specs: list[SensorSpec]) -> dict[int, cv.PulseState | None]:
+    pipe = get_redis().pipeline(transaction=False)
+    for spec in specs:
+        pipe.hgetall(state.pulse_key(spec.id))
+    result: dict[int, cv.PulseState | None] = {}
+    for spec, raw in zip(specs, pipe.execute(), strict=True):
+        result[spec.id] = (
+            cv.PulseState(int(raw[b"t"]), int(raw[b"count"]), float(raw[b"total"])) if raw else None
+        )
+    return result
+
+
+def _pulse_value(
+    spec: SensorSpec, states: dict[int, cv.PulseState | None], t: int, raw: float
+) -> float | None:
+    p = spec.params
+    result = cv.pulse_step(
+        states.get(spec.id),
+        t,
+        raw,
+        pulses_per_unit=float(p.get("pulses_per_unit", 1.0)),
+        bits=int(p.get("counter_bits", 32)),
+        rate_scale=float(p.get("rate_scale", 1.0)),
+    )
+    if result is None:
+        return None  # not newer than the stored state: a redelivered batch
+    states[spec.id] = result.state
+    if p.get("output", "total") == "rate":
+        return result.rate
+    return result.state.total
+
+
+def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> IngestReport:
+    from feeds import service  # the feed store; imported late so web never loads numpy paths
+
+    now = time.time() if now is None else now
+    report = IngestReport(rows=len(rows))
+    specs = sensor_map(node_id)
+    keys = {key for _, values in rows for key in values}
+    unseen = keys - specs.keys()
+    if unseen:
+        node = Node.objects.filter(pk=node_id).first()
+        if node is None:
+            log.warning("batch for deleted node %s dropped (%d rows)", node_id, len(rows))
+            return report
+        report.created_sensors = create_auto_sensors(node, unseen)
+        _sensor_maps.clear()
+        specs = sensor_map(node_id)
+
+    pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
+    pulse_states = _load_pulse_states(pulse_specs) if pulse_specs else {}
+
+    items: list[tuple[str, list[dict], int, float]] = []
+    last: dict[str, tuple[int, float]] = {}
+    out_of_range: dict[int, tuple[SensorSpec, float]] = {}
+    latest_checked: dict[int, tuple[SensorSpec, float]] = {}
+    # Oldest first: pulse counters and accumulating processes need time order.
+    for t, values in sorted(rows, key=lambda r: r[0]):
+        t = int(t)
+        for key, raw in values.items():
+            report.values += 1
+            spec = specs[key]
+            try:
+                if spec.kind == cv.PULSE_KIND:
+                    value = _pulse_value(spec, pulse_states, t, raw)
+                    if value is None:
+                        continue
+                else:
+                    value = cv.convert(spec.kind, float(raw), spec.params)
+                value = cv.calibrate(value, spec.scale, spec.offset)
+            except (cv.ConversionError, ValueError, TypeError, OverflowError) as exc:
+                report.conversion_errors += 1
+                log.warning("node %s input %s at %s: %s", node_id, key, t, exc)
+                continue
+            items.append((f"{node_id}:{key}", spec.steps, t, value))
+            previous = last.get(key)
+            if previous is None or t >= previous[0]:
+                last[key] = (t, value)
+            if spec.min_valid is not None or spec.max_valid is not None:
+                latest_checked[spec.id] = (spec, value)
+                if _outside(spec, value):
+                    out_of_range[spec.id] = (spec, value)
+
+    report.items = len(items)
+    if items:
+        service.process_inputs(items)
+    _store_node_state(node_id, now, last, pulse_states, pulse_specs)
+    if latest_checked:
+        _range_alarms(node_id, latest_checked, out_of_range)
+    return report
+
+
+def _outside(spec: SensorSpec, value: float) -> bool:
+    return (spec.min_valid is not None and value < spec.min_valid) or (
+        spec.max_valid is not None and value > spec.max_valid
+    )
+
+
+def _store_node_state(
+    node_id: int,
+    now: float,
+    last: dict[str, tuple[int, float]],
+    pulse_states: dict[int, cv.PulseState | None],
+    pulse_specs: list[SensorSpec],
+) -> None:
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.hset(state.SEEN_KEY, str(node_id), int(now))
+    if last:
+        pipe.hset(state.last_key(node_id), mapping={k: f"{t} {v!r}" for k, (t, v) in last.items()})
+    for spec in pulse_specs:
+        ps = pulse_states.get(spec.id)
+        if ps is not None:
+            pipe.hset(
+                state.pulse_key(spec.id),
+                mapping={"t": ps.t, "count": ps.count, "total": repr(ps.total)},
+            )
+    pipe.srem(state.SILENT_KEY, str(node_id))
+    *_, was_silent = pipe.execute()
+    if was_silent:
+        # The node is back: close its silent alarm now rather than at the next check.
+        clear_alarm(f"node-silent:{node_id}")
+
+
+def _range_alarms(
+    node_id: int,
+    checked: dict[int, tuple[SensorSpec, float]],
+    outside: dict[int, tuple[SensorSpec, float]],
+) -> None:
+    redis = get_redis()
+    open_ids = {int(x) for x in redis.smembers(state.RANGE_ALARMS_KEY)}
+    for sensor_id, (spec, value) in outside.items():
+        if sensor_id in open_ids:
+            continue
+        limits = f"{spec.min_valid if spec.min_valid is not None else '-∞'}…" + (
+            f"{spec.max_valid}" if spec.max_valid is not None else "∞"
+        )
+        raise_alarm(
+            f"sensor-range:{sensor_id}",
+            f"Sensor {spec.key} on node {node_id} read {value:g}, outside its valid range {limits}",
+            source="sensor",
+        )
+        redis.sadd(state.RANGE_ALARMS_KEY, sensor_id)
+    for sensor_id, (spec, value) in checked.items():
+        if sensor_id in open_ids and sensor_id not in outside and not _outside(spec, value):
+            clear_alarm(f"sensor-range:{sensor_id}")
+            redis.srem(state.RANGE_ALARMS_KEY, sensor_id)

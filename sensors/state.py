@@ -1,0 +1,43 @@
+"""Live node state in Redis: when each node was last heard and its last value per input.
+
+Redis keys:
+    sensors:seen            hash node_id -> unix seconds the last batch was processed
+    sensors:last:<node_id>  hash input key -> "t value" of its newest reading
+    sensors:silent          set of node ids with an open node-silent alarm
+    sensors:range-alarms    set of sensor ids with an open out-of-range alarm
+    sensors:pulse:<id>      hash t, count, total: a pulse counter's state
+"""
+
+from __future__ import annotations
+
+from bms.redis import get_redis
+
+SEEN_KEY = "sensors:seen"
+SILENT_KEY = "sensors:silent"
+RANGE_ALARMS_KEY = "sensors:range-alarms"
+
+
+def last_key(node_id: int) -> str:
+    return f"sensors:last:{node_id}"
+
+
+def pulse_key(sensor_id: int) -> str:
+    return f"sensors:pulse:{sensor_id}"
+
+
+def last_seen(node_id: int) -> int | None:
+    raw = get_redis().hget(SEEN_KEY, str(node_id))
+    return int(float(raw)) if raw is not None else None
+
+
+def all_last_seen() -> dict[int, int]:
+    return {int(k): int(float(v)) for k, v in get_redis().hgetall(SEEN_KEY).items()}
+
+
+def last_values(node_id: int) -> dict[str, tuple[int, float]]:
+    """{input key: (t, value)} of a node's newest readings (converted, calibrated)."""
+    result: dict[str, tuple[int, float]] = {}
+    for key, raw in get_redis().hgetall(last_key(node_id)).items():
+        t, _, value = raw.decode().partition(" ")
+        result[key.decode()] = (int(t), float(value))
+    return result

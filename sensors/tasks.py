@@ -1,0 +1,135 @@
+"""Celery tasks of the sensors app (queue `ingest`, routed by module in settings).
+
+- ingest_batch: one per HTTP request; the whole batch of rows for one node.
+- check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
+- poll_modbus_meters (beat): hands each due Modbus meter to its own short poll task.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from celery import shared_task
+from django.conf import settings
+
+from bms.redis import get_redis
+from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
+from sensors import state
+from sensors.alarms import clear_alarm, raise_alarm
+from sensors.models import Alarm, Node
+
+log = logging.getLogger(__name__)
+
+SILENT_FACTOR = 3
+MODBUS_TIMEOUT_S = 2.0
+MODBUS_FAILURES_BEFORE_ALARM = 2
+
+
+@shared_task(name="sensors.tasks.ingest_batch", ignore_result=True, acks_late=True)
+def ingest_batch(node_id: int, rows: list[list]) -> dict:
+    """Rows `[t, {key: number}]` for one node -> sensors -> conversions -> feeds.
+
+    Safe to redeliver: feed slots are overwritten with the same values, and pulse counters
+    and accumulating processes ignore points not newer than the last they processed.
+    """
+    from sensors.processing import ingest_rows
+
+    report = ingest_rows(node_id, rows)
+    return {"rows": report.rows, "items": report.items, "created": report.created_sensors}
+
+
+@shared_task(name="sensors.tasks.check_silent_nodes", ignore_result=True)
+def check_silent_nodes(now: float | None = None) -> dict:
+    now = time.time() if now is None else now
+    seen = state.all_last_seen()
+    open_keys = set(
+        Alarm.objects.filter(key__startswith="node-silent:", cleared_at__isnull=True).values_list(
+            "key", flat=True
+        )
+    )
+    raised, cleared = [], []
+    redis = get_redis()
+    for node in Node.objects.filter(enabled=True).only("id", "name", "interval", "created"):
+        # A node that never posted is measured from when it was registered.
+        last = seen.get(node.id, node.created.timestamp())
+        key = f"node-silent:{node.id}"
+        if now - last > SILENT_FACTOR * node.interval:
+            _, created = raise_alarm(
+                key,
+                f"Node {node.name} silent for {int(now - last)} s "
+                f"(expected every {node.interval} s)",
+                source="node",
+            )
+            redis.sadd(state.SILENT_KEY, node.id)
+            if created:
+                raised.append(node.id)
+        elif key in open_keys:
+            clear_alarm(key)
+            redis.srem(state.SILENT_KEY, node.id)
+            cleared.append(node.id)
+    return {"raised": raised, "cleared": cleared}
+
+
+@shared_task(name="sensors.tasks.poll_modbus_meters", ignore_result=True)
+def poll_modbus_meters() -> list[int]:
+    """Queue one poll task per meter that is due (its interval has passed since the last)."""
+    redis = get_redis()
+    queued = []
+    meters = Node.objects.filter(enabled=True, protocol=Node.Protocol.MODBUS).exclude(
+        modbus_host=""
+    )
+    for node in meters.only("id", "interval"):
+        # The claim expires just before the next interval so beat jitter cannot skip a poll.
+        claim_ms = max(node.interval * 1000 - 500, 500)
+        if redis.set(f"sensors:modbus-due:{node.id}", 1, nx=True, px=claim_ms):
+            poll_modbus_meter.delay(node.id)
+            queued.append(node.id)
+    return queued
+
+
+@shared_task(
+    name="sensors.tasks.poll_modbus_meter",
+    ignore_result=True,
+    acks_late=False,  # a poll is cheap to lose and must not pile up after a worker crash
+    soft_time_limit=30,
+    time_limit=40,
+)
+def poll_modbus_meter(node_id: int) -> dict:
+    from sensors.modbus_poll import ModbusPollError, RegisterSpec, poll_meter
+    from sensors.processing import ingest_rows
+
+    node = Node.objects.filter(pk=node_id, enabled=True).first()
+    if node is None or not node.modbus_host:
+        return {"skipped": True}
+    specs = [
+        RegisterSpec(r.key, r.address, r.function, r.data_type, r.word_order, r.scale)
+        for r in node.registers.all()
+    ]
+    if not specs:
+        return {"skipped": True}
+    alarm_key = f"modbus-meter:{node.pk}"
+    failures_key = f"sensors:modbus-failures:{node.pk}"
+    redis = get_redis()
+    timeout = getattr(settings, "BMS_MODBUS_TIMEOUT_S", MODBUS_TIMEOUT_S)
+    try:
+        values = poll_meter(
+            node.modbus_host, node.modbus_port, node.modbus_device_id, specs, timeout_s=timeout
+        )
+    except (ModbusPollError, OSError) as exc:
+        failures = redis.incr(failures_key)
+        redis.expire(failures_key, 24 * 3600)
+        log.warning("Modbus meter %s: %s (failure %d)", node.name, exc, failures)
+        if failures >= MODBUS_FAILURES_BEFORE_ALARM:
+            raise_alarm(
+                alarm_key,
+                f"Modbus meter {node.name} ({node.modbus_host}:{node.modbus_port}) "
+                f"not answering: {exc}",
+                source="modbus",
+            )
+        return {"error": str(exc), "failures": failures}
+    redis.delete(failures_key)
+    clear_alarm(alarm_key)
+    if values:
+        ingest_rows(node.pk, [[int(time.time()), values]])
+    return {"values": values}
