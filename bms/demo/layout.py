@@ -54,7 +54,7 @@ class RoomSpec:
     name: str
     coil: int  # radiator valve on the relay board
     schedule: str = ""  # name of a demo schedule, or "" for bookings only
-    start_c: float = 14.0
+    start_c: float = 16.0
 
 
 @dataclass(frozen=True)
