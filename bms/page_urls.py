@@ -1,1 +1,15 @@
-urlpatterns: list = []
+from django.urls import path
+from django.views.generic import RedirectView
+
+from bms import staff_views
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/staff/", permanent=False)),
+    path("staff/", staff_views.overview, name="staff-overview"),
+    path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
+    path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),
+    path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
+    path(
+        "staff/alarms/<int:pk>/acknowledge", staff_views.alarm_acknowledge, name="staff-alarm-ack"
+    ),
+]
