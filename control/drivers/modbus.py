@@ -1,0 +1,225 @@
+"""Modbus TCP relay boards: write coils, read them back, confirm.
+
+Coils are grouped per board (host, port) and, on a board, into contiguous runs per device id,
+so a board with 64 relays costs one write and one read per run, not 64 round trips. Boards are
+served in parallel threads, each with its own deadline: a dead board costs the tick at most
+`deadline_s`, and the other boards are not held up by it.
+
+Every coil the runner manages is read back each tick, not only the ones written: a relay that
+rebooted (all coils off) or a board that stopped answering is found within one tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from pymodbus.client import ModbusTcpClient
+from pymodbus.exceptions import ModbusException
+
+log = logging.getLogger(__name__)
+
+# Modbus limits per request (spec: 1968 coils per write, 2000 per read).
+MAX_WRITE_RUN = 1968
+MAX_READ_RUN = 2000
+
+
+@dataclass(frozen=True)
+class CoilTarget:
+    actuator_id: int
+    host: str
+    port: int
+    device_id: int
+    coil: int
+    state: bool
+    write: bool  # False: only check that the relay still holds `state`
+
+
+@dataclass
+class CoilResult:
+    actuator_id: int
+    written: bool = False
+    corrected: bool = False  # not planned, but the relay had lost its state: rewritten
+    confirmed: bool = False
+    actual: bool | None = None
+    error: str = ""
+    sent_at: float | None = None
+    confirmed_at: float | None = None
+
+
+@dataclass
+class _Board:
+    host: str
+    port: int
+    targets: list[CoilTarget] = field(default_factory=list)
+
+
+class BoardError(Exception):
+    pass
+
+
+def apply(
+    targets: Iterable[CoilTarget],
+    *,
+    timeout_s: float = 1.0,
+    deadline_s: float = 3.0,
+    attempts: int = 3,
+    max_workers: int = 16,
+) -> dict[int, CoilResult]:
+    boards: dict[tuple[str, int], _Board] = {}
+    for t in targets:
+        boards.setdefault((t.host, t.port), _Board(t.host, t.port)).targets.append(t)
+    results: dict[int, CoilResult] = {}
+    if not boards:
+        return results
+    pool = ThreadPoolExecutor(max_workers=min(max_workers, len(boards)), thread_name_prefix="relay")
+    try:
+        futures = {
+            pool.submit(_serve_board, b, timeout_s, deadline_s, attempts): b
+            for b in boards.values()
+        }
+        done, not_done = wait(futures, timeout=deadline_s + timeout_s + 0.5)
+        for fut in done:
+            results.update(fut.result())
+        for fut in not_done:
+            board = futures[fut]
+            for t in board.targets:
+                results[t.actuator_id] = CoilResult(
+                    t.actuator_id, error=f"relay board {board.host}:{board.port} timed out"
+                )
+    finally:
+        # Never wait for a stuck thread: its socket timeout ends it on its own.
+        pool.shutdown(wait=False, cancel_futures=True)
+    return results
+
+
+def _serve_board(
+    board: _Board, timeout_s: float, deadline_s: float, attempts: int
+) -> dict[int, CoilResult]:
+    deadline = time.monotonic() + deadline_s
+    results = {t.actuator_id: CoilResult(t.actuator_id) for t in board.targets}
+    client = ModbusTcpClient(board.host, port=board.port, timeout=timeout_s, retries=0)
+    try:
+        _with_retries(lambda: _connect(client), deadline, attempts)
+        writes = [t for t in board.targets if t.write]
+        if writes:
+            _with_retries(lambda: _write(client, writes, results), deadline, attempts)
+        actual = _with_retries(lambda: _read(client, board.targets), deadline, attempts)
+        lost = [
+            CoilTarget(t.actuator_id, t.host, t.port, t.device_id, t.coil, t.state, True)
+            for t in board.targets
+            if actual[t.actuator_id] != t.state
+        ]
+        if lost:
+            # A relay that rebooted or was switched by hand: put it back, then check again.
+            _with_retries(lambda: _write(client, lost, results), deadline, attempts)
+            for t in lost:
+                if not any(x.actuator_id == t.actuator_id and x.write for x in board.targets):
+                    results[t.actuator_id].corrected = True
+            actual.update(_with_retries(lambda: _read(client, lost), deadline, attempts))
+        now = time.time()
+        for t in board.targets:
+            r = results[t.actuator_id]
+            r.actual = actual[t.actuator_id]
+            r.confirmed = r.actual == t.state
+            r.confirmed_at = now if r.confirmed else None
+            if not r.confirmed:
+                r.error = f"read back {'ON' if r.actual else 'OFF'} after writing {'ON' if t.state else 'OFF'}"
+    except (BoardError, ModbusException, OSError) as exc:
+        message = f"relay board {board.host}:{board.port}: {exc}"
+        log.warning("%s", message)
+        for r in results.values():
+            r.confirmed = False
+            r.error = message
+    finally:
+        client.close()
+    return results
+
+
+def _with_retries(step, deadline: float, attempts: int):
+    """Run `step` up to `attempts` times with a short backoff, never past the deadline."""
+    delay = 0.1
+    last: Exception | None = None
+    for _ in range(max(1, attempts)):
+        if time.monotonic() >= deadline:
+            break
+        try:
+            return step()
+        except (BoardError, ModbusException, OSError) as exc:
+            last = exc
+            if time.monotonic() + delay >= deadline:
+                break
+            time.sleep(delay)
+            delay *= 2
+    raise BoardError(f"no answer before the deadline ({last or 'deadline passed'})")
+
+
+def _connect(client: ModbusTcpClient) -> None:
+    if client.connected:
+        return
+    if not client.connect():
+        raise BoardError("cannot connect")
+
+
+def _runs(targets: list[CoilTarget], limit: int) -> list[list[CoilTarget]]:
+    """Contiguous coil runs per device id, in address order."""
+    runs: list[list[CoilTarget]] = []
+    for t in sorted(targets, key=lambda t: (t.device_id, t.coil)):
+        last = runs[-1][-1] if runs else None
+        if (
+            last is not None
+            and last.device_id == t.device_id
+            and t.coil == last.coil + 1
+            and len(runs[-1]) < limit
+        ):
+            runs[-1].append(t)
+        elif last is not None and last.device_id == t.device_id and t.coil == last.coil:
+            runs[-1][-1] = t  # two actuators on one coil: the later wins, both get the result
+        else:
+            runs.append([t])
+    return runs
+
+
+def _write(
+    client: ModbusTcpClient, targets: list[CoilTarget], results: dict[int, CoilResult]
+) -> None:
+    _connect(client)
+    for run in _runs(targets, MAX_WRITE_RUN):
+        first = run[0]
+        if len(run) == 1:
+            reply = client.write_coil(first.coil, first.state, device_id=first.device_id)
+        else:
+            reply = client.write_coils(
+                first.coil, [t.state for t in run], device_id=first.device_id
+            )
+        if reply.isError():
+            raise BoardError(f"device {first.device_id} refused coil {first.coil}: {reply}")
+        sent = time.time()
+        for t in run:
+            results[t.actuator_id].written = True
+            results[t.actuator_id].sent_at = sent
+    for t in targets:  # actuators sharing a coil with a run member
+        results[t.actuator_id].written = True
+        results[t.actuator_id].sent_at = results[t.actuator_id].sent_at or time.time()
+
+
+def _read(client: ModbusTcpClient, targets: list[CoilTarget]) -> dict[int, bool]:
+    _connect(client)
+    by_address: dict[tuple[int, int], list[CoilTarget]] = {}
+    for t in targets:
+        by_address.setdefault((t.device_id, t.coil), []).append(t)
+    actual: dict[int, bool] = {}
+    for run in _runs(targets, MAX_READ_RUN):
+        first, last = run[0], run[-1]
+        reply = client.read_coils(
+            first.coil, count=last.coil - first.coil + 1, device_id=first.device_id
+        )
+        if reply.isError():
+            raise BoardError(f"device {first.device_id} refused to read coil {first.coil}: {reply}")
+        for t in run:
+            for same in by_address[(t.device_id, t.coil)]:
+                actual[same.actuator_id] = bool(reply.bits[t.coil - first.coil])
+    return actual

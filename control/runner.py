@@ -1,0 +1,293 @@
+"""One control tick: snapshot -> evaluate -> send what changed -> confirm -> audit.
+
+Only changes are written, plus a keep-alive re-write every BMS_CONTROL_KEEPALIVE seconds; every
+Modbus coil the system drives is read back every tick, so a relay that rebooted is put back and
+a board that stopped answering raises its alarm within a tick. Every write is an
+ActuatorCommand row (requested before sending, then sent / confirmed / error).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils import timezone
+
+from control import runtime
+from control import settings_defaults as conf
+from control import snapshot as snapshot_builder
+from control.drivers import modbus, node_queue
+from control.evaluator import evaluate
+from control.models import ActuatorCommand
+from control.state import Decision
+from sensors.alarms import clear_alarm, raise_alarm
+from sensors.models import Actuator, Alarm
+
+log = logging.getLogger(__name__)
+
+CHANGE, RETRY, KEEPALIVE, VERIFY = "change", "retry", "keepalive", "verify"
+_PREFIX = {CHANGE: "", RETRY: "Retry after a fault: ", KEEPALIVE: "Keep-alive: "}
+
+
+def alarm_key(actuator_id: int) -> str:
+    return f"relay:{actuator_id}"
+
+
+def run_tick(now: datetime | None = None) -> dict[str, Any]:
+    token = uuid.uuid4().hex
+    if not runtime.acquire_tick_lock(token, ttl_s=max(2 * conf.tick_s(), 30)):
+        return {"skipped": "another control tick is still running"}
+    try:
+        return _tick(now or timezone.now())
+    finally:
+        runtime.release_tick_lock(token)
+
+
+def _tick(now: datetime) -> dict[str, Any]:
+    started = time.perf_counter()
+    live = snapshot_builder.build(now)
+    built = time.perf_counter()
+    evaluation = evaluate(live.snapshot)
+    evaluated = time.perf_counter()
+    runtime.save_memory(evaluation.memory)
+    now_s = now.timestamp()
+
+    plan: dict[int, tuple[Decision, str]] = {}
+    for aid, decision in evaluation.decisions.items():
+        plan[aid] = (decision, _kind(live.runtime[aid], decision, now_s, conf.keepalive_s()))
+
+    commands = _audit_requested(plan, live.actuators, now)
+    results = _send(plan, live.actuators, commands, now)
+    corrected = _audit_results(plan, live.actuators, commands, results, now)
+    faults = _update_runtime(plan, live, results, now_s)
+    faults += _node_overdue(now, live.runtime)
+
+    zone_out = {}
+    for zid, res in evaluation.zones.items():
+        data = asdict(res)
+        zone_actuators = live.snapshot.actuators
+        spec = next(z for z in live.snapshot.zones if z.id == zid)
+        if any(results.get(a, _OK).error for a in spec.actuator_ids if a in zone_actuators):
+            data["flags"] = sorted(set(data["flags"]) | {"actuator_fault"})
+        data["evaluated_at"] = now_s
+        zone_out[zid] = data
+    runtime.save_zones(zone_out)
+
+    learned = 0
+    for event in evaluation.events:
+        if event.get("kind") == "occupancy_start":
+            try:
+                from control.optimum import learn_from_event
+
+                learned += learn_from_event(event) is not None
+            except Exception:
+                # Learning is a refinement: it must never stop the plant being switched.
+                log.exception("optimum start learning failed for zone %s", event.get("zone_id"))
+
+    finished = time.perf_counter()
+    report = {
+        "at": now.isoformat(),
+        "zones": len(live.snapshot.zones),
+        "decisions": len(plan),
+        "written": sum(1 for r in results.values() if r.written),
+        "changes": sum(1 for _, kind in plan.values() if kind == CHANGE),
+        "corrected": corrected,
+        "faults": faults,
+        "learned": learned,
+        "snapshot_ms": round((built - started) * 1000, 1),
+        "evaluate_ms": round((evaluated - built) * 1000, 1),
+        "total_ms": round((finished - started) * 1000, 1),
+    }
+    runtime.save_last_tick(report)
+    return report
+
+
+def _kind(state: runtime.ActuatorRuntime, decision: Decision, now_s: float, keepalive: int) -> str:
+    if state.on is None or state.on != decision.state:
+        return CHANGE
+    if state.fault:
+        return RETRY
+    if state.sent_at is None or now_s - state.sent_at >= keepalive:
+        return KEEPALIVE
+    return VERIFY
+
+
+def _audit_requested(
+    plan, actuators: dict[int, Actuator], now: datetime
+) -> dict[int, ActuatorCommand]:
+    rows = {
+        aid: ActuatorCommand(
+            actuator_id=aid,
+            state=decision.state,
+            reason=_PREFIX[kind] + decision.reason,
+            strategy=decision.strategy,
+            user_id=decision.user_id,
+            requested_at=now,
+        )
+        for aid, (decision, kind) in plan.items()
+        if kind != VERIFY
+        # A node's unacknowledged command stays queued: no new one each tick while it waits.
+        and not (kind == RETRY and actuators[aid].driver == Actuator.Driver.NODE_QUEUE)
+    }
+    ActuatorCommand.objects.bulk_create(rows.values())
+    return rows
+
+
+class _Ok:
+    error = ""
+    written = False
+    confirmed = True
+
+
+_OK = _Ok()
+
+
+def _send(plan, actuators: dict[int, Actuator], commands, now: datetime) -> dict[int, Any]:
+    coil_targets = []
+    queue_targets = []
+    results: dict[int, Any] = {}
+    for aid, (decision, kind) in plan.items():
+        act = actuators[aid]
+        if act.driver == Actuator.Driver.MODBUS_COIL:
+            if not act.host:
+                results[aid] = modbus.CoilResult(aid, error="no relay board host configured")
+                continue
+            coil_targets.append(
+                modbus.CoilTarget(
+                    aid, act.host, act.port, act.device_id, act.coil, decision.state, kind != VERIFY
+                )
+            )
+        elif act.driver == Actuator.Driver.NODE_QUEUE and aid in commands:
+            if act.node_id is None:
+                results[aid] = modbus.CoilResult(
+                    aid, error="no node configured for the command queue"
+                )
+                continue
+            queue_targets.append(
+                node_queue.QueueTarget(aid, act.node_id, decision.state, commands[aid].pk)
+            )
+            results[aid] = modbus.CoilResult(aid, written=True, sent_at=now.timestamp())
+    results.update(
+        modbus.apply(
+            coil_targets,
+            timeout_s=conf.device_timeout_s(),
+            deadline_s=conf.device_deadline_s(),
+            attempts=conf.device_attempts(),
+        )
+    )
+    node_queue.enqueue(queue_targets, now)
+    return results
+
+
+def _audit_results(plan, actuators, commands, results, now: datetime) -> int:
+    def at(value: float | None) -> datetime | None:
+        return None if value is None else datetime.fromtimestamp(value, UTC)
+
+    for aid, row in commands.items():
+        result = results.get(aid)
+        if result is None:
+            continue
+        row.sent_at = at(result.sent_at)
+        if actuators[aid].driver == Actuator.Driver.MODBUS_COIL:
+            row.confirmed_at = at(result.confirmed_at)
+        row.error = result.error
+    ActuatorCommand.objects.bulk_update(commands.values(), ["sent_at", "confirmed_at", "error"])
+    # Corrections were not planned: audit them now, with what the relay had drifted to.
+    extra = []
+    for aid, result in results.items():
+        if getattr(result, "corrected", False):
+            decision, _ = plan[aid]
+            extra.append(
+                ActuatorCommand(
+                    actuator_id=aid,
+                    state=decision.state,
+                    reason=f"Re-asserted: relay read {'ON' if not decision.state else 'OFF'}, "
+                    f"should be {'ON' if decision.state else 'OFF'} (rebooted or switched by hand?). "
+                    + decision.reason,
+                    strategy=decision.strategy,
+                    user_id=decision.user_id,
+                    requested_at=now,
+                    sent_at=at(result.sent_at),
+                    confirmed_at=at(result.confirmed_at),
+                    error=result.error,
+                )
+            )
+    ActuatorCommand.objects.bulk_create(extra)
+    return len(extra)
+
+
+def _update_runtime(plan, live, results, now_s: float) -> int:
+    updated: dict[int, runtime.ActuatorRuntime] = {}
+    faults = 0
+    for aid, (decision, _kind) in plan.items():
+        before = live.runtime[aid]
+        result = results.get(aid)
+        act = live.actuators[aid]
+        switched = before.on != decision.state
+        if act.driver == Actuator.Driver.NODE_QUEUE:
+            confirmed = before.confirmed and not (result and result.written)
+            fault = result.error if result and result.error else before.fault
+        else:
+            confirmed = bool(result and result.confirmed)
+            fault = result.error if result else ""
+        after = runtime.ActuatorRuntime(
+            on=decision.state,
+            changed_at=now_s if switched else before.changed_at,
+            last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
+            sent_at=now_s if (result and result.written) else before.sent_at,
+            confirmed=confirmed,
+            fault=fault,
+            reason=decision.reason,
+            strategy=decision.strategy,
+            decided_at=now_s,
+        )
+        updated[aid] = after
+        if fault:
+            faults += 1
+            if not before.fault:
+                where = (
+                    f"{act.host}:{act.port} coil {act.coil}"
+                    if act.driver == Actuator.Driver.MODBUS_COIL
+                    else f"node {act.node_id}"
+                )
+                raise_alarm(
+                    alarm_key(aid),
+                    f"Actuator '{act.name}' ({where}) did not confirm "
+                    f"{'ON' if decision.state else 'OFF'}: {fault}",
+                    source="relay",
+                    severity=Alarm.Severity.CRITICAL,
+                )
+        elif before.fault and act.driver == Actuator.Driver.MODBUS_COIL:
+            clear_alarm(alarm_key(aid))
+    runtime.save_actuators(updated)
+    return faults
+
+
+def _node_overdue(now: datetime, states: dict[int, runtime.ActuatorRuntime]) -> int:
+    overdue = node_queue.overdue(now, conf.node_ack_timeout_s())
+    if not overdue:
+        return 0
+    changed = {}
+    for cmd in overdue:
+        minutes = round((now - cmd.created).total_seconds() / 60)
+        message = f"node '{cmd.node}' has not picked up its command for {minutes} min"
+        state = (
+            states.get(cmd.actuator_id)
+            or runtime.load_actuators([cmd.actuator_id])[cmd.actuator_id]
+        )
+        if not state.fault:
+            raise_alarm(
+                alarm_key(cmd.actuator_id),
+                f"Actuator '{cmd.actuator.name}' did not confirm {'ON' if cmd.state else 'OFF'}: {message}",
+                source="relay",
+                severity=Alarm.Severity.CRITICAL,
+            )
+        state.fault = message
+        state.confirmed = False
+        changed[cmd.actuator_id] = state
+    runtime.save_actuators(changed)
+    return len(changed)

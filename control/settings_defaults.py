@@ -1,0 +1,34 @@
+"""Control settings with their defaults (override any of them in Django settings)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def tick_s() -> int:
+    return int(getattr(settings, "BMS_CONTROL_TICK", 30))
+
+
+def keepalive_s() -> int:
+    """Re-write every actuator's state this often, so a relay that rebooted is corrected
+    even between read-back checks (and node queues get their state again)."""
+    return int(getattr(settings, "BMS_CONTROL_KEEPALIVE", 600))
+
+
+def device_timeout_s() -> float:
+    """One Modbus request waits at most this long."""
+    return float(getattr(settings, "BMS_CONTROL_DEVICE_TIMEOUT", 1.0))
+
+
+def device_deadline_s() -> float:
+    """All the work on one relay board in one tick, retries included, ends by this."""
+    return float(getattr(settings, "BMS_CONTROL_DEVICE_DEADLINE", 3.0))
+
+
+def device_attempts() -> int:
+    return int(getattr(settings, "BMS_CONTROL_DEVICE_ATTEMPTS", 3))
+
+
+def node_ack_timeout_s() -> int:
+    """A queued node command not acknowledged within this raises an alarm."""
+    return int(getattr(settings, "BMS_CONTROL_NODE_ACK_TIMEOUT", 300))

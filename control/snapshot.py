@@ -1,0 +1,257 @@
+"""Build the evaluator's Snapshot from the database, Redis (runtime state, memory) and the
+feeds' last values. The only impure half of a tick's decision making."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Prefetch
+
+from control import runtime
+from control.models import (
+    Booking,
+    HeatingPlant,
+    Override,
+    ScheduleException,
+    SolarCircuit,
+    Zone,
+    ZoneTuning,
+)
+from control.state import (
+    ActuatorSpec,
+    BookingSpec,
+    ExceptionSpec,
+    KickSpec,
+    OverrideSpec,
+    PeriodSpec,
+    PlantSpec,
+    Reading,
+    ScheduleSpec,
+    Snapshot,
+    SolarSpec,
+    ZoneSpec,
+)
+from feeds import service as feed_service
+from sensors.models import Actuator
+
+DEFAULT_TUNING = ZoneTuning()
+
+
+@dataclass
+class LiveSnapshot:
+    snapshot: Snapshot
+    actuators: dict[int, Actuator]  # the model rows, for the drivers
+    runtime: dict[int, runtime.ActuatorRuntime]
+    zones: dict[int, Zone]
+
+
+def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
+    zones_qs = (
+        Zone.objects.filter(enabled=True)
+        .select_related("temperature_sensor", "schedule", "tuning")
+        .prefetch_related("actuators", "schedule__periods")
+    )
+    if zone_ids is not None:
+        zones_qs = zones_qs.filter(pk__in=zone_ids)
+    zones = list(
+        zones_qs.prefetch_related(
+            Prefetch(
+                "schedule__exceptions",
+                queryset=ScheduleException.objects.filter(
+                    date__gte=(now - timedelta(days=2)).date(),
+                    date__lte=(now + timedelta(days=3)).date(),
+                ),
+            )
+        )
+    )
+    plants = list(
+        HeatingPlant.objects.filter(enabled=True).prefetch_related("zones")
+        if zone_ids is None
+        else []
+    )
+    solars = list(
+        SolarCircuit.objects.filter(enabled=True).select_related("collector_sensor", "tank_sensor")
+        if zone_ids is None
+        else []
+    )
+    overrides = _active_overrides(now)
+    actuators = _actuators(zones, plants, solars, overrides, zone_ids is None)
+    states = runtime.load_actuators(list(actuators))
+
+    feed_ids = {z.temperature_sensor.feed_id for z in zones if z.temperature_sensor}
+    for s in solars:
+        feed_ids |= {s.collector_sensor.feed_id, s.tank_sensor.feed_id}
+    feed_ids.discard(None)
+    last = feed_service.last_values(feed_ids)
+
+    bookings = _bookings(zones, now)
+    zone_specs = tuple(
+        _zone_spec(z, last, bookings.get(z.pk, ()), overrides, actuators) for z in zones
+    )
+    actuator_specs = {
+        aid: _actuator_spec(a, states[aid], overrides.get(("actuator", aid)))
+        for aid, a in actuators.items()
+    }
+    zone_pks = {z.pk for z in zones}
+    plant_specs = tuple(
+        PlantSpec(
+            id=p.pk,
+            name=p.name,
+            boiler_id=p.boiler_id,
+            pump_id=p.pump_id,
+            zone_ids=tuple(z.pk for z in p.zones.all() if z.pk in zone_pks),
+            pump_overrun_s=p.pump_overrun_s,
+            kick=KickSpec(p.pump_kick_idle_days * 86400, p.pump_kick_s) if p.pump_kick else None,
+        )
+        for p in plants
+    )
+    solar_specs = tuple(
+        SolarSpec(
+            id=s.pk,
+            name=s.name,
+            pump_id=s.pump_id,
+            collector=_reading(last, s.collector_sensor.feed_id),
+            tank=_reading(last, s.tank_sensor.feed_id),
+            delta_on=s.delta_on,
+            delta_off=s.delta_off,
+            tank_max=s.tank_max,
+            tank_hysteresis=s.tank_hysteresis,
+            collector_emergency=s.collector_emergency,
+            emergency_hysteresis=s.emergency_hysteresis,
+            antifreeze_on=s.antifreeze_on,
+            antifreeze_off=s.antifreeze_off,
+            sensor_stale_after_s=s.sensor_stale_after_s,
+            kick=KickSpec(s.pump_kick_idle_days * 86400, s.pump_kick_s) if s.pump_kick else None,
+        )
+        for s in solars
+    )
+    snapshot = Snapshot(
+        now=now,
+        time_zone=settings.TIME_ZONE,
+        zones=zone_specs,
+        actuators=actuator_specs,
+        plants=plant_specs,
+        solars=solar_specs,
+        memory=runtime.load_memory(),
+    )
+    return LiveSnapshot(snapshot, actuators, states, {z.pk: z for z in zones})
+
+
+def _reading(last: dict[int, tuple[int, float]], feed_id: int | None) -> Reading | None:
+    if feed_id is None or feed_id not in last:
+        return None
+    t, value = last[feed_id]
+    return Reading(float(t), float(value))
+
+
+def _active_overrides(now: datetime) -> dict[tuple[str, int], OverrideSpec]:
+    found: dict[tuple[str, int], OverrideSpec] = {}
+    # Newest first: when two overlap, the one set most recently wins.
+    for o in (
+        Override.objects.filter(cancelled=False, starts__lte=now, expires__gt=now)
+        .select_related("created_by")
+        .order_by("-starts", "-pk")
+    ):
+        key = ("actuator", o.actuator_id) if o.actuator_id else ("zone", o.zone_id)
+        found.setdefault(
+            key,
+            OverrideSpec(
+                o.state,
+                o.expires,
+                o.reason,
+                o.created_by_id,
+                o.created_by.get_username() if o.created_by else "",
+                o.pk,
+            ),
+        )
+    return found
+
+
+def _actuators(zones, plants, solars, overrides, everything: bool) -> dict[int, Actuator]:
+    wanted: set[int] = set()
+    for z in zones:
+        wanted |= {a.pk for a in z.actuators.all()}
+    for p in plants:
+        wanted |= {p.boiler_id} | ({p.pump_id} if p.pump_id else set())
+    for s in solars:
+        wanted.add(s.pump_id)
+    if everything:
+        wanted |= {aid for kind, aid in overrides if kind == "actuator"}
+    # Disabled actuators are never switched: they are simply not in the snapshot.
+    return {a.pk: a for a in Actuator.objects.filter(pk__in=wanted, enabled=True)}
+
+
+def _bookings(zones: list[Zone], now: datetime) -> dict[int, list[BookingSpec]]:
+    horizon = max((z.max_preheat_min for z in zones), default=0)
+    found: dict[int, list[BookingSpec]] = defaultdict(list)
+    for b in Booking.objects.filter(
+        zone__in=zones,
+        cancelled=False,
+        end__gt=now - timedelta(days=1),
+        start__lt=now + timedelta(minutes=horizon) + timedelta(days=1),
+    ).order_by("start"):
+        found[b.zone_id].append(BookingSpec(b.title, b.start, b.end, b.setpoint))
+    return found
+
+
+def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
+    sensor = zone.temperature_sensor
+    try:
+        tuning = zone.tuning
+    except ZoneTuning.DoesNotExist:
+        tuning = DEFAULT_TUNING
+    schedule = None
+    if zone.schedule is not None:
+        schedule = ScheduleSpec(
+            zone.schedule.name,
+            tuple(
+                PeriodSpec(p.weekday, p.start, p.end, p.setpoint)
+                for p in zone.schedule.periods.all()
+            ),
+            tuple(
+                ExceptionSpec(e.date, e.occupied, e.start, e.end, e.description)
+                for e in zone.schedule.exceptions.all()
+            ),
+        )
+    return ZoneSpec(
+        id=zone.pk,
+        name=zone.name,
+        slug=zone.slug,
+        comfort_setpoint=zone.comfort_setpoint,
+        setback_setpoint=zone.setback_setpoint,
+        frost_on=zone.frost_on,
+        frost_off=zone.frost_off,
+        max_temperature=zone.max_temperature,
+        hysteresis=zone.hysteresis,
+        optimum_start=zone.optimum_start,
+        optimum_stop=zone.optimum_stop,
+        max_preheat_min=zone.max_preheat_min,
+        heating_rate_min_per_k=zone.heating_rate_min_per_k,
+        cooling_rate_min_per_k=tuning.cooling_rate_min_per_k,
+        coast_allowance_k=tuning.coast_allowance_k,
+        sensor_stale_after_s=zone.sensor_stale_after_s,
+        has_sensor=sensor is not None and sensor.feed_id is not None,
+        reading=_reading(last, sensor.feed_id) if sensor is not None else None,
+        schedule=schedule,
+        bookings=tuple(bookings),
+        override=overrides.get(("zone", zone.pk)),
+        actuator_ids=tuple(a.pk for a in zone.actuators.all() if a.pk in actuators),
+    )
+
+
+def _actuator_spec(a: Actuator, state: runtime.ActuatorRuntime, override) -> ActuatorSpec:
+    return ActuatorSpec(
+        id=a.pk,
+        name=a.name,
+        kind=a.kind,
+        min_on_s=a.min_on_s,
+        min_off_s=a.min_off_s,
+        is_on=state.on,
+        changed_at=state.changed_at,
+        last_off_at=state.last_off_at,
+        override=override,
+        fault=bool(state.fault),
+    )

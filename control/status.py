@@ -1,0 +1,126 @@
+"""What every zone and actuator is doing, and why — for the staff pages and the admin.
+
+    from control.status import actuator_status, zone_status
+    zone_status()      -> [{"zone": Zone, "mode": ..., "reason": ..., "flags": [...], ...}]
+    actuator_status()  -> [{"actuator": Actuator, "state": "ON", "why": ..., "fault": ...}]
+
+Read from what the last control tick stored in Redis (control/runtime.py), so a page never
+waits on a relay board.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils import timezone
+
+from control import runtime
+from control.models import Override, Zone
+from feeds import service as feed_service
+from sensors.models import Actuator
+
+
+def _dt(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC)
+
+
+def _state_label(state: runtime.ActuatorRuntime) -> str:
+    if state.on is None:
+        return "unknown"
+    return "ON" if state.on else "OFF"
+
+
+def actuator_status(actuators: list[Actuator] | None = None) -> list[dict[str, Any]]:
+    if actuators is None:
+        actuators = list(Actuator.objects.select_related("node"))
+    states = runtime.load_actuators([a.pk for a in actuators])
+    now = timezone.now()
+    overrides: dict[int, Override] = {}
+    for o in Override.objects.filter(
+        actuator__in=actuators, cancelled=False, starts__lte=now, expires__gt=now
+    ).order_by("starts"):
+        overrides[o.actuator_id] = o
+    rows = []
+    for a in actuators:
+        s = states[a.pk]
+        if not a.enabled:
+            why = "Actuator disabled: never switched"
+        elif s.decided_at is None:
+            why = "Not driven by any zone, plant or override yet"
+        else:
+            why = s.reason
+        rows.append(
+            {
+                "actuator": a,
+                "id": a.pk,
+                "name": a.name,
+                "kind": a.get_kind_display(),
+                "driver": a.get_driver_display(),
+                "state": _state_label(s),
+                "on": s.on,
+                "confirmed": s.confirmed,
+                "fault": s.fault,
+                "why": why,
+                "strategy": s.strategy,
+                "since": _dt(s.changed_at),
+                "decided_at": _dt(s.decided_at),
+                "sent_at": _dt(s.sent_at),
+                "override": overrides.get(a.pk),
+            }
+        )
+    return rows
+
+
+def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
+    if zones is None:
+        zones = list(
+            Zone.objects.select_related("temperature_sensor").prefetch_related("actuators")
+        )
+    results = runtime.load_zones([z.pk for z in zones])
+    feed_ids = [
+        z.temperature_sensor.feed_id
+        for z in zones
+        if z.temperature_sensor and z.temperature_sensor.feed_id
+    ]
+    last = feed_service.last_values(feed_ids)
+    all_actuators = {a.pk: a for z in zones for a in z.actuators.all()}
+    by_id = {row["id"]: row for row in actuator_status(list(all_actuators.values()))}
+    now = timezone.now()
+    rows = []
+    for z in zones:
+        result = results.get(z.pk)
+        feed_id = z.temperature_sensor.feed_id if z.temperature_sensor else None
+        reading = last.get(feed_id) if feed_id else None
+        actuators = [by_id[a.pk] for a in z.actuators.all()]
+        flags = list(result["flags"]) if result else []
+        if any(a["fault"] for a in actuators) and "actuator_fault" not in flags:
+            flags.append("actuator_fault")
+        if not z.enabled:
+            mode, reason = "disabled", "Zone disabled: not controlled"
+        elif result is None:
+            mode, reason = "waiting", "Not evaluated yet: waiting for the first control tick"
+        else:
+            mode, reason = result["mode"], result["reason"]
+        next_booking = z.bookings.filter(cancelled=False, end__gt=now).order_by("start").first()
+        rows.append(
+            {
+                "zone": z,
+                "id": z.pk,
+                "name": z.name,
+                "slug": z.slug,
+                "temperature": reading[1] if reading else None,
+                "reading_at": _dt(reading[0]) if reading else None,
+                "target": result.get("target") if result else None,
+                "demand": bool(result and result["demand"]),
+                "mode": mode,
+                "reason": reason,
+                "flags": flags,
+                "fault": bool(flags),
+                "preheat_min": result.get("preheat_min") if result else None,
+                "evaluated_at": _dt(result["evaluated_at"]) if result else None,
+                "actuators": actuators,
+                "next_booking": next_booking,
+            }
+        )
+    return rows

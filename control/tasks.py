@@ -1,0 +1,24 @@
+"""Celery tasks of the control app (queue "control", never behind ingest)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(ignore_result=True, acks_late=False)
+def control_tick() -> dict:
+    """Evaluate every zone and switch what changed. Beat sends it every BMS_CONTROL_TICK s.
+
+    acks_late is off: a tick that died half way must not be redelivered later — the next
+    tick from beat re-evaluates from the present, which is what the plant needs."""
+    from control.runner import run_tick
+
+    return run_tick()
+
+
+@shared_task(ignore_result=True)
+def sync_ical_feeds() -> dict:
+    """Sync bookings of every zone that subscribes to an iCal URL or file."""
+    from control.ical import sync_all
+
+    return sync_all()

@@ -1,0 +1,130 @@
+"""The tick against a real pymodbus relay board, real Redis and the test database
+(without Celery: tests/integration/test_control_*.py run it through a real worker)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from control import runtime
+from control.drivers.simulated_board import RelayBoard
+from control.models import ActuatorCommand, Booking, HeatingPlant, Override
+from control.runner import run_tick
+from control.status import actuator_status, zone_status
+from sensors.models import Alarm
+
+from . import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def board():
+    with RelayBoard(coils=32) as b:
+        yield b
+
+
+def test_a_booking_switches_the_valve_on_and_audits_why(redis_client, board):
+    valve = f.relay("Hall valve", board, coil=3)
+    zone = f.zone("Hall", valve, temp=15.0)
+    now = timezone.now()
+    Booking.objects.create(
+        zone=zone, title="Yoga", start=now - timedelta(minutes=5), end=now + timedelta(hours=1)
+    )
+    report = run_tick()
+    assert report["changes"] == 1 and report["faults"] == 0
+    assert board.coil(3) is True
+    cmd = ActuatorCommand.objects.get(actuator=valve)
+    assert cmd.state is True and cmd.strategy == "booking"
+    assert cmd.reason.startswith("Booking 'Yoga'") and "heating" in cmd.reason
+    assert cmd.sent_at is not None and cmd.confirmed_at is not None and cmd.error == ""
+    [row] = [r for r in actuator_status() if r["id"] == valve.pk]
+    assert row["state"] == "ON" and row["why"] == cmd.reason and row["confirmed"]
+
+
+def test_only_changes_are_sent(redis_client, board):
+    valve = f.relay("Hall valve", board, coil=0)
+    f.zone("Hall", valve, temp=15.0)
+    run_tick()
+    run_tick()
+    assert ActuatorCommand.objects.filter(actuator=valve).count() == 1  # the first OFF
+
+
+def test_a_relay_that_rebooted_is_put_back_and_audited(redis_client, board):
+    valve = f.relay("Hall valve", board, coil=1)
+    zone = f.zone("Hall", valve, temp=15.0)
+    now = timezone.now()
+    Booking.objects.create(zone=zone, title="Choir", start=now, end=now + timedelta(hours=1))
+    run_tick()
+    board.set_coil(1, False)  # the board rebooted
+    report = run_tick()
+    assert report["corrected"] == 1 and board.coil(1) is True
+    last = ActuatorCommand.objects.filter(actuator=valve).first()
+    assert last.reason.startswith("Re-asserted: relay read OFF, should be ON")
+
+
+def test_a_dead_board_raises_an_alarm_and_flags_the_zone(redis_client, board, settings):
+    settings.BMS_CONTROL_DEVICE_DEADLINE = 1.0
+    valve = f.relay("Hall valve", board, coil=2)
+    f.zone("Hall", valve, temp=4.0)  # frost: wants ON
+    board.stop()
+    report = run_tick()
+    assert report["faults"] == 1
+    alarm = Alarm.objects.get(key=f"relay:{valve.pk}", cleared_at__isnull=True)
+    assert "did not confirm ON" in alarm.message and alarm.source == "relay"
+    cmd = ActuatorCommand.objects.get(actuator=valve)
+    assert cmd.error and cmd.confirmed_at is None
+    [z] = zone_status()
+    assert "actuator_fault" in z["flags"]
+    # The board comes back: the next tick retries, confirms and clears the alarm.
+    board.start()
+    run_tick()
+    assert board.coil(2) is True
+    assert not Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+
+
+def test_boiler_and_pump_with_overrun(redis_client, board):
+    valve = f.relay("Hall valve", board, coil=0)
+    boiler = f.relay("Boiler", board, coil=10, kind="boiler")
+    pump = f.relay("Pump", board, coil=11, kind="pump")
+    zone = f.zone("Hall", valve, temp=15.0)
+    plant = HeatingPlant.objects.create(
+        name="Boiler house", boiler=boiler, pump=pump, pump_overrun_s=360
+    )
+    plant.zones.add(zone)
+    now = timezone.now()
+    booking = Booking.objects.create(
+        zone=zone, title="Yoga", start=now - timedelta(minutes=1), end=now + timedelta(hours=1)
+    )
+    run_tick(now)
+    assert board.coils_state(10, 2) == [True, True]
+    booking.cancelled = True
+    booking.save()
+    run_tick(now + timedelta(minutes=1))
+    assert board.coils_state(10, 2) == [False, True]
+    assert runtime.load_actuators([pump.pk])[pump.pk].strategy == "pump_overrun"
+    run_tick(now + timedelta(minutes=8))
+    assert board.coils_state(10, 2) == [False, False]
+
+
+def test_override_switches_an_actuator_nobody_else_drives(redis_client, board, engineer):
+    spare = f.relay("Spare", board, coil=20)
+    Override.objects.create(
+        actuator=spare,
+        state=True,
+        expires=timezone.now() + timedelta(hours=1),
+        reason="test run",
+        created_by=engineer,
+    )
+    run_tick()
+    assert board.coil(20) is True
+    cmd = ActuatorCommand.objects.get(actuator=spare)
+    assert cmd.user == engineer and cmd.strategy == "manual_override"
+    assert "Manual override ON by engineer" in cmd.reason
+
+
+def test_overlapping_ticks_do_not_run_twice(redis_client, board):
+    assert runtime.acquire_tick_lock("someone-else", 30)
+    assert run_tick() == {"skipped": "another control tick is still running"}
