@@ -174,7 +174,7 @@ JEELIB_NODES: tuple[NodeSpec, ...] = (
         description="Cup anemometer pulse counter (16-bit, counts since boot)",
         inputs=(
             Input("1", "Wind speed", "pulse", "m/s", feed="Wind speed",
-                  params={"pulses_per_unit": 1.4908, "counter_bits": 16}),
+                  params={"pulses_per_unit": 1.4908, "counter_bits": 16, "output": "rate"}),
         ),
     ),
 )  # fmt: skip

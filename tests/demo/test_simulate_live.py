@@ -1,0 +1,158 @@
+"""End to end: the simulator against a live server, a real Celery worker and real Redis.
+
+The simulator runs as the real command in a subprocess sharing the test database. Its HTTP
+nodes post to /input/bulk, the worker ingests into the feed store, the poll task reads the
+simulated meter over Modbus TCP, and coils written on the simulated relay board by a Modbus
+client (as the control driver does) heat exactly the room whose valve was opened.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import get_commands
+from pymodbus.client import ModbusTcpClient
+
+from bms.demo import layout
+from feeds.models import Feed
+from sensors.models import Node
+from tests.conftest import ROOT, test_database_url
+
+pytestmark = [pytest.mark.integration]
+SPEED = 600  # ten simulated minutes per real second: a heated room warms within one post
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until(check: Callable[[], object], timeout_s: float, what: str) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+class Simulation:
+    def __init__(self, proc: subprocess.Popen, log_path: Path, relay_port: int) -> None:
+        self.proc = proc
+        self.log_path = log_path
+        self.relay_port = relay_port
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def simulation(
+    live_server, celery_worker, transactional_db, redis_client, tmp_path
+) -> Iterator[Simulation]:
+    relay_port, meter_port = _free_port(), _free_port()
+    env = dict(
+        os.environ,
+        DATABASE_URL=test_database_url(),
+        DJANGO_SETTINGS_MODULE="bms.settings_test",
+        BMS_DATA_DIR=str(settings.BMS_DATA_DIR),
+    )
+    argv = [sys.executable, str(ROOT / "manage.py"), "simulate_site", "--base-url", live_server.url,
+            "--speed", str(SPEED), "--relay-port", str(relay_port), "--meter-port", str(meter_port),
+            "--seed", "7", "--duration", "120"]  # fmt: skip
+    if "bms_gateway" not in get_commands():
+        argv.append("--no-gateway")
+    log_path = tmp_path / "simulator.log"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    sim = Simulation(proc, log_path, relay_port)
+    try:
+        _wait_until(
+            lambda: "Simulating at" in sim.log() or proc.poll() is not None, 60, "the simulator"
+        )
+        assert proc.poll() is None, sim.log()
+        yield sim
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _feed(node: str, name: str) -> Feed:
+    return Feed.objects.get(tag=node, name=name)
+
+
+def _last(feed: Feed) -> tuple[int, float] | None:
+    from feeds.service import last_value
+
+    return last_value(feed.pk)
+
+
+def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
+    pv = _feed("emontx-pv", "PV power")
+    flow = _feed("emontx-hydro", "River flow")
+    tank = _feed("emontx-solarthermal", "Tank temperature")
+    rooms = {r.slug: _feed(f"emonth-{r.slug}", f"{r.name} temperature") for r in layout.ROOMS}
+
+    # HTTP nodes -> /input/bulk -> Celery ingest -> feed store (last values in Redis).
+    for feed in (pv, flow, tank, *rooms.values()):
+        _wait_until(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
+    t, river = _last(flow)
+    assert abs(t - time.time()) < 60  # posted at wall-clock time, not simulated time
+    assert 5 < river < 1000
+    assert _last(pv)[1] >= 0.0
+
+    # The meter: the real poll task reads the simulated SDM630 over Modbus TCP.
+    from sensors.tasks import poll_modbus_meter
+
+    meter = Node.objects.get(name=layout.METER_NODE.name)
+    voltage = _feed(meter.name, "Voltage L1")
+
+    def polled() -> tuple[int, float] | None:
+        poll_modbus_meter.delay(meter.pk)
+        return _last(voltage)
+
+    _, volts = _wait_until(polled, 40, "the meter's voltage")
+    assert 225 < volts < 255
+
+    # The relay board: open one room's valve, run boiler and pump, as the control driver would.
+    heated, unheated = layout.ROOMS[0], layout.ROOMS[1]
+    before = {slug: _last(feed)[1] for slug, feed in rooms.items()}
+    client = ModbusTcpClient("127.0.0.1", port=simulation.relay_port, timeout=2)
+    assert client.connect()
+    try:
+        for coil in (layout.COIL_BOILER, layout.COIL_HEATING_PUMP, heated.coil):
+            assert not client.write_coil(coil, True, device_id=layout.RELAY_DEVICE_ID).isError()
+    finally:
+        client.close()
+
+    def warmed() -> bool:
+        now = _last(rooms[heated.slug])[1]
+        return now > before[heated.slug] + 2.0
+
+    _wait_until(warmed, 40, f"{heated.name} to warm")
+    assert _last(rooms[unheated.slug])[1] <= before[unheated.slug] + 0.5
+    assert "Relay board now: boiler, heating pump, valve" in simulation.log()
+
+    # SIGTERM: a clean stop that closes the Modbus servers.
+    simulation.proc.send_signal(signal.SIGTERM)
+    assert simulation.proc.wait(timeout=20) == 0
+    log = simulation.log()
+    assert "Received SIGTERM" in log and "Simulator stopped" in log
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", simulation.relay_port))  # the port is free again
