@@ -1,0 +1,56 @@
+"""A real pymodbus TCP server on a free high port, run in a background asyncio thread."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import threading
+
+from pymodbus.server import ModbusTcpServer
+from pymodbus.simulator import DataType, SimData, SimDevice
+
+FC_HOLDING, FC_INPUT = 3, 4
+
+
+def float32_words(value: float) -> list[int]:
+    return list(struct.unpack(">2H", struct.pack(">f", value)))
+
+
+class MeterServer:
+    def __init__(self, device_id: int = 1, registers: int = 100) -> None:
+        bits = [SimData(0, count=8, values=False, datatype=DataType.BITS)]
+        regs = [SimData(0, count=registers, values=0, datatype=DataType.REGISTERS)]
+        self.device_id = device_id
+        self.device = SimDevice(device_id, simdata=(bits, bits, regs, list(regs)))
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.server: ModbusTcpServer | None = None
+
+    def _run(self, coroutine, timeout: float = 5.0):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def start(self) -> MeterServer:
+        self.thread.start()
+
+        async def start() -> None:
+            self.server = ModbusTcpServer(self.device, address=("127.0.0.1", 0))
+            await self.server.serve_forever(background=True)
+
+        self._run(start())
+        return self
+
+    @property
+    def port(self) -> int:
+        return self.server.transport.sockets[0].getsockname()[1]
+
+    def set(self, function_code: int, address: int, words: list[int]) -> None:
+        self._run(
+            self.server.context.async_setValues(self.device_id, function_code, address, words)
+        )
+
+    def stop(self) -> None:
+        if not self.thread.is_alive():
+            return  # already stopped (a test may stop the meter to simulate a failure)
+        self._run(self.server.shutdown())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
