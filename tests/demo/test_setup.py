@@ -152,3 +152,16 @@ def test_bad_options_are_refused_clearly(key_file, args, message):
     with pytest.raises(CommandError, match=message):
         call_command("simulate_site", "--setup-only", *args, stdout=StringIO())
     assert not Site.objects.exists()  # refused before creating anything
+
+
+def test_help_documents_every_option():
+    from django.core.management import load_command_class
+
+    command = load_command_class("bms", "simulate_site")
+    out = StringIO()
+    command.create_parser("manage.py", "simulate_site").print_help(out)
+    text = out.getvalue()
+    for option in ("--base-url", "--speed", "--relay-port", "--meter-port", "--setup-only",
+                   "--duration", "--no-gateway", "--seed"):  # fmt: skip
+        assert option in text
+    assert "wall-clock" in text  # --speed says what it speeds up and what it does not

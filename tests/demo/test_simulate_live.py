@@ -156,3 +156,28 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
     assert "Received SIGTERM" in log and "Simulator stopped" in log
     with socket.socket() as s:
         s.bind(("127.0.0.1", simulation.relay_port))  # the port is free again
+
+
+def test_the_control_loop_heats_the_room_booked_next(simulation):
+    """A booking in 20 minutes: the real control tick pre-heats that room through the relay
+    board, and the simulated room's posted temperature rises; an unbooked room stays cold."""
+    from control.tasks import control_tick
+
+    booked, unbooked = "straw-bale-room", "workshop"  # Yoga at +20 min; no booking today
+    rooms = {
+        slug: _feed(f"emonth-{slug}", f"{name} temperature")
+        for slug, name in (("straw-bale-room", "Straw bale room"), ("workshop", "Workshop"))
+    }
+    for feed in rooms.values():
+        _wait_until(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
+    before = {slug: _last(feed)[1] for slug, feed in rooms.items()}
+
+    control_tick.delay()
+    _wait_until(
+        lambda: f"valve {booked}" in simulation.log(), 40, "the tick to open the booked valve"
+    )
+    line = next(x for x in simulation.log().splitlines() if f"valve {booked}" in x)
+    assert "boiler" in line and "heating pump" in line
+    _wait_until(lambda: _last(rooms[booked])[1] > before[booked] + 2.0, 40, f"{booked} to warm")
+    assert _last(rooms[unbooked])[1] <= before[unbooked] + 0.5
+    assert f"valve {unbooked}" not in simulation.log()
