@@ -1,0 +1,62 @@
+"""manage.py replay_strategy ZONE --from DATE --to DATE [--step S] [--json]"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from control.models import Zone
+from control.replay import parse_day, replay
+from feeds.phpfina import FeedError
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a zone's control strategies over its recorded temperature feed and bookings, "
+        "without touching any relay. Reports switching times, heating hours, comfort misses "
+        "(occupancy started below setpoint) and short cycles."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("zone", help="Zone slug or name.")
+        parser.add_argument(
+            "--from", dest="start", required=True, help="YYYY-MM-DD (local) or ISO date-time."
+        )
+        parser.add_argument(
+            "--to",
+            dest="end",
+            required=True,
+            help="YYYY-MM-DD (inclusive, local) or ISO date-time.",
+        )
+        parser.add_argument(
+            "--step",
+            type=int,
+            default=None,
+            help="Seconds per step (default: from the feed, ≥ 60).",
+        )
+        parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+
+    def handle(self, *args, **opts) -> None:
+        zone = (
+            Zone.objects.filter(slug=opts["zone"]).first()
+            or Zone.objects.filter(name=opts["zone"]).first()
+        )
+        if zone is None:
+            raise CommandError(f"No zone with slug or name '{opts['zone']}'.")
+        tz = ZoneInfo(settings.TIME_ZONE)
+        try:
+            start = parse_day(opts["start"], tz)
+            end = parse_day(opts["end"], tz, end_of_day=True)
+            if opts["step"] is not None and opts["step"] < 10:
+                raise ValueError("--step must be at least 10 seconds.")
+            report = replay(zone, start, end, opts["step"])
+        except (ValueError, FeedError) as exc:
+            raise CommandError(str(exc)) from exc
+        if opts["json"]:
+            self.stdout.write(json.dumps(asdict(report), default=str, indent=2))
+        else:
+            self.stdout.write(report.as_text(tz))

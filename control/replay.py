@@ -1,0 +1,274 @@
+"""Replay a zone's strategies over recorded history, switching nothing.
+
+The zone's temperature feed (feeds.service.read) and its bookings and schedule drive the same
+pure evaluator the live tick uses; actuators are simulated (their min on/off times apply).
+It is open loop: the recorded temperatures are what happened under the control of the time,
+so the replay shows what these strategies *would have decided* — switching times, heating
+hours, comfort misses (occupancy started below setpoint − hysteresis), short cycles — and
+how optimum start would have learned, before they switch a real boiler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+
+from control import snapshot as live
+from control.evaluator import evaluate
+from control.models import Booking, ScheduleException, Zone
+from control.optimum import corrected_rate, first_reached
+from control.state import ActuatorSpec, Reading, Snapshot, ZoneSpec
+from control.strategies import bookings as booking_windows
+from control.strategies import schedule as schedule_windows
+from feeds import service as feed_service
+
+MAX_STEPS = 20_000
+DEFAULT_SHORT_CYCLE_S = 600
+
+
+@dataclass
+class Switch:
+    at: datetime
+    actuator: str
+    state: bool
+    reason: str
+
+
+@dataclass
+class ComfortMiss:
+    at: datetime
+    label: str
+    setpoint: float
+    temperature: float | None
+
+
+@dataclass
+class ShortCycle:
+    actuator: str
+    on_at: datetime
+    off_at: datetime
+
+    @property
+    def minutes(self) -> float:
+        return (self.off_at - self.on_at).total_seconds() / 60
+
+
+@dataclass
+class ReplayReport:
+    zone: str
+    start: datetime
+    end: datetime
+    step_s: int
+    samples: int = 0
+    missing_samples: int = 0
+    heating_hours: float = 0.0
+    occupancies: int = 0
+    switches: list[Switch] = field(default_factory=list)
+    comfort_misses: list[ComfortMiss] = field(default_factory=list)
+    short_cycles: list[ShortCycle] = field(default_factory=list)
+    rate_start: float = 0.0
+    rate_end: float = 0.0
+
+    def as_text(self, tz: ZoneInfo) -> str:
+        def t(d: datetime) -> str:
+            return d.astimezone(tz).strftime("%a %d %b %H:%M")
+
+        lines = [
+            f"Replay of zone '{self.zone}' {t(self.start)} – {t(self.end)}, step {self.step_s} s "
+            "(no relay touched)",
+            f"Samples: {self.samples} ({self.missing_samples} without a reading)",
+            f"Heating hours: {self.heating_hours:.2f}",
+            f"Switching: {len(self.switches)}",
+        ]
+        lines += [
+            f"  {t(s.at)}  {s.actuator}: {'ON ' if s.state else 'OFF'}  {s.reason}"
+            for s in self.switches
+        ]
+        lines.append(
+            f"Occupancy starts: {self.occupancies}; comfort misses: {len(self.comfort_misses)}"
+        )
+        for m in self.comfort_misses:
+            temp = "no reading" if m.temperature is None else f"{m.temperature:.1f} °C"
+            lines.append(f"  {t(m.at)}  {m.label}: {temp} < {m.setpoint:.1f} °C")
+        lines.append(
+            f"Short cycles (< {DEFAULT_SHORT_CYCLE_S // 60} min on): {len(self.short_cycles)}"
+        )
+        lines += [
+            f"  {s.actuator}: {t(s.on_at)} for {s.minutes:.0f} min" for s in self.short_cycles
+        ]
+        lines.append(
+            f"Optimum start rate: {self.rate_start:.1f} → {self.rate_end:.1f} min/K (learned in replay)"
+        )
+        return "\n".join(lines)
+
+
+def auto_step(start: datetime, end: datetime, feed_interval: int) -> int:
+    span = (end - start).total_seconds()
+    step = max(60, feed_interval)
+    while span / step > MAX_STEPS:
+        step *= 2
+    return step
+
+
+def replay(
+    zone: Zone,
+    start: datetime,
+    end: datetime,
+    step_s: int | None = None,
+    short_cycle_s: int = DEFAULT_SHORT_CYCLE_S,
+) -> ReplayReport:
+    if end <= start:
+        raise ValueError("The replay must end after it starts.")
+    tz = ZoneInfo(settings.TIME_ZONE)
+    sensor = zone.temperature_sensor
+    feed = sensor.feed if sensor is not None else None
+    step = step_s or auto_step(start, end, feed.interval if feed else 60)
+    if (end - start).total_seconds() / step > MAX_STEPS:
+        raise ValueError(f"Too many steps: use a step of at least {auto_step(start, end, 60)} s.")
+    points = (
+        feed_service.read(
+            feed.pk,
+            int(start.timestamp()),
+            int(end.timestamp()),
+            step,
+            average=True,
+            timezone=settings.TIME_ZONE,
+        )
+        if feed is not None
+        else []
+    )
+    values = {int(t_ms // 1000): v for t_ms, v in points}
+
+    bookings = tuple(
+        live.BookingSpec(b.title, b.start, b.end, b.setpoint)
+        for b in Booking.objects.filter(
+            zone=zone, cancelled=False, end__gt=start, start__lt=end + timedelta(days=1)
+        )
+    )
+    actuators = {a.pk: a for a in zone.actuators.filter(enabled=True)}
+    spec = live._zone_spec(zone, {}, bookings, {}, actuators)
+    if zone.schedule is not None:
+        exceptions = ScheduleException.objects.filter(
+            schedule=zone.schedule,
+            date__gte=(start - timedelta(days=1)).date(),
+            date__lte=(end + timedelta(days=1)).date(),
+        )
+        spec = replace(
+            spec,
+            schedule=replace(
+                spec.schedule,
+                exceptions=tuple(
+                    live.ExceptionSpec(e.date, e.occupied, e.start, e.end, e.description)
+                    for e in exceptions
+                ),
+            ),
+        )
+    sim = {
+        aid: ActuatorSpec(
+            aid,
+            a.name,
+            a.kind,
+            a.min_on_s,
+            a.min_off_s,
+            is_on=False,
+            changed_at=start.timestamp() - 86400,
+        )
+        for aid, a in actuators.items()
+    }
+    report = ReplayReport(zone.name, start, end, step, rate_start=spec.heating_rate_min_per_k)
+    _comfort(report, spec, start, end, tz, values, step)
+
+    memory: dict = {}
+    last_reading: Reading | None = None
+    on_since: dict[int, datetime] = {}
+    moment = start
+    while moment < end:
+        t = int(moment.timestamp())
+        value = values.get(t, values.get(t - t % step))
+        report.samples += 1
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            report.missing_samples += 1
+        else:
+            last_reading = Reading(float(t), float(value))
+        snap = Snapshot(
+            now=moment,
+            time_zone=settings.TIME_ZONE,
+            zones=(replace(spec, reading=last_reading),),
+            actuators=sim,
+            memory=memory,
+        )
+        result = evaluate(snap)
+        memory = result.memory
+        for event in result.events:
+            spec = _learn(spec, event, points)
+        for aid, decision in result.decisions.items():
+            before = sim[aid]
+            if decision.state != before.is_on:
+                report.switches.append(Switch(moment, before.name, decision.state, decision.reason))
+                if decision.state:
+                    on_since[aid] = moment
+                elif aid in on_since:
+                    began = on_since.pop(aid)
+                    if (moment - began).total_seconds() < short_cycle_s:
+                        report.short_cycles.append(ShortCycle(before.name, began, moment))
+                sim[aid] = replace(
+                    before,
+                    is_on=decision.state,
+                    changed_at=float(t),
+                    last_off_at=float(t) if not decision.state else before.last_off_at,
+                )
+        if any(result.decisions[a].state for a in result.decisions) or (
+            not sim and result.zones[zone.pk].demand
+        ):
+            report.heating_hours += step / 3600
+        moment += timedelta(seconds=step)
+    report.rate_end = spec.heating_rate_min_per_k
+    return report
+
+
+def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, values, step) -> None:
+    windows = booking_windows.windows(spec.bookings, start, end, tz, spec.comfort_setpoint)
+    if spec.schedule is not None:
+        windows += schedule_windows.windows(spec.schedule, start, end, tz, spec.comfort_setpoint)
+    starts = {}
+    for w in sorted(windows, key=lambda w: w.start):
+        if start <= w.start < end:
+            starts.setdefault(w.start, w)
+    for at, window in sorted(starts.items()):
+        report.occupancies += 1
+        t = int(at.timestamp())
+        slot = t - t % step
+        temp = values.get(slot if slot == t else slot + step, values.get(slot))
+        if temp is None or temp < window.setpoint - spec.hysteresis:
+            report.comfort_misses.append(ComfortMiss(at, window.label, window.setpoint, temp))
+
+
+def _learn(spec: ZoneSpec, event: dict, points: list[list]) -> ZoneSpec:
+    if event.get("kind") != "occupancy_start" or not spec.optimum_start:
+        return spec
+    window = [p for p in points if event["started"] * 1000 <= p[0] <= event["occupancy"] * 1000]
+    learning = corrected_rate(
+        spec.heating_rate_min_per_k,
+        (event["occupancy"] - event["started"]) / 60,
+        event["temp"],
+        event["temp_at_start"],
+        event["setpoint"],
+        first_reached(window, event["setpoint"], event["started"]),
+    )
+    return replace(spec, heating_rate_min_per_k=learning.rate_after)
+
+
+def parse_day(text: str, tz: ZoneInfo, end_of_day: bool = False) -> datetime:
+    """'2026-01-14' (local midnight; the end of that day with end_of_day) or an ISO datetime."""
+    try:
+        if len(text) == 10:
+            day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=tz)
+            return (day + timedelta(days=1) if end_of_day else day).astimezone(UTC)
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ValueError(f"'{text}' is not a date (YYYY-MM-DD) or an ISO date-time") from exc
+    return (moment if moment.tzinfo else moment.replace(tzinfo=tz)).astimezone(UTC)
