@@ -10,6 +10,7 @@ entries also expire after a TTL in case Redis was unreachable when a bump was du
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from django.db import transaction
@@ -58,9 +59,9 @@ def clear_all() -> None:
         cache.clear()
 
 
-def _check_generation() -> None:
+def _check_generation(force: bool = False) -> None:
     now = time.monotonic()
-    if now - _generation.checked_at < GENERATION_CHECK_S:
+    if not force and now - _generation.checked_at < GENERATION_CHECK_S:
         return
     _generation.checked_at = now
     value = get_redis().get(GENERATION_KEY)
@@ -69,9 +70,17 @@ def _check_generation() -> None:
         clear_all()
 
 
+def check_generation() -> None:
+    """Re-read the generation now (workers do, once per batch: one GET buys exactness)."""
+    _check_generation(force=True)
+
+
 def bump_generation() -> None:
-    """Tell every process its cached configuration is stale (and this one at once)."""
-    get_redis().incr(GENERATION_KEY)
+    """Tell every process its cached configuration is stale (and this one at once).
+
+    A fresh random token rather than a counter, so a Redis that lost the key and counted
+    again from 1 can never look unchanged to a process that last saw 1."""
+    get_redis().set(GENERATION_KEY, uuid.uuid4().hex)
     clear_all()
 
 

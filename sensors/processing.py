@@ -22,7 +22,7 @@ from feeds.models import Feed
 from sensors import conversions as cv
 from sensors import state
 from sensors.alarms import clear_alarm, raise_alarm
-from sensors.cache import ProcessCache, bump_generation
+from sensors.cache import ProcessCache, bump_generation, check_generation
 from sensors.models import Node, Sensor
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,7 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
 
     now = time.time() if now is None else now
     report = IngestReport(rows=len(rows))
+    check_generation()
     specs = sensor_map(node_id)
     keys = {key for _, values in rows for key in values}
     unseen = keys - specs.keys()
