@@ -1,4 +1,7 @@
+from django.urls import path
+
 from bms.routers import OptionalSlashRouter
+from control import node_api
 from control.api import (
     ActuatorCommandViewSet,
     BookingViewSet,
@@ -18,4 +21,14 @@ router.register("bookings", BookingViewSet)
 router.register("overrides", OverrideViewSet)
 router.register("actuator-commands", ActuatorCommandViewSet)
 
-urlpatterns = router.urls
+urlpatterns = router.urls + [
+    # Node command queue (node key auth): control/node_api.py
+    path("nodes/<int:node_id>/commands", node_api.commands, name="node-commands"),
+    path("nodes/<int:node_id>/commands/", node_api.commands),
+    path(
+        "nodes/<int:node_id>/commands/<int:command_id>/ack",
+        node_api.acknowledge,
+        name="node-command-ack",
+    ),
+    path("nodes/<int:node_id>/commands/<int:command_id>/ack/", node_api.acknowledge),
+]

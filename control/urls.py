@@ -1,1 +1,20 @@
-urlpatterns: list = []
+from django.urls import path
+
+from control import views
+
+app_name = "control"
+
+urlpatterns = [
+    path("staff/control/", views.plant_status, name="status"),
+    path("staff/control/overrides/", views.create_override, name="override-create"),
+    path("staff/control/overrides/<int:pk>/cancel/", views.cancel_override, name="override-cancel"),
+    path("staff/control/replay/<slug:zone_slug>/", views.replay_view, name="replay"),
+    path("staff/bookings/", views.booking_index, name="booking-index"),
+    path("staff/bookings/<slug:zone_slug>/", views.booking_calendar, name="bookings"),
+    path("staff/bookings/<slug:zone_slug>/<int:pk>/", views.booking_edit, name="booking-edit"),
+    path(
+        "staff/bookings/<slug:zone_slug>/<int:pk>/cancel/",
+        views.booking_cancel,
+        name="booking-cancel",
+    ),
+]

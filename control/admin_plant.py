@@ -1,0 +1,119 @@
+"""Admin for the control engineer's models (imported by control/admin.py):
+heating plants, solar thermal circuits, zone tuning, the optimum start log, node commands.
+
+Also `zone_status_links(zone)` for the lead's Zone admin: links to the plant status row,
+the booking calendar and the replay page of a zone.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+
+from control.models import HeatingPlant, NodeCommand, OptimumStartLog, SolarCircuit, ZoneTuning
+
+
+def zone_status_links(zone) -> str:
+    """HTML links for a zone: status, bookings, replay (for list_display / readonly fields)."""
+    if zone is None or zone.pk is None:
+        return "—"
+    return format_html(
+        '<a href="{}#zone-{}">status</a> · <a href="{}">bookings</a> · <a href="{}">replay</a>',
+        reverse("control:status"),
+        zone.slug,
+        reverse("control:bookings", args=[zone.slug]),
+        reverse("control:replay", args=[zone.slug]),
+    )
+
+
+@admin.register(HeatingPlant)
+class HeatingPlantAdmin(admin.ModelAdmin):
+    list_display = ["name", "site", "boiler", "pump", "pump_overrun_s", "pump_kick", "enabled"]
+    list_filter = ["site", "enabled"]
+    search_fields = ["name"]
+    filter_horizontal = ["zones"]
+    fieldsets = [
+        (None, {"fields": ["site", "name", "enabled", "boiler", "pump", "zones"]}),
+        ("Pump", {"fields": ["pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s"]}),
+    ]
+
+
+@admin.register(SolarCircuit)
+class SolarCircuitAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "site",
+        "collector_sensor",
+        "tank_sensor",
+        "pump",
+        "delta_on",
+        "delta_off",
+        "tank_max",
+        "enabled",
+    ]
+    list_filter = ["site", "enabled"]
+    search_fields = ["name"]
+    fieldsets = [
+        (None, {"fields": ["site", "name", "enabled", "collector_sensor", "tank_sensor", "pump"]}),
+        ("Differential", {"fields": ["delta_on", "delta_off", "tank_max", "tank_hysteresis"]}),
+        (
+            "Collector protection",
+            {
+                "fields": [
+                    "collector_emergency",
+                    "emergency_hysteresis",
+                    "antifreeze_on",
+                    "antifreeze_off",
+                    "sensor_stale_after_s",
+                ]
+            },
+        ),
+        ("Pump kick", {"fields": ["pump_kick", "pump_kick_idle_days", "pump_kick_s"]}),
+    ]
+
+
+@admin.register(ZoneTuning)
+class ZoneTuningAdmin(admin.ModelAdmin):
+    list_display = ["zone", "cooling_rate_min_per_k", "coast_allowance_k"]
+    search_fields = ["zone__name"]
+
+
+@admin.register(OptimumStartLog)
+class OptimumStartLogAdmin(admin.ModelAdmin):
+    """What optimum start learned, occupancy by occupancy. Written by the system only."""
+
+    list_display = [
+        "occupancy_start",
+        "zone",
+        "label",
+        "setpoint",
+        "temp_at_preheat",
+        "temp_at_start",
+        "miss_k",
+        "rate_before",
+        "rate_after",
+        "note",
+    ]
+    list_filter = ["zone"]
+    date_hierarchy = "occupancy_start"
+    readonly_fields = [f.name for f in OptimumStartLog._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(NodeCommand)
+class NodeCommandAdmin(admin.ModelAdmin):
+    list_display = ["created", "node", "actuator", "state", "acknowledged_at", "superseded"]
+    list_filter = ["node", "superseded"]
+    readonly_fields = [f.name for f in NodeCommand._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

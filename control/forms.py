@@ -1,0 +1,97 @@
+"""Forms of the staff pages: bookings (create / move), overrides, replay."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from control.models import Booking, Zone
+from sensors.models import Actuator
+
+
+def _tz() -> ZoneInfo:
+    return ZoneInfo(settings.TIME_ZONE)
+
+
+class BookingForm(forms.Form):
+    title = forms.CharField(max_length=200)
+    day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}))
+    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}))
+    setpoint = forms.FloatField(
+        required=False,
+        min_value=5,
+        max_value=30,
+        help_text="°C; empty: the room's comfort setpoint",
+    )
+
+    def __init__(self, *args, zone: Zone, booking: Booking | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.zone = zone
+        self.booking = booking
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors:
+            return data
+        tz = _tz()
+        start = datetime.combine(data["day"], data["start"], tzinfo=tz)
+        end = datetime.combine(data["day"], data["end"], tzinfo=tz)
+        if end <= start:
+            raise ValidationError({"end": "The booking must end after it starts (same day)."})
+        if not self.zone.bookable:
+            raise ValidationError(f"Room '{self.zone}' is not bookable.")
+        clashes = Booking.objects.filter(
+            zone=self.zone, cancelled=False, start__lt=end, end__gt=start
+        )
+        if self.booking is not None:
+            clashes = clashes.exclude(pk=self.booking.pk)
+        clash = clashes.first()
+        if clash is not None:
+            raise ValidationError(f"This clashes with {clash}.")
+        data["start_at"], data["end_at"] = start, end
+        return data
+
+
+class OverrideForm(forms.Form):
+    target = forms.ChoiceField(help_text="A whole zone, or one actuator.")
+    state = forms.TypedChoiceField(choices=[("1", "ON"), ("0", "OFF")], coerce=lambda v: v == "1")
+    hours = forms.FloatField(
+        min_value=0.05, max_value=24 * 14, initial=2, help_text="Expires after"
+    )
+    reason = forms.CharField(max_length=200)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        zones = [(f"zone:{z.pk}", f"Zone: {z.name}") for z in Zone.objects.all()]
+        acts = [
+            (f"actuator:{a.pk}", f"Actuator: {a.name}")
+            for a in Actuator.objects.filter(enabled=True)
+        ]
+        self.fields["target"].choices = zones + acts
+
+    def expires_after(self) -> timedelta:
+        return timedelta(hours=self.cleaned_data["hours"])
+
+
+class ReplayForm(forms.Form):
+    start = forms.DateField(label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(label="To (inclusive)", widget=forms.DateInput(attrs={"type": "date"}))
+    step = forms.IntegerField(
+        required=False,
+        min_value=10,
+        max_value=86400,
+        help_text="Seconds per step; empty: automatic",
+    )
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not self.errors and data["end"] < data["start"]:
+            raise ValidationError({"end": "Must not be before the start."})
+        if not self.errors and (data["end"] - data["start"]).days > 92:
+            raise ValidationError({"end": "Replay at most 3 months at a time."})
+        return data
