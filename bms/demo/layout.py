@@ -23,7 +23,9 @@ class Input:
 
     `feed` is the feed logged with log_to_feed; `kwh_feed` (optional) is the cumulative kWh
     feed integrated from it with power_to_kwh; `role`/`kwh_role` name them for the kiosk
-    displays (contracts.md "Demo feeds by role").
+    displays (contracts.md "Demo feeds by role"). `radio_scale` is for radio nodes: the
+    gateway multiplies the int16 it received by it (emonhub-style), e.g. 0.01 for
+    hundredths of a degree.
     """
 
     key: str
@@ -34,7 +36,7 @@ class Input:
     role: str = ""
     kwh_feed: str = ""
     kwh_role: str = ""
-    scale: float = 1.0
+    radio_scale: float = 1.0
     params: dict = field(default_factory=dict)
 
 
@@ -46,6 +48,7 @@ class NodeSpec:
     inputs: tuple[Input, ...]
     node_id: int | None = None
     description: str = ""
+    datacodes: str = "h"  # radio nodes: struct codes of the packet's values
 
 
 @dataclass(frozen=True)
@@ -150,8 +153,8 @@ HTTP_NODES: tuple[NodeSpec, ...] = (
     *(_room_node(room) for room in ROOMS),
 )  # fmt: skip
 
-# Nodes heard by radio (JeeLib RFM69) and forwarded by `manage.py bms_gateway`.
-# Values are int16 on the air; the sensor scale turns hundredths back into units.
+# Nodes heard by radio (JeeLib RFM69) and forwarded by `manage.py bms_gateway`, whose config
+# (written by the simulator) names and scales the packet's int16 values, as emonhub's does.
 JEELIB_NODES: tuple[NodeSpec, ...] = (
     NodeSpec(
         name="boilerhouse",
@@ -160,10 +163,10 @@ JEELIB_NODES: tuple[NodeSpec, ...] = (
         location="Boiler house",
         description="JeeNode with DS18B20s on the boiler flow pipe and outside wall",
         inputs=(
-            Input("1", "Boiler flow temperature", "temperature", "°C",
-                  feed="Boiler flow temperature", scale=0.01),
-            Input("2", "Outside temperature", "temperature", "°C",
-                  feed="Outside temperature", scale=0.01),
+            Input("flow", "Boiler flow temperature", "temperature", "°C",
+                  feed="Boiler flow temperature", radio_scale=0.01),
+            Input("outside", "Outside temperature", "temperature", "°C",
+                  feed="Outside temperature", radio_scale=0.01),
         ),
     ),
     NodeSpec(
@@ -172,8 +175,9 @@ JEELIB_NODES: tuple[NodeSpec, ...] = (
         node_id=11,
         location="Wind mast",
         description="Cup anemometer pulse counter (16-bit, counts since boot)",
+        datacodes="H",  # an unsigned counter
         inputs=(
-            Input("1", "Wind speed", "pulse", "m/s", feed="Wind speed",
+            Input("pulses", "Wind speed", "pulse", "m/s", feed="Wind speed",
                   params={"pulses_per_unit": 1.4908, "counter_bits": 16, "output": "rate"}),
         ),
     ),

@@ -162,19 +162,20 @@ class DemoPlant:
         }
         assert self.humidity.value is not None
         for slug, room in self.rooms.items():
+            # Heating a room lowers its relative humidity (~3 %RH per K near room temperature).
+            humidity = self.humidity.value - 3.0 * (room.temperature_c - 15.0)
             values[f"emonth-{slug}"] = {
                 "temperature": round(room.temperature_c, 2),
-                "humidity": round(min(95.0, max(25.0, self.humidity.value)), 1),
+                "humidity": round(min(95.0, max(25.0, humidity)), 1),
             }
         return values
 
     def jeelib_frames(self) -> dict[int, list[int]]:
-        """int16 values per JeeLib node id (hundredths of °C; the raw anemometer counter)."""
-        counter = self.anemometer.counter
-        as_int16 = counter - 65536 if counter >= 32768 else counter  # the radio carries int16
+        """16-bit values per JeeLib node id: hundredths of °C (int16); the anemometer's
+        counter (uint16)."""
         return {
             10: [_hundredths(self.circuit.flow_c), _hundredths(self.outside_c)],
-            11: [as_int16],
+            11: [self.anemometer.counter],
         }
 
     def meter_values(self) -> dict[str, float]:
@@ -203,9 +204,10 @@ def _hundredths(value: float) -> int:
     return max(-32768, min(32767, round(value * 100)))
 
 
-def jeelib_line(node_id: int, values: list[int], rssi: int = -60) -> str:
-    """A JeeLib RF12demo/RFM69 serial line: `OK <id> <bytes of little-endian int16s> (<rssi>)`."""
-    payload = struct.pack(f"<{len(values)}h", *values)
+def jeelib_line(node_id: int, values: list[int], rssi: int = -60, datacodes: str = "h") -> str:
+    """A JeeLib RF12demo/RFM69 serial line: `OK <id> <little-endian value bytes> (<rssi>)`."""
+    codes = datacodes * len(values) if len(datacodes) == 1 else datacodes
+    payload = struct.pack("<" + codes, *values)
     return f"OK {node_id} {' '.join(str(b) for b in payload)} ({rssi})"
 
 

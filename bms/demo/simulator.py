@@ -112,7 +112,11 @@ class Simulator:
                 self.config.jeelib_log,
             )
             return
-        self.gateway = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE)
+        # Its own session: Ctrl-C in a terminal reaches only the simulator, which then ends the
+        # gateway's input so it flushes what it holds and exits by itself.
+        self.gateway = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, start_new_session=True
+        )
         log.info("Started the JeeLib gateway (pid %d): %s", self.gateway.pid, " ".join(argv))
 
     async def _loop(self, stop: asyncio.Event, relay: RelayBoard, meter: EnergyMeter) -> None:
@@ -188,8 +192,10 @@ class Simulator:
             )
 
     async def _send_jeelib(self) -> None:
+        codes = {spec.node_id: spec.datacodes for spec in layout.JEELIB_NODES}
         lines = [
-            jeelib_line(node_id, values) for node_id, values in self.plant.jeelib_frames().items()
+            jeelib_line(node_id, values, datacodes=codes.get(node_id, "h"))
+            for node_id, values in self.plant.jeelib_frames().items()
         ]
         if self.config.jeelib_log is not None:
             self.config.jeelib_log.parent.mkdir(parents=True, exist_ok=True)

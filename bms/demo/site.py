@@ -162,7 +162,6 @@ def _ensure_sensor(node: Node, item: layout.Input, demo: DemoSite) -> Sensor:
             "name": item.name,
             "kind": item.kind,
             "unit": item.unit,
-            "scale": item.scale,
             "params": dict(item.params),
             "feed": feed,
             "processes": steps,

@@ -91,8 +91,9 @@ def test_jeelib_frames_carry_hundredths_and_the_raw_counter():
     plant.anemometer.counter = 40000
     frames = plant.jeelib_frames()
     assert frames[10] == [round(plant.circuit.flow_c * 100), round(plant.outside_c * 100)]
-    # The counter travels as the same 16 bits; read back unsigned it is the counter again.
-    assert frames[11][0] & 0xFFFF == 40000
+    assert frames[11] == [40000]  # sent as uint16 (datacodes "H")
+    packet = parse_line(jeelib_line(11, frames[11], datacodes="H"))
+    assert decode_values(packet.data, "H") == [40000.0]
 
 
 def test_float32_registers_are_high_word_first():

@@ -165,3 +165,28 @@ def test_help_documents_every_option():
                    "--duration", "--no-gateway", "--seed"):  # fmt: skip
         assert option in text
     assert "wall-clock" in text  # --speed says what it speeds up and what it does not
+
+
+@pytest.mark.django_db
+def test_gateway_config_is_valid_for_bms_gateway_and_private(key_file, tmp_path):
+    from bms.demo.keystore import gateway_config, write_private_json
+    from sensors.gateways.config import load_config
+
+    _setup()
+    keys = json.loads(key_file.read_text())
+    path = tmp_path / "gateway.json"
+    write_private_json(path, gateway_config("http://127.0.0.1:8000", keys))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    config = load_config(path)  # the gateway's own validation
+    boiler = config.jeelib[10]
+    assert (boiler.node, boiler.key) == ("boilerhouse", keys["boilerhouse"])
+    assert (boiler.names, boiler.scales, boiler.datacodes) == (
+        ["flow", "outside"],
+        [0.01, 0.01],
+        "h",
+    )
+    assert config.jeelib[11].datacodes == "H"
+    for radio in config.jeelib.values():  # every name the gateway posts has a sensor
+        assert Sensor.objects.filter(node__name=radio.node, key__in=radio.names).count() == len(
+            radio.names
+        )

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import get_commands
 from pymodbus.client import ModbusTcpClient
 
 from bms.demo import layout
@@ -71,8 +70,6 @@ def simulation(
     argv = [sys.executable, str(ROOT / "manage.py"), "simulate_site", "--base-url", live_server.url,
             "--speed", str(SPEED), "--relay-port", str(relay_port), "--meter-port", str(meter_port),
             "--seed", "7", "--duration", "120"]  # fmt: skip
-    if "bms_gateway" not in get_commands():
-        argv.append("--no-gateway")
     log_path = tmp_path / "simulator.log"
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -130,6 +127,14 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
     _, volts = _wait_until(polled, 40, "the meter's voltage")
     assert 225 < volts < 255
 
+    # Radio nodes: JeeLib lines -> the bms_gateway subprocess -> /api/v1/readings -> feeds.
+    outside = _feed("boilerhouse", "Outside temperature")
+    wind = _feed("anemometer", "Wind speed")
+    _, outside_c = _wait_until(lambda: _last(outside), 40, "the JeeLib outside temperature")
+    assert -10 < outside_c < 30  # hundredths scaled back by the gateway config
+    _, wind_m_s = _wait_until(lambda: _last(wind), 40, "a wind speed from the pulse counter")
+    assert 0 <= wind_m_s < 40
+
     # The relay board: open one room's valve, run boiler and pump, as the control driver would.
     heated, unheated = layout.ROOMS[0], layout.ROOMS[1]
     before = {slug: _last(feed)[1] for slug, feed in rooms.items()}
@@ -154,6 +159,7 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
     assert simulation.proc.wait(timeout=20) == 0
     log = simulation.log()
     assert "Received SIGTERM" in log and "Simulator stopped" in log
+    assert "JeeLib gateway stopped (exit code 0)" in log
     with socket.socket() as s:
         s.bind(("127.0.0.1", simulation.relay_port))  # the port is free again
 

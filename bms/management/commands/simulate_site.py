@@ -13,6 +13,7 @@ from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from bms.demo.keystore import gateway_config, write_private_json
 from bms.demo.simulator import Simulator, SimulatorConfig
 from bms.demo.site import DemoSite, ensure_demo_site
 
@@ -92,7 +93,11 @@ class Command(BaseCommand):
         if opts["setup_only"]:
             return
 
-        gateway = None if opts["no_gateway"] else _gateway_argv(base_url)
+        gateway = None
+        if not opts["no_gateway"]:
+            config_path = demo_dir / "gateway.json"
+            write_private_json(config_path, gateway_config(base_url, demo.keys))
+            gateway = _gateway_argv(config_path)
         config = SimulatorConfig(
             base_url=base_url,
             keys=demo.keys,
@@ -136,12 +141,13 @@ def _client_host(bind_host: str) -> str:
     return "127.0.0.1" if bind_host in ("", "0.0.0.0", "::") else bind_host
 
 
-def _gateway_argv(base_url: str) -> list[str] | None:
-    """The JeeLib gateway command reading serial lines on stdin, if that command exists yet."""
+def _gateway_argv(config_path: Path) -> list[str] | None:
+    """The JeeLib gateway command, reading the serial lines on its stdin."""
     if "bms_gateway" not in get_commands():
         log.warning("manage.py bms_gateway is not available: the JeeLib nodes will not post")
         return None
-    return [sys.executable, str(MANAGE_PY), "bms_gateway", "--base-url", base_url, "-"]
+    return [sys.executable, str(MANAGE_PY), "bms_gateway", "--config", str(config_path),
+            "--file", "-"]  # fmt: skip
 
 
 async def _run(simulator: Simulator) -> None:
