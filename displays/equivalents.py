@@ -18,7 +18,7 @@ PHONE_CHARGE_KWH = 0.019
 # What each equivalent needs: "co2" ones divide grams of CO₂, "energy" ones divide kWh.
 EQUIVALENTS: dict[str, tuple[str, str, float, str]] = {
     # key: (basis, option key for the factor, default factor, text after the number)
-    "car_km": ("co2", "car_g_per_km", CAR_G_PER_KM, "km not driven in an average car"),
+    "car_km": ("co2", "car_g_per_km", CAR_G_PER_KM, "km not driven by car"),
     "kettles": ("energy", "kettle_kwh", KETTLE_KWH, "kettles boiled"),
     "phone_charges": ("energy", "phone_charge_kwh", PHONE_CHARGE_KWH, "phone charges"),
 }

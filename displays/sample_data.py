@@ -20,13 +20,13 @@ PV_PEAK_W = 10_000.0  # a 10 kWp roof
 HYDRO_HEAD_M = 12.0
 HYDRO_EFFICIENCY = 0.7
 HYDRO_MAX_W = 15_000.0
-COLLECTOR_W_PER_K = 180.0  # heat carried to the tank per kelvin above it, pump running
+COLLECTOR_W_PER_K = 120.0  # heat carried to the tank per kelvin above it, pump running
 
 
-def _sun(t: int, tz: ZoneInfo, latitude: float) -> float:
+def _sun(t: int, tz: ZoneInfo, latitude: float, day_of_year: int | None = None) -> float:
     """0..1: how high the sun is, from the day of year and the local solar time."""
     local = datetime.fromtimestamp(t, tz)
-    doy = local.timetuple().tm_yday
+    doy = day_of_year or local.timetuple().tm_yday
     declination = math.radians(23.44) * math.sin(2 * math.pi * (doy - 81) / 365)
     solar_hour = local.hour + local.minute / 60 - (local.dst().total_seconds() / 3600)
     hour_angle = math.radians(15 * (solar_hour - 12))
@@ -57,8 +57,12 @@ class _Clouds:
         return max(0.15, 1 - cover / len(waves) * 1.6)
 
 
-def _times(start: int, end: int, step: int) -> Iterator[int]:
-    return iter(range(start - start % step, end + 1, step))
+def _times(start: int, end: int, step: int, fine_step: int, fine_from: int) -> Iterator[int]:
+    """Coarse steps for the old days (daily bars), fine ones for the last day (the chart)."""
+    t = start - start % step
+    while t <= end:
+        yield t
+        t += fine_step if t >= fine_from else step
 
 
 def write_sample_history(
@@ -66,12 +70,19 @@ def write_sample_history(
     now: int,
     *,
     days: int = 30,
-    step: int = 60,
+    step: int = 600,
+    fine_step: int = 60,
+    fine_hours: int = 26,
     tz_name: str = "Europe/London",
     latitude: float = 52.6,
     seed: int = 7,
+    sun_day_of_year: int | None = None,
 ) -> int:
-    """Write `days` of history up to `now` into the feeds by role; returns points written."""
+    """Write `days` of history up to `now` into the feeds by role; returns points written.
+
+    sun_day_of_year: shine a fixed season's sun (172: midsummer) whatever the date, so a
+    screenshot taken in November still shows the plant working.
+    """
     tz = ZoneInfo(tz_name)
     clouds = _Clouds(seed)
     rain = random.Random(seed)
@@ -86,33 +97,35 @@ def write_sample_history(
     tank = 38.0
     flow = 70.0
     storm = 0.0
-    for t in _times(start, now, step):
-        sun = _sun(t, tz, latitude)
+    previous = start - step
+    for t in _times(start, now, step, fine_step, now - fine_hours * 3600):
+        step_s, previous = t - previous, t
+        sun = _sun(t, tz, latitude, sun_day_of_year)
         pv = PV_PEAK_W * sun * clouds(t) * 0.92
         add("pv_power", t, pv)
-        pv_kwh += pv * step / 3.6e6
+        pv_kwh += pv * step_s / 3.6e6
         add("pv_kwh", t, pv_kwh)
 
         # Solar thermal: the collector warms with the sun; the pump runs when it beats the tank.
         collector = 9.0 + 75.0 * sun * clouds(t + 1800)
         heat = max(0.0, (collector - tank - 4.0) * COLLECTOR_W_PER_K)
-        tank += (heat * step / 3.6e6) * 4.5 - 0.00012 * (tank - 15.0) * step / 60
-        tank = min(tank, 68.0)
+        tank += (heat * step_s / 3.6e6) * 1.4 - 0.00012 * (tank - 15.0) * step_s / 60
+        tank = min(tank, 75.0)
         add("thermal_collector", t, collector)
         add("thermal_tank", t, tank)
         add("thermal_power", t, heat)
-        heat_kwh += heat * step / 3.6e6
+        heat_kwh += heat * step_s / 3.6e6
         add("thermal_kwh", t, heat_kwh)
 
         # Hydro: a base flow, storms that arrive now and then and drain away over a day or two.
-        if rain.random() < step / (4 * 86400):
+        if rain.random() < step_s / (4 * 86400):
             storm += rain.uniform(60, 220)
-        storm *= math.exp(-step / (20 * 3600))
+        storm *= math.exp(-step_s / (20 * 3600))
         flow = 65.0 + storm + 6.0 * math.sin(2 * math.pi * t / 86400)
         power = min(HYDRO_MAX_W, 1000 * 9.81 * flow / 1000 * HYDRO_HEAD_M * HYDRO_EFFICIENCY)
         add("hydro_flow", t, flow)
         add("hydro_power", t, power)
-        hydro_kwh += power * step / 3.6e6
+        hydro_kwh += power * step_s / 3.6e6
         add("hydro_kwh", t, hydro_kwh)
     service.log_points(points)
     service.commit_all()

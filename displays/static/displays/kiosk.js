@@ -29,6 +29,7 @@
   const numberFormats = [0, 1, 2].map(
     (d) => new Intl.NumberFormat("en-GB", { minimumFractionDigits: d, maximumFractionDigits: d })
   );
+  const axisFormat = new Intl.NumberFormat("en-GB", { maximumFractionDigits: 2 });
 
   // Unit ladders: 2400 W reads better as 2.40 kW from across a room.
   const LADDERS = {
@@ -39,20 +40,31 @@
     kg: ["kg", "t", "kt"],
   };
 
-  function scale(value, unit) {
+  // How many thousands to divide by so that `magnitude` reads best in `unit`.
+  function ladderStep(magnitude, unit) {
     const ladder = LADDERS[unit];
     let step = 0;
-    if (ladder) {
-      while (Math.abs(value) >= 1000 && step < ladder.length - 1) {
-        value /= 1000;
-        step += 1;
-      }
-      unit = ladder[step];
+    while (ladder && Math.abs(magnitude) >= 1000 && step < ladder.length - 1) {
+      magnitude /= 1000;
+      step += 1;
     }
-    return [value, unit];
+    return step;
+  }
+
+  function scale(value, unit, magnitude) {
+    const step = ladderStep(magnitude === undefined ? value : magnitude, unit);
+    if (!step) return [value, unit];
+    return [value / Math.pow(1000, step), LADDERS[unit][step]];
+  }
+
+  // Axis labels share one unit, picked from the axis maximum: "0 kW, 2.5 kW, 5 kW".
+  function formatAxis(value, unit, max) {
+    const [v, u] = scale(value, unit, max);
+    return axisFormat.format(v) + " " + u;
   }
 
   function formatNumber(value, unit) {
+    if (value === 0) return "0";
     const abs = Math.abs(value);
     let digits = abs < 10 ? 2 : abs < 100 ? 1 : 0;
     if (unit === "°C" || unit === "l/s") digits = Math.min(digits, 1);
@@ -104,7 +116,7 @@
     const style = axisStyle(fontPx);
     style.beginAtZero = true;
     style.ticks.maxTicksLimit = 5;
-    style.ticks.callback = (value) => formatReading(value, unitOf()).join(" ");
+    style.ticks.callback = function (value) { return formatAxis(value, unitOf(), this.max); };
     return style;
   }
 
@@ -120,15 +132,19 @@
       x.ticks.callback = (value) => fmtHM.format(value);
       options = { type: "line", data: { datasets: [] } };
     } else {
-      // Daily bars sit at local noon; ticks are exactly the bars, labelled with their day.
-      x.offset = true;
+      // Daily bars sit at local noon; the axis runs midnight to midnight around them. Ticks
+      // are the bars themselves: every day for a week, every 7th day back from today for 30.
+      const every = def.kind === "daily_7" ? 1 : 7;
       x.grid = { display: false };
+      x.offset = false;  // bar charts default to an offset that leaves empty margins here
       x.afterBuildTicks = (axis) => {
-        const bars = axis.chart.data.datasets[0] ? axis.chart.data.datasets[0].data : [];
-        axis.ticks = bars.map((p) => ({ value: p.x }));
+        const bars = axis.chart.data.datasets[0].data;
+        const ticks = [];
+        for (let i = bars.length - 1; i >= 0; i -= every) ticks.unshift({ value: bars[i].x });
+        axis.ticks = ticks;
       };
-      x.ticks.autoSkip = true;
-      x.ticks.callback = (value) => (def.kind === "daily_7" ? fmtWeekday : fmtDayMonth).format(value);
+      x.ticks.autoSkip = false;
+      x.ticks.callback = (value) => (every === 1 ? fmtWeekday : fmtDayMonth).format(value);
       options = {
         type: "bar",
         data: {
@@ -185,7 +201,12 @@
 
   function updateBarChart(state, data) {
     const chart = state.chart;
-    chart.data.datasets[0].data = toPoints(data.bars || [], 12 * HOUR);
+    const bars = toPoints(data.bars || [], 12 * HOUR);
+    chart.data.datasets[0].data = bars;
+    if (bars.length) {
+      chart.options.scales.x.min = bars[0].x - 12 * HOUR;
+      chart.options.scales.x.max = bars[bars.length - 1].x + 12 * HOUR;
+    }
     state.panel.unit = data.unit || state.panel.unit;
     chart.update("none");
   }
@@ -220,8 +241,8 @@
     if (kind === "energy_today") return "Since midnight";
     if (kind === "peak_today") return values.t === null ? "No reading today yet" : "At " + fmtHM.format(values.t);
     if (kind === "co2_saved") {
-      const period = { today: "today", "7d": "in the last 7 days", "30d": "in the last 30 days", total: "in total" }[values.period];
-      return "Saved " + period + " · grid " + Math.round(values.grid_g_per_kwh) + " g/kWh";
+      const period = { today: "Today", "7d": "Last 7 days", "30d": "Last 30 days", total: "In total" }[values.period];
+      return period + ", at " + Math.round(values.grid_g_per_kwh) + " g/kWh";
     }
     return "";
   }
