@@ -47,7 +47,10 @@ def _wait_until(check: Callable[[], object], timeout_s: float, what: str) -> obj
 
 
 class Simulation:
-    def __init__(self, proc: subprocess.Popen, log_path: Path, relay_port: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen, log_path: Path, relay_port: int, env: dict[str, str]
+    ) -> None:
+        self.env = env
         self.proc = proc
         self.log_path = log_path
         self.relay_port = relay_port
@@ -73,7 +76,7 @@ def simulation(
     log_path = tmp_path / "simulator.log"
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    sim = Simulation(proc, log_path, relay_port)
+    sim = Simulation(proc, log_path, relay_port, env)
     try:
         _wait_until(
             lambda: "Simulating at" in sim.log() or proc.poll() is not None, 60, "the simulator"
@@ -162,6 +165,16 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
     assert "JeeLib gateway stopped (exit code 0)" in log
     with socket.socket() as s:
         s.bind(("127.0.0.1", simulation.relay_port))  # the port is free again
+
+    # docs/DEMO.md: the recorded JeeLib lines replay through the gateway with its config.
+    demo_dir = Path(settings.BMS_DATA_DIR) / "demo"
+    replay = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "bms_gateway",
+         "--config", str(demo_dir / "gateway.json"), "--file", str(demo_dir / "jeelib.log")],
+        cwd=ROOT, env=simulation.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr
+    assert " 0 unparseable, 0 from unknown radio nodes, 0 rows not delivered" in replay.stdout
 
 
 def test_the_control_loop_heats_the_room_booked_next(simulation):
