@@ -67,11 +67,10 @@ def _tick(now: datetime) -> dict[str, Any]:
     faults += _node_overdue(now, live.runtime)
 
     zone_out = {}
+    specs = {z.id: z for z in live.snapshot.zones}
     for zid, res in evaluation.zones.items():
         data = asdict(res)
-        zone_actuators = live.snapshot.actuators
-        spec = next(z for z in live.snapshot.zones if z.id == zid)
-        if any(results.get(a, _OK).error for a in spec.actuator_ids if a in zone_actuators):
+        if any(results.get(a, _OK).error for a in specs[zid].actuator_ids):
             data["flags"] = sorted(set(data["flags"]) | {"actuator_fault"})
         data["evaluated_at"] = now_s
         zone_out[zid] = data

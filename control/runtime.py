@@ -12,7 +12,7 @@ and reads back every relay, so the truth is re-established within one tick.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from bms.redis import get_redis
@@ -23,12 +23,8 @@ LAST_TICK_KEY = f"{PREFIX}:last_tick"
 TICK_LOCK_KEY = f"{PREFIX}:tick-lock"
 
 
-def _actuator_key(actuator_id: int) -> str:
-    return f"{PREFIX}:act:{actuator_id}"
-
-
-def _zone_key(zone_id: int) -> str:
-    return f"{PREFIX}:zone:{zone_id}"
+ACTUATORS_KEY = f"{PREFIX}:actuators"  # hash: actuator id -> JSON runtime state
+ZONES_KEY = f"{PREFIX}:zones"  # hash: zone id -> JSON of the last evaluation
 
 
 @dataclass
@@ -44,58 +40,30 @@ class ActuatorRuntime:
     decided_at: float | None = None
 
     @classmethod
-    def from_hash(cls, raw: dict[bytes, bytes]) -> ActuatorRuntime:
+    def from_json(cls, raw: bytes | None) -> ActuatorRuntime:
         if not raw:
             return cls()
-        d = {k.decode(): v.decode() for k, v in raw.items()}
+        return cls(**json.loads(raw))
 
-        def num(name: str) -> float | None:
-            return float(d[name]) if d.get(name) else None
-
-        return cls(
-            on=None if d.get("on", "") == "" else d["on"] == "1",
-            changed_at=num("changed_at"),
-            last_off_at=num("last_off_at"),
-            sent_at=num("sent_at"),
-            confirmed=d.get("confirmed") == "1",
-            fault=d.get("fault", ""),
-            reason=d.get("reason", ""),
-            strategy=d.get("strategy", ""),
-            decided_at=num("decided_at"),
-        )
-
-    def to_hash(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name, value in asdict(self).items():
-            if isinstance(value, bool):
-                out[name] = "1" if value else "0"
-            else:
-                out[name] = "" if value is None else str(value)
-        return out
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
 
 
 def load_actuators(ids: list[int]) -> dict[int, ActuatorRuntime]:
+    """One round trip for any number of actuators."""
     if not ids:
         return {}
-    pipe = get_redis().pipeline(transaction=False)
-    for aid in ids:
-        pipe.hgetall(_actuator_key(aid))
-    return {
-        aid: ActuatorRuntime.from_hash(raw) for aid, raw in zip(ids, pipe.execute(), strict=True)
-    }
+    raws = get_redis().hmget(ACTUATORS_KEY, [str(i) for i in ids])
+    return {aid: ActuatorRuntime.from_json(raw) for aid, raw in zip(ids, raws, strict=True)}
 
 
 def save_actuators(states: dict[int, ActuatorRuntime]) -> None:
-    if not states:
-        return
-    pipe = get_redis().pipeline(transaction=False)
-    for aid, state in states.items():
-        pipe.hset(_actuator_key(aid), mapping=state.to_hash())
-    pipe.execute()
+    if states:
+        get_redis().hset(ACTUATORS_KEY, mapping={str(a): s.to_json() for a, s in states.items()})
 
 
 def forget_actuator(actuator_id: int) -> None:
-    get_redis().delete(_actuator_key(actuator_id))
+    get_redis().hdel(ACTUATORS_KEY, str(actuator_id))
 
 
 def load_memory() -> dict[str, Any]:
@@ -111,16 +79,16 @@ def save_zones(results: dict[int, dict[str, Any]]) -> None:
     if not results:
         return
     pipe = get_redis().pipeline(transaction=False)
-    for zid, result in results.items():
-        # Expire so a zone removed from control does not show a reason forever.
-        pipe.set(_zone_key(zid), json.dumps(result), ex=3600)
+    pipe.hset(ZONES_KEY, mapping={str(z): json.dumps(r) for z, r in results.items()})
+    # A site whose ticks stopped must not show reasons from hours ago as current.
+    pipe.expire(ZONES_KEY, 3600)
     pipe.execute()
 
 
 def load_zones(ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
-    raws = get_redis().mget([_zone_key(z) for z in ids])
+    raws = get_redis().hmget(ZONES_KEY, [str(z) for z in ids])
     return {zid: json.loads(raw) for zid, raw in zip(ids, raws, strict=True) if raw}
 
 
