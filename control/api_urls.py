@@ -11,6 +11,7 @@ from control.api import (
     ScheduleViewSet,
     ZoneViewSet,
 )
+from control.status_api import ControlStatusView
 
 router = OptionalSlashRouter()
 router.register("zones", ZoneViewSet)
@@ -31,4 +32,5 @@ urlpatterns = router.urls + [
         name="node-command-ack",
     ),
     path("nodes/<int:node_id>/commands/<int:command_id>/ack/", node_api.acknowledge),
+    path("control/status", ControlStatusView.as_view(), name="control-status"),
 ]

@@ -64,7 +64,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     results = _send(plan, live.actuators, commands, now)
     corrected = _audit_results(plan, live.actuators, commands, results, now)
     faults = _update_runtime(plan, live, results, now_s)
-    faults += _node_overdue(now, live.runtime)
+    faults += _node_overdue(now)
 
     zone_out = {}
     specs = {z.id: z for z in live.snapshot.zones}
@@ -266,18 +266,17 @@ def _update_runtime(plan, live, results, now_s: float) -> int:
     return faults
 
 
-def _node_overdue(now: datetime, states: dict[int, runtime.ActuatorRuntime]) -> int:
+def _node_overdue(now: datetime) -> int:
     overdue = node_queue.overdue(now, conf.node_ack_timeout_s())
     if not overdue:
         return 0
+    # Fresh from Redis: this tick's state was saved a moment ago.
+    states = runtime.load_actuators([c.actuator_id for c in overdue])
     changed = {}
     for cmd in overdue:
         minutes = round((now - cmd.created).total_seconds() / 60)
         message = f"node '{cmd.node}' has not picked up its command for {minutes} min"
-        state = (
-            states.get(cmd.actuator_id)
-            or runtime.load_actuators([cmd.actuator_id])[cmd.actuator_id]
-        )
+        state = states[cmd.actuator_id]
         if not state.fault:
             raise_alarm(
                 alarm_key(cmd.actuator_id),

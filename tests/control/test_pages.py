@@ -182,3 +182,17 @@ def test_replay_page(engineer, redis_client):
     )
     assert "Must not be before the start" in bad.content.decode()
     assert zone.slug == "hall"
+
+
+def test_status_api_for_staff_only(viewer_api, anon_api, redis_client):
+    with RelayBoard(coils=8) as board:
+        valve = f.relay("Hall valve", board, coil=0)
+        f.zone("Hall", valve, temp=4.0)
+        run_tick()
+    body = viewer_api.get("/api/v1/control/status").json()
+    [zone] = body["zones"]
+    assert zone["mode"] == "frost_protection" and zone["demand"] is True
+    [act] = body["actuators"]
+    assert act["state"] == "ON" and act["why"].startswith("Frost protection")
+    assert body["last_tick"]["zones"] == 1
+    assert anon_api.get("/api/v1/control/status").status_code == 401

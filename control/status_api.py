@@ -1,0 +1,57 @@
+"""GET /api/v1/control/status: every zone and actuator, its state and why (staff roles)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from control import runtime
+from control.status import actuator_status, zone_status
+
+
+def _actuator(row: dict) -> dict:
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "state": row["state"],
+        "confirmed": row["confirmed"],
+        "fault": row["fault"],
+        "why": row["why"],
+        "strategy": row["strategy"],
+        "since": row["since"],
+        "override": row["override"].pk if row["override"] else None,
+    }
+
+
+class ControlStatusView(APIView):
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        description="Zones and actuators with their state and the reason for it (last tick).",
+    )
+    def get(self, request: Request) -> Response:
+        zones = zone_status()
+        return Response(
+            {
+                "last_tick": runtime.load_last_tick(),
+                "zones": [
+                    {
+                        "id": z["id"],
+                        "slug": z["slug"],
+                        "name": z["name"],
+                        "temperature": z["temperature"],
+                        "reading_at": z["reading_at"],
+                        "target": z["target"],
+                        "demand": z["demand"],
+                        "mode": z["mode"],
+                        "reason": z["reason"],
+                        "flags": z["flags"],
+                        "actuators": [a["id"] for a in z["actuators"]],
+                    }
+                    for z in zones
+                ],
+                "actuators": [_actuator(a) for a in actuator_status()],
+            }
+        )
