@@ -186,15 +186,21 @@ def _audit_results(plan, actuators, commands, results, now: datetime) -> int:
     def at(value: float | None) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, UTC)
 
+    # Results of one relay board share their timestamps: one UPDATE per group, not per row
+    # (a first tick writes every actuator on site).
+    groups: dict[tuple, list[int]] = {}
     for aid, row in commands.items():
         result = results.get(aid)
         if result is None:
             continue
-        row.sent_at = at(result.sent_at)
-        if actuators[aid].driver == Actuator.Driver.MODBUS_COIL:
-            row.confirmed_at = at(result.confirmed_at)
-        row.error = result.error
-    ActuatorCommand.objects.bulk_update(commands.values(), ["sent_at", "confirmed_at", "error"])
+        confirmed = (
+            result.confirmed_at if actuators[aid].driver == Actuator.Driver.MODBUS_COIL else None
+        )
+        groups.setdefault((result.sent_at, confirmed, result.error), []).append(row.pk)
+    for (sent, confirmed, error), pks in groups.items():
+        ActuatorCommand.objects.filter(pk__in=pks).update(
+            sent_at=at(sent), confirmed_at=at(confirmed), error=error
+        )
     # Corrections were not planned: audit them now, with what the relay had drifted to.
     extra = []
     for aid, result in results.items():
