@@ -94,7 +94,11 @@ def _enqueue(identity: NodeIdentity, rows: list[Row]) -> None:
     from sensors.tasks import ingest_batch
 
     try:
-        ingest_batch.delay(identity.id, [[row.t, row.values] for row in rows])
+        # argsrepr/kwargsrepr: skip Celery's repr of the whole batch for its logs (a real
+        # cost per post on the hot path; the worker logs what matters).
+        ingest_batch.apply_async(
+            (identity.id, [[row.t, row.values] for row in rows]), argsrepr="", kwargsrepr=""
+        )
     except OperationalError as exc:
         log.error("could not queue a batch for node %s: %s", identity.name, exc)
         raise IngestError("ingest queue unavailable, try again", status=503) from exc

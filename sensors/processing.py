@@ -77,10 +77,29 @@ def sensor_map(node_id: int) -> dict[str, SensorSpec]:
     return specs
 
 
+AUTO_CREATE_LOCK_S = 30
+
+
 def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
-    """A Sensor and a Feed `<node>:<key>` for each unseen key (safe if two workers race)."""
+    """A Sensor and a Feed `<node>:<key>` for each unseen key.
+
+    Serialised per node with a Redis lock: the first batches of a new node often arrive
+    together, and two workers upgrading SQLite read locks to write locks at once would make
+    one fail with "database is locked" instead of waiting.
+    """
+    lock = get_redis().lock(
+        f"sensors:autocreate:{node.pk}",
+        timeout=AUTO_CREATE_LOCK_S,
+        blocking_timeout=AUTO_CREATE_LOCK_S,
+    )
+    with lock:
+        return _create_auto_sensors(node, keys)
+
+
+def _create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
+    existing = set(Sensor.objects.filter(node=node, key__in=keys).values_list("key", flat=True))
     created = []
-    for key in sorted(keys):
+    for key in sorted(keys - existing):
         with transaction.atomic():
             feed, _ = Feed.objects.get_or_create(
                 tag=node.name, name=key, defaults={"interval": node.interval}

@@ -12,6 +12,8 @@ import time
 
 from celery import shared_task
 from django.conf import settings
+from django.db import DatabaseError
+from redis.exceptions import LockError, RedisError
 
 from bms.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
@@ -26,12 +28,26 @@ MODBUS_TIMEOUT_S = 2.0
 MODBUS_FAILURES_BEFORE_ALARM = 2
 
 
-@shared_task(name="sensors.tasks.ingest_batch", ignore_result=True, acks_late=True)
+# Transient failures (database locked or restarting, Redis briefly away) must not lose an
+# accepted batch: retry it with backoff. Retrying is safe for the reason given below.
+TRANSIENT_ERRORS = (DatabaseError, RedisError, LockError)
+
+
+@shared_task(
+    name="sensors.tasks.ingest_batch",
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=1,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=10,
+)
 def ingest_batch(node_id: int, rows: list[list]) -> dict:
     """Rows `[t, {key: number}]` for one node -> sensors -> conversions -> feeds.
 
-    Safe to redeliver: feed slots are overwritten with the same values, and pulse counters
-    and accumulating processes ignore points not newer than the last they processed.
+    Safe to redeliver or retry: feed slots are overwritten with the same values, and pulse
+    counters and accumulating processes ignore points not newer than the last they processed.
     """
     from sensors.processing import ingest_rows
 

@@ -1,0 +1,283 @@
+"""Ingest benchmark, end to end: HTTP post -> Celery -> feed store -> read back and verified.
+
+Starts its own gunicorn and Celery worker on a scratch data dir, SQLite file and Redis db,
+then runs:
+  1. bulk:   /input/bulk, 100 rows x 10 values per request, N concurrent clients for D seconds;
+             throughput counts only values read back from the feed files (target >= 20,000/s).
+  2. single: sequential one-reading posts to /api/v1/readings (target >= 500 req/s), p50/p99.
+
+    .venv/bin/python bench/ingest.py [--seconds 60] [--clients 8] [--single-seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = [str(i) for i in range(1, 11)]
+ROWS_PER_REQUEST = 100
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def value_of(row: int, key_index: int) -> float:
+    # Exact in float32, different per row and key, so a lost or misplaced value shows.
+    return float((row * 7 + key_index * 131) % 100_000) / 4
+
+
+class Services:
+    def __init__(self, env: dict, port: int, scratch: Path, workers: int, threads: int) -> None:
+        self.env, self.port, self.scratch = env, port, scratch
+        self.workers, self.threads = workers, threads
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self) -> None:
+        py = sys.executable
+        subprocess.run([py, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env, check=True)
+        logs = open(self.scratch / "services.log", "ab")
+        self.procs.append(subprocess.Popen(
+            [str(Path(py).parent / "gunicorn"), "bms.wsgi:application", "--bind",
+             f"127.0.0.1:{self.port}", "--workers", str(self.workers), "--threads",
+             str(self.threads), "--timeout", "30", "--keep-alive", "30"],
+            cwd=ROOT, env=self.env, stdout=logs, stderr=subprocess.STDOUT,
+        ))  # fmt: skip
+        self.procs.append(subprocess.Popen(
+            [py, "-m", "celery", "-A", "bms", "worker", "-Q", "ingest,commit", "-c", "2",
+             "--without-gossip", "--without-mingle", "-l", "WARNING", "-n", f"bench-{os.getpid()}@%h"],
+            cwd=ROOT, env=self.env, stdout=logs, stderr=subprocess.STDOUT,
+        ))  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/healthz")
+                conn.getresponse().read()
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("gunicorn did not start; see services.log")
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def wait_for_drain(redis, timeout_s: float = 300) -> float:
+    """Until the ingest queue is empty and the worker has finished its last task."""
+    deadline = time.monotonic() + timeout_s
+    idle_since = None
+    while time.monotonic() < deadline:
+        busy = redis.llen("ingest") or redis.hlen("unacked")
+        if busy:
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since > 0.5:
+            return idle_since
+        time.sleep(0.05)
+    raise RuntimeError("the ingest queue did not drain")
+
+
+def bulk_phase(port: int, key: str, seconds: float, clients: int, t0: int) -> dict:
+    next_row = {"n": 0}
+    lock = threading.Lock()
+    stats = {"requests": 0, "errors": 0, "rows": 0}
+    stop_at = time.monotonic() + seconds
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        while time.monotonic() < stop_at:
+            with lock:
+                first = next_row["n"]
+                next_row["n"] += ROWS_PER_REQUEST
+            rows = [
+                [t0 + r, 10, *(value_of(r, k) for k in range(10))]
+                for r in range(first, first + ROWS_PER_REQUEST)
+            ]
+            body = urlencode(
+                {"data": json.dumps(rows, separators=(",", ":")), "time": 0, "apikey": key}
+            )
+            conn.request(
+                "POST", "/input/bulk", body, {"Content-Type": "application/x-www-form-urlencoded"}
+            )
+            response = conn.getresponse()
+            reply = response.read()
+            with lock:
+                stats["requests"] += 1
+                if reply == b"ok":
+                    stats["rows"] += ROWS_PER_REQUEST
+                else:
+                    stats["errors"] += 1
+                    # The rows were not accepted: they are not expected in the feed.
+                    print(f"  bulk post refused: {response.status} {reply[:200]!r}")
+        conn.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    stats["post_seconds"] = time.monotonic() - started
+    stats["started"] = started
+    stats["max_row"] = next_row["n"]
+    return stats
+
+
+def single_phase(port: int, key: str, seconds: float, t0: int) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    latencies, errors, i = [], 0, 0
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    stop_at = time.monotonic() + seconds
+    started = time.monotonic()
+    while time.monotonic() < stop_at:
+        body = json.dumps({"time": t0 + i, "values": {"power": float(i % 5000)}})
+        sent = time.perf_counter()
+        conn.request("POST", "/api/v1/readings", body, headers)
+        response = conn.getresponse()
+        response.read()
+        latencies.append(time.perf_counter() - sent)
+        if response.status != 202:
+            errors += 1
+        i += 1
+    elapsed = time.monotonic() - started
+    latencies.sort()
+    return {
+        "requests": i,
+        "errors": errors,
+        "rate": i / elapsed,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60, help="bulk phase length (60)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent bulk clients (8)")
+    parser.add_argument("--single-seconds", type=float, default=20, help="single phase length")
+    parser.add_argument("--redis-db", type=int, default=12, help="scratch Redis db (flushed!)")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers (2)")
+    parser.add_argument("--web-threads", type=int, default=4, help="threads per worker (4)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="bms-bench-ingest-"))
+    port = free_port()
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="bms.settings",
+        BMS_DATA_DIR=str(scratch),
+        DATABASE_URL=f"sqlite:///{scratch}/db.sqlite3",
+        REDIS_URL=f"redis://127.0.0.1:6379/{args.redis_db}",
+        BMS_FEED_MAX_POINTS="10000000",
+        LOG_LEVEL="WARNING",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+    )
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    services = Services(env, port, scratch, args.web_workers, args.web_threads)
+    try:
+        from redis import Redis
+
+        redis = Redis.from_url(env["REDIS_URL"])
+        redis.flushdb()
+        services.start()
+        django.setup()
+        from feeds import service
+        from sensors.models import Node, Sensor
+
+        bulk_node = Node(name="bench-bulk", node_id=10, interval=1)
+        bulk_key = bulk_node.set_new_key()
+        bulk_node.save()
+        single_node = Node(name="bench-single", node_id=11, interval=1)
+        single_key = single_node.set_new_key()
+        single_node.save()
+
+        now = int(time.time())
+        t_bulk = now - 30 * 86400  # a synthetic second per row: 1 s feeds, no overwrites
+        print(
+            f"bulk: {args.clients} clients x /input/bulk ({ROWS_PER_REQUEST} rows x 10 values) for {args.seconds:.0f} s"
+        )
+        bulk = bulk_phase(port, bulk_key, args.seconds, args.clients, t_bulk)
+        drained_at = wait_for_drain(redis)
+        e2e_seconds = drained_at - bulk["started"]
+        service.commit_all()
+        sensors = {s.key: s.feed_id for s in Sensor.objects.filter(node=bulk_node)}
+        expected_rows = bulk["rows"]
+        stored_values = 0
+        wrong = 0
+        for k_index, key in enumerate(KEYS):
+            points = service.read(sensors[key], t_bulk, t_bulk + bulk["max_row"] - 1, 1)
+            for t_ms, v in points:
+                if v is None:
+                    continue
+                stored_values += 1
+                if v != value_of(t_ms // 1000 - t_bulk, k_index):
+                    wrong += 1
+        accepted_values = expected_rows * 10
+        print(
+            f"  requests {bulk['requests']} ({bulk['errors']} refused), posted in {bulk['post_seconds']:.1f} s "
+            f"= {accepted_values / bulk['post_seconds']:,.0f} values/s accepted"
+        )
+        print(
+            f"  end to end (post -> worker -> feed, queue drained) {e2e_seconds:.1f} s "
+            f"= {accepted_values / e2e_seconds:,.0f} values/s"
+        )
+        print(
+            f"  read back: {stored_values:,} of {accepted_values:,} values, {wrong} wrong, "
+            f"{accepted_values - stored_values} lost"
+        )
+
+        t_single = now - 86400
+        print(f"single: sequential /api/v1/readings posts for {args.single_seconds:.0f} s")
+        single = single_phase(port, single_key, args.single_seconds, t_single)
+        wait_for_drain(redis)
+        service.commit_all()
+        feed_id = Sensor.objects.get(node=single_node, key="power").feed_id
+        points = service.read(feed_id, t_single, t_single + single["requests"] - 1, 1)
+        landed = sum(1 for _, v in points if v is not None)
+        print(
+            f"  {single['requests']} requests ({single['errors']} errors) = {single['rate']:,.0f} req/s, "
+            f"p50 {single['p50_ms']:.2f} ms, p99 {single['p99_ms']:.2f} ms; read back {landed}"
+        )
+        ok = (
+            stored_values == accepted_values and wrong == 0 and bulk["errors"] == 0
+            and landed == single["requests"]
+        )  # fmt: skip
+        print("verified: none lost" if ok else "VERIFICATION FAILED")
+    finally:
+        services.stop()
+        if args.keep:
+            print(f"scratch kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
