@@ -161,26 +161,30 @@ class Simulator:
 
     async def _post_all(self) -> None:
         t = int(time.time())
-        posts = [
-            asyncio.to_thread(self._post_node, node, values, t)
-            for node, values in self.plant.http_values().items()
-        ]
-        await asyncio.gather(*posts)
+        nodes = self.plant.http_values()
+        # Posts run in threads (urllib blocks); their outcomes are counted here, in the loop.
+        errors = await asyncio.gather(
+            *(asyncio.to_thread(self._post_node, node, values, t) for node, values in nodes.items())
+        )
+        for node, error in zip(nodes, errors, strict=True):
+            if error is None:
+                self.stats.ok += 1
+                if self.stats.last_error.pop(node, None) is not None:
+                    log.info("Posting for node %s works again", node)
+            else:
+                self._failed(node, error)
         await self._send_jeelib()
 
-    def _post_node(self, node: str, values: dict[str, float], t: int) -> None:
+    def _post_node(self, node: str, values: dict[str, float], t: int) -> str | None:
+        """Post one node's values; return the error, or None when the server said `ok`."""
         key = self.config.keys.get(node)
         if key is None:
-            self._failed(node, "no write key on file for this node")
-            return
+            return "no write key on file for this node"
         try:
             post_bulk(self.config.base_url, node, key, values, t)
         except (OSError, RuntimeError) as exc:
-            self._failed(node, str(exc))
-            return
-        self.stats.ok += 1
-        if self.stats.last_error.pop(node, None) is not None:
-            log.info("Posting for node %s works again", node)
+            return str(exc)
+        return None
 
     def _failed(self, node: str, error: str) -> None:
         self.stats.failed += 1

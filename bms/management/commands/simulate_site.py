@@ -111,6 +111,8 @@ class Command(BaseCommand):
             jeelib_log=demo_dir / "jeelib.log",
             seed=opts["seed"],
         )
+        # pymodbus logs every listen and reconnect at INFO; our own lines say what matters.
+        logging.getLogger("pymodbus").setLevel(logging.WARNING)
         connections.close_all()  # the loop below never touches the database
         try:
             asyncio.run(_run(Simulator(config)))

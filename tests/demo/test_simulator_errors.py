@@ -1,0 +1,56 @@
+"""The simulator keeps running, and says why once, when the server cannot take its posts."""
+
+import asyncio
+import logging
+import socket
+
+import pytest
+
+from bms.demo import layout
+from bms.demo.simulator import Simulator, SimulatorConfig
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(base_url: str, keys: dict[str, str]) -> Simulator:
+    config = SimulatorConfig(
+        base_url=base_url, keys=keys, relay_port=0, meter_port=0, duration_s=2.2, tick_s=0.1,
+        post_interval_s=0.5, summary_interval_s=60, seed=3,
+    )  # fmt: skip
+    simulator = Simulator(config)
+    asyncio.run(simulator.run(asyncio.Event()))
+    return simulator
+
+
+def _post_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "/input/bulk failed" in r.getMessage()]
+
+
+def test_an_unreachable_server_is_reported_once_per_node_and_the_run_goes_on(caplog):
+    caplog.set_level(logging.INFO, logger="bms.demo")
+    keys = {spec.name: "0" * 32 for spec in layout.HTTP_NODES}
+    simulator = _run(f"http://127.0.0.1:{_closed_port()}", keys)
+    nodes = len(layout.HTTP_NODES)
+    assert simulator.stats.ok == 0
+    assert simulator.stats.failed >= 3 * nodes  # it kept trying every interval
+    warnings = _post_warnings(caplog)
+    assert len(warnings) == nodes  # one line per node, not one per post
+    assert all("Connection refused" in w for w in warnings)
+    assert any("Simulator stopped" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.django_db
+def test_a_refused_key_is_reported_with_the_servers_reason(live_server, caplog):
+    caplog.set_level(logging.INFO, logger="bms.demo")
+    keys = {spec.name: "f" * 32 for spec in layout.HTTP_NODES}  # no such node key
+    keys.pop(layout.HTTP_NODES[0].name)  # and one node without a key at all
+    simulator = _run(live_server.url, keys)
+    assert simulator.stats.ok == 0
+    warnings = _post_warnings(caplog)
+    assert len(warnings) == len(layout.HTTP_NODES)
+    assert sum("HTTP 401" in w and "apikey" in w for w in warnings) == len(layout.HTTP_NODES) - 1
+    assert sum("no write key on file" in w for w in warnings) == 1
