@@ -55,7 +55,7 @@ def feed_dir(tmp_path, settings):
 
 @pytest.fixture
 def site(db) -> Site:
-    return Site.objects.create(name="Test site", slug="test", time_zone="Europe/London")
+    return Site.objects.create(name="Demo site", slug="demo", time_zone="Europe/London")
 
 
 @pytest.fixture
