@@ -31,6 +31,10 @@ def _registers(count: int) -> list[SimData]:
     return [SimData(0, count=count, values=0, datatype=DataType.REGISTERS)]
 
 
+class DeviceStartError(RuntimeError):
+    """A simulated device could not listen on its address (usually: the port is in use)."""
+
+
 class ModbusDevice:
     def __init__(self, name: str, host: str, port: int, device: SimDevice) -> None:
         self.name = name
@@ -40,7 +44,12 @@ class ModbusDevice:
         self.server = ModbusTcpServer(device, address=(host, port))
 
     async def start(self) -> None:
-        await self.server.serve_forever(background=True)
+        try:
+            await self.server.serve_forever(background=True)
+        except (RuntimeError, OSError) as exc:  # pymodbus says only "Could not start listen"
+            raise DeviceStartError(
+                f"{self.name} could not listen on {self.host}:{self.requested_port}: {exc}"
+            ) from exc
         log.info("%s listening on Modbus TCP %s:%d", self.name, self.host, self.port)
 
     @property

@@ -54,3 +54,21 @@ def test_a_refused_key_is_reported_with_the_servers_reason(live_server, caplog):
     assert len(warnings) == len(layout.HTTP_NODES)
     assert sum("HTTP 401" in w and "apikey" in w for w in warnings) == len(layout.HTTP_NODES) - 1
     assert sum("no write key on file" in w for w in warnings) == 1
+
+
+@pytest.mark.django_db
+def test_a_relay_port_in_use_is_a_clear_error_not_a_traceback(tmp_path, settings):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    settings.BMS_DATA_DIR = tmp_path
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CommandError, match=f"Relay board could not listen on 127.0.0.1:{port}"):
+            call_command(
+                "simulate_site", "--relay-port", str(port), "--meter-port", "0", "--no-gateway",
+                "--duration", "1", stdout=StringIO(),
+            )  # fmt: skip

@@ -13,6 +13,7 @@ from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from bms.demo.devices import DeviceStartError
 from bms.demo.keystore import gateway_config, write_private_json
 from bms.demo.simulator import Simulator, SimulatorConfig
 from bms.demo.site import DemoSite, ensure_demo_site
@@ -116,10 +117,10 @@ class Command(BaseCommand):
         connections.close_all()  # the loop below never touches the database
         try:
             asyncio.run(_run(Simulator(config)))
-        except OSError as exc:
+        except (DeviceStartError, OSError) as exc:
             raise CommandError(
                 f"Could not start the simulated devices ({exc}). Is another simulator running, "
-                "or are ports --relay-port/--meter-port in use?"
+                "or is --relay-port/--meter-port in use?"
             ) from exc
 
     def _report_setup(self, demo: DemoSite, base_url: str) -> None:
