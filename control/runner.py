@@ -250,7 +250,8 @@ def _update_runtime(plan, live, results, now_s: float) -> int:
             strategy=decision.strategy,
             decided_at=now_s,
         )
-        updated[aid] = after
+        if _differs(before, after):
+            updated[aid] = after  # an unchanged state is not rewritten: no Redis write per tick
         if fault:
             faults += 1
             if not before.fault:
@@ -270,6 +271,10 @@ def _update_runtime(plan, live, results, now_s: float) -> int:
             clear_alarm(alarm_key(aid))
     runtime.save_actuators(updated)
     return faults
+
+
+def _differs(before: runtime.ActuatorRuntime, after: runtime.ActuatorRuntime) -> bool:
+    return {**before.__dict__, "decided_at": None} != {**after.__dict__, "decided_at": None}
 
 
 def _node_overdue(now: datetime) -> int:

@@ -37,7 +37,7 @@ class ActuatorRuntime:
     fault: str = ""
     reason: str = ""
     strategy: str = ""
-    decided_at: float | None = None
+    decided_at: float | None = None  # when the current decision (state + reason) began
 
     @classmethod
     def from_json(cls, raw: bytes | None) -> ActuatorRuntime:

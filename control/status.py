@@ -20,6 +20,11 @@ from control.models import Override, Zone
 from feeds import service as feed_service
 from sensors.models import Actuator
 
+FLAG_LABELS = {
+    "sensor_fault": "sensor fault: safe mode",
+    "actuator_fault": "actuator fault",
+}
+
 
 def _dt(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC)
@@ -116,6 +121,7 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "mode": mode,
                 "reason": reason,
                 "flags": flags,
+                "flag_labels": [FLAG_LABELS.get(f, f) for f in flags],
                 "fault": bool(flags),
                 "preheat_min": result.get("preheat_min") if result else None,
                 "evaluated_at": _dt(result["evaluated_at"]) if result else None,

@@ -75,25 +75,33 @@ def apply(
     results: dict[int, CoilResult] = {}
     if not boards:
         return results
-    pool = ThreadPoolExecutor(max_workers=min(max_workers, len(boards)), thread_name_prefix="relay")
-    try:
-        futures = {
-            pool.submit(_serve_board, b, timeout_s, deadline_s, attempts): b
-            for b in boards.values()
-        }
-        done, not_done = wait(futures, timeout=deadline_s + timeout_s + 0.5)
-        for fut in done:
-            results.update(fut.result())
-        for fut in not_done:
-            board = futures[fut]
-            for t in board.targets:
-                results[t.actuator_id] = CoilResult(
-                    t.actuator_id, error=f"relay board {board.host}:{board.port} timed out"
-                )
-    finally:
-        # Never wait for a stuck thread: its socket timeout ends it on its own.
-        pool.shutdown(wait=False, cancel_futures=True)
+    pool = _pool(max_workers)
+    futures = {
+        pool.submit(_serve_board, b, timeout_s, deadline_s, attempts): b for b in boards.values()
+    }
+    # Never wait past the deadline for a stuck board: its socket timeout ends the thread later.
+    done, not_done = wait(futures, timeout=deadline_s + timeout_s + 0.5)
+    for fut in done:
+        results.update(fut.result())
+    for fut in not_done:
+        fut.cancel()
+        board = futures[fut]
+        for t in board.targets:
+            results[t.actuator_id] = CoilResult(
+                t.actuator_id, error=f"relay board {board.host}:{board.port} timed out"
+            )
     return results
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(max_workers: int) -> ThreadPoolExecutor:
+    """One pool per worker process, reused tick after tick (starting threads costs time)."""
+    pool = _pools.get(max_workers)
+    if pool is None:
+        pool = _pools[max_workers] = ThreadPoolExecutor(max_workers, thread_name_prefix="relay")
+    return pool
 
 
 def _serve_board(
@@ -197,13 +205,12 @@ def _write(
             )
         if reply.isError():
             raise BoardError(f"device {first.device_id} refused coil {first.coil}: {reply}")
-        sent = time.time()
-        for t in run:
-            results[t.actuator_id].written = True
-            results[t.actuator_id].sent_at = sent
-    for t in targets:  # actuators sharing a coil with a run member
+    # One time for the board's writes: they went out within milliseconds of each other, and
+    # the audit log is then updated with one statement per board.
+    sent = time.time()
+    for t in targets:
         results[t.actuator_id].written = True
-        results[t.actuator_id].sent_at = results[t.actuator_id].sent_at or time.time()
+        results[t.actuator_id].sent_at = sent
 
 
 def _read(client: ModbusTcpClient, targets: list[CoilTarget]) -> dict[int, bool]:
