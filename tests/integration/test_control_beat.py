@@ -1,0 +1,61 @@
+"""Celery beat itself drives the control tick: with BMS_CONTROL_TICK=1 a booking made now
+switches its relay without anyone sending a task."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from control.drivers.simulated_board import RelayBoard
+from control.models import ActuatorCommand, Booking
+from tests.conftest import ROOT, test_database_url
+from tests.control import factories as f
+
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture
+def beat(transactional_db, celery_worker, redis_client, tmp_path):
+    env = dict(
+        os.environ,
+        DATABASE_URL=test_database_url(),
+        DJANGO_SETTINGS_MODULE="bms.settings_test",
+        BMS_CONTROL_TICK="1",
+    )
+    log = open(tmp_path / "beat.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "bms", "beat", "-l", "INFO",
+         "-s", str(tmp_path / "beat-schedule"), "--pidfile="],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_beat_ticks_switch_a_booked_room_on(beat):
+    with RelayBoard(coils=8) as board:
+        valve = f.relay("Hall valve", board, coil=4)
+        zone = f.zone("Hall", valve, temp=16.0)
+        now = timezone.now()
+        Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=1))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not board.coil(4):
+            f.set_temperature(zone, 16.0)
+            time.sleep(0.25)
+        assert board.coil(4) is True
+        assert ActuatorCommand.objects.get(actuator=valve).strategy == "booking"
