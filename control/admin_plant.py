@@ -1,8 +1,9 @@
 """Admin for the control engineer's models (imported by control/admin.py):
 heating plants, solar thermal circuits, zone tuning, the optimum start log, node commands.
 
-Also `zone_status_links(zone)` for the lead's Zone admin: links to the plant status row,
-the booking calendar and the replay page of a zone.
+Also helpers for the lead's admins (list_display / readonly fields):
+`zone_status_links(zone)` — links to the zone's status row, booking calendar and replay page;
+`actuator_state_and_why(actuator)` — "ON — Booking 'Yoga' …" from the last control tick.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from control import runtime
 from control.models import HeatingPlant, NodeCommand, OptimumStartLog, SolarCircuit, ZoneTuning
 
 
@@ -25,6 +27,20 @@ def zone_status_links(zone) -> str:
         reverse("control:bookings", args=[zone.slug]),
         reverse("control:replay", args=[zone.slug]),
     )
+
+
+def actuator_state_and_why(actuator) -> str:
+    if actuator is None or actuator.pk is None:
+        return "—"
+    state = runtime.load_actuators([actuator.pk])[actuator.pk]
+    if state.on is None:
+        return "unknown — not switched by control yet"
+    label = "ON" if state.on else "OFF"
+    if state.fault:
+        label += f" (FAULT: {state.fault})"
+    elif not state.confirmed:
+        label += " (unconfirmed)"
+    return f"{label} — {state.reason}"
 
 
 @admin.register(HeatingPlant)

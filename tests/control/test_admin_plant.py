@@ -38,3 +38,23 @@ def test_zone_links():
     html = zone_status_links(zone)
     assert "/staff/control/#zone-hall" in html and "/staff/bookings/hall/" in html
     assert "/staff/control/replay/hall/" in html
+
+
+def test_actuator_state_and_why(redis_client):
+    from control import runtime
+    from control.admin_plant import actuator_state_and_why
+
+    act = Actuator.objects.create(name="Valve", host="10.0.0.2")
+    assert actuator_state_and_why(act).startswith("unknown")
+    runtime.save_actuators(
+        {
+            act.pk: runtime.ActuatorRuntime(
+                on=True, confirmed=True, reason="Frost protection: 4.0 °C"
+            )
+        }
+    )
+    assert actuator_state_and_why(act) == "ON — Frost protection: 4.0 °C"
+    runtime.save_actuators(
+        {act.pk: runtime.ActuatorRuntime(on=False, fault="no answer", reason="x")}
+    )
+    assert actuator_state_and_why(act) == "OFF (FAULT: no answer) — x"
