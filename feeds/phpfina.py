@@ -1,0 +1,561 @@
+"""PHPFina: emoncms's fixed-interval feed format, read and written byte for byte.
+
+    <id>.meta  16 bytes, META_FORMAT "<4I": 0 (id, unused), 0 (npoints, unused),
+               interval (seconds), start_time (unix seconds, normally a multiple of interval)
+    <id>.dat   VALUE_FORMAT "<f" per slot, NaN = missing; slot = (t - start_time) // interval,
+               npoints = filesize // 4. No timestamps, no index: reads are arithmetic.
+
+This module knows nothing of Django, Redis or settings: callers pass the directory, the limits
+and `now`, so it is testable on its own and usable from scripts (bench/, an emoncms folder).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+
+META_FORMAT = "<4I"
+META_SIZE = struct.calcsize(META_FORMAT)  # 16
+VALUE_FORMAT = "<f"
+VALUE_SIZE = struct.calcsize(VALUE_FORMAT)  # 4
+VALUE_DTYPE = np.dtype("<f4")
+NAN_BYTES = struct.pack(VALUE_FORMAT, math.nan)
+
+# emoncms refuses to pad more than this many slots in one write (a year of 2 s data): a wrong
+# clock must not fill the disk with NaN.
+MAX_PADDING_SLOTS = 15_768_000
+# A point this far ahead of `now` is a wrong clock, not a reading.
+MAX_FUTURE_S = 3600
+# Inside the file, write holes of up to this many slots back unchanged instead of splitting the
+# write: they share the same 4 KiB pages, so one pwrite dirties no more than several would.
+COALESCE_SLOTS = 1024
+DEFAULT_MAX_POINTS = 20_000
+CALENDAR_INTERVALS = ("daily", "weekly", "monthly")
+
+
+class FeedError(Exception):
+    """Base of everything this module raises on purpose."""
+
+
+class CorruptFeed(FeedError):
+    """The meta is not 16 bytes, the .dat is not a whole number of floats, or the interval is 0."""
+
+
+class InvalidValue(FeedError):
+    """NaN or infinity was offered as a value, or a time outside uint32."""
+
+
+class TimestampBeforeStart(FeedError):
+    """The point is older than the feed's first slot: PHPFina cannot prepend."""
+
+
+class GapTooLarge(FeedError):
+    """Writing the point would pad more than MAX_PADDING_SLOTS missing slots."""
+
+
+class TimestampInFuture(FeedError):
+    """The point is more than MAX_FUTURE_S ahead of now: a wrong clock."""
+
+
+class TooManyPoints(FeedError):
+    """A read would return more points than the caller allows."""
+
+
+class BadReadRequest(FeedError):
+    """A read parameter is unusable; `param` names it (for a 400 that says which)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(f"{param}: {message}")
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Meta:
+    interval: int
+    start_time: int
+
+
+@dataclass
+class WriteReport:
+    written: int = 0
+    refused: list[tuple[int, str]] = field(default_factory=list)  # (t, reason)
+
+
+def meta_path(directory: str | os.PathLike, feed_id: int) -> Path:
+    return Path(directory) / f"{int(feed_id)}.meta"
+
+
+def dat_path(directory: str | os.PathLike, feed_id: int) -> Path:
+    return Path(directory) / f"{int(feed_id)}.dat"
+
+
+# --- meta ------------------------------------------------------------------------------------
+
+
+def pack_meta(interval: int, start_time: int) -> bytes:
+    return struct.pack(META_FORMAT, 0, 0, interval, start_time)
+
+
+def unpack_meta(raw: bytes) -> Meta:
+    if len(raw) != META_SIZE:
+        raise CorruptFeed(f"meta is {len(raw)} bytes, expected {META_SIZE}")
+    _id, _npoints, interval, start_time = struct.unpack(META_FORMAT, raw)
+    if interval < 1:
+        raise CorruptFeed("meta interval is 0")
+    return Meta(interval=interval, start_time=start_time)
+
+
+def read_meta(directory: str | os.PathLike, feed_id: int) -> Meta | None:
+    """The feed's meta, or None when the feed has no files yet."""
+    try:
+        raw = meta_path(directory, feed_id).read_bytes()
+    except FileNotFoundError:
+        return None
+    return unpack_meta(raw)
+
+
+def _write_meta(directory: str | os.PathLike, feed_id: int, meta: Meta) -> None:
+    # Written to a temporary name and renamed, so a crash never leaves a short meta behind.
+    final = meta_path(directory, feed_id)
+    tmp = final.with_suffix(".meta.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(pack_meta(meta.interval, meta.start_time))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+
+
+def create(directory: str | os.PathLike, feed_id: int, interval: int) -> Meta:
+    """An empty feed, as emoncms creates one: meta with start_time 0 and an empty .dat."""
+    if interval < 1:
+        raise FeedError("interval must be at least 1 second")
+    os.makedirs(directory, exist_ok=True)
+    meta = Meta(interval=int(interval), start_time=0)
+    _write_meta(directory, feed_id, meta)
+    dat_path(directory, feed_id).touch()
+    return meta
+
+
+def npoints(directory: str | os.PathLike, feed_id: int) -> int:
+    try:
+        size = dat_path(directory, feed_id).stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size % VALUE_SIZE:
+        raise CorruptFeed(f"{feed_id}.dat is {size} bytes, not a multiple of {VALUE_SIZE}")
+    return size // VALUE_SIZE
+
+
+def check_files(meta_file: str | os.PathLike, dat_file: str | os.PathLike) -> Meta:
+    """Validate a meta/dat pair (for import); raise CorruptFeed saying what is wrong."""
+    meta_size = os.path.getsize(meta_file)
+    if meta_size != META_SIZE:
+        raise CorruptFeed(f"{meta_file}: meta is {meta_size} bytes, expected {META_SIZE}")
+    dat_size = os.path.getsize(dat_file)
+    if dat_size % VALUE_SIZE:
+        raise CorruptFeed(f"{dat_file}: {dat_size} bytes is not a multiple of {VALUE_SIZE}")
+    with open(meta_file, "rb") as fh:
+        return unpack_meta(fh.read())
+
+
+# --- writes ----------------------------------------------------------------------------------
+
+
+def _finite_mask(values: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.isfinite(values) & np.isfinite(values.astype(VALUE_DTYPE))
+
+
+def write_points(
+    directory: str | os.PathLike,
+    feed_id: int,
+    interval: int,
+    times: Sequence[int] | np.ndarray,
+    values: Sequence[float] | np.ndarray,
+    join: Sequence[bool] | np.ndarray | None = None,
+    *,
+    now: float | None = None,
+    fsync: bool = True,
+) -> WriteReport:
+    """Write a block of points, in arrival order (a later point for the same slot wins).
+
+    `interval` is used only when the feed has no files yet; an existing meta's interval rules.
+    A point whose `join` is true fills the NaN padding before it linearly from the previous
+    value. Refused points (bad value, before start, too far ahead, gap too large) are reported
+    in the result, not raised, so one bad point never blocks the rest of a block.
+    Use `write` for a single point with exceptions.
+    """
+    t = np.asarray(times, dtype=np.int64).ravel()
+    v = np.asarray(values, dtype=np.float64).ravel()
+    j = np.zeros(len(t), dtype=bool) if join is None else np.asarray(join, dtype=bool).ravel()
+    if not (len(t) == len(v) == len(j)):
+        raise FeedError("times, values and join must have the same length")
+    report = WriteReport()
+    now = time.time() if now is None else now
+
+    ok = _finite_mask(v)
+    _refuse(report, t[~ok], "value is not a finite float32")
+    bad_time = ok & ((t < 0) | (t > 0xFFFFFFFF))
+    _refuse(report, t[bad_time], "time outside unsigned 32-bit seconds")
+    ok &= ~bad_time
+    future = ok & (t > now + MAX_FUTURE_S)
+    _refuse(report, t[future], "time is more than an hour in the future")
+    ok &= ~future
+    t, v, j = t[ok], v[ok], j[ok]
+    if len(t) == 0:
+        return report
+
+    meta = read_meta(directory, feed_id) or create(directory, feed_id, interval)
+    fi = meta.interval
+    n = npoints(directory, feed_id)
+    if n == 0:
+        # The first write fixes start_time (an empty feed may hold a stale one from a crash).
+        start = int(t.min()) // fi * fi
+        if start != meta.start_time:
+            meta = Meta(interval=fi, start_time=start)
+            _write_meta(directory, feed_id, meta)
+    slots = (t - meta.start_time) // fi
+    before = slots < 0
+    _refuse(report, t[before], "before the feed's start_time")
+    t, v, j, slots = t[~before], v[~before], j[~before], slots[~before]
+    if len(t) == 0:
+        return report
+
+    # Last arrival wins per slot: unique on the reversed arrays finds each slot's last index.
+    rev_unique, rev_index = np.unique(slots[::-1], return_index=True)
+    pick = len(slots) - 1 - rev_index
+    slots, v, j, t = rev_unique, v[pick].astype(VALUE_DTYPE), j[pick], t[pick]
+
+    # Past the end, each point may pad at most MAX_PADDING_SLOTS from the previous end.
+    past = slots >= n
+    if past.any():
+        p = np.flatnonzero(past)
+        prev_end = np.concatenate(([n], slots[p][:-1] + 1))
+        too_far = np.flatnonzero(slots[p] - prev_end > MAX_PADDING_SLOTS)
+        if len(too_far):
+            cut = p[too_far[0]]  # this and every later point are at least as far away
+            _refuse(report, t[cut:], f"gap of more than {MAX_PADDING_SLOTS} slots")
+            slots, v, j = slots[:cut], v[:cut], j[:cut]
+            past = past[:cut]
+
+    fd = os.open(dat_path(directory, feed_id), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        inside = ~past
+        if inside.any():
+            _write_inside(fd, slots[inside], v[inside])
+        if past.any():
+            _write_past_end(fd, n, slots[past], v[past], j[past])
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    report.written = int(len(slots))
+    return report
+
+
+def _refuse(report: WriteReport, times: np.ndarray, reason: str) -> None:
+    report.refused.extend((int(x), reason) for x in times)
+
+
+def _write_inside(fd: int, slots: np.ndarray, values: np.ndarray) -> None:
+    """Overwrite existing slots: one pwrite per run of nearby slots."""
+    breaks = np.flatnonzero(np.diff(slots) > COALESCE_SLOTS + 1) + 1
+    for run_slots, run_values in zip(
+        np.split(slots, breaks), np.split(values, breaks), strict=True
+    ):
+        first, last = int(run_slots[0]), int(run_slots[-1])
+        length = last - first + 1
+        if length == len(run_slots):
+            buf = run_values
+        else:  # holes: keep what is there
+            raw = os.pread(fd, length * VALUE_SIZE, first * VALUE_SIZE)
+            buf = np.frombuffer(raw, dtype=VALUE_DTYPE).copy()
+            buf[run_slots - first] = run_values
+        os.pwrite(fd, buf.astype(VALUE_DTYPE, copy=False).tobytes(), first * VALUE_SIZE)
+
+
+def _write_past_end(
+    fd: int, n: int, slots: np.ndarray, values: np.ndarray, join: np.ndarray
+) -> None:
+    """Extend the file to the last slot in one pwrite: NaN padding, or a line where asked."""
+    length = int(slots[-1]) - n + 1
+    buf = np.full(length, np.nan, dtype=VALUE_DTYPE)
+    idx = slots - n
+    buf[idx] = values
+    if join.any():
+        # Known points: the file's last value (index -1) if it has one, then the new ones.
+        xp, fp = idx.astype(np.float64), values.astype(np.float64)
+        anchor = np.empty(0, dtype=VALUE_DTYPE)
+        if n > 0:
+            anchor = np.frombuffer(os.pread(fd, VALUE_SIZE, (n - 1) * VALUE_SIZE), VALUE_DTYPE)
+        if len(anchor) and not np.isnan(anchor[0]):
+            xp = np.concatenate(([-1.0], xp))
+            fp = np.concatenate((anchor.astype(np.float64), fp))
+        holes = np.flatnonzero(np.isnan(buf))
+        if len(holes):
+            nxt = np.searchsorted(idx, holes)  # the known point each hole leads up to
+            has_prev = holes > xp[0]
+            fill = join[nxt] & has_prev
+            if fill.any():
+                h = holes[fill]
+                buf[h] = np.interp(h.astype(np.float64), xp, fp).astype(VALUE_DTYPE)
+    os.pwrite(fd, buf.tobytes(), n * VALUE_SIZE)
+
+
+def write(
+    directory: str | os.PathLike,
+    feed_id: int,
+    interval: int,
+    t: int,
+    value: float,
+    *,
+    join: bool = False,
+    now: float | None = None,
+) -> None:
+    """Write one point; raise the specific FeedError when it is refused."""
+    if not math.isfinite(value):
+        raise InvalidValue(f"value {value!r} is not finite")
+    report = write_points(directory, feed_id, interval, [t], [value], [join], now=now)
+    if report.refused:
+        reason = report.refused[0][1]
+        exc = {
+            "before the feed's start_time": TimestampBeforeStart,
+            "time is more than an hour in the future": TimestampInFuture,
+        }.get(reason)
+        if exc is None:
+            exc = GapTooLarge if reason.startswith("gap") else InvalidValue
+        raise exc(f"feed {feed_id}: t={t}: {reason}")
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+def open_data(directory: str | os.PathLike, feed_id: int) -> np.ndarray:
+    """The whole .dat as a read-only float32 array (a memmap; empty array when no data)."""
+    n = npoints(directory, feed_id)
+    if n == 0:
+        return np.empty(0, dtype=VALUE_DTYPE)
+    return np.memmap(dat_path(directory, feed_id), dtype=VALUE_DTYPE, mode="r", shape=(n,))
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise BadReadRequest("timezone", f"unknown time zone {name!r}") from exc
+
+
+def calendar_bounds(start: int, end: int, interval: str, tz_name: str) -> np.ndarray:
+    """Unix times of local midnights (day, Monday, 1st of month) from the one at or before
+    `start` to the first one after `end`: window i is [bounds[i], bounds[i+1])."""
+    tz = _zone(tz_name)
+    first = datetime.fromtimestamp(start, tz).replace(hour=0, minute=0, second=0, microsecond=0)
+    if interval == "weekly":
+        first -= timedelta(days=first.weekday())
+    elif interval == "monthly":
+        first = first.replace(day=1)
+    out = []
+    day = first.replace(tzinfo=None)  # walk in wall-clock dates, then localise each midnight
+    while True:
+        local = day.replace(tzinfo=tz)
+        ts = int(local.timestamp())
+        out.append(ts)
+        if ts > end:
+            break
+        if interval == "daily":
+            day += timedelta(days=1)
+        elif interval == "weekly":
+            day += timedelta(days=7)
+        else:
+            day = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _window_stats(
+    data: np.ndarray, first: int, bounds: np.ndarray, mode: str, uniform: bool
+) -> np.ndarray:
+    """One figure per window [bounds[i], bounds[i+1]) of slots; slots outside data are NaN.
+
+    mode: "average" (mean of non-NaN), "sample" (the window's first slot), "last" (last non-NaN).
+    """
+    m = len(bounds) - 1
+    out = np.full(m, np.nan, dtype=np.float64)
+    if m <= 0 or len(data) == 0:
+        return out
+    length = len(data)
+    if mode == "sample":
+        rel = bounds[:-1] - first
+        ok = (rel >= 0) & (rel < length) & (bounds[1:] > bounds[:-1])
+        out[ok] = data[rel[ok]]
+        return out
+    if mode == "average" and uniform and m > 2:
+        k = int(bounds[1] - bounds[0])
+        if k > 1:
+            # Windows wholly inside the data: a reshape and one sum per row (the fast path).
+            ia = int(max(0, math.ceil((first - bounds[0]) / k)))
+            ib = int(min(m, (first + length - bounds[0]) // k))
+            if ib - ia > 0:
+                lo = int(bounds[0] + ia * k - first)
+                block = np.asarray(data[lo : lo + (ib - ia) * k]).reshape(ib - ia, k)
+                sums = block.sum(axis=1, dtype=np.float32).astype(np.float64)
+                mid = sums / k
+                gappy = np.flatnonzero(np.isnan(sums))
+                if len(gappy):
+                    rows = block[gappy]
+                    counts = np.count_nonzero(~np.isnan(rows), axis=1)
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        mid[gappy] = np.where(
+                            counts > 0, np.nansum(rows, axis=1, dtype=np.float64) / counts, np.nan
+                        )
+                out[ia:ib] = mid
+                if ia > 0:
+                    out[:ia] = _window_stats(data, first, bounds[: ia + 1], mode, False)
+                if ib < m:
+                    out[ib:] = _window_stats(data, first, bounds[ib:], mode, False)
+                return out
+    lo = np.clip(bounds[:-1] - first, 0, length)
+    hi = np.clip(bounds[1:] - first, 0, length)
+    hi = np.maximum(hi, lo)
+    base, top = int(lo[0]), int(hi[-1])
+    if top <= base:
+        return out
+    seg = np.asarray(data[base:top])
+    valid = ~np.isnan(seg)
+    lo, hi = lo - base, hi - base
+    if mode == "average":
+        cs = np.concatenate(([0.0], np.cumsum(np.where(valid, seg, 0.0), dtype=np.float64)))
+        cn = np.concatenate(([0], np.cumsum(valid, dtype=np.int64)))
+        counts = cn[hi] - cn[lo]
+        has = counts > 0
+        out[has] = (cs[hi] - cs[lo])[has] / counts[has]
+    elif mode == "last":
+        idx = np.flatnonzero(valid)
+        if len(idx):
+            pos = np.searchsorted(idx, hi) - 1
+            ok = pos >= 0
+            ok[ok] &= idx[pos[ok]] >= lo[ok]
+            out[ok] = seg[idx[pos[ok]]]
+    else:
+        raise FeedError(f"unknown mode {mode!r}")
+    return out
+
+
+def _last_wins(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rev_unique, rev_index = np.unique(times[::-1], return_index=True)
+    return rev_unique, values[len(times) - 1 - rev_index]
+
+
+def read(
+    directory: str | os.PathLike,
+    feed_id: int,
+    start: int,
+    end: int,
+    interval: int | str,
+    *,
+    average: bool = False,
+    delta: bool = False,
+    skipmissing: bool = False,
+    timezone: str = "UTC",
+    max_points: int = DEFAULT_MAX_POINTS,
+    feed_interval: int | None = None,
+    overlay: tuple[np.ndarray, np.ndarray] | None = None,
+) -> list[list]:
+    """`[[t_ms, value|None], ...]` for windows from `start` to `end` (unix seconds, inclusive).
+
+    interval: seconds (rounded to a whole number of feed slots, at least one; windows aligned to
+    it) or "daily"/"weekly"/"monthly" (local calendar in `timezone`, DST-aware).
+    average: mean of the non-NaN slots of each window, else the window's first slot.
+    delta: last value of each window minus the last value before it (kWh per window from a
+    cumulative kWh feed). skipmissing: leave out windows without a value.
+    overlay: (times, values) not yet in the file (the write buffer), in arrival order.
+    feed_interval: the feed's interval when it has no files yet.
+    """
+    if end < start:
+        raise BadReadRequest("end", "end is before start")
+    meta = read_meta(directory, feed_id)
+    data = open_data(directory, feed_id) if meta else np.empty(0, dtype=VALUE_DTYPE)
+    if meta is not None:
+        fi, st = meta.interval, meta.start_time
+    else:
+        fi, st = int(feed_interval or 0), 0
+    ov_t = ov_v = None
+    if overlay is not None and len(overlay[0]):
+        ov_t = np.asarray(overlay[0], dtype=np.int64)
+        ov_v = np.asarray(overlay[1], dtype=np.float64)
+        if fi <= 0:
+            raise FeedError(f"feed {feed_id} has buffered points but no interval")
+        if len(data) == 0:
+            st = int(ov_t.min()) // fi * fi
+    if fi <= 0:
+        return []  # nothing written yet, nothing buffered
+
+    if isinstance(interval, str):
+        if interval not in CALENDAR_INTERVALS:
+            raise BadReadRequest("interval", f"use seconds or one of {CALENDAR_INTERVALS}")
+        times = calendar_bounds(start, end, interval, timezone)
+        if len(times) - 1 > max_points:
+            raise TooManyPoints(f"{len(times) - 1} points requested, at most {max_points}")
+        if delta:  # one window before the first, for its starting value
+            prev = calendar_bounds(int(times[0]) - 1, int(times[0]) - 1, interval, timezone)
+            times = np.concatenate(([prev[0]], times))
+        uniform = False
+    else:
+        if interval < 1:
+            raise BadReadRequest("interval", "must be at least 1 second")
+        out_iv = max(1, round(interval / fi)) * fi
+        t0 = start // out_iv * out_iv
+        count = (end - t0) // out_iv + 1
+        if count > max_points:
+            raise TooManyPoints(f"{count} points requested, at most {max_points}")
+        first_t = t0 - out_iv if delta else t0
+        times = first_t + out_iv * np.arange(count + 1 + (1 if delta else 0), dtype=np.int64)
+        uniform = True
+    # Slot bounds: the first slot whose time is at or after each window edge.
+    bounds = -((st - times) // fi)
+    mode = "last" if delta else ("average" if average else "sample")
+    stats = _window_stats(data, 0, bounds, mode, uniform)
+
+    if ov_t is not None:
+        slots = (ov_t - st) // fi
+        keep = slots >= 0  # before start_time: the commit will refuse them, so do we
+        slots, vals = _last_wins(slots[keep], ov_v[keep])
+        lo_w = np.searchsorted(bounds, slots, side="right") - 1
+        inwin = (lo_w >= 0) & (lo_w < len(bounds) - 1)
+        if inwin.any():
+            w0, w1 = int(lo_w[inwin].min()), int(lo_w[inwin].max()) + 1
+            a, b = int(bounds[w0]), int(bounds[w1])
+            patch = np.full(b - a, np.nan, dtype=VALUE_DTYPE)
+            fa, fb = max(a, 0), min(b, len(data))
+            if fb > fa:
+                patch[fa - a : fb - a] = data[fa:fb]
+            sel = (slots >= a) & (slots < b)
+            patch[slots[sel] - a] = vals[sel]
+            stats[w0:w1] = _window_stats(patch, a, bounds[w0 : w1 + 1], mode, uniform)
+
+    if delta:
+        prev_idx = np.where(~np.isnan(stats), np.arange(len(stats)), 0)
+        np.maximum.accumulate(prev_idx, out=prev_idx)
+        carried = stats[prev_idx]
+        carried[np.isnan(stats[prev_idx])] = np.nan
+        values = stats[1:] - carried[:-1]
+        times = times[1:]
+    else:
+        values = stats
+    times = times[: len(values)]
+    keep = times <= end if not isinstance(interval, str) else np.ones(len(values), dtype=bool)
+    times, values = times[keep], values[keep]
+    if skipmissing:
+        has = ~np.isnan(values)
+        times, values = times[has], values[has]
+    out_values = values.astype(object)
+    out_values[np.isnan(values)] = None
+    return [list(p) for p in zip((times * 1000).tolist(), out_values.tolist(), strict=True)]

@@ -1,0 +1,158 @@
+"""Input processes with emoncms meanings, and their idempotence under replay."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from feeds.processes import ProcessRunner, validate_steps
+
+LONDON = ZoneInfo("Europe/London")
+
+
+@pytest.fixture
+def runner(buffer):
+    return ProcessRunner(buffer, "Europe/London")
+
+
+def logged(runner, items):
+    return [(f, t, v) for f, t, v, _j in runner.run(items).logged]
+
+
+def test_log_scale_offset_allowpositive_in_order(runner):
+    steps = [
+        {"process": "scale", "arg": 2},
+        {"process": "log_to_feed", "feed": 1},
+        {"process": "offset", "arg": -30},
+        {"process": "allowpositive"},
+        {"process": "log_to_feed_join", "feed": 2},
+    ]
+    report = runner.run([("k", steps, 100, 10.0), ("k", steps, 110, 20.0)])
+    assert report.logged == [
+        (1, 100, 20.0, False),
+        (2, 100, 0.0, True),
+        (1, 110, 40.0, False),
+        (2, 110, 10.0, True),
+    ]
+    assert runner.buffer.last_values([1, 2]) == {1: (110, 40.0), 2: (110, 10.0)}
+
+
+def test_power_to_kwh_integrates_and_skips_gaps_over_two_hours(runner):
+    steps = [{"process": "power_to_kwh", "feed": 5}]
+    items = [("k", steps, t, 3600.0) for t in (0, 10, 20, 20 + 7201, 20 + 7211)]
+    got = [round(v, 6) for _f, _t, v in logged(runner, items)]
+    # 3600 W = 1 Wh/s: +0.01 kWh per 10 s; the 7201 s gap adds nothing
+    assert got == [0.0, 0.01, 0.02, 0.02, 0.03]
+
+
+def test_power_to_kwh_continues_from_the_feed_last_value(runner):
+    runner.buffer.add([(5, 0, 100.0, False)])
+    steps = [{"process": "power_to_kwh", "feed": 5}]
+    assert logged(runner, [("k", steps, 10, 3600.0), ("k", steps, 20, 3600.0)]) == [
+        (5, 10, 100.0),
+        (5, 20, pytest.approx(100.01)),
+    ]
+
+
+def noon(y, m, d):
+    return int(datetime(y, m, d, 12, tzinfo=LONDON).timestamp())
+
+
+def test_kwh_to_kwhd_counts_today_from_local_midnight_at_local_noon(runner):
+    steps = [{"process": "kwh_to_kwhd", "feed": 6}]
+    bst_midnight = int(datetime(2024, 6, 2, tzinfo=LONDON).timestamp())  # 23:00 UTC on 1 June
+    items = [
+        ("k", steps, bst_midnight - 3600, 10.0),  # 1 June 23:00 local: primes the state
+        ("k", steps, bst_midnight - 60, 12.0),  # 1 June: +2
+        ("k", steps, bst_midnight + 60, 13.0),  # 2 June: +1, a new day
+        ("k", steps, bst_midnight + 120, 12.5),  # a fall is an error: nothing
+        ("k", steps, bst_midnight + 180, 14.0),  # +1 on top of the held 13
+    ]
+    assert logged(runner, items) == [
+        (6, noon(2024, 6, 1), 2.0),
+        (6, noon(2024, 6, 2), 1.0),
+        (6, noon(2024, 6, 2), 1.0),
+        (6, noon(2024, 6, 2), 2.0),
+    ]
+
+
+def test_wh_accumulator_removes_resets_and_spikes(runner):
+    steps = [{"process": "wh_accumulator", "feed": 7}]
+    values = [100, 110, 5, 15, 100_000, 100_010]  # reset to 5, then a spike
+    items = [("k", steps, 10 * i, float(v)) for i, v in enumerate(values)]
+    assert [v for _f, _t, v in logged(runner, items)] == [10.0, 10.0, 20.0, 20.0, 30.0]
+
+
+def test_pulse_diff_and_ratechange(runner):
+    pulse = [{"process": "pulse_diff", "feed": 8}]
+    rate = [{"process": "ratechange", "feed": 9}]
+    items = [("p", pulse, 10 * i, float(v)) for i, v in enumerate([50, 53, 60, 2, 4])]
+    assert [v for _f, _t, v in logged(runner, items)] == [0.0, 3.0, 7.0, 2.0, 2.0]
+    items = [("r", rate, 10 * i, float(v)) for i, v in enumerate([5, 7, 4])]
+    assert [v for _f, _t, v in logged(runner, items)] == [2.0, -3.0]
+
+
+def test_daily_max_and_min(runner):
+    steps = [{"process": "max_value", "feed": 10}, {"process": "min_value", "feed": 11}]
+    day = int(datetime(2024, 1, 5, 8, tzinfo=LONDON).timestamp())
+    items = [("k", steps, day + 60 * i, v) for i, v in enumerate([3.0, 7.0, 1.0])]
+    items.append(("k", steps, day + 86400, 4.0))
+    out = logged(runner, items)
+    assert [v for f, _t, v in out if f == 10] == [3.0, 7.0, 7.0, 4.0]
+    assert [v for f, _t, v in out if f == 11] == [3.0, 3.0, 1.0, 4.0]
+    assert {t for _f, t, _v in out[:6]} == {noon(2024, 1, 5)}
+
+
+def test_a_replayed_batch_counts_nothing_twice(runner):
+    steps = [
+        {"process": "log_to_feed", "feed": 1},
+        {"process": "power_to_kwh", "feed": 2},
+        {"process": "wh_accumulator", "feed": 3},
+    ]
+    batch = [("k", steps, 100 + 10 * i, 360.0 * i) for i in range(1, 6)]
+    runner.run(batch)
+    after_first = runner.buffer.last_values([1, 2, 3])
+    report = runner.run(batch)  # Celery redelivers the same task
+    assert report.replayed == 5
+    assert report.logged == [(1, 100 + 10 * i, 360.0 * i, False) for i in range(1, 6)]
+    assert runner.buffer.last_values([1, 2, 3]) == after_first
+
+
+def test_points_of_a_batch_are_processed_in_time_order(runner):
+    steps = [{"process": "ratechange", "feed": 9}]
+    items = [("k", steps, 30, 9.0), ("k", steps, 10, 1.0), ("k", steps, 20, 4.0)]
+    assert [v for _f, _t, v in logged(runner, items)] == [3.0, 5.0]
+
+
+def test_non_finite_inputs_are_skipped_not_logged(runner):
+    steps = [{"process": "log_to_feed", "feed": 1}]
+    report = runner.run(
+        [("k", steps, 10, float("nan")), ("k", steps, 20, "x"), ("k", steps, 30, 1.0)]
+    )
+    assert report.skipped_bad_values == 2
+    assert report.logged == [(1, 30, 1.0, False)]
+
+
+def test_validate_steps_names_the_step():
+    assert validate_steps([{"process": "log_to_feed", "feed": 3}]) == []
+    errors = validate_steps(
+        [
+            {"process": "log_to_feed"},
+            {"process": "scale", "arg": "two"},
+            {"process": "bogus"},
+            "log_to_feed",
+            {"process": "offset", "arg": 1, "feed": 2},
+            {"process": "power_to_kwh", "feed": True},
+        ]
+    )
+    assert [e.split(":")[0] for e in errors] == [
+        "step 0 (log_to_feed)",
+        "step 1 (scale)",
+        "step 2",
+        "step 3",
+        "step 4 (offset)",
+        "step 5 (power_to_kwh)",
+    ]
+    assert validate_steps({"process": "scale"}) == ["processes must be a list of steps"]
