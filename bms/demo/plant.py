@@ -153,7 +153,8 @@ class DemoPlant:
             "emontx-solarthermal": {
                 "collector": round(self.solar_thermal.collector_c, 2),
                 "tank": round(self.solar_thermal.tank_c, 2),
-                "heat": round(self.solar_thermal.last_power_w, 1),
+                # A heat meter counts heat into the tank; antifreeze circulation is not "gain".
+                "heat": round(max(0.0, self.solar_thermal.last_power_w), 1),
             },
             "emontx-hydro": {
                 "power": round(self.hydro_w, 1),

@@ -44,7 +44,12 @@ class SolarThermal:
     tank_loss_w_k: float = 2.0
     collector_c: float = 15.0
     tank_c: float = 40.0
-    last_power_w: float = 0.0  # heat delivered into the tank during the last step
+    # A backup immersion heater keeps the tank usable when the sun cannot (thermostat 42–45 °C).
+    backup_w: float = 3000.0
+    backup_on_below_c: float = 42.0
+    backup_off_above_c: float = 45.0
+    backup_on: bool = False
+    last_power_w: float = 0.0  # solar heat delivered into the tank during the last step
 
     @property
     def tank_capacity_j_k(self) -> float:
@@ -75,8 +80,13 @@ class SolarThermal:
             tank_loss = self.tank_loss_w_k * (self.tank_c - tank_room_c)
             if self.tank_c > tank_room_c:
                 tank_loss += draw_w
+            if self.tank_c < self.backup_on_below_c:
+                self.backup_on = True
+            elif self.tank_c > self.backup_off_above_c:
+                self.backup_on = False
+            backup = self.backup_w if self.backup_on else 0.0
             self.collector_c += h * (gain - to_tank) / self.collector_capacity_j_k
-            self.tank_c += h * (to_tank - tank_loss) / self.tank_capacity_j_k
+            self.tank_c += h * (to_tank + backup - tank_loss) / self.tank_capacity_j_k
             delivered_j += to_tank * h
         if n:
             self.last_power_w = delivered_j / dt_s

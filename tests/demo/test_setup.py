@@ -26,8 +26,9 @@ def key_file(tmp_path, settings) -> Path:
 
 
 def _setup(*args: str) -> str:
+    """Set up without history (tests/demo/test_history.py covers that)."""
     out = StringIO()
-    call_command("simulate_site", "--setup-only", *args, stdout=out)
+    call_command("simulate_site", "--setup-only", "--history-days", "0", *args, stdout=out)
     return out.getvalue()
 
 
@@ -145,6 +146,7 @@ def test_setup_prints_the_urls_to_open(key_file):
         (["--relay-port", "70000"], "--relay-port"),
         (["--relay-port", "15030", "--meter-port", "15030"], "different ports"),
         (["--base-url", "ftp://x"], "--base-url"),
+        (["--history-days", "61"], "--history-days"),
     ],
 )
 @pytest.mark.django_db
@@ -162,7 +164,7 @@ def test_help_documents_every_option():
     command.create_parser("manage.py", "simulate_site").print_help(out)
     text = out.getvalue()
     for option in ("--base-url", "--speed", "--relay-port", "--meter-port", "--setup-only",
-                   "--duration", "--no-gateway", "--seed"):  # fmt: skip
+                   "--duration", "--no-gateway", "--seed", "--history-days"):  # fmt: skip
         assert option in text
     assert "wall-clock" in text  # --speed says what it speeds up and what it does not
 

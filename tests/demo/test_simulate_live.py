@@ -72,7 +72,8 @@ def simulation(
     )
     argv = [sys.executable, str(ROOT / "manage.py"), "simulate_site", "--base-url", live_server.url,
             "--speed", str(SPEED), "--relay-port", str(relay_port), "--meter-port", str(meter_port),
-            "--seed", "7", "--duration", "120"]  # fmt: skip
+            "--seed", "7", "--duration", "120",
+            "--history-days", "0"]  # every value in the feeds below was posted live  # fmt: skip
     log_path = tmp_path / "simulator.log"
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -58,7 +58,7 @@ def test_boiler_holds_its_setpoint_and_cools_when_off():
 
 
 def _sunny_hour(pump_on: bool) -> SolarThermal:
-    plant = SolarThermal(collector_c=20.0, tank_c=40.0)
+    plant = SolarThermal(collector_c=20.0, tank_c=40.0, backup_w=0.0)
     for _ in range(60):
         plant.step(60.0, irradiance_w_m2=800.0, ambient_c=15.0, pump_on=pump_on)
     return plant
@@ -80,3 +80,13 @@ def test_collector_cools_to_ambient_at_night():
         plant.step(60.0, irradiance_w_m2=0.0, ambient_c=8.0, pump_on=False)
     assert plant.collector_c == pytest.approx(8.0, abs=0.5)
     assert 45.0 < plant.tank_c < 50.0
+
+
+def test_backup_heater_keeps_the_tank_between_its_thermostat_points():
+    plant = SolarThermal(collector_c=5.0, tank_c=30.0)
+    temps = []
+    for _ in range(24 * 60):
+        plant.step(60.0, irradiance_w_m2=0.0, ambient_c=5.0, pump_on=False, draw_w=400.0)
+        temps.append(plant.tank_c)
+    assert 41.5 < min(temps[6 * 60 :]) and max(temps) < 45.5
+    assert plant.last_power_w == 0.0  # backup heat is not solar heat

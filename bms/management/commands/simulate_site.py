@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from bms.demo.devices import DeviceStartError
+from bms.demo.history import backfill
 from bms.demo.keystore import gateway_config, write_private_json
 from bms.demo.simulator import Simulator, SimulatorConfig
 from bms.demo.site import DemoSite, ensure_demo_site
@@ -67,10 +68,19 @@ class Command(BaseCommand):
             help="Do not start `manage.py bms_gateway` for the JeeLib nodes",
         )
         parser.add_argument("--seed", type=int, help="Random seed for clouds, river and wind")
+        parser.add_argument(
+            "--history-days",
+            type=int,
+            default=8,
+            help="On a brand-new site, fill this many past days of PV, solar thermal and hydro "
+            "history into the feeds so the kiosk charts are not empty (default 8; 0: none)",
+        )
 
     def handle(self, *args, **opts) -> None:
         if opts["speed"] <= 0:
             raise CommandError("--speed must be greater than 0.")
+        if not 0 <= opts["history_days"] <= 60:
+            raise CommandError("--history-days must be between 0 and 60.")
         if opts["duration"] is not None and opts["duration"] <= 0:
             raise CommandError("--duration must be greater than 0 seconds.")
         for name in ("relay_port", "meter_port"):
@@ -90,6 +100,12 @@ class Command(BaseCommand):
             meter_host=_client_host(opts["meter_host"]),
             meter_port=opts["meter_port"],
         )
+        written = backfill(demo.feeds_by_role, opts["history_days"], seed=opts["seed"])
+        if written:
+            self.stdout.write(
+                f"Filled {opts['history_days']} days of history into the demo feeds "
+                f"({written} points)."
+            )
         self._report_setup(demo, base_url)
         if opts["setup_only"]:
             return
