@@ -1,0 +1,206 @@
+"""Feed data requests shared by the emoncms paths (feeds/views.py) and the DRF API
+(feeds/data_api.py): parameter parsing that names the bad parameter, and who may read what.
+
+Who may read: staff in a role group (engineers, bookers, viewers) and superusers read every
+feed; anyone else, anonymous included, reads only feeds marked public. A feed someone may not
+read is answered exactly like a feed that does not exist (401 when anonymous, 403 when logged
+in without a role), so the answer never tells whether a private feed exists.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
+
+from bms.permissions import user_groups
+from feeds import phpfina, service
+from feeds.models import Feed
+
+MAX_IDS = 50
+# Larger than any unix time in seconds until the year 5138: such a number is milliseconds.
+MS_THRESHOLD = 100_000_000_000
+TIMEFORMATS = ("unixms", "unix")
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass
+class DataQuery:
+    feed_ids: list[int]
+    start: int
+    end: int
+    interval: int | str | None  # None: each feed's own interval
+    average: bool = False
+    delta: bool = False
+    skipmissing: bool = False
+    timeformat: str = "unixms"
+    timezone: str = "Europe/London"
+
+
+def is_staff_reader(user) -> bool:
+    return bool(user and user.is_authenticated and (user.is_superuser or user_groups(user)))
+
+
+def _bad(param: str, message: str) -> ValidationError:
+    return ValidationError({param: [message]})
+
+
+def parse_id(raw: str | None, param: str = "id") -> int:
+    if raw is None or raw == "":
+        raise _bad(param, "required: a feed id")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _bad(param, f"{raw!r} is not a feed id (a positive integer)") from None
+    if value < 1:
+        raise _bad(param, "must be a positive integer")
+    return value
+
+
+def parse_ids(params: Mapping[str, str]) -> list[int]:
+    if params.get("ids"):
+        parts = [p for p in params["ids"].split(",") if p.strip()]
+        if not parts:
+            raise _bad("ids", "give feed ids separated by commas")
+        if len(parts) > MAX_IDS:
+            raise _bad("ids", f"at most {MAX_IDS} feeds per request")
+        return list(dict.fromkeys(parse_id(p.strip(), "ids") for p in parts))
+    if "id" in params:
+        return [parse_id(params.get("id"))]
+    raise _bad("id", "required: id=<feed id> or ids=<id,id,...>")
+
+
+def parse_time(params: Mapping[str, str], param: str) -> int:
+    raw = params.get(param)
+    if raw is None or raw == "":
+        raise _bad(param, "required: unix time in seconds or milliseconds")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise _bad(param, f"{raw!r} is not a unix time") from None
+    if not math.isfinite(value) or value < 0:
+        raise _bad(param, f"{raw!r} is not a unix time")
+    if value >= MS_THRESHOLD:
+        value /= 1000.0
+    if value > 0xFFFFFFFF:
+        raise _bad(param, f"{raw!r} is beyond the year 2106")
+    return int(value)
+
+
+def parse_bool(params: Mapping[str, str], param: str) -> bool:
+    raw = params.get(param)
+    if raw is None:
+        return False
+    raw = raw.strip().lower()
+    if raw in TRUE:
+        return True
+    if raw in FALSE:
+        return False
+    raise _bad(param, f"{raw!r} is not 0/1 or true/false")
+
+
+def parse_interval(params: Mapping[str, str]) -> int | str | None:
+    raw = params.get("interval")
+    if raw is None or raw == "":
+        return None
+    if raw in phpfina.CALENDAR_INTERVALS:
+        return raw
+    try:
+        value = int(float(raw))
+    except ValueError:
+        raise _bad(
+            "interval", f"{raw!r}: use seconds or one of {', '.join(phpfina.CALENDAR_INTERVALS)}"
+        ) from None
+    if value < 1:
+        raise _bad("interval", "must be at least 1 second")
+    return value
+
+
+def parse_timezone(params: Mapping[str, str]) -> str:
+    raw = params.get("timezone") or settings.TIME_ZONE
+    try:
+        ZoneInfo(raw)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise _bad("timezone", f"unknown time zone {raw!r} (e.g. Europe/London)") from None
+    return raw
+
+
+def parse_data_query(params: Mapping[str, str], feed_id: int | None = None) -> DataQuery:
+    ids = [feed_id] if feed_id is not None else parse_ids(params)
+    start = parse_time(params, "start")
+    end = parse_time(params, "end")
+    if end < start:
+        raise _bad("end", "must not be before start")
+    timeformat = params.get("timeformat") or "unixms"
+    if timeformat not in TIMEFORMATS:
+        raise _bad("timeformat", f"{timeformat!r}: use one of {', '.join(TIMEFORMATS)}")
+    return DataQuery(
+        feed_ids=ids,
+        start=start,
+        end=end,
+        interval=parse_interval(params),
+        average=parse_bool(params, "average"),
+        delta=parse_bool(params, "delta"),
+        skipmissing=parse_bool(params, "skipmissing"),
+        timeformat=timeformat,
+        timezone=parse_timezone(params),
+    )
+
+
+def readable_feeds(user, feed_ids: list[int]) -> dict[int, Feed]:
+    """The feeds, in order, or the 401/403/404 that hides what the user may not see."""
+    feeds = Feed.objects.in_bulk(feed_ids)
+    staff = is_staff_reader(user)
+    for feed_id in feed_ids:
+        feed = feeds.get(feed_id)
+        if feed is not None and (staff or feed.public):
+            continue
+        if staff:
+            raise NotFound(f"feed {feed_id} not found")
+        if not (user and user.is_authenticated):
+            raise NotAuthenticated(f"feed {feed_id}: log in to read it (or it does not exist)")
+        raise PermissionDenied(f"feed {feed_id}: your account has no staff role to read it")
+    return {i: feeds[i] for i in feed_ids}
+
+
+def run(query: DataQuery, feeds: dict[int, Feed]) -> dict[int, list[list]]:
+    out = {}
+    for feed_id, feed in feeds.items():
+        interval = query.interval if query.interval is not None else feed.interval
+        try:
+            points = service.read(
+                feed_id,
+                query.start,
+                query.end,
+                interval,
+                average=query.average,
+                delta=query.delta,
+                skipmissing=query.skipmissing,
+                timezone=query.timezone,
+                feed_interval=feed.interval,
+            )
+        except phpfina.TooManyPoints as exc:
+            raise _bad("interval", f"{exc}: use a longer interval or a shorter range") from None
+        except phpfina.BadReadRequest as exc:
+            raise _bad(exc.param, str(exc)) from None
+        if query.timeformat == "unix":
+            for point in points:
+                point[0] //= 1000
+        out[feed_id] = points
+    return out
+
+
+class ApiKeyQueryAuthentication(TokenAuthentication):
+    """emoncms clients pass their key as `?apikey=`: accept a staff API token there too."""
+
+    def authenticate(self, request):
+        key = request.query_params.get("apikey")
+        if not key:
+            return None
+        return self.authenticate_credentials(key)
