@@ -36,13 +36,17 @@ RECORD_SIZE = struct.calcsize(RECORD_FORMAT)  # 9
 RECORD_DTYPE = np.dtype([("t", "<u4"), ("v", "<f4"), ("flags", "u1")])
 FLAG_JOIN = 1
 DEFAULT_BLOCK_RECORDS = 1_000_000  # ~9 MB per GETRANGE
-LOCK_TTL_S = 600
+# Renewed before every block, so it only runs out when the committing process has died.
+LOCK_TTL_S = 120
 
 BufferedPoint = tuple[int, int, float, bool]  # (feed_id, t, value, join)
 
 # Remove the committed prefix; forget the feed when nothing is left. Atomic, so an APPEND
 # that lands while we trim is either before (kept, after the prefix) or after (appended).
+# With a lock token (ARGV[3]) it trims only while that token still holds the commit lock: a
+# commit that stalled past the lock's TTL must not trim what a newer commit is handling.
 _TRIM = """
+if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
 local len = redis.call('STRLEN', KEYS[1])
 local n = tonumber(ARGV[1])
 if len <= n then
@@ -67,6 +71,11 @@ end
 return 1
 """
 
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -80,6 +89,10 @@ def pack_records(points: Iterable[tuple[int, float, bool]]) -> bytes:
 def parse_records(raw: bytes) -> np.ndarray:
     usable = len(raw) - len(raw) % RECORD_SIZE
     return np.frombuffer(raw[:usable], dtype=RECORD_DTYPE)
+
+
+class LockLost(RuntimeError):
+    """This commit's lock ran out and may be held by another commit."""
 
 
 @dataclass
@@ -110,6 +123,8 @@ class FeedBuffer:
         self._trim = client.register_script(_TRIM)
         self._set_last = client.register_script(_SET_LAST)
         self._unlock = client.register_script(_UNLOCK)
+        self._renew = client.register_script(_RENEW)
+        self._token: str | None = None  # set while this object holds the commit lock
 
     def key(self, feed_id: int) -> str:
         return f"{self.prefix}buf:{int(feed_id)}"
@@ -191,6 +206,12 @@ class FeedBuffer:
             self.redis.srem(self.dirty_key, feed_id)
             return report
         while todo > 0:
+            if self._token and not self._renew(
+                keys=[self.lock_key], args=[self._token, LOCK_TTL_S]
+            ):
+                # Another commit took over (we stalled past the TTL): trimming now could
+                # remove records it has not written. Stop; it will commit them.
+                raise LockLost("the feed commit lock expired during the commit")
             raw = self.redis.getrange(key, 0, min(block_bytes, todo) - 1)
             usable = len(raw) - len(raw) % RECORD_SIZE
             if usable == 0:
@@ -222,7 +243,11 @@ class FeedBuffer:
                     )
             if after_write is not None:
                 after_write(feed_id, len(records))
-            self._trim(keys=[key, self.dirty_key], args=[usable, feed_id])
+            trimmed = self._trim(
+                keys=[key, self.dirty_key, self.lock_key], args=[usable, feed_id, self._token or ""]
+            )
+            if trimmed == -1:
+                raise LockLost("the feed commit lock was lost before the trim; records kept")
         return report
 
     def commit(
@@ -241,6 +266,7 @@ class FeedBuffer:
         if not self.redis.set(self.lock_key, token, nx=True, ex=LOCK_TTL_S):
             report.skipped = True  # another commit is running; it will take these too
             return report
+        self._token = token
         try:
             for feed_id in self.dirty_feeds():
                 self.commit_feed(
@@ -255,5 +281,6 @@ class FeedBuffer:
                 )
                 report.feeds += 1
         finally:
+            self._token = None
             self._unlock(keys=[self.lock_key], args=[token])
         return report

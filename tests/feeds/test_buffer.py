@@ -125,3 +125,18 @@ def test_a_bad_value_smuggled_into_the_buffer_is_refused_at_commit(buffer, feed_
     report = buffer.commit(feed_dir, {1: 10}, now=NOW)
     assert report.refused == {1: 1}
     assert np.fromfile(feed_dir / "1.dat", "<f4").tolist() == [2.0]
+
+
+def test_a_commit_that_lost_its_lock_does_not_trim(buffer, feed_dir):
+    from feeds.buffer import LockLost
+
+    buffer.add([(1, 1000 + 10 * i, 1.0, False) for i in range(20)])
+
+    def lock_stolen(feed_id, records):
+        buffer.redis.set(buffer.lock_key, "another-commit")
+
+    with pytest.raises(LockLost):
+        buffer.commit(feed_dir, {1: 10}, now=NOW, block_records=10, after_write=lock_stolen)
+    # the block was written, but not trimmed: the commit holding the lock now will take it
+    assert len(buffer.pending(1)) == 20
+    assert buffer.redis.get(buffer.lock_key) == b"another-commit"  # not ours to delete
