@@ -73,7 +73,7 @@ class DemoPlant:
         self.humidity = OrnsteinUhlenbeck(mean=65.0, sigma=8.0, tau_s=3 * 3600.0, rng=self.rng)
         self.grid_volts = OrnsteinUhlenbeck(mean=240.0, sigma=2.0, tau_s=120.0, rng=self.rng)
         self.outside_c = self._outside(now)
-        self.solar_thermal = SolarThermal(collector_c=self.outside_c, tank_c=35.0)
+        self.solar_thermal = SolarThermal(collector_c=self.outside_c, tank_c=44.0)
         self.circuit = BoilerCircuit(flow_c=max(self.outside_c, 15.0))
         self.rooms = {
             room.slug: Room(name=room.name, temperature_c=max(room.start_c, self.outside_c + 2))
