@@ -1,0 +1,197 @@
+"""Feed store benchmark (issue #3). Prints its figures; see docs/BENCHMARKS.md "Feed store".
+
+  1. read:   1000 averaged points across one year of 10 s data (3,153,600 slots), in-process
+             (feeds.phpfina.read) and through /feed/data.json (Django test client, anonymous,
+             public feed, full middleware and DRF stack). Targets: median <= 5 ms / <= 25 ms.
+  2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
+             Target >= 1,000,000 values/s.
+  3. load:   bytes dirtied per second (/proc/self/io write_bytes) committing the seed's workload
+             (25 feeds at 60 s, 20 feeds at 10 s) in simulated time, at commit intervals of
+             1 s, 60 s, 5 min, 30 min. Targets <= 5.95, 3.2, 0.77, 0.14 kB/s.
+
+Scratch data dir, SQLite file and the Redis db given by --redis-db (flushed!).
+
+    .venv/bin/python bench/feeds.py [--redis-db 11] [--repeat 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+YEAR_SLOTS = 365 * 86400 // 10  # 3,153,600
+START = 1_704_067_200  # 2024-01-01 00:00 UTC
+
+
+def write_bytes() -> int:
+    with open("/proc/self/io") as fh:
+        for line in fh:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    raise RuntimeError("no write_bytes in /proc/self/io")
+
+
+def year_of_data(gappy: bool) -> np.ndarray:
+    rng = np.random.default_rng(1)
+    t = np.arange(YEAR_SLOTS)
+    data = (2000 + 1500 * np.sin(t * 2 * np.pi / 8640) + rng.normal(0, 50, YEAR_SLOTS)).astype(
+        "<f4"
+    )
+    for a in rng.integers(0, YEAR_SLOTS - 5000, 20):  # 20 outages of up to ~14 h
+        data[a : a + rng.integers(10, 5000)] = np.nan
+    if gappy:  # and 1 % of readings lost at random: every window has a gap
+        data[rng.random(YEAR_SLOTS) < 0.01] = np.nan
+    return data
+
+
+def median_ms(fn, repeat: int) -> tuple[float, float]:
+    fn()  # warm the page cache and imports
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.95) - 1]
+
+
+def bench_read(feed_dir: Path, repeat: int) -> None:
+    from django.test import Client
+
+    from feeds import phpfina
+    from feeds.models import Feed
+
+    client = Client()
+    end = START + YEAR_SLOTS * 10 - 10
+    interval = (end - START) // 1000
+    print(f"\n1. read: 1000 averaged points over a year of 10 s data ({YEAR_SLOTS:,} slots)")
+    for label, gappy in (("20 outages", False), ("20 outages + 1 % random gaps", True)):
+        feed = Feed.objects.create(name=f"year {label}", interval=10, public=True)
+        (feed_dir / f"{feed.id}.meta").write_bytes(phpfina.pack_meta(10, START))
+        year_of_data(gappy).tofile(feed_dir / f"{feed.id}.dat")
+        points = phpfina.read(feed_dir, feed.id, START, end, interval, average=True)
+        url = f"/feed/data.json?id={feed.id}&start={START}&end={end}&interval={interval}&average=1"
+        response = client.get(url)
+        assert response.status_code == 200 and len(response.json()) == len(points), response
+        med, p95 = median_ms(
+            lambda f=feed: phpfina.read(feed_dir, f.id, START, end, interval, average=True),
+            repeat,
+        )
+        hmed, hp95 = median_ms(lambda u=url: client.get(u), repeat)
+        print(f"   {label:30s} {len(points)} points: in-process median {med:.2f} ms "
+              f"(p95 {p95:.2f}), /feed/data.json median {hmed:.2f} ms (p95 {hp95:.2f})")  # fmt: skip
+
+
+def bench_commit(redis_client, base: Path) -> None:
+    from feeds.buffer import FeedBuffer
+
+    buffer = FeedBuffer(redis_client)
+    print("\n2. commit throughput, buffer -> files (fsync'd)")
+    for feeds, per_feed in ((20, 100_000), (2000, 1_000)):
+        directory = base / f"commit-{feeds}"
+        directory.mkdir()
+        redis_client.flushdb()
+        pipe = redis_client.pipeline(transaction=False)
+        for feed_id in range(1, feeds + 1):
+            rows = [(feed_id, START + 10 * i, float(i % 1000), False) for i in range(per_feed)]
+            buffer.add(rows, pipe)
+        pipe.execute()
+        total = feeds * per_feed
+        t0 = time.perf_counter()
+        report = buffer.commit(directory, dict.fromkeys(range(1, feeds + 1), 10), now=2e9)
+        seconds = time.perf_counter() - t0
+        assert report.points == total and not redis_client.keys("feeds:buf:*"), report
+        print(f"   {feeds:5d} feeds x {per_feed:7,d} values = {total:,}: {seconds:.3f} s "
+              f"= {total / seconds:,.0f} values/s")  # fmt: skip
+
+
+def bench_write_load(redis_client, base: Path) -> None:
+    from feeds.buffer import FeedBuffer
+
+    buffer = FeedBuffer(redis_client)
+    intervals = {i: 60 for i in range(1, 26)} | {i: 10 for i in range(26, 46)}
+    print("\n3. write load: 25 feeds at 60 s + 20 feeds at 10 s, simulated time, fsync per commit")
+    targets = {1: 5.95, 60: 3.2, 300: 0.77, 1800: 0.14}
+    for commit_every, target in targets.items():
+        directory = base / f"load-{commit_every}"
+        directory.mkdir()
+        redis_client.flushdb()
+        duration = max(1200, 24 * commit_every)  # simulated seconds measured
+        t = START
+        # A day of history first, so files exist and we measure steady state, not creation.
+        warm = [(f, START - 86400 + s, 1.0, False) for f, iv in intervals.items()
+                for s in range(0, 86400, iv)]  # fmt: skip
+        buffer.add(warm)
+        buffer.commit(directory, intervals, now=t)
+        before = write_bytes()
+        commits = 0
+        while t < START + duration:
+            nxt = t + commit_every
+            rows = [(f, s, 20.0 + s % 7, False) for f, iv in intervals.items()
+                    for s in range(-(-t // iv) * iv, nxt, iv)]  # fmt: skip
+            if rows:
+                buffer.add(rows)
+            buffer.commit(directory, intervals, now=nxt)
+            commits += 1
+            t = nxt
+        rate = (write_bytes() - before) / duration / 1000
+        verdict = "ok" if rate <= target else "over target"
+        print(f"   every {commit_every:5d} s: {commits:5d} commits over {duration:,} simulated s: "
+              f"{rate:6.2f} kB/s written (target <= {target}) {verdict}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--redis-db", type=int, default=11, help="Redis db to use (flushed)")
+    parser.add_argument("--repeat", type=int, default=200, help="reads timed per case")
+    parser.add_argument("--only", choices=["read", "commit", "load"], help="run one part")
+    args = parser.parse_args()
+
+    # The scratch data dir is on the same disk as var/ (a tmpfs would count no writes).
+    base = Path(tempfile.mkdtemp(prefix="bench-feeds-", dir=ROOT / "var"))
+    os.environ.update(
+        BMS_DATA_DIR=str(base),
+        DATABASE_URL=f"sqlite:///{base / 'bench.sqlite3'}",
+        REDIS_URL=f"redis://127.0.0.1:6379/{args.redis_db}",
+        DJANGO_SETTINGS_MODULE="bms.settings",
+        ALLOWED_HOSTS="testserver,localhost",
+        DEBUG="false",
+    )
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from bms.redis import get_redis
+
+    call_command("migrate", verbosity=0)
+    redis_client = get_redis()
+    redis_client.flushdb()
+    print(f"data dir {base}; Redis db {args.redis_db}; numpy {np.__version__}")
+    try:
+        if args.only in (None, "read"):
+            bench_read(Path(settings.BMS_FEED_DIR), args.repeat)
+        if args.only in (None, "commit"):
+            bench_commit(redis_client, base)
+        if args.only in (None, "load"):
+            bench_write_load(redis_client, base)
+    finally:
+        redis_client.flushdb()
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
