@@ -30,6 +30,16 @@ from bms.demo.plant import Coils, DemoPlant, jeelib_line
 log = logging.getLogger("bms.demo")
 
 HTTP_TIMEOUT_S = 5.0
+JEELIB_LOG_MAX_BYTES = 5_000_000  # ~0.4 MB a day: about two weeks per file
+
+
+def _append_rotating(path: Path, lines: list[str]) -> None:
+    """Append lines; past the size limit the file moves to `<name>.1` (replacing the last)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size > JEELIB_LOG_MAX_BYTES:
+        path.replace(path.with_name(path.name + ".1"))
+    with path.open("a") as out:
+        out.writelines(line + "\n" for line in lines)
 
 
 @dataclass
@@ -202,9 +212,7 @@ class Simulator:
             for node_id, values in self.plant.jeelib_frames().items()
         ]
         if self.config.jeelib_log is not None:
-            self.config.jeelib_log.parent.mkdir(parents=True, exist_ok=True)
-            with self.config.jeelib_log.open("a") as out:
-                out.writelines(line + "\n" for line in lines)
+            _append_rotating(self.config.jeelib_log, lines)
         if self.gateway is None or self.gateway.stdin is None or self._gateway_broken:
             return
         if self.gateway.returncode is not None:

@@ -72,3 +72,16 @@ def test_a_relay_port_in_use_is_a_clear_error_not_a_traceback(tmp_path, settings
                 "simulate_site", "--relay-port", str(port), "--meter-port", "0", "--no-gateway",
                 "--duration", "1", stdout=StringIO(),
             )  # fmt: skip
+
+
+def test_the_jeelib_log_is_kept_to_two_bounded_files(tmp_path, monkeypatch):
+    from bms.demo import simulator
+
+    monkeypatch.setattr(simulator, "JEELIB_LOG_MAX_BYTES", 100)
+    log_path = tmp_path / "jeelib.log"
+    for i in range(30):
+        simulator._append_rotating(log_path, [f"OK 10 {i} 0 (-60)"])
+    rotated = tmp_path / "jeelib.log.1"
+    assert rotated.exists()
+    assert log_path.stat().st_size <= 100 + 20 and rotated.stat().st_size <= 100 + 20
+    assert log_path.read_text().splitlines()[-1] == "OK 10 29 0 (-60)"
