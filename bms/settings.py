@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from bms.env import env_bool, env_int, env_list, env_str, read_dotenv
+from bms.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 read_dotenv(BASE_DIR / ".env")
@@ -33,6 +33,12 @@ if not BMS_DATA_DIR.is_absolute():
 BMS_FEED_DIR = BMS_DATA_DIR / "feeds"
 BMS_FEED_COMMIT_INTERVAL = env_int("BMS_FEED_COMMIT_INTERVAL", 60, minimum=1)
 BMS_CONTROL_TICK = env_int("BMS_CONTROL_TICK", 30, minimum=1)
+# Relays: re-assert every state this often; per-request timeout, per-board deadline, attempts.
+BMS_CONTROL_KEEPALIVE = env_int("BMS_CONTROL_KEEPALIVE", 600, minimum=10)
+BMS_CONTROL_DEVICE_TIMEOUT = env_float("BMS_CONTROL_DEVICE_TIMEOUT", 1.0, minimum=0.1)
+BMS_CONTROL_DEVICE_DEADLINE = env_float("BMS_CONTROL_DEVICE_DEADLINE", 3.0, minimum=0.5)
+BMS_CONTROL_DEVICE_ATTEMPTS = env_int("BMS_CONTROL_DEVICE_ATTEMPTS", 3, minimum=1)
+BMS_CONTROL_NODE_ACK_TIMEOUT = env_int("BMS_CONTROL_NODE_ACK_TIMEOUT", 300, minimum=10)
 # Largest number of points one feed read may return (emoncms refuses > 8928 by default).
 BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
 
@@ -133,6 +139,10 @@ LOGIN_REDIRECT_URL = "/staff/"
 
 # Requests: ingest bodies are bounded here and again per endpoint.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BMS_MAX_BODY_BYTES", 1_048_576)
+# Ingest limits (docs/INGEST.md): rows and values per request, how far ahead a clock may be.
+BMS_INGEST_MAX_ROWS = env_int("BMS_INGEST_MAX_ROWS", 2500, minimum=1)
+BMS_INGEST_MAX_VALUES = env_int("BMS_INGEST_MAX_VALUES", 50000, minimum=1)
+BMS_INGEST_MAX_FUTURE_S = env_int("BMS_INGEST_MAX_FUTURE_S", 900, minimum=0)
 
 REST_FRAMEWORK = {
     # Token first so an unauthenticated request gets 401 with WWW-Authenticate, not 403.

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from control.admin_plant import actuator_state_and_why, zone_status_links
 from control.models import (
     ActuatorCommand,
     Booking,
@@ -9,6 +10,8 @@ from control.models import (
     SchedulePeriod,
     Zone,
 )
+from sensors.admin import ActuatorAdmin
+from sensors.models import Actuator
 
 
 class SchedulePeriodInline(admin.TabularInline):
@@ -31,9 +34,11 @@ class ScheduleAdmin(admin.ModelAdmin):
 @admin.register(Zone)
 class ZoneAdmin(admin.ModelAdmin):
     list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
-                    "optimum_start", "heating_rate_min_per_k", "bookable", "enabled"]  # fmt: skip
+                    "optimum_start", "heating_rate_min_per_k", "bookable", "enabled",
+                    "status_links"]  # fmt: skip
     list_filter = ["site", "bookable", "enabled", "optimum_start"]
     search_fields = ["name", "slug"]
+    readonly_fields = ["status_links"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["actuators"]
     fieldsets = [
@@ -77,6 +82,10 @@ class ZoneAdmin(admin.ModelAdmin):
         ),  # fmt: skip
         ("Bookings and safety", {"fields": ["bookable", "ical_url", "sensor_stale_after_s"]}),
     ]
+
+    @admin.display(description="status · bookings · replay")
+    def status_links(self, zone: Zone) -> str:
+        return zone_status_links(zone)
 
 
 @admin.register(Booking)
@@ -128,3 +137,34 @@ class ActuatorCommandAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class RecentCommandInline(admin.TabularInline):
+    model = ActuatorCommand
+    fields = ["requested_at", "state", "reason", "strategy", "user", "confirmed_at", "error"]
+    readonly_fields = fields
+    ordering = ["-requested_at"]
+    extra = 0
+    max_num = 0
+    can_delete = False
+    verbose_name_plural = "Recent commands (audit log)"
+
+    def get_queryset(self, request):
+        # Newest first; the full history is under Actuator commands.
+        return super().get_queryset(request).order_by("-requested_at")
+
+
+# control extends the sensors app's Actuator admin with what only control knows:
+# the state each actuator is in, why, and its audit trail (sensors may not import control).
+admin.site.unregister(Actuator)
+
+
+@admin.register(Actuator)
+class ControlledActuatorAdmin(ActuatorAdmin):
+    list_display = [*ActuatorAdmin.list_display, "state_and_why"]
+    readonly_fields = ["state_and_why"]
+    inlines = [RecentCommandInline]
+
+    @admin.display(description="state — why")
+    def state_and_why(self, actuator: Actuator) -> str:
+        return actuator_state_and_why(actuator)

@@ -1,6 +1,11 @@
+import time
+from datetime import UTC, datetime
+
 from django.contrib import admin, messages
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
+from sensors import state
 from sensors.alarms import acknowledge
 from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
 
@@ -59,6 +64,28 @@ class NodeAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
         super().save_model(request, obj, form, change)
+
+    @admin.display(description="last seen")
+    def last_seen(self, node: Node) -> str:
+        seen = state.last_seen(node.pk)
+        if seen is None:
+            return "never"
+        ago = int(time.time() - seen)
+        label = f"{ago} s ago" if ago < 120 else f"{ago // 60} min ago"
+        if state.is_silent(seen, node.interval, time.time()):
+            return format_html('<strong style="color:#c0262d">silent · {}</strong>', label)
+        return label
+
+    @admin.display(description="last values (converted)")
+    def last_values(self, node: Node) -> str:
+        values = sorted(state.last_values(node.pk).items())
+        if not values:
+            return "none yet"
+        return format_html_join(
+            "", "<div><code>{}</code> = {} <span style='color:#666'>at {}</span></div>",
+            ((key, f"{value:.6g}", timezone.localtime(datetime.fromtimestamp(t, UTC)).strftime("%H:%M:%S"))
+             for key, (t, value) in values),
+        )  # fmt: skip
 
     @admin.action(description="Rotate write key (the old key stops working)")
     def rotate_write_key(self, request, queryset):

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from bms.redis import get_redis
 
+# A node is silent once it has missed three of its expected posts.
+SILENT_FACTOR = 3
+
 SEEN_KEY = "sensors:seen"
 SILENT_KEY = "sensors:silent"
 RANGE_ALARMS_KEY = "sensors:range-alarms"
@@ -41,3 +44,8 @@ def last_values(node_id: int) -> dict[str, tuple[int, float]]:
         t, _, value = raw.decode().partition(" ")
         result[key.decode()] = (int(t), float(value))
     return result
+
+
+def is_silent(last_seen_at: float | None, interval_s: int, now: float) -> bool:
+    """True when a node has not posted for SILENT_FACTOR × its interval (or never has)."""
+    return last_seen_at is None or now - last_seen_at > SILENT_FACTOR * interval_s

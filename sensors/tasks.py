@@ -23,7 +23,6 @@ from sensors.models import Alarm, Node
 
 log = logging.getLogger(__name__)
 
-SILENT_FACTOR = 3
 MODBUS_TIMEOUT_S = 2.0
 MODBUS_FAILURES_BEFORE_ALARM = 2
 
@@ -70,7 +69,7 @@ def check_silent_nodes(now: float | None = None) -> dict:
         # A node that never posted is measured from when it was registered.
         last = seen.get(node.id, node.created.timestamp())
         key = f"node-silent:{node.id}"
-        if now - last > SILENT_FACTOR * node.interval:
+        if now - last > state.SILENT_FACTOR * node.interval:
             _, created = raise_alarm(
                 key,
                 f"Node {node.name} silent for {int(now - last)} s "

@@ -83,3 +83,53 @@ def test_csv_export_refuses_a_backwards_range(viewer):
     response = _login(viewer).get(f"/staff/feeds/export.csv?ids={feed.pk}&start=2000&end=1000")
     assert response.status_code == 400
     assert "'end' must be after 'start'" in response.json()["error"]
+
+
+def test_overview_shows_nodes_online_and_silent(viewer, redis_client):
+    import time
+
+    from sensors import state
+    from sensors.models import Node
+
+    fresh, quiet = Node(name="fresh", interval=10), Node(name="quiet", interval=10)
+    for node in (fresh, quiet):
+        node.set_new_key()
+        node.save()
+    now = time.time()
+    redis_client.hset(state.SEEN_KEY, mapping={fresh.pk: now - 5, quiet.pk: now - 100})
+    html = _login(viewer).get("/staff/").content.decode()
+    nodes = html[html.index('id="nodes"') :]
+    assert (
+        nodes.index("fresh") < nodes.index("online") < nodes.index("quiet") < nodes.index("silent")
+    )
+
+
+def test_overview_shows_zone_temperature_next_booking_and_preheat_start(viewer, redis_client):
+    import time
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from control.models import Booking, Zone
+    from feeds import service
+    from feeds.models import Feed
+    from sensors.models import Node, Sensor
+
+    node = Node(name="room-node")
+    node.set_new_key()
+    node.save()
+    feed = Feed.objects.create(name="room1:temp", interval=10)
+    sensor = Sensor.objects.create(node=node, key="temp", feed=feed)
+    zone = Zone.objects.create(
+        name="Room One", slug="room-one", temperature_sensor=sensor, heating_rate_min_per_k=20
+    )
+    service.log_points([(feed.pk, int(time.time()) - 20, 17.0)])
+    start = timezone.now() + timedelta(hours=2)
+    Booking.objects.create(zone=zone, title="Yoga", start=start, end=start + timedelta(hours=1))
+    html = _login(viewer).get("/staff/").content.decode()
+    row = html[html.index('id="zone-room-one"') :]
+    row = row[: row.index("</tr>")]
+    assert "17.0 °C" in row and "Yoga" in row
+    assert "(60 min)" in row  # 3 K below 20 °C at 20 min/K
+    expected = timezone.localtime(start - timedelta(minutes=60)).strftime("%H:%M")
+    assert expected in row
