@@ -86,7 +86,10 @@ def test_corrupt_pairs_are_refused_with_a_clear_message_and_others_imported(
         run(str(source))
     assert message in str(exc.value)
     assert sorted(Feed.objects.values_list("name", flat=True)) == ["5", "9"]
-    assert not any(p.name.startswith("7.") for p in feed_dir.iterdir())
+    ids = Feed.objects.values_list("id", flat=True)
+    assert sorted(p.name for p in feed_dir.iterdir()) == sorted(
+        f"{i}.{ext}" for i in ids for ext in ("dat", "meta")
+    )
 
 
 def test_a_missing_directory_is_an_error(tmp_path, feed_dir):
