@@ -1,3 +1,4 @@
+from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
@@ -5,6 +6,8 @@ from bms import staff_views
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/staff/", permanent=False)),
+    # Browsers ask for /favicon.ico on every page, the admin's included.
+    path("favicon.ico", RedirectView.as_view(url=static("bms/favicon.svg"), permanent=True)),
     path("staff/", staff_views.overview, name="staff-overview"),
     path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
     path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from displays.sample_data import write_sample_history
-from tests.displays.kiosk_server import KioskServer
+from tests.live_http import KioskServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
