@@ -115,12 +115,13 @@ def wait_for_worker(timeout_s: float = 30.0) -> None:
     raise RuntimeError("Celery worker did not answer a ping in time")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def celery_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen]:
     """A real Celery worker process on all queues, sharing the test database and Redis.
 
     Tests that use it must also use `transactional_db` so what they write is committed
-    and visible to the worker.
+    and visible to the worker. Module-scoped: it is gone before the next module runs, so
+    tests elsewhere that inspect the broker's queues find their messages still there.
     """
     with django_db_blocker.unblock():
         db_url = test_database_url()
