@@ -120,6 +120,20 @@ ensure_redis() {
   die "Redis did not come up: see var/redis/redis.log"
 }
 
+port_answers() {  # port_answers HOST PORT: something accepts TCP connections there
+  "$PY" -c "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2).close()" "$1" "$2" 2>/dev/null
+}
+
+ensure_mosquitto() {
+  # The MQTT ingest tests talk to a real broker at 127.0.0.1:1883.
+  port_answers 127.0.0.1 1883 && return 0
+  command -v mosquitto >/dev/null 2>&1 || apt_install mosquitto
+  say "Starting Mosquitto on 127.0.0.1:1883"
+  mosquitto -d -p 1883 >/dev/null 2>&1 || die "mosquitto failed to start"
+  for _ in $(seq 1 50); do port_answers 127.0.0.1 1883 && return 0; sleep 0.1; done
+  die "Mosquitto did not come up on 127.0.0.1:1883"
+}
+
 bms_setup() {
   cd "$BMS_ROOT" || die "cannot cd to $BMS_ROOT"
   setup_python
@@ -129,4 +143,7 @@ bms_setup() {
     [ -x /usr/bin/chromium ] || apt_install chromium
   fi
   ensure_redis
+  if [ "${1:-}" = "--for-tests" ]; then
+    ensure_mosquitto
+  fi
 }
