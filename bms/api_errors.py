@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import ProtectedError, RestrictedError
 from django.http import JsonResponse
+from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -28,7 +30,19 @@ def _first_message(detail: Any) -> str:
     return str(detail)
 
 
+def _protected_conflict(exc: ProtectedError | RestrictedError) -> Response:
+    """Deleting an object others still point at (a site with nodes): 409 naming what blocks it."""
+    objects = exc.protected_objects if isinstance(exc, ProtectedError) else exc.restricted_objects
+    blocking = sorted({f"{o._meta.verbose_name} '{o}'" for o in list(objects)[:5]})
+    message = "still in use by " + ", ".join(blocking) + ": delete or move those first"
+    return Response(
+        {"success": False, "error": message, "blocking": blocking}, status=status.HTTP_409_CONFLICT
+    )
+
+
 def json_exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, ProtectedError | RestrictedError):
+        return _protected_conflict(exc)
     response = exception_handler(exc, context)
     if response is None:
         return None

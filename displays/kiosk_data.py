@@ -47,7 +47,7 @@ def clock_for(display: Display, now: float | None = None) -> panel_data.Clock:
     tz_name = site.time_zone if site else settings.TIME_ZONE
     try:
         ZoneInfo(tz_name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         log.warning("display %s: unknown time zone %r, using %s", display.slug, tz_name,
                     settings.TIME_ZONE)  # fmt: skip
         tz_name = settings.TIME_ZONE

@@ -350,7 +350,7 @@ def open_data(directory: str | os.PathLike, feed_id: int) -> np.ndarray:
 def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: "Europe", too long
         raise BadReadRequest("timezone", f"unknown time zone {name!r}") from exc
 
 

@@ -23,6 +23,8 @@ from feeds import phpfina, service
 from feeds.models import Feed
 
 MAX_IDS = 50
+MAX_ID = 2**63 - 1  # BigAutoField
+MAX_INTERVAL_S = 0xFFFFFFFF  # the whole range of PHPFina times
 # Larger than any unix time in seconds until the year 5138: such a number is milliseconds.
 MS_THRESHOLD = 100_000_000_000
 TIMEFORMATS = ("unixms", "unix")
@@ -60,6 +62,8 @@ def parse_id(raw: str | None, param: str = "id") -> int:
         raise _bad(param, f"{raw!r} is not a feed id (a positive integer)") from None
     if value < 1:
         raise _bad(param, "must be a positive integer")
+    if value > MAX_ID:  # the database's integer would overflow: a 500 instead of a 404
+        raise _bad(param, f"must be at most {MAX_ID}")
     return value
 
 
@@ -113,12 +117,14 @@ def parse_interval(params: Mapping[str, str]) -> int | str | None:
         return raw
     try:
         value = int(float(raw))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: "inf", "1e999"
         raise _bad(
             "interval", f"{raw!r}: use seconds or one of {', '.join(phpfina.CALENDAR_INTERVALS)}"
         ) from None
     if value < 1:
         raise _bad("interval", "must be at least 1 second")
+    if value > MAX_INTERVAL_S:  # numpy's int64 window arithmetic would overflow
+        raise _bad("interval", f"must be at most {MAX_INTERVAL_S} seconds")
     return value
 
 
@@ -126,7 +132,8 @@ def parse_timezone(params: Mapping[str, str]) -> str:
     raw = params.get("timezone") or settings.TIME_ZONE
     try:
         ZoneInfo(raw)
-    except (ZoneInfoNotFoundError, ValueError):
+    # OSError: a directory ("Europe") or a name too long for the file system.
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise _bad("timezone", f"unknown time zone {raw!r} (e.g. Europe/London)") from None
     return raw
 
@@ -155,7 +162,8 @@ def parse_data_query(params: Mapping[str, str], feed_id: int | None = None) -> D
 
 def readable_feeds(user, feed_ids: list[int]) -> dict[int, Feed]:
     """The feeds, in order, or the 401/403/404 that hides what the user may not see."""
-    feeds = Feed.objects.in_bulk(feed_ids)
+    # Ids past the database's integer range cannot exist (and would overflow the query: a 500).
+    feeds = Feed.objects.in_bulk([i for i in feed_ids if 0 < i <= MAX_ID])
     staff = is_staff_reader(user)
     for feed_id in feed_ids:
         feed = feeds.get(feed_id)

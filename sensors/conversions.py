@@ -53,7 +53,12 @@ def rtd_temperature(resistance: float, r0: float = 100.0) -> float:
     if resistance <= 0 or r0 <= 0:
         raise ConversionError(f"RTD resistance must be positive, got {resistance!r} Ω")
     ratio = resistance / r0
-    t = (-CVD_A + math.sqrt(CVD_A * CVD_A - 4.0 * CVD_B * (1.0 - ratio))) / (2.0 * CVD_B)
+    discriminant = CVD_A * CVD_A - 4.0 * CVD_B * (1.0 - ratio)
+    if not math.isfinite(ratio) or discriminant < 0:
+        # Above about 7.6 x r0 the quadratic has no real root (far beyond 850 °C, the top of
+        # IEC 60751): a broken wire or a wrong r0, not a temperature.
+        raise ConversionError(f"RTD resistance {resistance} Ω is above the IEC 60751 range")
+    t = (-CVD_A + math.sqrt(discriminant)) / (2.0 * CVD_B)
     if ratio >= 1.0:
         return t
     if t < -250:  # outside IEC 60751 (−200 °C lower bound with margin)
@@ -77,7 +82,12 @@ def ntc_beta_temperature(
     """Temperature (°C) from the Beta equation: 1/T = 1/T0 + ln(R/R0)/B."""
     if resistance <= 0 or r0 <= 0 or beta <= 0:
         raise ConversionError("NTC resistance, r0 and beta must be positive")
-    inv_t = 1.0 / (t0_c + KELVIN_OFFSET) + math.log(resistance / r0) / beta
+    ratio = resistance / r0
+    if not (t0_c + KELVIN_OFFSET > 0 and 0 < ratio < math.inf):
+        raise ConversionError(f"NTC resistance {resistance} Ω or r0/t0 out of range")
+    inv_t = 1.0 / (t0_c + KELVIN_OFFSET) + math.log(ratio) / beta
+    if not inv_t > 0:  # a resistance so low it would be below absolute zero: a short circuit
+        raise ConversionError(f"NTC resistance {resistance} Ω gives a non-physical temperature")
     return 1.0 / inv_t - KELVIN_OFFSET
 
 

@@ -43,7 +43,8 @@ class Site(models.Model):
 
         try:
             ZoneInfo(self.time_zone)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+        # OSError: a directory name ("Europe") or a name longer than the file system allows.
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
             raise ValidationError({"time_zone": f"Unknown time zone '{self.time_zone}'."}) from exc
 
 
