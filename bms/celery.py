@@ -11,7 +11,7 @@ import threading
 import time
 
 from celery import Celery
-from celery.signals import beat_init
+from celery.signals import beat_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bms.settings")
 
@@ -38,3 +38,42 @@ def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
             time.sleep(HEARTBEAT_EVERY_S)
 
     threading.Thread(target=loop, name="beat-heartbeat", daemon=True).start()
+
+
+WATCHDOG_EVERY_S = 60
+
+
+@beat_init.connect
+def _start_worker_watch(sender=None, **_kwargs) -> None:
+    """Beat outlives a dead worker: it checks that every queue still has a consumer."""
+    import django
+
+    django.setup()
+    from bms import watchdog
+
+    threading.Thread(
+        target=watchdog.watch_loop,
+        args=(watchdog.check_workers, WATCHDOG_EVERY_S),
+        kwargs={"first_after_s": WATCHDOG_EVERY_S, "name": "workers"},
+        name="watchdog-workers",
+        daemon=True,
+    ).start()
+
+
+@worker_ready.connect
+def _start_beat_watch(sender=None, **_kwargs) -> None:
+    """The control worker outlives a dead beat: it checks beat's heartbeat."""
+    from django.conf import settings
+
+    queues = {q.name for q in sender.task_consumer.queues} if sender is not None else set()
+    if "control" not in queues or not settings.BMS_WATCHDOG_WATCH_BEAT:
+        return
+    from bms import watchdog
+
+    threading.Thread(
+        target=watchdog.watch_loop,
+        args=(watchdog.check_beat, WATCHDOG_EVERY_S),
+        kwargs={"first_after_s": WATCHDOG_EVERY_S, "name": "beat"},
+        name="watchdog-beat",
+        daemon=True,
+    ).start()

@@ -205,6 +205,7 @@ CELERY_BEAT_SCHEDULE = {
     "poll-modbus-meters": {"task": "sensors.tasks.poll_modbus_meters", "schedule": 10.0},
     "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
     "worker-heartbeat": {"task": "bms.tasks.heartbeat", "schedule": 15.0},
+    "system-watchdog": {"task": "bms.tasks.system_watchdog", "schedule": 60.0},
 }
 # beat keeps its schedule state under the data dir, not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
@@ -213,6 +214,15 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bms@localhost")
 BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
+# System watchdog thresholds (bms/watchdog.py, docs/RELIABILITY.md).
+BMS_ALARM_DISK_FREE_PCT = env_float("BMS_ALARM_DISK_FREE_PCT", 10.0, minimum=0.0)
+BMS_ALARM_BACKLOG_POINTS = env_int("BMS_ALARM_BACKLOG_POINTS", 2_000_000, minimum=1)
+BMS_ALARM_BACKLOG_AGE_S = env_int(
+    "BMS_ALARM_BACKLOG_AGE_S", 3 * BMS_FEED_COMMIT_INTERVAL, minimum=1
+)
+BMS_ALARM_BEAT_STALE_S = env_int("BMS_ALARM_BEAT_STALE_S", 120, minimum=30)
+# The control worker watches beat from a thread; test runs have no beat, so they turn it off.
+BMS_WATCHDOG_WATCH_BEAT = env_bool("BMS_WATCHDOG_WATCH_BEAT", True)
 
 LOGGING = {
     "version": 1,

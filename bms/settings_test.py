@@ -9,6 +9,7 @@ import tempfile
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("BMS_DATA_DIR", tempfile.mkdtemp(prefix="bms-test-"))
+os.environ.setdefault("BMS_WATCHDOG_WATCH_BEAT", "false")  # no beat in test runs
 
 from bms.settings import *  # noqa: F403
 from bms.settings import BMS_DATA_DIR, DATABASES

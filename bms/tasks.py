@@ -14,3 +14,11 @@ from bms.redis import get_redis
 def heartbeat() -> None:
     """Run by a worker on beat's schedule: proves both are alive to /healthz."""
     get_redis().set(WORKER_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)
+
+
+@shared_task(name="bms.tasks.system_watchdog", ignore_result=True)
+def system_watchdog() -> dict:
+    """Commit backlog, data disk, workers per queue, beat: raise or clear their alarms."""
+    from bms import watchdog
+
+    return watchdog.run_all()

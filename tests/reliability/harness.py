@@ -1,0 +1,283 @@
+"""Real processes for the fault tests: a private redis-server, the web site, Celery workers and
+beat, each a separate OS process the test can kill, stop and start again.
+
+Everything runs against the pytest test database (shared file or PostgreSQL database), the
+test's BMS_DATA_DIR and a redis-server of its own on a free port, never the machine's shared
+Redis: the fault tests restart and kill it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = "tests.reliability.fault_settings"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(predicate, timeout_s: float, what: str, every_s: float = 0.1):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+class PrivateRedis:
+    """A redis-server of our own: `appendonly` as in docker/compose.yaml, or not."""
+
+    def __init__(self, appendonly: bool = True) -> None:
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="bms-fault-redis-"))
+        self.appendonly = appendonly
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=5, socket_connect_timeout=2)
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", str(self.dir), "--appendonly", "yes" if self.appendonly else "no",
+             "--appendfsync", "everysec", "--save", "", "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+        def up() -> bool:
+            try:
+                return bool(self.client().ping())
+            except redis.RedisError:
+                return False
+
+        wait_until(up, 10, "redis-server to answer")
+
+    def stop(self, hard: bool = False) -> None:
+        """SIGTERM: what `docker compose restart redis` sends; Redis flushes the AOF and exits.
+        hard=True: SIGKILL, a power cut for Redis."""
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
+        self.proc.wait(timeout=15)
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop(hard=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class Site:
+    """The web server, workers and beat, sharing one environment."""
+
+    redis: PrivateRedis
+    database_url: str
+    log_dir: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    web_port: int = field(default_factory=free_port)
+
+    def env(self) -> dict[str, str]:
+        return dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE=SETTINGS,
+            DATABASE_URL=self.database_url,
+            REDIS_URL=self.redis.url,
+            CELERY_BROKER_URL=self.redis.url,
+            PYTHONPATH=str(ROOT),
+            **self.extra_env,
+        )
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None):
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
+        # Own session: a kill takes the process and all its children, like a crash.
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=env or self.env(), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    # --- web --------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def start_web(self) -> None:
+        self._spawn(
+            "web",
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.web_port}",
+             "--noreload", "--skip-checks"],
+        )  # fmt: skip
+
+        def up() -> bool:
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=5):
+                    return True
+            except urllib.error.HTTPError:
+                return True  # answering (503 while the workers are not up yet)
+            except OSError:
+                return False
+
+        wait_until(up, 30, "the web server")
+
+    def post(self, path: str, body, key: str, timeout_s: float = 10) -> int:
+        """POST JSON; the HTTP status, or 0 when the connection failed."""
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return 0
+
+    # --- celery -----------------------------------------------------------------------------
+
+    def start_worker(self, name: str = "worker", queues: str = "ingest,commit", **env) -> None:
+        self._spawn(
+            name,
+            [sys.executable, "-m", "celery", "-A", "bms", "worker", "-Q", queues, "-c", "2",
+             "--without-gossip", "--without-mingle", "-l", "INFO", "-n", f"{name}-{os.getpid()}@%h"],
+            env=dict(self.env(), **env) if env else None,
+        )  # fmt: skip
+
+    def start_beat(self, **env) -> None:
+        schedule = self.log_dir / f"beat-schedule-{time.monotonic_ns()}"
+        self._spawn(
+            "beat",
+            [sys.executable, "-m", "celery", "-A", "bms", "beat", "-l", "INFO", "-s", str(schedule),
+             "--pidfile", ""],
+            env=dict(self.env(), **env) if env else None,
+        )  # fmt: skip
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the process and its children at once (no warm shutdown, nothing flushed)."""
+        proc = self.procs.pop(name)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it had died already: that is the state we want
+        proc.wait(timeout=10)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        except ProcessLookupError:
+            proc.wait(timeout=10)
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+
+def queues_idle(client: redis.Redis, queues=("ingest", "commit")) -> bool:
+    """No message waiting and none delivered-but-unacknowledged (kombu's `unacked` hash)."""
+    pipe = client.pipeline(transaction=False)
+    for queue in queues:
+        pipe.llen(queue)
+    pipe.hlen("unacked")
+    return not any(pipe.execute())
+
+
+def buffer_empty(client: redis.Redis) -> bool:
+    return client.scard("feeds:dirty") == 0
+
+
+def settled(client: redis.Redis, for_s: float = 2.0) -> bool:
+    """Queues idle and buffer committed, and still so `for_s` later: a message being restored
+    or just taken by a worker is, for a moment, in neither a queue nor the unacked hash."""
+    if not (queues_idle(client) and buffer_empty(client)):
+        return False
+    time.sleep(for_s)
+    return queues_idle(client) and buffer_empty(client)
+
+
+class Sender(threading.Thread):
+    """A gateway posting readings in batches, retrying a refused batch like emonhub does.
+
+    `accepted` holds every (t, values) the site answered 2xx for: what must not be lost.
+    """
+
+    def __init__(
+        self,
+        site: Site,
+        key: str,
+        node: str,
+        rows: list[tuple[int, dict]],
+        batch: int,
+        pace_s: float = 0.0,
+    ):
+        super().__init__(daemon=True)
+        self.site, self.key, self.node, self.rows, self.batch = site, key, node, rows, batch
+        self.pace_s = pace_s  # pause between posts, so ingest is sustained over the faults
+        self.accepted: list[tuple[int, dict]] = []
+        self.refused: dict[int, int] = {}  # status -> count (0 = connection failed)
+        self.requests = 0
+
+    def run(self) -> None:
+        for i in range(0, len(self.rows), self.batch):
+            chunk = self.rows[i : i + self.batch]
+            body = [{"node": self.node, "time": t, "values": v} for t, v in chunk]
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                self.requests += 1
+                status = self.site.post("/api/v1/readings", body, self.key)
+                if 200 <= status < 300:
+                    self.accepted.extend(chunk)
+                    time.sleep(self.pace_s)
+                    break
+                self.refused[status] = self.refused.get(status, 0) + 1
+                time.sleep(0.2)
+
+
+def redelivered(log_path: Path) -> int:
+    """Task ids a worker log shows received more than once: batches redelivered after a kill
+    (or retried after a transient error)."""
+    if not log_path.exists():
+        return 0
+    seen: dict[str, int] = {}
+    for line in log_path.read_text(errors="replace").splitlines():
+        if "] received" in line and "Task " in line:
+            task_id = line.split("[", 2)[-1].split("]", 1)[0]
+            seen[task_id] = seen.get(task_id, 0) + 1
+    return sum(1 for n in seen.values() if n > 1)
