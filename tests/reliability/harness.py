@@ -114,7 +114,7 @@ class Site:
         )
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None):
-        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
+        log = open(self.log_dir / f"{name}.log", "ab")
         # Own session: a kill takes the process and all its children, like a crash.
         proc = subprocess.Popen(
             args, cwd=ROOT, env=env or self.env(), stdout=log, stderr=subprocess.STDOUT,

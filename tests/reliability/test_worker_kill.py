@@ -50,4 +50,3 @@ LOSS = "after a worker kill, one redelivered batch's log_to_feed points are miss
 @pytest.mark.xfail(strict=True, reason=LOSS)
 def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))
-
