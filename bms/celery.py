@@ -40,7 +40,8 @@ def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
     threading.Thread(target=loop, name="beat-heartbeat", daemon=True).start()
 
 
-WATCHDOG_EVERY_S = 60
+# How often beat checks the workers and the control worker checks beat (docs/RELIABILITY.md).
+WATCHDOG_EVERY_S = int(os.environ.get("BMS_WATCHDOG_EVERY_S", "60"))
 
 
 @beat_init.connect

@@ -1,0 +1,73 @@
+"""Relay board and Modbus meter that accept a connection and never answer (hung firmware,
+a half-open link): the tick and the poll give up on their timeouts, alarms are raised once
+and cleared when the device answers again."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from control.drivers.simulated_board import RelayBoard
+from control.runner import run_tick
+from sensors.models import Alarm, ModbusRegister, Node
+from sensors.tasks import poll_modbus_meter
+from tests.control import factories as f
+from tests.reliability.blackhole import Blackhole
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_relay_board_that_never_answers_times_out_and_alarms_once(redis_client, settings):
+    settings.BMS_CONTROL_DEVICE_TIMEOUT = 0.5
+    settings.BMS_CONTROL_DEVICE_DEADLINE = 1.5
+    settings.BMS_ALARM_EMAILS = ["estates@example.org"]
+    from django.core import mail
+
+    with Blackhole() as hung, RelayBoard(coils=8) as board:
+        valve = f.relay("Hall valve", board, coil=1)
+        f.zone("Hall", valve, temp=4.0)  # frost protection wants it ON
+        valve.port = hung.port
+        valve.save()
+        timings = []
+        for _ in range(3):
+            started = time.monotonic()
+            report = run_tick()
+            timings.append(time.monotonic() - started)
+            assert report["faults"] == 1
+        # Deadline 1.5 s per board, plus the tick's own work: never a hang.
+        assert max(timings) < 5, timings
+        assert hung.accepted, "the driver never even connected"
+        alarms = Alarm.objects.filter(key=f"relay:{valve.pk}")
+        assert alarms.count() == 1 and alarms.get().is_open  # raised once over three ticks
+        assert "did not confirm ON" in alarms.get().message
+        assert len(mail.outbox) == 1
+        # The board answers again: confirmed, alarm cleared.
+        valve.port = board.port
+        valve.save()
+        run_tick()
+        assert board.coil(1) is True
+        assert not Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+    print(f"relay tick against a hung board: {max(timings):.2f} s at most over 3 ticks")
+
+
+def test_a_meter_that_never_answers_times_out_and_alarms_once(redis_client, settings):
+    settings.BMS_MODBUS_TIMEOUT_S = 0.5
+    with Blackhole() as hung:
+        node = Node(
+            name="hung-meter", protocol="modbus", interval=10, modbus_host="127.0.0.1",
+            modbus_port=hung.port, modbus_device_id=1,
+        )  # fmt: skip
+        node.set_new_key()
+        node.save()
+        ModbusRegister.objects.create(node=node, key="power", address=0, data_type="float32")
+        timings = []
+        for _ in range(4):
+            started = time.monotonic()
+            result = poll_modbus_meter(node.pk)
+            timings.append(time.monotonic() - started)
+            assert "error" in result
+        assert max(timings) < 5, timings  # well inside the task's 30 s soft limit
+        alarms = Alarm.objects.filter(key=f"modbus-meter:{node.pk}")
+        assert alarms.count() == 1 and alarms.get().is_open
+    print(f"Modbus poll against a hung meter: {max(timings):.2f} s at most over 4 polls")
