@@ -97,7 +97,7 @@ def ntc_steinhart_hart_temperature(resistance: float, a: float, b: float, c: flo
         raise ConversionError(f"NTC resistance must be positive, got {resistance!r} Ω")
     ln_r = math.log(resistance)
     inv_t = a + b * ln_r + c * ln_r**3
-    if inv_t <= 0:
+    if not 0 < inv_t < math.inf:  # NaN too: absurd coefficients overflow to inf - inf
         raise ConversionError("Steinhart–Hart coefficients give a non-physical temperature")
     return 1.0 / inv_t - KELVIN_OFFSET
 
@@ -252,6 +252,10 @@ def pulse_delta(previous: int, current: int, bits: int = 32) -> tuple[int, bool]
     modulus = 1 << bits
     if current < 0 or current >= modulus:
         raise ConversionError(f"pulse count {current} does not fit a {bits}-bit counter")
+    if not 0 <= previous < modulus:
+        # The remembered count does not fit this counter: its width was reconfigured (32 to
+        # 16 bits). Start again from this reading rather than count a negative delta.
+        return current, True
     if current >= previous:
         return current - previous, False
     if previous >= modulus * 3 // 4 and current < modulus // 4:

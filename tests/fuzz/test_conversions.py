@@ -133,3 +133,9 @@ def test_pulse_step_any_count(state, t, count, pulses_per_unit, bits):
 def test_found_by_fuzzing_now_conversion_errors(call, why):
     with pytest.raises(cv.ConversionError):
         call()
+
+
+def test_pulse_counter_narrowed_after_a_count_is_a_reset_not_a_negative_delta():
+    """Found by fuzzing: a 32-bit count remembered, then the sensor set to 16 bits."""
+    result = cv.pulse_step(cv.PulseState(t=1, count=70_000, total=5.0), 2, 0, bits=16)
+    assert result.reset and result.delta_pulses == 0 and result.state.total == 5.0
