@@ -8,6 +8,7 @@ TIME_ZONE, SECRET_KEY, DEBUG, ALLOWED_HOSTS.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -144,6 +145,37 @@ BMS_INGEST_MAX_ROWS = env_int("BMS_INGEST_MAX_ROWS", 2500, minimum=1)
 BMS_INGEST_MAX_VALUES = env_int("BMS_INGEST_MAX_VALUES", 50000, minimum=1)
 BMS_INGEST_MAX_FUTURE_S = env_int("BMS_INGEST_MAX_FUTURE_S", 900, minimum=0)
 
+# --- Throttling (bms/throttle.py, docs/CONFIGURATION.md) ---------------------------------
+# Counts live in Redis so every gunicorn worker shares them. Generous defaults: a real site
+# posts maybe 50 requests/s in all, bench/ingest.py several hundred/s from one node.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "bms-cache",
+        # A Redis that does not answer must not hang a request (DRF throttles read the cache).
+        "OPTIONS": {"socket_timeout": 5, "socket_connect_timeout": 5},
+    }
+}
+
+
+def _throttle_rate(name: str, default: str) -> str | None:
+    """`<count>/<second|minute|hour|day>`, or off; a typo stops the program at start."""
+    value = env_str(name, default).strip().lower()
+    if value in ("", "off", "none", "0"):
+        return None
+    if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", value):
+        raise ImproperlyConfigured(f"{name}={value!r}: use e.g. 6000/minute, 100/second or off")
+    return value
+
+
+BMS_THROTTLE_INGEST = _throttle_rate("BMS_THROTTLE_INGEST", "60000/minute")  # per node key/IP
+BMS_THROTTLE_PUBLIC = _throttle_rate("BMS_THROTTLE_PUBLIC", "3000/minute")  # kiosk, feed: per IP
+BMS_THROTTLE_API_ANON = _throttle_rate("BMS_THROTTLE_API_ANON", "1200/minute")  # /api/: per IP
+BMS_THROTTLE_API_USER = _throttle_rate("BMS_THROTTLE_API_USER", "12000/minute")  # /api/: per user
+# Reverse proxies in front of the site whose X-Forwarded-For is trusted for the client IP.
+BMS_TRUSTED_PROXIES = env_int("BMS_TRUSTED_PROXIES", 0, minimum=0)
+
 REST_FRAMEWORK = {
     # Token first so an unauthenticated request gets 401 with WWW-Authenticate, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -155,6 +187,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "bms.api_errors.json_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "bms.throttle.AnonRateThrottle",
+        "bms.throttle.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"anon": BMS_THROTTLE_API_ANON, "user": BMS_THROTTLE_API_USER},
+    "NUM_PROXIES": BMS_TRUSTED_PROXIES or None,
 }
 
 SPECTACULAR_SETTINGS = {

@@ -15,6 +15,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from bms.api_errors import error_response
+from bms.throttle import public_throttle
 from displays import kiosk_data
 from displays.models import Display
 
@@ -53,6 +54,7 @@ def _bad_request(message: str) -> HttpResponse:
     return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
+@public_throttle
 @require_GET
 @xframe_options_sameorigin  # the rotation page shows each display in a same-origin frame
 def kiosk(request: HttpRequest, slug: str) -> HttpResponse:
@@ -73,6 +75,7 @@ def kiosk(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "displays/kiosk.html", context)
 
 
+@public_throttle
 @require_GET
 @never_cache
 def kiosk_json(request: HttpRequest, slug: str) -> JsonResponse:
@@ -83,6 +86,7 @@ def kiosk_json(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
 
 
+@public_throttle
 @require_GET
 def kiosk_index(request: HttpRequest) -> HttpResponse:
     """`/kiosk/?rotate=pv,thermal,hydro` rotates displays; plain `/kiosk/` lists them."""

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bms.throttle import PublicRateThrottle
 from feeds import phpfina, query, service
 from feeds.models import Feed
 
@@ -28,6 +29,7 @@ class EmoncmsView(APIView):
         SessionAuthentication,
     ]
     renderer_classes = [JSONRenderer]
+    throttle_classes = [PublicRateThrottle]  # one count with /kiosk/*, per IP or user
     schema = None  # documented in the OpenAPI schema under /api/v1/feeds/ instead
 
 

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
 
+from bms.throttle import ingest_throttle
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import IngestError, Limits, Row, parse_bulk, parse_post, parse_readings
 from sensors.node_auth import NodeIdentity, authenticate, key_from_request, lookup_ref
@@ -116,6 +117,7 @@ def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpReque
     return csrf_exempt(wrapper)
 
 
+@ingest_throttle
 @_guarded
 def readings(request: HttpRequest) -> HttpResponse:
     """POST one reading or a list: {"node": ..., "time": ..., "values": {"key": number}}."""
@@ -157,6 +159,7 @@ def _emoncms_key(request: HttpRequest, params: dict[str, str]) -> str | None:
     return header or params.get("apikey") or params.get("devicekey") or None
 
 
+@ingest_throttle
 @_guarded
 def input_post(request: HttpRequest) -> HttpResponse:
     """emoncms input/post: node, fulljson | json | csv, time. Replies `ok`."""
@@ -170,6 +173,7 @@ def input_post(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
+@ingest_throttle
 @_guarded
 def input_bulk(request: HttpRequest) -> HttpResponse:
     """emoncms input/bulk: data=[[t, node, v1, ...], ...] with sentat/offset/time. Replies `ok`."""
