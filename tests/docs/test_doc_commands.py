@@ -62,9 +62,10 @@ pytestmark = pytest.mark.integration
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK_TIMEOUT_S = 90
-LINKED_FROM_ROOT = ("bench", "docker", "docs", "scripts", "manage.py", ".venv", "node_modules")
+# Not node_modules: a stray `npm ci` in a doc would empty the repository's copy through a link.
+LINKED_FROM_ROOT = ("bench", "docker", "docs", "scripts", "manage.py", ".venv")
 APPS = ("bms", "feeds", "sensors", "control", "displays")
-LINKED_FILES = ("package.json", "package-lock.json", "requirements.txt", "requirements.lock")
+LINKED_FILES = ("requirements.txt", "requirements.lock")
 
 
 def _collect() -> tuple[list[Block], list[str]]:
