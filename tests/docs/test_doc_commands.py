@@ -41,6 +41,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -102,15 +103,29 @@ class LiveDemo:
         state_out = self.cwd / f".state-{block.doc.replace('/', '_')}"
         script = PRELUDE + block.script()
         env = dict(self.env, DOC_STATE_IN=str(state_in), DOC_STATE_OUT=str(state_out))
-        result = subprocess.run(
+        # Its own session, so a block that outlives its timeout (a command that runs until
+        # stopped and was not marked skip) is killed with everything it started.
+        proc = subprocess.Popen(
             ["bash", "-c", script],
             cwd=self.cwd,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=BLOCK_TIMEOUT_S,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
         )
+        try:
+            out, err = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            err += f"\n[doc-test] killed after {BLOCK_TIMEOUT_S} s: mark it skip, or shorten it"
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything the block left running in the background
+        except ProcessLookupError:
+            pass  # nothing left: the usual case
+        result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         if state_out.exists():
             self.states[block.doc] = state_out
         return result
