@@ -1,0 +1,82 @@
+"""A small world for the security tests: two nodes with keys, private and public things, one
+user per role. Names of private objects contain HIDDEN so a refused answer can be checked for
+leaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, time, timedelta
+
+import pytest
+from django.utils import timezone
+
+HIDDEN = "HIDDEN"
+
+
+@dataclass
+class World:
+    ids: dict[str, int] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    slugs: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture
+def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
+    from control.models import (
+        ActuatorCommand,
+        Booking,
+        NodeCommand,
+        Override,
+        Schedule,
+        ScheduleException,
+        SchedulePeriod,
+        Zone,
+    )  # fmt: skip
+    from displays.models import Display, Panel
+    from feeds.models import Feed
+    from sensors import cache
+    from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+
+    cache.clear_all()
+    w = World()
+    site = Site.objects.create(name=f"{HIDDEN} site", slug="hidden-site")
+    for name, radio in (("node-a", 40), ("node-b", 41)):
+        node = Node(name=name, node_id=radio, site=site)
+        w.keys[name] = node.set_new_key()
+        node.save()
+        w.ids[name] = node.pk
+    node_a = Node.objects.get(name="node-a")
+    private = Feed.objects.create(name=f"{HIDDEN} feed", tag="t", interval=10)
+    public = Feed.objects.create(name="public pv", tag="t", interval=10, public=True)
+    sensor = Sensor.objects.create(node=node_a, key="hidden_power", feed=private)
+    register = ModbusRegister.objects.create(node=node_a, key="kwh", address=10)
+    actuator = Actuator.objects.create(name=f"{HIDDEN} valve")
+    alarm = Alarm.objects.create(key="hidden:alarm", source="test", message=f"{HIDDEN} alarm")
+    zone = Zone.objects.create(name=f"{HIDDEN} zone", slug="hidden-zone")
+    schedule = Schedule.objects.create(name=f"{HIDDEN} schedule")
+    period = SchedulePeriod.objects.create(
+        schedule=schedule, weekday=0, start=time(8), end=time(17), setpoint=20
+    )
+    exception = ScheduleException.objects.create(schedule=schedule, date=date(2031, 1, 1))
+    start = timezone.now() + timedelta(days=2)
+    booking = Booking.objects.create(
+        zone=zone, title=f"{HIDDEN} booking", start=start, end=start + timedelta(hours=1)
+    )
+    override = Override.objects.create(
+        actuator=actuator, state=True, expires=start, reason=f"{HIDDEN} override"
+    )
+    command = ActuatorCommand.objects.create(actuator=actuator, state=True, reason=HIDDEN)
+    node_command = NodeCommand.objects.create(node=node_a, actuator=actuator, state=True)
+    private_display = Display.objects.create(slug="hidden-display", title=HIDDEN, public=False)
+    public_display = Display.objects.create(slug="pv", title="PV", public=True)
+    panel = Panel.objects.create(display=private_display, kind="live_value", label=HIDDEN)
+    w.ids.update(
+        site=site.pk, private_feed=private.pk, public_feed=public.pk, sensor=sensor.pk,
+        register=register.pk, actuator=actuator.pk, alarm=alarm.pk, zone=zone.pk,
+        schedule=schedule.pk, period=period.pk, exception=exception.pk, booking=booking.pk,
+        override=override.pk, command=command.pk, node_command=node_command.pk,
+        panel=panel.pk, display=private_display.pk,
+    )  # fmt: skip
+    w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
+    yield w
+    cache.clear_all()
