@@ -281,3 +281,10 @@ def redelivered(log_path: Path) -> int:
             task_id = line.split("[", 2)[-1].split("]", 1)[0]
             seen[task_id] = seen.get(task_id, 0) + 1
     return sum(1 for n in seen.values() if n > 1)
+
+
+def task_errors(log_path: Path) -> int:
+    """Tasks a worker log shows failing (e.g. a commit while the database was away)."""
+    if not log_path.exists():
+        return 0
+    return log_path.read_text(errors="replace").count("raised unexpected")

@@ -19,6 +19,7 @@ from tests.reliability.harness import (
     Site,
     redelivered,
     settled,
+    task_errors,
     wait_until,
 )
 
@@ -73,6 +74,7 @@ class Result:
     refused: dict[int, int] = field(default_factory=dict)
     faults: int = 0
     redelivered: int = 0
+    task_errors: int = 0
     missing: list[str] = field(default_factory=list)  # where lost readings were, for the report
     seconds: float = 0.0
 
@@ -82,6 +84,7 @@ class Result:
             f"extra={self.extra} wrong={self.wrong} kwh={self.kwh_final:.4f}/"
             f"{self.kwh_expected:.4f} kwh_points={self.kwh_points} kwh_wrong={self.kwh_wrong} "
             f"requests={self.requests} refused={self.refused} redelivered={self.redelivered} "
+            f"task_errors={self.task_errors} "
             f"missing={self.missing} "
             f"seconds={self.seconds:.0f}"
         )
@@ -100,7 +103,7 @@ def check_files(gateway: Gateway, accepted: list[tuple[int, dict]], result: Resu
     times = np.array([t for t, _ in accepted], dtype=np.int64)
     values = np.array([v["p"] for _, v in accepted], dtype=np.float32)
     slots = (times - meta.start_time) // INTERVAL
-    inside = slots < len(power)
+    inside = (slots >= 0) & (slots < len(power))  # before the file's start: not stored
     stored = np.full(len(slots), np.nan, dtype=np.float32)
     stored[inside] = power[slots[inside]]
     result.found += int(np.count_nonzero(np.isfinite(stored)))
@@ -162,4 +165,5 @@ def run_with_faults(
             result.refused[status] = result.refused.get(status, 0) + count
         check_files(gateway, sender.accepted, result)
     result.redelivered = sum(redelivered(p) for p in site.log_dir.glob("worker*.log"))
+    result.task_errors = sum(task_errors(p) for p in site.log_dir.glob("worker*.log"))
     return result
