@@ -40,13 +40,13 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
     return result
 
 
-# Found by this test (3 of 3 runs, none without kills): after a kill, one batch of 20
+# Found by this test (in most runs with kills, none without): after a kill, one batch of 20
 # readings is missing from the plain log_to_feed feed, while the power_to_kwh feed of the same
 # batch is complete; its task was redelivered and "succeeded" (rows 20, items 40). Reported to
 # the feeds/ingest engineer; see docs/RELIABILITY.md.
 LOSS = "after a worker kill, one redelivered batch's log_to_feed points are missing (feeds/ingest)"
 
 
-@pytest.mark.xfail(strict=True, reason=LOSS)
+@pytest.mark.xfail(strict=False, reason=LOSS)  # intermittent: most runs with kills, not all
 def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))
