@@ -180,8 +180,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8, help="concurrent bulk clients (8)")
     parser.add_argument("--single-seconds", type=float, default=20, help="single phase length")
     parser.add_argument("--redis-db", type=int, default=12, help="scratch Redis db (flushed!)")
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers (2)")
-    parser.add_argument("--web-threads", type=int, default=4, help="threads per worker (4)")
+    parser.add_argument(
+        "--web-workers", type=int, default=3, help="gunicorn workers (3, as run-site.sh)"
+    )
+    parser.add_argument(
+        "--web-threads", type=int, default=4, help="threads per worker (4, as run-site.sh)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = parser.parse_args()
 

@@ -457,6 +457,39 @@ def _last_wins(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nd
     return rev_unique, values[len(times) - 1 - rev_index]
 
 
+def _join_fill(
+    data: np.ndarray, slots: np.ndarray, values: np.ndarray, join: np.ndarray, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The straight-line fill a commit will write for buffered join points, as (slots, values)
+    within [lo, hi): what _write_past_end does, so a read sees the line before the commit.
+
+    Only points past the file's end are joined (the commit rewrites earlier slots in place),
+    from the file's last value when it has one, else from the previous buffered point.
+    """
+    n = len(data)
+    past = slots >= n
+    if not join[past].any():
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    s, v, j = slots[past], values[past], join[past]
+    order = np.argsort(s, kind="stable")  # arrival order kept among equal slots: last wins
+    s, v, j = s[order], v[order], j[order]
+    last = np.r_[s[1:] != s[:-1], True]
+    s, v, j = s[last], v[last], j[last]
+    if n > 0 and not np.isnan(data[n - 1]):
+        s, v, j = np.r_[n - 1, s], np.r_[float(data[n - 1]), v], np.r_[False, j]
+    fill_s, fill_v = [], []
+    for i in np.flatnonzero(j[1:] & (np.diff(s) > 1)):
+        a, b = max(int(s[i]) + 1, lo), min(int(s[i + 1]), hi)
+        if a < b:
+            h = np.arange(a, b, dtype=np.int64)
+            fill_s.append(h)
+            fill_v.append(np.interp(h, [s[i], s[i + 1]], [v[i], v[i + 1]]))
+    if not fill_s:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    # Rounded through float32 as the file would store them.
+    return np.concatenate(fill_s), np.concatenate(fill_v).astype(VALUE_DTYPE).astype(np.float64)
+
+
 def read(
     directory: str | os.PathLike,
     feed_id: int,
@@ -470,7 +503,7 @@ def read(
     timezone: str = "UTC",
     max_points: int = DEFAULT_MAX_POINTS,
     feed_interval: int | None = None,
-    overlay: tuple[np.ndarray, np.ndarray] | None = None,
+    overlay: tuple[np.ndarray, ...] | None = None,
 ) -> list[list]:
     """`[[t_ms, value|None], ...]` for windows from `start` to `end` (unix seconds, inclusive).
 
@@ -479,7 +512,8 @@ def read(
     average: mean of the non-NaN slots of each window, else the window's first slot.
     delta: last value of each window minus the last value before it (kWh per window from a
     cumulative kWh feed). skipmissing: leave out windows without a value.
-    overlay: (times, values) not yet in the file (the write buffer), in arrival order.
+    overlay: (times, values[, join flags]) not yet in the file (the write buffer), in arrival
+    order; a join point's straight line is filled as the commit will write it.
     feed_interval: the feed's interval when it has no files yet.
     """
     if end < start:
@@ -530,7 +564,13 @@ def read(
     if ov_t is not None:
         slots = (ov_t - st) // fi
         keep = slots >= 0  # before start_time: the commit will refuse them, so do we
-        slots, vals = _last_wins(slots[keep], ov_v[keep])
+        slots, ov_v = slots[keep], ov_v[keep]
+        if len(overlay) > 2:
+            ov_j = np.asarray(overlay[2], dtype=bool)[keep]
+            fill_s, fill_v = _join_fill(data, slots, ov_v, ov_j, int(bounds[0]), int(bounds[-1]))
+            # Appended after the buffered points: they only ever fill holes between them.
+            slots, ov_v = np.r_[slots, fill_s], np.r_[ov_v, fill_v]
+        slots, vals = _last_wins(slots, ov_v)
         lo_w = np.searchsorted(bounds, slots, side="right") - 1
         inwin = (lo_w >= 0) & (lo_w < len(bounds) - 1)
         if inwin.any():

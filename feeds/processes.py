@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
+import redis
+
 from feeds.buffer import BufferedPoint, FeedBuffer
 
 log = logging.getLogger(__name__)
@@ -102,12 +104,31 @@ class RunReport:
     logged: list[BufferedPoint] = field(default_factory=list)
 
 
+# Every state hash (KEYS but the last) and the last value of the feeds in ARGV (from the hash
+# KEYS[-1]), in one round trip on the WATCHing connection.
+_READ_STATES = """
+local out = {}
+for i = 1, #KEYS - 1 do out[i] = redis.call('HGETALL', KEYS[i]) end
+if #ARGV > 0 then
+  out[#KEYS] = redis.call('HMGET', KEYS[#KEYS], unpack(ARGV))
+else
+  out[#KEYS] = {}
+end
+return out
+"""
+
+# A batch whose state keeps changing under it this often is in a storm of parallel tasks for
+# the same input; the error (a RedisError) makes Celery retry the task later.
+MAX_ATTEMPTS = 100
+
+
 class ProcessRunner:
-    """Runs process lists over a batch of readings with two Redis round trips in all."""
+    """Runs process lists over a batch of readings in a few Redis round trips."""
 
     def __init__(self, buffer: FeedBuffer, timezone: str = "Europe/London") -> None:
         self.buffer = buffer
         self.redis = buffer.redis
+        self._read_states = self.redis.register_script(_READ_STATES)
         self.tz = ZoneInfo(timezone)
         self._noon_cache: dict[int, tuple[int, int]] = {}
 
@@ -115,10 +136,31 @@ class ProcessRunner:
         return f"{self.buffer.prefix}proc:{input_key}"
 
     def run(self, items: Iterable[InputItem]) -> RunReport:
-        report = RunReport()
         # Time order within the batch, so accumulators see readings as they happened.
         batch = sorted(items, key=lambda item: item[2])
-        state_keys = sorted({key for key, steps, _t, _v in batch if any(_is_acc(s) for s in steps)})
+        state_keys = sorted(
+            {self.state_key(k) for k, steps, _t, _v in batch if any(_is_acc(s) for s in steps)}
+        )
+        if not state_keys:  # plain logging: no state, nothing to race on
+            report = RunReport()
+            for input_key, steps, t, value in batch:
+                self._run_one(input_key, steps, int(t), value, {}, {}, {}, report)
+            if report.logged:
+                self.buffer.add(report.logged)
+            report.points = len(report.logged)
+            return report
+        return self._run_atomically(batch, state_keys)
+
+    def _run_atomically(self, batch: list, state_keys: list[str]) -> RunReport:
+        """Read state, run, write state and points as one optimistic transaction.
+
+        Two tasks for the same input may run at once (worker concurrency, a redelivered task
+        beside a new one). WATCH makes the MULTI/EXEC of the second to finish fail if the
+        first changed the state it read; it then runs again on the fresh state, where the
+        points the first task already counted are replays. So each point is counted once
+        and no update is lost, without a lock held across the Python work. A batch without
+        accumulating steps never gets here and pays nothing.
+        """
         init_feeds = sorted(
             {
                 s["feed"]
@@ -127,29 +169,51 @@ class ProcessRunner:
                 if _is_acc(s) and s["process"] in ("power_to_kwh", "wh_accumulator")
             }
         )
-        states: dict[str, dict[str, dict]] = {}
-        feed_last: dict[int, tuple[int, float]] = {}
-        if state_keys or init_feeds:
-            pipe = self.redis.pipeline(transaction=False)
-            for key in state_keys:
-                pipe.hgetall(self.state_key(key))
-            results = pipe.execute()
-            for key, raw in zip(state_keys, results, strict=True):
-                states[key] = {f.decode(): json.loads(v) for f, v in raw.items()}
-            feed_last = self.buffer.last_values(init_feeds)
-        changed: dict[str, dict[str, dict]] = {}
-        for input_key, steps, t, value in batch:
-            self._run_one(input_key, steps, int(t), value, states, changed, feed_last, report)
-        if report.logged or changed:
-            pipe = self.redis.pipeline(transaction=False)
-            self.buffer.add(report.logged, pipe)
-            for key, fields in changed.items():
-                pipe.hset(
-                    self.state_key(key), mapping={f: json.dumps(s) for f, s in fields.items()}
-                )
-            pipe.execute()
-        report.points = len(report.logged)
-        return report
+        with self.redis.pipeline(transaction=True) as pipe:
+            for _attempt in range(MAX_ATTEMPTS):
+                try:
+                    pipe.watch(*state_keys)
+                    states, feed_last = self._load(pipe, state_keys, init_feeds)
+                    report = RunReport()
+                    changed: dict[str, dict[str, dict]] = {}
+                    for input_key, steps, t, value in batch:
+                        self._run_one(
+                            input_key, steps, int(t), value, states, changed, feed_last, report
+                        )
+                    pipe.multi()
+                    self.buffer.add(report.logged, pipe)
+                    for key, fields in changed.items():
+                        pipe.hset(
+                            self.state_key(key),
+                            mapping={f: json.dumps(s) for f, s in fields.items()},
+                        )
+                    pipe.execute()
+                    report.points = len(report.logged)
+                    return report
+                except redis.WatchError:
+                    pipe.reset()  # another task changed the state first: run again on it
+        raise redis.WatchError(
+            f"process state of {len(state_keys)} input(s) changed under {MAX_ATTEMPTS} attempts"
+        )
+
+    def _load(self, pipe, state_keys: list[str], init_feeds: list[int]) -> tuple[dict, dict]:
+        """(input_key -> field -> state, feed -> (t, value)) in one round trip on `pipe`."""
+        raw = self._read_states(
+            keys=[*state_keys, self.buffer.last_key], args=init_feeds, client=pipe
+        )
+        prefix = self.state_key("")
+        states = {
+            key.removeprefix(prefix): {
+                f.decode(): json.loads(v) for f, v in zip(flat[::2], flat[1::2], strict=True)
+            }
+            for key, flat in zip(state_keys, raw[:-1], strict=True)
+        }
+        feed_last = {}
+        for feed, cur in zip(init_feeds, raw[-1], strict=True):
+            if cur:
+                t, v = cur.split(b" ", 1)
+                feed_last[feed] = (int(t), float(v))
+        return states, feed_last
 
     def _run_one(self, input_key, steps, t, value, states, changed, feed_last, report) -> None:
         try:

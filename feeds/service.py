@@ -14,7 +14,7 @@ from django.conf import settings
 
 from bms.redis import get_redis
 from feeds import phpfina
-from feeds.buffer import FeedBuffer
+from feeds.buffer import FLAG_JOIN, FeedBuffer
 from feeds.models import Feed
 from feeds.processes import InputItem, ProcessRunner
 
@@ -90,7 +90,11 @@ def read(
     pending = get_buffer().pending(feed_id)
     overlay = None
     if len(pending):
-        overlay = (pending["t"].astype(np.int64), pending["v"].astype(np.float64))
+        overlay = (
+            pending["t"].astype(np.int64),
+            pending["v"].astype(np.float64),
+            (pending["flags"] & FLAG_JOIN).astype(bool),  # log_to_feed_join: line on read too
+        )
         if feed_interval is None and phpfina.read_meta(feed_dir(), feed_id) is None:
             feed_interval = _interval_of(feed_id)
     return phpfina.read(

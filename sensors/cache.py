@@ -9,14 +9,18 @@ entries also expire after a TTL in case Redis was unreachable when a bump was du
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
+from redis.exceptions import RedisError
 
 from bms.redis import get_redis
+
+log = logging.getLogger(__name__)
 
 GENERATION_KEY = "sensors:config-generation"
 GENERATION_CHECK_S = 1.0
@@ -64,7 +68,13 @@ def _check_generation(force: bool = False) -> None:
     if not force and now - _generation.checked_at < GENERATION_CHECK_S:
         return
     _generation.checked_at = now
-    value = get_redis().get(GENERATION_KEY)
+    try:
+        value = get_redis().get(GENERATION_KEY)
+    except RedisError as exc:
+        # Keep what we have (entries still expire after their TTL): a Redis outage must
+        # surface where Redis is needed (the broker: 503), not as a 500 from a cache check.
+        log.warning("config generation check failed, keeping cached config: %s", exc)
+        return
     if value != _generation.value:
         _generation.value = value
         clear_all()

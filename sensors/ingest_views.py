@@ -18,11 +18,13 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from bms.throttle import ingest_throttle
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import IngestError, Limits, Row, parse_bulk, parse_post, parse_readings
 from sensors.node_auth import NodeIdentity, authenticate, key_from_request, lookup_ref
+from sensors.publish import publish_ingest_batch
 
 log = logging.getLogger(__name__)
 
@@ -92,15 +94,10 @@ def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
 
 
 def _enqueue(identity: NodeIdentity, rows: list[Row]) -> None:
-    from sensors.tasks import ingest_batch
-
     try:
-        # argsrepr/kwargsrepr: skip Celery's repr of the whole batch for its logs (a real
-        # cost per post on the hot path; the worker logs what matters).
-        ingest_batch.apply_async(
-            (identity.id, [[row.t, row.values] for row in rows]), argsrepr="", kwargsrepr=""
-        )
-    except OperationalError as exc:
+        # One LPUSH of the task message Celery would send (sensors/publish.py says why).
+        publish_ingest_batch(identity.id, [[row.t, row.values] for row in rows])
+    except (OperationalError, RedisError) as exc:
         log.error("could not queue a batch for node %s: %s", identity.name, exc)
         raise IngestError("ingest queue unavailable, try again", status=503) from exc
 

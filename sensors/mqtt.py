@@ -3,8 +3,8 @@
 window and handed to the same Celery task as an HTTP post, one task per node per window.
 
 The MQTT client runs server-side (a trusted process on the broker's network), so topics are
-mapped to nodes by name (or radio node id) without a write key; unknown nodes are counted
-and logged, never created.
+mapped to nodes by name (or radio node id) without a write key; unknown and disabled nodes
+are counted and logged, never created or ingested.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class MqttStats:
     messages: int = 0
     rejected: int = 0
     unknown_nodes: int = 0
+    disabled_nodes: int = 0
     batches: int = 0
 
 
@@ -137,6 +138,12 @@ class MqttIngestor:
             if identity is None:
                 self.stats.unknown_nodes += 1
                 log.warning("MQTT readings for unknown node %r dropped (register it first)", ref)
+                continue
+            if not identity.enabled:
+                # A disabled node's key is refused over HTTP; MQTT has no key, so the flag
+                # is the only thing that keeps a decommissioned node out.
+                self.stats.disabled_nodes += 1
+                log.warning("MQTT readings for disabled node %s dropped", identity.name)
                 continue
             ingest_batch.delay(identity.id, rows)
             self.stats.batches += 1

@@ -28,10 +28,11 @@ class NodeIdentity:
     id: int
     name: str
     node_id: int | None
+    enabled: bool = True
 
     @classmethod
     def of(cls, node: Node) -> NodeIdentity:
-        return cls(node.pk, node.name, node.node_id)
+        return cls(node.pk, node.name, node.node_id, node.enabled)
 
     def matches(self, ref: str | int | None) -> bool:
         """Does a `node` field in a post name this node (by name or radio node id)?"""
@@ -67,7 +68,8 @@ def authenticate(key: str) -> NodeIdentity | None:
 
 
 def lookup_ref(ref: str | int) -> NodeIdentity | None:
-    """The node a `node` field names (name, or radio id if numeric), enabled or not."""
+    """The node a `node` field names (name, or radio id if numeric), enabled or not: callers
+    that accept readings without a key (MQTT) must check `enabled` themselves."""
     cached = _by_ref.get(ref, _MISSING)
     if cached is not _MISSING:
         return cached

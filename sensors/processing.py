@@ -78,6 +78,7 @@ def sensor_map(node_id: int) -> dict[str, SensorSpec]:
 
 
 AUTO_CREATE_LOCK_S = 30
+PULSE_LOCK_S = 30
 
 
 def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
@@ -154,8 +155,6 @@ def _pulse_value(
 
 
 def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> IngestReport:
-    from feeds import service  # the feed store; imported late so web never loads numpy paths
-
     now = time.time() if now is None else now
     report = IngestReport(rows=len(rows))
     check_generation()
@@ -172,8 +171,29 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
         specs = sensor_map(node_id)
 
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
-    pulse_states = _load_pulse_states(pulse_specs) if pulse_specs else {}
+    if not pulse_specs:
+        return _convert_and_process(node_id, rows, now, specs, [], report)
+    # A pulse counter's state is read here and written after the feed store took the
+    # batch: two tasks for the node running at once would both count the same pulses.
+    # Held per node, only by batches carrying a pulse input; the timeout frees it if the
+    # worker dies, and a LockError makes Celery retry the task.
+    with get_redis().lock(
+        f"sensors:pulse-lock:{node_id}", timeout=PULSE_LOCK_S, blocking_timeout=PULSE_LOCK_S
+    ):
+        return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
 
+
+def _convert_and_process(
+    node_id: int,
+    rows: list[list],
+    now: float,
+    specs: dict[str, SensorSpec],
+    pulse_specs: list[SensorSpec],
+    report: IngestReport,
+) -> IngestReport:
+    from feeds import service  # the feed store; imported late so web never loads numpy paths
+
+    pulse_states = _load_pulse_states(pulse_specs) if pulse_specs else {}
     items: list[tuple[str, list[dict], int, float]] = []
     last: dict[str, tuple[int, float]] = {}
     out_of_range: dict[int, tuple[SensorSpec, float]] = {}

@@ -50,6 +50,9 @@ def test_batcher_releases_a_node_after_its_window():
 @pytest.mark.django_db(transaction=True)
 def test_messages_from_mosquitto_become_one_task_per_node(redis_client):
     node, _ = make_node("emontx1", node_id=10)
+    retired, _ = make_node("retired", node_id=11)
+    retired.enabled = False
+    retired.save()
     base = f"t{uuid.uuid4().hex[:8]}"
     ingestor = MqttIngestor(topic=f"{base}/#", window_s=0.3)
     ingestor.start()
@@ -63,10 +66,12 @@ def test_messages_from_mosquitto_become_one_task_per_node(redis_client):
             (f"{base}/emontx1/vrms", "241.5"),
             (f"{base}/emontx1/bad", "oops"),
             (f"{base}/ghost/power1", "1"),
+            (f"{base}/retired/power1", "5"),
+            (f"{base}/11", '{"power1": 6}'),
         ]:
             publisher.publish(topic, payload, qos=1).wait_for_publish(5)
         deadline = time.monotonic() + 10
-        while ingestor.stats.messages < 4 and time.monotonic() < deadline:
+        while ingestor.stats.messages < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.35)
         ingestor.flush()
@@ -83,3 +88,5 @@ def test_messages_from_mosquitto_become_one_task_per_node(redis_client):
         "vrms": 241.5,
     }
     assert ingestor.stats.rejected == 1 and ingestor.stats.unknown_nodes == 1
+    # By name and by radio id: the disabled node's readings are dropped, not queued.
+    assert ingestor.stats.disabled_nodes == 2
