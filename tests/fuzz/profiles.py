@@ -25,6 +25,6 @@ _COMMON = {
 }
 
 # Pure parsers and the feed engine: cheap examples.
-FUZZ = settings(max_examples=80 * _SCALE, **_COMMON)
+FUZZ = settings(max_examples=50 * _SCALE, **_COMMON)
 # One HTTP request per example (in-process WSGI): fewer.
-API_FUZZ = settings(max_examples=10 * _SCALE, **_COMMON)
+API_FUZZ = settings(max_examples=6 * _SCALE, **_COMMON)
