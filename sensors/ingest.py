@@ -96,6 +96,19 @@ def check_key(key: Any, where: str, row: int | None = None) -> str:
     return key
 
 
+def finite_float(value: int | float | str) -> float | None:
+    """float(value) when it is a finite number, else None.
+
+    JSON allows integers of any length: float() of a 400-digit one raises OverflowError,
+    which must become a 400 naming the field, not a 500.
+    """
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def check_value(value: Any, where: str, row: int | None = None, *, allow_text: bool) -> float:
     """A finite float from a JSON number (or numeric text, where emoncms casts text)."""
     if isinstance(value, bool) or value is None:
@@ -113,9 +126,10 @@ def check_value(value: Any, where: str, row: int | None = None, *, allow_text: b
         raise IngestError(
             f"{where}: value must be a number, got {type(value).__name__}", field=where, row=row
         )
-    number = float(value)
-    if not math.isfinite(number) or abs(number) > MAX_ABS_VALUE:
-        raise IngestError(f"{where}: value {value!r} is not a finite number", field=where, row=row)
+    number = finite_float(value)
+    if number is None or abs(number) > MAX_ABS_VALUE:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+        raise IngestError(f"{where}: value {shown} is not a finite number", field=where, row=row)
     return number
 
 
@@ -142,9 +156,10 @@ def parse_time_value(raw: Any, where: str, row: int | None = None) -> float:
     if isinstance(raw, bool) or raw is None:
         raise IngestError(f"{where}: time must be unix seconds or ISO 8601", field=where, row=row)
     if isinstance(raw, int | float):
-        if not math.isfinite(raw):
+        number = finite_float(raw)
+        if number is None:
             raise IngestError(f"{where}: time is not finite", field=where, row=row)
-        return float(raw)
+        return number
     if isinstance(raw, str):
         text = raw.strip()
         try:
@@ -355,7 +370,7 @@ def parse_bulk(params: dict[str, str], now: float, limits: Limits) -> list[Row]:
             )
         if isinstance(item[0], bool) or not isinstance(item[0], int | float):
             raise IngestError("data: row time must be a number", field="data[0]", row=index)
-        if not math.isfinite(item[0]):
+        if finite_float(item[0]) is None:
             raise IngestError("data: row time is not finite", field="data[0]", row=index)
     # Time reference, as emoncms: sentat and offset both mean "the hub's clock read this when it
     # sent", so t + (server now - sentat) corrects the hub's clock; time= is an absolute base;
