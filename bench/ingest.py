@@ -275,6 +275,7 @@ def main() -> None:
             and landed == single["requests"]
         )  # fmt: skip
         print("verified: none lost" if ok else "VERIFICATION FAILED")
+        args.keep = args.keep or not ok  # keep services.log to see what went wrong
     finally:
         services.stop()
         if args.keep:
