@@ -37,30 +37,25 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true/false)")
 
 
-def env_int(name: str, default: int, minimum: int | None = None) -> int:
+def _env_number(name: str, default, parse, kind: str, minimum=None):
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {kind}") from exc
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
     return value
+
+
+def env_int(name: str, default: int, minimum: int | None = None) -> int:
+    return _env_number(name, default, int, "an integer", minimum)
 
 
 def env_float(name: str, default: float, minimum: float | None = None) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
-    return value
+    return _env_number(name, default, float, "a number", minimum)
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
