@@ -244,7 +244,11 @@ CELERY_BEAT_SCHEDULE = {
     "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
     "worker-heartbeat": {"task": "bms.tasks.heartbeat", "schedule": 15.0},
     "system-watchdog": {"task": "bms.tasks.system_watchdog", "schedule": 60.0},
+    # Ingest batches the broker lost (a worker killed as it took one): sensors/publish.py.
+    "requeue-lost-ingest": {"task": "sensors.tasks.requeue_lost_batches", "schedule": 10.0},
 }
+# An ingest batch in no queue, no worker and no retry this long after publishing is pushed again.
+BMS_INGEST_LOST_AFTER_S = env_float("BMS_INGEST_LOST_AFTER_S", 30.0, minimum=1.0)
 # beat keeps its schedule state under the data dir, not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
 

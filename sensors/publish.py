@@ -12,14 +12,26 @@ worker).
 
 Only when the broker is the Redis that bms.redis talks to; any other broker takes the
 ordinary apply_async path.
+
+The outbox. kombu's Redis transport takes a message with BRPOP, which removes it from the
+queue on the server, and only then records it in its `unacked` hash. A worker killed between
+the two (the reply is in its socket, or Redis hands a just-pushed message to a consumer whose
+socket is already dead) loses the message: the kill-9 fault test lost one batch of 20 in most
+runs that way (150 posts answered 202, 149 tasks ever received). So every batch published here
+is also kept in an outbox hash until its task has run (`batch_done`); the beat task
+`sensors.tasks.requeue_lost_batches` pushes again a batch that is in neither the queue nor
+kombu's unacked hash nor held for a retry (`requeue_lost`). A batch running twice is safe
+(see sensors.tasks.ingest_batch); a batch lost is not.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import socket
+import time
 import uuid
 from functools import lru_cache
 
@@ -27,8 +39,16 @@ from django.conf import settings
 
 from bms.redis import get_redis
 
+log = logging.getLogger(__name__)
+
 TASK_NAME = "sensors.tasks.ingest_batch"
 QUEUE = "ingest"
+OUTBOX_KEY = "sensors:ingest:outbox"  # hash task id -> the message as pushed
+OUTBOX_DUE_KEY = "sensors:ingest:outbox:due"  # zset task id -> when to check it next
+OUTBOX_REQUEUED_KEY = "sensors:ingest:outbox:requeued"  # hash task id -> times pushed again
+UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag -> message being worked on
+MAX_REQUEUES = 10  # a batch pushed again this often is poison: dropped with an error
+CHECK_BATCH = 200  # outbox entries looked at per requeue run
 
 
 @lru_cache(maxsize=1)
@@ -56,11 +76,11 @@ def _broker_is_our_redis(broker_url: str, redis_url: str) -> bool:
     return broker_url == redis_url and broker_url.startswith(("redis://", "rediss://"))
 
 
-def build_message(node_id: int, rows: list[list]) -> bytes:
+def build_message(node_id: int, rows: list[list], task_id: str | None = None) -> bytes:
     """The broker message for ingest_batch(node_id, rows), as kombu's Redis transport writes it."""
     from sensors.tasks import ingest_batch
 
-    task_id = str(uuid.uuid4())
+    task_id = task_id or str(uuid.uuid4())
     origin, timelimit = _constants()
     message = ingest_batch.app.amqp.as_task_v2(
         task_id,
@@ -101,4 +121,90 @@ def publish_ingest_batch(node_id: int, rows: list[list]) -> None:
 
         ingest_batch.apply_async((node_id, rows), argsrepr="", kwargsrepr="")
         return
-    get_redis().lpush(QUEUE, build_message(node_id, rows))
+    task_id = str(uuid.uuid4())
+    message = build_message(node_id, rows, task_id)
+    # One MULTI: the batch is in the queue and in the outbox, or in neither (then a 503).
+    pipe = get_redis().pipeline(transaction=True)
+    pipe.lpush(QUEUE, message)
+    pipe.hset(OUTBOX_KEY, task_id, message)
+    pipe.zadd(OUTBOX_DUE_KEY, {task_id: time.time() + lost_after_s()})
+    pipe.execute()
+
+
+def lost_after_s() -> float:
+    """How long after a look a batch may go unseen before the next look (settings)."""
+    return float(getattr(settings, "BMS_INGEST_LOST_AFTER_S", 30))
+
+
+def batch_done(task_id: str | None) -> None:
+    """The task of this batch has run: forget it (no-op for batches not in the outbox)."""
+    if not task_id:
+        return
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.hdel(OUTBOX_KEY, task_id)
+    pipe.zrem(OUTBOX_DUE_KEY, task_id)
+    pipe.hdel(OUTBOX_REQUEUED_KEY, task_id)
+    pipe.execute()
+
+
+def hold_batch(task_id: str | None, seconds: float) -> None:
+    """The task failed and Celery will retry it after a countdown, as a new message the worker
+    holds under another delivery tag: do not take the batch for lost meanwhile."""
+    if task_id:
+        get_redis().zadd(OUTBOX_DUE_KEY, {task_id: time.time() + seconds}, xx=True)
+
+
+# Atomically: still queued (searched from the oldest end) or in kombu's unacked hash -> look
+# again later; gone from the outbox or replaced meanwhile -> nothing; else push it again under
+# a fresh delivery tag. Returns 1 pushed, 0 still alive, -1 dropped as poison.
+_REQUEUE = """
+local id, msg, tag, fresh, due, max = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+if redis.call('HGET', KEYS[3], id) ~= msg then return 0 end
+if redis.call('HEXISTS', KEYS[2], tag) == 1 or redis.call('LPOS', KEYS[1], msg, 'RANK', -1) then
+  redis.call('ZADD', KEYS[4], due, id)
+  return 0
+end
+if redis.call('HINCRBY', KEYS[5], id, 1) > max then
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('HDEL', KEYS[5], id)
+  return -1
+end
+redis.call('LPUSH', KEYS[1], fresh)
+redis.call('HSET', KEYS[3], id, fresh)
+redis.call('ZADD', KEYS[4], due, id)
+return 1
+"""
+
+
+def requeue_lost(now: float | None = None) -> dict:
+    """Push again every outbox batch due for a look that no queue, worker or retry holds."""
+    client = get_redis()
+    now = time.time() if now is None else now
+    script = client.register_script(_REQUEUE)
+    pushed = alive = dropped = 0
+    for raw_id in client.zrangebyscore(OUTBOX_DUE_KEY, "-inf", now, start=0, num=CHECK_BATCH):
+        task_id = raw_id.decode()
+        message = client.hget(OUTBOX_KEY, task_id)
+        if message is None:  # done between the two reads
+            client.zrem(OUTBOX_DUE_KEY, task_id)
+            continue
+        envelope = json.loads(message)
+        tag = envelope["properties"]["delivery_tag"]
+        envelope["properties"]["delivery_tag"] = str(uuid.uuid4())
+        fresh = json.dumps(envelope, separators=(",", ":")).encode()
+        outcome = script(
+            keys=[QUEUE, UNACKED_KEY, OUTBOX_KEY, OUTBOX_DUE_KEY, OUTBOX_REQUEUED_KEY],
+            args=[task_id, message, tag, fresh, now + lost_after_s(), MAX_REQUEUES],
+        )
+        if outcome == 1:
+            pushed += 1
+            log.warning("ingest batch %s was lost by the broker: queued again", task_id)
+        elif outcome == -1:
+            dropped += 1
+            log.error(
+                "ingest batch %s queued %d times without running: dropped", task_id, MAX_REQUEUES
+            )
+        else:
+            alive += 1
+    return {"requeued": pushed, "alive": alive, "dropped": dropped}

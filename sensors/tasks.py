@@ -17,7 +17,7 @@ from redis.exceptions import LockError, RedisError
 
 from bms.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import state
+from sensors import publish, state
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm, Node
 
@@ -32,26 +32,43 @@ MODBUS_FAILURES_BEFORE_ALARM = 2
 TRANSIENT_ERRORS = (DatabaseError, RedisError, LockError)
 
 
+RETRY_BACKOFF_MAX_S = 60
+
+
 @shared_task(
+    bind=True,
     name="sensors.tasks.ingest_batch",
     ignore_result=True,
     acks_late=True,
     autoretry_for=TRANSIENT_ERRORS,
     retry_backoff=1,
-    retry_backoff_max=60,
+    retry_backoff_max=RETRY_BACKOFF_MAX_S,
     retry_jitter=True,
     max_retries=10,
 )
-def ingest_batch(node_id: int, rows: list[list]) -> dict:
+def ingest_batch(self, node_id: int, rows: list[list]) -> dict:
     """Rows `[t, {key: number}]` for one node -> sensors -> conversions -> feeds.
 
     Safe to redeliver or retry: feed slots are overwritten with the same values, and pulse
     counters and accumulating processes ignore points not newer than the last they processed.
+    The batch leaves the web's outbox (sensors/publish.py) only once it has run.
     """
     from sensors.processing import ingest_rows
 
-    report = ingest_rows(node_id, rows)
+    try:
+        report = ingest_rows(node_id, rows)
+    except TRANSIENT_ERRORS:
+        # Celery retries it after a countdown of up to RETRY_BACKOFF_MAX_S: not lost.
+        publish.hold_batch(self.request.id, RETRY_BACKOFF_MAX_S + publish.lost_after_s())
+        raise
+    publish.batch_done(self.request.id)
     return {"rows": report.rows, "items": report.items, "created": report.created_sensors}
+
+
+@shared_task(name="sensors.tasks.requeue_lost_batches", ignore_result=True)
+def requeue_lost_batches() -> dict:
+    """Beat: push again the ingest batches the broker lost (see sensors/publish.py)."""
+    return publish.requeue_lost()
 
 
 @shared_task(name="sensors.tasks.check_silent_nodes", ignore_result=True)

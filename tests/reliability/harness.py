@@ -211,11 +211,13 @@ class Site:
 
 
 def queues_idle(client: redis.Redis, queues=("ingest", "commit")) -> bool:
-    """No message waiting and none delivered-but-unacknowledged (kombu's `unacked` hash)."""
+    """No message waiting, none delivered-but-unacknowledged (kombu's `unacked` hash) and no
+    ingest batch still in the web's outbox (published, its task not run yet)."""
     pipe = client.pipeline(transaction=False)
     for queue in queues:
         pipe.llen(queue)
     pipe.hlen("unacked")
+    pipe.hlen("sensors:ingest:outbox")
     return not any(pipe.execute())
 
 

@@ -40,13 +40,21 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
     return result
 
 
-# Found by this test (in most runs with kills, none without): after a kill, one batch of 20
-# readings is missing from the plain log_to_feed feed, while the power_to_kwh feed of the same
-# batch is complete; its task was redelivered and "succeeded" (rows 20, items 40). Reported to
-# the feeds/ingest engineer; see docs/RELIABILITY.md.
-LOSS = "after a worker kill, one redelivered batch's log_to_feed points are missing (feeds/ingest)"
+# Found by this test (most runs with kills lost one batch of 20): kombu's Redis transport takes
+# a message with BRPOP before it records it as unacknowledged, so a worker killed in between
+# loses it (150 posts answered 202, 149 tasks ever received). Fixed by the web's ingest outbox
+# (sensors/publish.py): a batch in no queue, worker or retry is pushed again.
+# Still open: two batches of one node running out of order (worker concurrency 2; the first
+# task of a fresh worker is slower than the next one). The later batch's power_to_kwh starts or
+# goes on without the earlier batch's points, which then count as replays ("seen already",
+# feeds/processes.py) and are skipped: 20 kWh slots missing and, when it was the gateway's first
+# batch, every later kWh slot 0.2 kWh low. Seen in 1 of 4 runs after the outbox fix.
+LOSS = (
+    "power_to_kwh skips a batch that runs after a later batch of the same node (taken for a "
+    "replay in feeds/processes.py): its kWh slots are missing and later ones under-count"
+)
 
 
-@pytest.mark.xfail(strict=False, reason=LOSS)  # intermittent: most runs with kills, not all
+@pytest.mark.xfail(strict=False, reason=LOSS)  # intermittent: 1 run in 4
 def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))

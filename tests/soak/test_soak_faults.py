@@ -14,7 +14,7 @@ from tests.reliability.test_worker_kill import LOSS, run_kills
 pytestmark = [pytest.mark.soak, pytest.mark.integration]
 
 
-@pytest.mark.xfail(strict=False, reason=LOSS)  # intermittent: most runs with kills, not all
+@pytest.mark.xfail(strict=False, reason=LOSS)
 def test_worker_killed_twenty_times(fault_site):
     run_kills(fault_site, kills=20, readings=6000, gap_s=(1.0, 4.0))
 
