@@ -38,11 +38,6 @@ def test_redis_restarted_twice_during_ingest_loses_nothing(fault_site):
     run_restarts(fault_site, restarts=2, readings=800)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sensors/cache.py _check_generation lets redis.ConnectionError escape through "
-    "node_auth.authenticate into ingest_views: a 500 instead of 503 while Redis is down",
-)
 def test_ingest_answers_503_never_500_while_redis_is_down(fault_site):
     import time
 
