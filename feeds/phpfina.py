@@ -5,14 +5,20 @@
     <id>.dat   VALUE_FORMAT "<f" per slot, NaN = missing; slot = (t - start_time) // interval,
                npoints = filesize // 4. No timestamps, no index: reads are arithmetic.
 
+A point before start_time, up to MAX_PREPEND_S earlier, rebuilds the pair with an earlier
+start_time (NaN slots for the gap, then the old data): see `_prepend` for how a crash or a
+concurrent read never sees a meta that disagrees with its .dat.
+
 This module knows nothing of Django, Redis or settings: callers pass the directory, the limits
 and `now`, so it is testable on its own and usable from scripts (bench/, an emoncms folder).
 """
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
+import shutil
 import struct
 import time
 from collections.abc import Sequence
@@ -33,6 +39,10 @@ NAN_BYTES = struct.pack(VALUE_FORMAT, math.nan)
 # emoncms refuses to pad more than this many slots in one write (a year of 2 s data): a wrong
 # clock must not fill the disk with NaN.
 MAX_PADDING_SLOTS = 15_768_000
+# A point at most this far before the feed's start_time is kept: the file is rebuilt with an
+# earlier start (a batch held back by retries arrives after a later one created the file).
+# Further back is refused: a wrong clock must not make us copy the file to add years of NaN.
+MAX_PREPEND_S = 31 * 86_400
 # A point this far ahead of `now` is a wrong clock, not a reading.
 MAX_FUTURE_S = 3600
 # Inside the file, write holes of up to this many slots back unchanged instead of splitting the
@@ -40,6 +50,7 @@ MAX_FUTURE_S = 3600
 COALESCE_SLOTS = 1024
 DEFAULT_MAX_POINTS = 20_000
 CALENDAR_INTERVALS = ("daily", "weekly", "monthly")
+BEFORE_START = f"more than {MAX_PREPEND_S // 86_400} days before the feed's start_time"
 
 
 class FeedError(Exception):
@@ -55,7 +66,7 @@ class InvalidValue(FeedError):
 
 
 class TimestampBeforeStart(FeedError):
-    """The point is older than the feed's first slot: PHPFina cannot prepend."""
+    """The point is more than MAX_PREPEND_S before the feed's first slot."""
 
 
 class GapTooLarge(FeedError):
@@ -98,6 +109,16 @@ def dat_path(directory: str | os.PathLike, feed_id: int) -> Path:
     return Path(directory) / f"{int(feed_id)}.dat"
 
 
+def max_prepend_slots(interval: int) -> int:
+    """How many slots a write may add before a feed's start_time (MAX_PREPEND_S of them)."""
+    return MAX_PREPEND_S // int(interval)
+
+
+# The new pair of a prepend, before it replaces the originals (see _prepend).
+def _prepend_paths(directory: str | os.PathLike, feed_id: int) -> tuple[Path, Path]:
+    return Path(directory) / f"{int(feed_id)}.meta.tmp", Path(directory) / f"{int(feed_id)}.dat.tmp"
+
+
 # --- meta ------------------------------------------------------------------------------------
 
 
@@ -125,8 +146,9 @@ def read_meta(directory: str | os.PathLike, feed_id: int) -> Meta | None:
 
 def _write_meta(directory: str | os.PathLike, feed_id: int, meta: Meta) -> None:
     # Written to a temporary name and renamed, so a crash never leaves a short meta behind.
+    # Not ".meta.tmp": that name marks a prepend in progress (see _prepend).
     final = meta_path(directory, feed_id)
-    tmp = final.with_suffix(".meta.tmp")
+    tmp = final.with_suffix(".meta.new")
     with open(tmp, "wb") as fh:
         fh.write(pack_meta(meta.interval, meta.start_time))
         fh.flush()
@@ -165,6 +187,123 @@ def check_files(meta_file: str | os.PathLike, dat_file: str | os.PathLike) -> Me
         raise CorruptFeed(f"{dat_file}: {dat_size} bytes is not a multiple of {VALUE_SIZE}")
     with open(meta_file, "rb") as fh:
         return unpack_meta(fh.read())
+
+
+# --- prepend: rebuilding the pair with an earlier start_time --------------------------------
+#
+# PHPFina has no way to insert before slot 0, so a prepend writes a new pair and switches to
+# it. Two renames cannot be atomic together, so:
+#   1. write <id>.dat.tmp (NaN gap + old data) and fsync it, then <id>.meta.tmp and fsync it;
+#   2. under an exclusive flock on the feed directory: rename .dat.tmp over .dat, fsync the
+#      directory, rename .meta.tmp over .meta, fsync the directory.
+# What a crash leaves is then told apart by the names alone (`_recover`):
+#   .dat.tmp still there   -> the switch never started: the originals are intact, delete both
+#                             temporaries (the buffered records are still in Redis; the next
+#                             commit does the prepend again);
+#   only .meta.tmp there   -> .dat is already the new one: .meta.tmp is its meta, finish the
+#                             rename (readers use .meta.tmp meanwhile, see `_current_meta`).
+# Readers take a shared flock on the directory while they read the meta and open the .dat
+# (`open_feed`), so they see the old pair or the new one, never the new .dat with the old meta
+# (a memmap keeps the inode it opened, so the lock is held only for the opens). The lock is
+# per directory, not per feed, so no extra file sits beside emoncms's two; it is held only for
+# two renames, microseconds.
+
+
+class _DirectoryLock:
+    def __init__(self, directory: str | os.PathLike, exclusive: bool) -> None:
+        self.directory = directory
+        self.mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        self.fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(self.fd, self.mode)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        return self.fd
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # closing the descriptor releases the flock
+
+
+def _current_meta(directory: str | os.PathLike, feed_id: int) -> Meta | None:
+    """The meta that goes with the .dat now on disk: normally <id>.meta, but after a crash
+    between a prepend's two renames the new meta still waiting in <id>.meta.tmp.
+
+    Call it holding the directory lock (shared is enough). .meta.tmp is read before .dat.tmp
+    is looked for: while a writer is still building the pair, .dat.tmp exists and only the
+    exclusive lock removes it, so a .meta.tmp caught half-written is never used.
+    """
+    meta_tmp, _dat_tmp = _prepend_paths(directory, feed_id)
+    try:
+        pending = meta_tmp.read_bytes()
+    except FileNotFoundError:
+        pending = None  # the usual case: no prepend half-done
+    if pending is not None and _switch_half_done(directory, feed_id):
+        return unpack_meta(pending)
+    return read_meta(directory, feed_id)
+
+
+def _switch_half_done(directory: str | os.PathLike, feed_id: int) -> bool:
+    """A .meta.tmp without a .dat.tmp, written no earlier than the .dat (which kept the
+    .dat.tmp's mtime through the rename). An older lone .meta.tmp is a leftover of the engine
+    before prepends, whose meta writes used that name: the .dat was written after it."""
+    meta_tmp, dat_tmp = _prepend_paths(directory, feed_id)
+    if dat_tmp.exists():
+        return False
+    try:
+        return meta_tmp.stat().st_mtime_ns >= dat_path(directory, feed_id).stat().st_mtime_ns
+    except FileNotFoundError:
+        return False
+
+
+def _recover(directory: str | os.PathLike, feed_id: int, fsync: bool = True) -> None:
+    """Finish or undo a prepend a crash interrupted (the writer calls this before writing).
+    Under the exclusive lock, so a reader never pairs a .meta.tmp with a .dat it no longer
+    goes with."""
+    meta_tmp, dat_tmp = _prepend_paths(directory, feed_id)
+    if not (meta_tmp.exists() or dat_tmp.exists()):
+        return
+    with _DirectoryLock(directory, exclusive=True) as dir_fd:
+        if dat_tmp.exists():  # the switch never started: the originals are intact
+            dat_tmp.unlink()
+            meta_tmp.unlink(missing_ok=True)
+        elif _switch_half_done(directory, feed_id):  # the .dat is switched: install its meta
+            unpack_meta(meta_tmp.read_bytes())  # CorruptFeed rather than install a bad meta
+            os.replace(meta_tmp, meta_path(directory, feed_id))
+        else:
+            meta_tmp.unlink(missing_ok=True)
+        if fsync:
+            os.fsync(dir_fd)
+
+
+def _prepend(
+    directory: str | os.PathLike, feed_id: int, meta: Meta, slots: int, fsync: bool = True
+) -> Meta:
+    """Rebuild the feed with `slots` NaN slots before its data (see the comment above)."""
+    new = Meta(interval=meta.interval, start_time=meta.start_time - slots * meta.interval)
+    meta_tmp, dat_tmp = _prepend_paths(directory, feed_id)
+    with open(dat_tmp, "wb") as out, open(dat_path(directory, feed_id), "rb") as old:
+        out.write(np.full(slots, np.nan, dtype=VALUE_DTYPE).tobytes())
+        shutil.copyfileobj(old, out, 1 << 20)
+        out.flush()
+        if fsync:
+            os.fsync(out.fileno())
+    with open(meta_tmp, "wb") as out:
+        out.write(pack_meta(new.interval, new.start_time))
+        out.flush()
+        if fsync:
+            os.fsync(out.fileno())
+    with _DirectoryLock(directory, exclusive=True) as dir_fd:
+        os.replace(dat_tmp, dat_path(directory, feed_id))
+        if fsync:
+            os.fsync(dir_fd)  # the dat switch is durable before the meta's: see _recover
+        os.replace(meta_tmp, meta_path(directory, feed_id))
+        if fsync:
+            os.fsync(dir_fd)
+    return new
 
 
 # --- writes ----------------------------------------------------------------------------------
@@ -214,6 +353,8 @@ def write_points(
     if len(t) == 0:
         return report
 
+    if Path(directory).is_dir():
+        _recover(directory, feed_id, fsync)
     meta = read_meta(directory, feed_id) or create(directory, feed_id, interval)
     fi = meta.interval
     n = npoints(directory, feed_id)
@@ -224,11 +365,19 @@ def write_points(
             meta = Meta(interval=fi, start_time=start)
             _write_meta(directory, feed_id, meta)
     slots = (t - meta.start_time) // fi
-    before = slots < 0
-    _refuse(report, t[before], "before the feed's start_time")
-    t, v, j, slots = t[~before], v[~before], j[~before], slots[~before]
-    if len(t) == 0:
-        return report
+    if slots.min() < 0:
+        # Late points: keep those within MAX_PREPEND_S (and a start_time that stays >= 0).
+        limit = min(max_prepend_slots(fi), meta.start_time // fi)
+        too_early = slots < -limit
+        _refuse(report, t[too_early], BEFORE_START)
+        t, v, j, slots = t[~too_early], v[~too_early], j[~too_early], slots[~too_early]
+        if len(t) == 0:
+            return report
+        if slots.min() < 0:
+            grow = int(-slots.min())
+            meta = _prepend(directory, feed_id, meta, grow, fsync)
+            slots += grow
+            n += grow
 
     # Last arrival wins per slot: unique on the reversed arrays finds each slot's last index.
     rev_unique, rev_index = np.unique(slots[::-1], return_index=True)
@@ -328,7 +477,7 @@ def write(
     if report.refused:
         reason = report.refused[0][1]
         exc = {
-            "before the feed's start_time": TimestampBeforeStart,
+            BEFORE_START: TimestampBeforeStart,
             "time is more than an hour in the future": TimestampInFuture,
         }.get(reason)
         if exc is None:
@@ -345,6 +494,18 @@ def open_data(directory: str | os.PathLike, feed_id: int) -> np.ndarray:
     if n == 0:
         return np.empty(0, dtype=VALUE_DTYPE)
     return np.memmap(dat_path(directory, feed_id), dtype=VALUE_DTYPE, mode="r", shape=(n,))
+
+
+def open_feed(directory: str | os.PathLike, feed_id: int) -> tuple[Meta | None, np.ndarray]:
+    """The meta and the data as one consistent pair, even while a prepend switches them
+    (see _prepend): (None, empty) when the feed has no files."""
+    if not os.path.isdir(directory):
+        return None, np.empty(0, dtype=VALUE_DTYPE)
+    with _DirectoryLock(directory, exclusive=False):
+        meta = _current_meta(directory, feed_id)
+        if meta is None:
+            return None, np.empty(0, dtype=VALUE_DTYPE)
+        return meta, open_data(directory, feed_id)
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -518,8 +679,7 @@ def read(
     """
     if end < start:
         raise BadReadRequest("end", "end is before start")
-    meta = read_meta(directory, feed_id)
-    data = open_data(directory, feed_id) if meta else np.empty(0, dtype=VALUE_DTYPE)
+    meta, data = open_feed(directory, feed_id)
     if meta is not None:
         fi, st = meta.interval, meta.start_time
     else:
@@ -532,6 +692,16 @@ def read(
             raise FeedError(f"feed {feed_id} has buffered points but no interval")
         if len(data) == 0:
             st = int(ov_t.min()) // fi * fi
+        else:
+            # Buffered points before start_time that the commit will prepend: show them, on
+            # NaN slots before the data as the rebuilt file will have them.
+            limit = min(max_prepend_slots(fi), st // fi)
+            early = (ov_t - st) // fi
+            early = early[early >= -limit]
+            if len(early) and early.min() < 0:
+                grow = int(-early.min())
+                data = np.concatenate((np.full(grow, np.nan, dtype=VALUE_DTYPE), data))
+                st -= grow * fi
     if fi <= 0:
         return []  # nothing written yet, nothing buffered
 
@@ -563,7 +733,7 @@ def read(
 
     if ov_t is not None:
         slots = (ov_t - st) // fi
-        keep = slots >= 0  # before start_time: the commit will refuse them, so do we
+        keep = slots >= 0  # too far before start_time: the commit will refuse them, so do we
         slots, ov_v = slots[keep], ov_v[keep]
         if len(overlay) > 2:
             ov_j = np.asarray(overlay[2], dtype=bool)[keep]

@@ -68,8 +68,9 @@ def test_commit_goes_block_by_block(buffer, feed_dir):
 
 
 def test_refused_points_are_reported_and_leave_the_buffer(buffer, feed_dir):
-    phpfina.write(feed_dir, 1, 10, 1000, 1.0, now=NOW)
-    buffer.add([(1, 900, 5.0, False), (1, 1010, 2.0, False)])
+    start = 100_000_000
+    phpfina.write(feed_dir, 1, 10, start, 1.0, now=NOW)
+    buffer.add([(1, start - phpfina.MAX_PREPEND_S - 10, 5.0, False), (1, start + 10, 2.0, False)])
     report = buffer.commit(feed_dir, {1: 10}, now=NOW)
     assert report.refused == {1: 1} and report.points == 1
     assert buffer.dirty_feeds() == []

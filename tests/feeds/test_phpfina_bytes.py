@@ -79,11 +79,13 @@ def test_the_meta_is_not_rewritten_after_the_first_write(tmp_path):
     assert before == after
 
 
-def test_a_write_before_start_time_is_refused_and_changes_nothing(tmp_path):
-    phpfina.write(tmp_path, 1, 10, 1_000_000, 1.0, now=NOW)
+def test_a_write_too_long_before_start_time_is_refused_and_changes_nothing(tmp_path):
+    start = 100_000_000
+    phpfina.write(tmp_path, 1, 10, start, 1.0, now=NOW)
     with pytest.raises(phpfina.TimestampBeforeStart):
-        phpfina.write(tmp_path, 1, 10, 999_999, 2.0, now=NOW)
+        phpfina.write(tmp_path, 1, 10, start - phpfina.MAX_PREPEND_S - 10, 2.0, now=NOW)
     assert dat_bytes(tmp_path) == ONE
+    assert meta_bytes(tmp_path) == phpfina.pack_meta(10, start)
 
 
 def test_a_gap_beyond_the_maximum_padding_is_refused(tmp_path):
@@ -112,12 +114,13 @@ def test_a_point_far_in_the_future_is_refused(tmp_path):
 
 
 def test_refused_points_in_a_block_are_reported_and_the_rest_written(tmp_path):
-    phpfina.write(tmp_path, 1, 10, 1_000_000, 1.0, now=NOW)
+    phpfina.write(tmp_path, 1, 10, 100_000_000, 1.0, now=NOW)
+    too_early = 100_000_000 - phpfina.MAX_PREPEND_S - 10
     report = phpfina.write_points(
-        tmp_path, 1, 10, [999_990, 1_000_010, 1_000_020], [5.0, math.nan, 3.0], now=NOW
+        tmp_path, 1, 10, [too_early, 100_000_010, 100_000_020], [5.0, math.nan, 3.0], now=NOW
     )
     assert report.written == 1
-    assert sorted(t for t, _ in report.refused) == [999_990, 1_000_010]
+    assert sorted(t for t, _ in report.refused) == [too_early, 100_000_010]
     assert dat_bytes(tmp_path) == ONE + NAN + THREE
 
 

@@ -51,13 +51,8 @@ def run_outage(fault_site, outage_s: float, readings: int):
     return result
 
 
-# Seen in a full-folder run (not alone): 48 retried/redelivered batches, 160 power slots wrong
-# or missing and kWh 10.38 of 11.98. A batch delayed by retries whose feed file was meanwhile
-# created by a later batch is refused as "before the feed's start" (PHPFina cannot prepend).
-@pytest.mark.xfail(
-    strict=False,
-    reason="order-dependent loss when batches are retried across a database outage "
-    "(points before a feed's start refused); see docs/RELIABILITY.md",
-)
+# Once seen in a full-folder run: a batch delayed by retries whose feed file was meanwhile
+# created by a later batch was refused as "before the feed's start". The engine now prepends
+# such points (up to 31 days back), so the xfail is gone; see docs/RELIABILITY.md.
 def test_ingest_survives_a_database_outage(fault_site):
     run_outage(fault_site, outage_s=10, readings=600)
