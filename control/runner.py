@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from control import runtime
+from control import config_cache, runtime
 from control import settings_defaults as conf
 from control import snapshot as snapshot_builder
 from control.drivers import modbus, node_queue
@@ -37,6 +38,11 @@ def alarm_key(actuator_id: int) -> str:
     return f"relay:{actuator_id}"
 
 
+def db_alarm_key(kind: str) -> str:
+    """ "unavailable": the tick ran on cached configuration; "no-cache": it switched nothing."""
+    return f"control-db:{kind}"
+
+
 def run_tick(now: datetime | None = None) -> dict[str, Any]:
     token = uuid.uuid4().hex
     if not runtime.acquire_tick_lock(token, ttl_s=max(2 * conf.tick_s(), 30)):
@@ -49,22 +55,78 @@ def run_tick(now: datetime | None = None) -> dict[str, Any]:
 
 def _tick(now: datetime) -> dict[str, Any]:
     started = time.perf_counter()
-    live = snapshot_builder.build(now)
+    offline = ""  # why the database is not used this tick ("" when it is)
+    try:
+        live = snapshot_builder.build(now)
+    except DatabaseError as exc:
+        # The database is unavailable: carry on from the configuration cached by the last
+        # tick that could read it, rather than leave every relay where it was on a guess.
+        # A broken connection must not linger into the next tick (Celery's Django fixup does
+        # the same between tasks).
+        connection.close_if_unusable_or_obsolete()
+        config = config_cache.load()
+        outage = config_cache.note_outage(now, config["cached_at"] if config else None)
+        if config is None:
+            log.critical(
+                "control tick: database unavailable (%s) and no cached configuration: "
+                "switching nothing",
+                exc,
+            )
+            report = {"at": now.isoformat(), "skipped": "database unavailable, no cached config"}
+            runtime.save_last_tick(report)
+            _alarm_offline(
+                db_alarm_key("no-cache"),
+                f"Control could not read the database since {_hhmm(outage['since'])} and has "
+                "no cached configuration: no relay is being switched",
+            )
+            return report
+        live = config_cache.rebuild(config, now)
+        offline = (
+            f"database unavailable: using configuration cached at {_hhmm(config['cached_at'])}"
+        )
+        log.error("control tick: %s (%s)", offline, exc)
+        _alarm_offline(
+            db_alarm_key("unavailable"),
+            f"Control cannot read the database since {_hhmm(outage['since'])}: it runs on the "
+            f"configuration cached at {_hhmm(config['cached_at'])}",
+        )
+    else:
+        config_cache.save(config_cache.config_of(live.snapshot, live.actuators, live.feeds))
+        try:
+            _catch_up(now)
+        except DatabaseError:
+            # Flaky still: what waits stays in Redis for the next tick; switching goes on.
+            log.exception("control: cannot yet write what waited for the database")
     built = time.perf_counter()
     evaluation = evaluate(live.snapshot)
     evaluated = time.perf_counter()
     runtime.save_memory(evaluation.memory)
     now_s = now.timestamp()
+    if offline:
+        # Every reason says so: the staff pages and audit rows show why nothing new was seen.
+        for aid, decision in evaluation.decisions.items():
+            evaluation.decisions[aid] = replace(decision, reason=f"[{offline}] {decision.reason}")
 
     plan: dict[int, tuple[Decision, str]] = {}
     for aid, decision in evaluation.decisions.items():
         plan[aid] = (decision, _kind(live.runtime[aid], decision, now_s, conf.keepalive_s()))
 
-    commands = _audit_requested(plan, live.actuators, now)
+    if offline:
+        # HTTP nodes fetch their commands from a table: leave them untouched (their runtime
+        # state too), so the first tick with the database queues what they should do.
+        plan = {
+            aid: item
+            for aid, item in plan.items()
+            if live.actuators[aid].driver != Actuator.Driver.NODE_QUEUE
+        }
+    commands = _build_commands(plan, live.actuators, now)
+    if not offline:
+        offline = _save_commands(commands)
     results = _send(plan, live.actuators, commands, now)
-    corrected = _audit_results(plan, live.actuators, commands, results, now)
+    corrected = _audit_results(plan, live.actuators, commands, results, now, offline)
     faults = _update_runtime(plan, live, results, now_s)
-    faults += _node_overdue(now)
+    if not offline:
+        faults += _node_overdue(now)
 
     zone_out = {}
     specs = {z.id: z for z in live.snapshot.zones}
@@ -77,7 +139,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     runtime.save_zones(zone_out)
 
     learned = 0
-    for event in evaluation.events:
+    for event in [] if offline else evaluation.events:
         if event.get("kind") == "occupancy_start":
             try:
                 from control.optimum import learn_from_event
@@ -101,6 +163,8 @@ def _tick(now: datetime) -> dict[str, Any]:
         "evaluate_ms": round((evaluated - built) * 1000, 1),
         "total_ms": round((finished - started) * 1000, 1),
     }
+    if offline:
+        report["offline"] = offline
     runtime.save_last_tick(report)
     return report
 
@@ -115,10 +179,10 @@ def _kind(state: runtime.ActuatorRuntime, decision: Decision, now_s: float, keep
     return VERIFY
 
 
-def _audit_requested(
+def _build_commands(
     plan, actuators: dict[int, Actuator], now: datetime
 ) -> dict[int, ActuatorCommand]:
-    rows = {
+    return {
         aid: ActuatorCommand(
             actuator_id=aid,
             state=decision.state,
@@ -132,8 +196,19 @@ def _audit_requested(
         # A node's unacknowledged command stays queued: no new one each tick while it waits.
         and not (kind == RETRY and actuators[aid].driver == Actuator.Driver.NODE_QUEUE)
     }
-    ActuatorCommand.objects.bulk_create(rows.values())
-    return rows
+
+
+def _save_commands(commands: dict[int, ActuatorCommand]) -> str:
+    """Audit before sending. Returns why the database is unusable, "" when the rows are in."""
+    try:
+        ActuatorCommand.objects.bulk_create(commands.values())
+    except DatabaseError as exc:
+        # It went away after the snapshot was read: the rows wait in Redis instead.
+        log.error("control tick: cannot write audit rows, queued in Redis (%s)", exc)
+        for row in commands.values():
+            row.pk = None
+        return "database unavailable while auditing"
+    return ""
 
 
 class _Ok:
@@ -161,6 +236,10 @@ def _send(plan, actuators: dict[int, Actuator], commands, now: datetime) -> dict
                 )
             )
         elif act.driver == Actuator.Driver.NODE_QUEUE and aid in commands:
+            if commands[aid].pk is None:
+                # The node command queue is a table: nothing to queue to while it is away.
+                results[aid] = modbus.CoilResult(aid, error="database unavailable: node queue")
+                continue
             if act.node_id is None:
                 results[aid] = modbus.CoilResult(
                     aid, error="no node configured for the command queue"
@@ -182,7 +261,7 @@ def _send(plan, actuators: dict[int, Actuator], commands, now: datetime) -> dict
     return results
 
 
-def _audit_results(plan, actuators, commands, results, now: datetime) -> int:
+def _audit_results(plan, actuators, commands, results, now: datetime, offline: str) -> int:
     def at(value: float | None) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, UTC)
 
@@ -196,7 +275,14 @@ def _audit_results(plan, actuators, commands, results, now: datetime) -> int:
         confirmed = (
             result.confirmed_at if actuators[aid].driver == Actuator.Driver.MODBUS_COIL else None
         )
-        groups.setdefault((result.sent_at, confirmed, result.error), []).append(row.pk)
+        if offline:
+            row.sent_at, row.confirmed_at, row.error = (
+                at(result.sent_at),
+                at(confirmed),
+                result.error,
+            )
+        else:
+            groups.setdefault((result.sent_at, confirmed, result.error), []).append(row.pk)
     for (sent, confirmed, error), pks in groups.items():
         ActuatorCommand.objects.filter(pk__in=pks).update(
             sent_at=at(sent), confirmed_at=at(confirmed), error=error
@@ -221,7 +307,11 @@ def _audit_results(plan, actuators, commands, results, now: datetime) -> int:
                     error=result.error,
                 )
             )
-    ActuatorCommand.objects.bulk_create(extra)
+    if offline:
+        # Every command is audited: these are written by the first tick that has the database.
+        config_cache.queue_audit([*commands.values(), *extra])
+    else:
+        ActuatorCommand.objects.bulk_create(extra)
     return len(extra)
 
 
@@ -260,15 +350,14 @@ def _update_runtime(plan, live, results, now_s: float) -> int:
                     if act.driver == Actuator.Driver.MODBUS_COIL
                     else f"node {act.node_id}"
                 )
-                raise_alarm(
+                _raise(
                     alarm_key(aid),
                     f"Actuator '{act.name}' ({where}) did not confirm "
                     f"{'ON' if decision.state else 'OFF'}: {fault}",
                     source="relay",
-                    severity=Alarm.Severity.CRITICAL,
                 )
         elif before.fault and act.driver == Actuator.Driver.MODBUS_COIL:
-            clear_alarm(alarm_key(aid))
+            _clear(alarm_key(aid))
     runtime.save_actuators(updated)
     return faults
 
@@ -300,3 +389,62 @@ def _node_overdue(now: datetime) -> int:
         changed[cmd.actuator_id] = state
     runtime.save_actuators(changed)
     return len(changed)
+
+
+# --- the database outage ---------------------------------------------------------------------
+
+
+def _hhmm(value: datetime) -> str:
+    return timezone.localtime(value).strftime("%H:%M")
+
+
+def _raise(key: str, message: str, source: str) -> None:
+    """raise_alarm, or, while the database is away, a Redis note to raise it when it is back."""
+    try:
+        raise_alarm(key, message, source=source, severity=Alarm.Severity.CRITICAL)
+    except DatabaseError as exc:
+        log.critical("ALARM %s (not recorded, database unavailable: %s): %s", key, exc, message)
+        config_cache.queue_alarm(key, {"raise": message, "source": source})
+
+
+def _clear(key: str) -> None:
+    try:
+        clear_alarm(key)
+    except DatabaseError as exc:
+        log.error("cannot clear alarm %s, database unavailable (%s): queued", key, exc)
+        config_cache.queue_alarm(key, {"clear": True})
+
+
+def _alarm_offline(key: str, message: str) -> None:
+    _raise(key, message, source="control")
+
+
+def _catch_up(now: datetime) -> None:
+    """The database answers again: write what waited in Redis, then close the outage."""
+    waiting = config_cache.pending_audit()
+    if waiting:
+        with transaction.atomic():
+            ActuatorCommand.objects.bulk_create(ActuatorCommand(**row) for row in waiting)
+        config_cache.drop_audit(len(waiting))
+        log.warning("control: wrote %d audit rows queued while the database was away", len(waiting))
+    for key, action in config_cache.pending_alarms().items():
+        if "raise" in action:
+            raise_alarm(
+                key, action["raise"], source=action["source"], severity=Alarm.Severity.CRITICAL
+            )
+        else:
+            clear_alarm(key)
+        config_cache.drop_alarm(key)
+    outage = config_cache.outage()
+    if outage is None:
+        return
+    for kind in ("unavailable", "no-cache"):
+        # The condition is over: the alarm stays in the history (and was emailed when raised).
+        clear_alarm(db_alarm_key(kind))
+    log.warning(
+        "control: database back at %s after an outage from %s (%d ticks)",
+        _hhmm(now),
+        _hhmm(outage["since"]),
+        outage["ticks"],
+    )
+    config_cache.end_outage()

@@ -4,7 +4,7 @@ feeds' last values. The only impure half of a tick's decision making."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -46,6 +46,9 @@ class LiveSnapshot:
     actuators: dict[int, Actuator]  # the model rows, for the drivers
     runtime: dict[int, runtime.ActuatorRuntime]
     zones: dict[int, Zone]
+    # Which feed each reading came from, for the configuration cache (control/config_cache.py):
+    # ("zone", zone id), ("collector", circuit id), ("tank", circuit id) -> feed id.
+    feeds: dict[tuple[str, int], int | None] = field(default_factory=dict)
 
 
 def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
@@ -137,7 +140,14 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         solars=solar_specs,
         memory=runtime.load_memory(),
     )
-    return LiveSnapshot(snapshot, actuators, states, {z.pk: z for z in zones})
+    feeds: dict[tuple[str, int], int | None] = {
+        ("zone", z.pk): z.temperature_sensor.feed_id if z.temperature_sensor else None
+        for z in zones
+    }
+    for s in solars:
+        feeds[("collector", s.pk)] = s.collector_sensor.feed_id
+        feeds[("tank", s.pk)] = s.tank_sensor.feed_id
+    return LiveSnapshot(snapshot, actuators, states, {z.pk: z for z in zones}, feeds)
 
 
 def _reading(last: dict[int, tuple[int, float]], feed_id: int | None) -> Reading | None:
