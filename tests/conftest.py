@@ -23,6 +23,22 @@ from bms.roles import BOOKERS, ENGINEERS, VIEWERS
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def fresh_feed_files() -> None:
+    """Start each test with no feed files on disk.
+
+    Feed ids restart when a test's database is rolled back or flushed, so without this a test's
+    new feed 1 would find the .dat/.meta an earlier test left for its own feed 1.
+    """
+    from django.conf import settings
+
+    feed_dir = Path(settings.BMS_FEED_DIR)
+    if feed_dir.is_dir():
+        for path in feed_dir.iterdir():
+            if path.is_file() and path.suffix in {".dat", ".meta", ".tmp", ".new"}:
+                path.unlink()
+
+
 @pytest.fixture
 def redis_client():
     from bms.redis import get_redis
