@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
@@ -108,6 +109,11 @@ def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpReque
             return view(request)
         except IngestError as exc:
             return _error(exc)
+        except DatabaseError as exc:
+            # Node keys are cached, but a cache miss (new key, cache refreshed) reads the
+            # database: while it is away, the gateway must retry (503), not see a server error.
+            log.error("database unavailable during ingest: %s", exc)
+            return _error(IngestError("database unavailable, try again", status=503))
 
     wrapper.__name__ = view.__name__
     wrapper.__doc__ = view.__doc__

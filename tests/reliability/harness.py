@@ -1,9 +1,9 @@
 """Real processes for the fault tests: a private redis-server, the web site, Celery workers and
 beat, each a separate OS process the test can kill, stop and start again.
 
-Everything runs against the pytest test database (shared file or PostgreSQL database), the
-test's BMS_DATA_DIR and a redis-server of its own on a free port, never the machine's shared
-Redis: the fault tests restart and kill it.
+Everything runs against the pytest test database (shared file, or PostgreSQL database reached
+through a TCP proxy the test can cut: tcp_proxy.py), the test's BMS_DATA_DIR and a redis-server
+of its own on a free port, never the machine's shared Redis: the fault tests restart and kill it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
+
+from tests.reliability.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = "tests.reliability.fault_settings"
@@ -99,6 +101,8 @@ class Site:
     database_url: str
     log_dir: Path
     extra_env: dict[str, str] = field(default_factory=dict)
+    # PostgreSQL: the TCP proxy `database_url` goes through (tcp_proxy.TcpProxy); None on SQLite.
+    db_proxy: TcpProxy | None = None
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     web_port: int = field(default_factory=free_port)
 

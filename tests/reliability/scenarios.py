@@ -135,14 +135,16 @@ def run_with_faults(
     batch: int = 20,
     settle_s: float = 120,
     seed: int = 1,
+    span_s: float | None = None,
 ) -> Result:
     """Post every gateway's rows while `inject(n)` runs `faults` times at random moments; then
     let the site settle (queues drained, buffer committed) and check the files."""
     rng = random.Random(seed)
     started = time.monotonic()
     # Spread the posts over the whole fault period: ingest is sustained while faults land.
+    # `span_s`: that period when the faults themselves last (an outage), not just the gaps.
     posts = max(len(g.rows) for g in gateways) / batch
-    pace_s = faults * sum(gap_s) / 2 / posts
+    pace_s = (span_s if span_s is not None else faults * sum(gap_s) / 2) / posts
     senders = [Sender(site, g.key, g.node.name, g.rows, batch, pace_s) for g in gateways]
     for sender in senders:
         sender.start()
