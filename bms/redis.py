@@ -10,6 +10,12 @@ _clients: dict[str, redis.Redis] = {}
 # A Redis that does not answer must not hang a web request or a worker.
 SOCKET_TIMEOUT_S = 5
 
+# What a call to a Redis that is down or stalled can raise. Besides RedisError, redis-py 8
+# lets a socket timeout during its connect-time health check surface as
+# ValueError("I/O operation on closed file") (seen under load in bench/ingest.py), and
+# socket errors can escape as OSError.
+REDIS_FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError, ValueError)
+
 
 def get_redis() -> redis.Redis:
     url = settings.REDIS_URL

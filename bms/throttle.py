@@ -24,13 +24,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import throttling
 
-from bms.redis import get_redis
+from bms.redis import REDIS_FAILURES, get_redis
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ def hit(scope: str, ident: str, rate: Rate, now: float | None = None) -> float |
         pipe.incr(key)
         pipe.expire(key, rate.window_s + 1)
         count, _ = pipe.execute()
-    except redis.RedisError as exc:
+    except REDIS_FAILURES as exc:
         log.warning("throttle %s: Redis unavailable, not limiting: %s", scope, exc)
         return None
     if count <= rate.count:
@@ -172,7 +171,7 @@ class _FailOpen:
     def allow_request(self, request, view) -> bool:
         try:
             return super().allow_request(request, view)  # type: ignore[misc]
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             log.warning("API throttle: Redis unavailable, not limiting: %s", exc)
             return True
 

@@ -19,8 +19,8 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
-from redis.exceptions import RedisError
 
+from bms.redis import REDIS_FAILURES
 from bms.throttle import ingest_throttle
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import IngestError, Limits, Row, parse_bulk, parse_post, parse_readings
@@ -98,7 +98,7 @@ def _enqueue(identity: NodeIdentity, rows: list[Row]) -> None:
     try:
         # One LPUSH of the task message Celery would send (sensors/publish.py says why).
         publish_ingest_batch(identity.id, [[row.t, row.values] for row in rows])
-    except (OperationalError, RedisError) as exc:
+    except (OperationalError, *REDIS_FAILURES) as exc:
         log.error("could not queue a batch for node %s: %s", identity.name, exc)
         raise IngestError("ingest queue unavailable, try again", status=503) from exc
 

@@ -49,6 +49,11 @@ OUTBOX_REQUEUED_KEY = "sensors:ingest:outbox:requeued"  # hash task id -> times 
 UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag -> message being worked on
 MAX_REQUEUES = 10  # a batch pushed again this often is poison: dropped with an error
 CHECK_BATCH = 200  # outbox entries looked at per requeue run
+# Each look searches the ingest queue (LPOS) inside a script, which blocks Redis while it runs.
+# With a long backlog that search over thousands of ~10 KB messages stalled Redis for seconds
+# (bench/ingest.py: socket timeouts, 500s). A batch cannot be lost while a backlog stands in
+# front of it being worked through, so the looks wait until the queue is short again.
+MAX_QUEUE_TO_SCAN = 200
 
 
 @lru_cache(maxsize=1)
@@ -181,6 +186,8 @@ def requeue_lost(now: float | None = None) -> dict:
     """Push again every outbox batch due for a look that no queue, worker or retry holds."""
     client = get_redis()
     now = time.time() if now is None else now
+    if client.llen(QUEUE) > MAX_QUEUE_TO_SCAN:
+        return {"requeued": 0, "alive": 0, "dropped": 0, "deferred": True}
     script = client.register_script(_REQUEUE)
     pushed = alive = dropped = 0
     for raw_id in client.zrangebyscore(OUTBOX_DUE_KEY, "-inf", now, start=0, num=CHECK_BATCH):

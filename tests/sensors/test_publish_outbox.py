@@ -91,3 +91,19 @@ def test_the_task_takes_its_batch_out_of_the_outbox(redis_client):
     ingest_batch.apply(args=(999_999, ROWS), task_id=message["headers"]["id"]).get()
     assert outbox_ids(redis_client) == set()
     assert redis_client.zcard(publish.OUTBOX_DUE_KEY) == 0
+
+
+@pytest.mark.django_db
+def test_looks_wait_while_a_long_backlog_is_queued(redis_client, monkeypatch):
+    """Searching a long queue inside a script stalls Redis: with a backlog the looks wait."""
+    monkeypatch.setattr(publish, "MAX_QUEUE_TO_SCAN", 3)
+    publish.publish_ingest_batch(5, ROWS)
+    lost = take(redis_client)
+    for node in range(6, 10):  # a backlog of 4 in front of the workers
+        publish.publish_ingest_batch(node, ROWS)
+    report = publish.requeue_lost(now=time.time() + LATER)
+    assert report == {"requeued": 0, "alive": 0, "dropped": 0, "deferred": True}
+    for _ in range(4):
+        publish.batch_done(take(redis_client)["headers"]["id"])  # the backlog is worked through
+    assert publish.requeue_lost(now=time.time() + LATER)["requeued"] == 1
+    assert take(redis_client)["headers"]["id"] == lost["headers"]["id"]
