@@ -6,6 +6,7 @@ switches plant). Run the control queue on its own worker so ingest never delays 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -34,7 +35,7 @@ def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
             try:
                 get_redis().set(BEAT_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)
             except Exception as exc:  # Redis down: healthz reports it; keep trying.
-                print(f"beat heartbeat failed: {exc}")
+                logging.getLogger(__name__).warning("beat heartbeat failed: %s", exc)
             time.sleep(HEARTBEAT_EVERY_S)
 
     threading.Thread(target=loop, name="beat-heartbeat", daemon=True).start()
@@ -42,6 +43,19 @@ def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
 
 # How often beat checks the workers and the control worker checks beat (docs/RELIABILITY.md).
 WATCHDOG_EVERY_S = int(os.environ.get("BMS_WATCHDOG_EVERY_S", "60"))
+
+
+def _start_watch(check, name: str) -> None:
+    """Run one watchdog check every WATCHDOG_EVERY_S in a daemon thread of this process."""
+    from bms import watchdog
+
+    threading.Thread(
+        target=watchdog.watch_loop,
+        args=(check, WATCHDOG_EVERY_S),
+        kwargs={"first_after_s": WATCHDOG_EVERY_S, "name": name},
+        name=f"watchdog-{name}",
+        daemon=True,
+    ).start()
 
 
 @beat_init.connect
@@ -52,13 +66,7 @@ def _start_worker_watch(sender=None, **_kwargs) -> None:
     django.setup()
     from bms import watchdog
 
-    threading.Thread(
-        target=watchdog.watch_loop,
-        args=(watchdog.check_workers, WATCHDOG_EVERY_S),
-        kwargs={"first_after_s": WATCHDOG_EVERY_S, "name": "workers"},
-        name="watchdog-workers",
-        daemon=True,
-    ).start()
+    _start_watch(watchdog.check_workers, "workers")
 
 
 @worker_ready.connect
@@ -71,10 +79,4 @@ def _start_beat_watch(sender=None, **_kwargs) -> None:
         return
     from bms import watchdog
 
-    threading.Thread(
-        target=watchdog.watch_loop,
-        args=(watchdog.check_beat, WATCHDOG_EVERY_S),
-        kwargs={"first_after_s": WATCHDOG_EVERY_S, "name": "beat"},
-        name="watchdog-beat",
-        daemon=True,
-    ).start()
+    _start_watch(watchdog.check_beat, "beat")

@@ -22,6 +22,11 @@ def user_groups(user) -> set[str]:
     return cached
 
 
+def has_staff_role(user) -> bool:
+    """Superuser, or in one of the role groups: may see staff pages and every feed."""
+    return bool(user and user.is_authenticated and (user.is_superuser or user_groups(user)))
+
+
 def is_engineer(user) -> bool:
     return bool(
         user and user.is_authenticated and (user.is_superuser or ENGINEERS in user_groups(user))

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from bms.api_errors import error_response
-from bms.permissions import is_engineer, user_groups
+from bms.permissions import has_staff_role, is_engineer
 from feeds import service
 from feeds.models import Feed
 from sensors.alarms import acknowledge
@@ -29,7 +29,7 @@ def staff_required(view):
 
     @login_required
     def wrapper(request: HttpRequest, *args, **kwargs):
-        if not (request.user.is_superuser or user_groups(request.user)):
+        if not has_staff_role(request.user):
             return render(request, "bms/forbidden.html", status=403)
         return view(request, *args, **kwargs)
 

@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from bms.permissions import is_engineer, user_groups
+from bms.permissions import has_staff_role, is_engineer, user_groups
 from bms.roles import BOOKERS
 from control import runtime
 from control.forms import BookingForm, OverrideForm, ReplayForm
@@ -39,7 +39,7 @@ def _tz() -> ZoneInfo:
 
 
 def can_view(user) -> bool:
-    return user.is_superuser or bool(user_groups(user))
+    return has_staff_role(user)
 
 
 def can_book(user) -> bool:
@@ -55,6 +55,12 @@ def staff_page(view):
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def _redirect_to_week(zone: Zone, day: date) -> HttpResponse:
+    """Back to the zone's calendar, showing the week of `day` (weeks start on Monday)."""
+    monday = day - timedelta(days=day.weekday())
+    return redirect(f"{reverse('control:bookings', args=[zone.slug])}?week={monday}")
 
 
 @staff_page
@@ -179,8 +185,7 @@ def booking_calendar(request: HttpRequest, zone_slug: str) -> HttpResponse:
             booking.full_clean()
             booking.save()
             messages.success(request, f"Booked: {booking}")
-            week = form.cleaned_data["day"] - timedelta(days=form.cleaned_data["day"].weekday())
-            return redirect(f"{reverse('control:bookings', args=[zone.slug])}?week={week}")
+            return _redirect_to_week(zone, form.cleaned_data["day"])
         status = 400
     else:
         form = BookingForm(zone=zone, initial={"day": monday})
@@ -254,8 +259,7 @@ def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
                 booking.full_clean()
                 booking.save()
             messages.success(request, f"Moved: {booking}")
-            week = form.cleaned_data["day"] - timedelta(days=form.cleaned_data["day"].weekday())
-            return redirect(f"{reverse('control:bookings', args=[zone.slug])}?week={week}")
+            return _redirect_to_week(zone, form.cleaned_data["day"])
         status = 400
     else:
         s = booking.start.astimezone(tz)

@@ -18,7 +18,7 @@ from django.conf import settings
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 
-from bms.permissions import user_groups
+from bms.permissions import has_staff_role
 from feeds import phpfina, service
 from feeds.models import Feed
 
@@ -46,7 +46,7 @@ class DataQuery:
 
 
 def is_staff_reader(user) -> bool:
-    return bool(user and user.is_authenticated and (user.is_superuser or user_groups(user)))
+    return has_staff_role(user)
 
 
 def _bad(param: str, message: str) -> ValidationError:
