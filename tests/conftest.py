@@ -7,7 +7,6 @@ Redis is the real one at 127.0.0.1:6379, database 15 unless REDIS_URL says other
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from bms.roles import BOOKERS, ENGINEERS, VIEWERS
+from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,9 +154,4 @@ def celery_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Pop
         wait_for_worker()
         yield worker
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop_process(worker, timeout_s=15)

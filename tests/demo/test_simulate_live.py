@@ -25,6 +25,7 @@ from bms.demo import layout
 from feeds.models import Feed
 from sensors.models import Node
 from tests.conftest import ROOT, test_database_url
+from tests.processes import stop_process
 
 pytestmark = [pytest.mark.integration]
 SPEED = 600  # ten simulated minutes per real second: a heated room warms within one post
@@ -85,13 +86,7 @@ def simulation(
         assert proc.poll() is None, sim.log()
         yield sim
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, timeout_s=20)
 
 
 def _feed(node: str, name: str) -> Feed:

@@ -4,7 +4,6 @@ switches its relay without anyone sending a task."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from control.drivers.simulated_board import RelayBoard
 from control.models import ActuatorCommand, Booking
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f
+from tests.processes import stop_process
 
 pytestmark = [pytest.mark.integration]
 
@@ -38,12 +38,7 @@ def beat(transactional_db, celery_worker, redis_client, tmp_path):
     try:
         yield proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout_s=10)
         log.close()
 
 
