@@ -37,14 +37,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until(predicate, timeout_s: float, what: str, every_s: float = 0.1):
+def wait_until(predicate, timeout_s: float, what: str, every_s: float = 0.1, state=None):
+    """Poll `predicate` until it is true; on timeout, say what `state()` (if given) shows."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    shown = f"; state: {state()}" if state is not None else ""
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}{shown}")
 
 
 class PrivateRedis:
@@ -223,6 +225,17 @@ def queues_idle(client: redis.Redis, queues=("ingest", "commit")) -> bool:
     pipe.hlen("unacked")
     pipe.hlen("sensors:ingest:outbox")
     return not any(pipe.execute())
+
+
+def queue_state(client: redis.Redis) -> dict:
+    """What is still pending, for a timeout's message: which part did not drain."""
+    return {
+        "ingest": client.llen("ingest"),
+        "commit": client.llen("commit"),
+        "unacked": client.hlen("unacked"),
+        "outbox": client.hlen("sensors:ingest:outbox"),
+        "dirty_feeds": client.scard("feeds:dirty"),
+    }
 
 
 def buffer_empty(client: redis.Redis) -> bool:

@@ -17,6 +17,7 @@ from sensors.models import Node, Sensor
 from tests.reliability.harness import (
     Sender,
     Site,
+    queue_state,
     redelivered,
     settled,
     task_errors,
@@ -157,7 +158,12 @@ def run_with_faults(
         sender.join(timeout=600)
         assert not sender.is_alive(), "a sender never got its readings accepted"
     client = site.redis.client()
-    wait_until(lambda: settled(client), settle_s, "the queues to drain and the buffer to commit")
+    wait_until(
+        lambda: settled(client),
+        settle_s,
+        "the queues to drain and the buffer to commit",
+        state=lambda: queue_state(client),
+    )
     result.seconds = time.monotonic() - started
     for gateway, sender in zip(gateways, senders, strict=True):
         result.sent += len(gateway.rows)
