@@ -33,6 +33,9 @@ if not BMS_DATA_DIR.is_absolute():
     BMS_DATA_DIR = BASE_DIR / BMS_DATA_DIR
 BMS_FEED_DIR = BMS_DATA_DIR / "feeds"
 BMS_FEED_COMMIT_INTERVAL = env_int("BMS_FEED_COMMIT_INTERVAL", 60, minimum=1)
+# fsync the feed files (and only then release their points from Redis) at most this often; a
+# commit in between only writes. 0 = every commit syncs. See docs/FEEDS.md "Write buffer".
+BMS_FEED_SYNC_INTERVAL = env_int("BMS_FEED_SYNC_INTERVAL", 60, minimum=0)
 BMS_CONTROL_TICK = env_int("BMS_CONTROL_TICK", 30, minimum=1)
 # Relays: re-assert every state this often; per-request timeout, per-board deadline, attempts.
 BMS_CONTROL_KEEPALIVE = env_int("BMS_CONTROL_KEEPALIVE", 600, minimum=10)
@@ -267,7 +270,7 @@ BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
 BMS_ALARM_DISK_FREE_PCT = env_float("BMS_ALARM_DISK_FREE_PCT", 10.0, minimum=0.0)
 BMS_ALARM_BACKLOG_POINTS = env_int("BMS_ALARM_BACKLOG_POINTS", 2_000_000, minimum=1)
 BMS_ALARM_BACKLOG_AGE_S = env_int(
-    "BMS_ALARM_BACKLOG_AGE_S", 3 * BMS_FEED_COMMIT_INTERVAL, minimum=1
+    "BMS_ALARM_BACKLOG_AGE_S", 3 * max(BMS_FEED_COMMIT_INTERVAL, BMS_FEED_SYNC_INTERVAL), minimum=1
 )
 BMS_ALARM_BEAT_STALE_S = env_int("BMS_ALARM_BEAT_STALE_S", 120, minimum=30)
 # The control worker watches beat from a thread; test runs have no beat, so they turn it off.

@@ -10,6 +10,9 @@ import tempfile
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("BMS_DATA_DIR", tempfile.mkdtemp(prefix="bms-test-"))
 os.environ.setdefault("BMS_WATCHDOG_WATCH_BEAT", "false")  # no beat in test runs
+# Every commit syncs, so a test that commits finds its points on disk and out of Redis; the
+# deferred sync has its own tests (tests/feeds/test_deferred_sync.py).
+os.environ.setdefault("BMS_FEED_SYNC_INTERVAL", "0")
 
 from bms.settings import *  # noqa: F403
 from bms.settings import BMS_DATA_DIR, DATABASES

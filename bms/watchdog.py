@@ -115,13 +115,16 @@ def check_backlog(now: float | None = None) -> dict:
     now = time.time() if now is None else now
     backlog = measure_backlog(get_redis(), now)
     max_points = _setting("BMS_ALARM_BACKLOG_POINTS", 2_000_000)
-    max_age = _setting("BMS_ALARM_BACKLOG_AGE_S", 3 * settings.BMS_FEED_COMMIT_INTERVAL)
+    # Points leave Redis only at a sync, so the head of a buffer may rightly wait that long.
+    cycle = max(settings.BMS_FEED_COMMIT_INTERVAL, settings.BMS_FEED_SYNC_INTERVAL)
+    max_age = _setting("BMS_ALARM_BACKLOG_AGE_S", 3 * cycle)
     if backlog.points >= max_points or (backlog.points and backlog.stuck_s >= max_age):
         raise_alarm(
             BACKLOG_ALARM,
             f"Feed commits are not keeping up: {backlog.points} points waiting in Redis for "
             f"{backlog.feeds} feeds, the oldest for {int(backlog.stuck_s)} s "
-            f"(commit interval {settings.BMS_FEED_COMMIT_INTERVAL} s). Check the commit worker "
+            f"(commit interval {settings.BMS_FEED_COMMIT_INTERVAL} s, sync interval "
+            f"{settings.BMS_FEED_SYNC_INTERVAL} s). Check the commit worker "
             "and the data disk.",
             source="feeds",
             severity=Alarm.Severity.CRITICAL,

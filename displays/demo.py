@@ -1,7 +1,7 @@
 """The three ready-made displays of the demo site: Solar PV, Solar thermal and Hydro.
 
-The demo engineer calls ensure_demo_displays(site, feeds) with the feeds by role (see
-/work/notes/contracts.md). Safe to call again: displays and panels are updated, not duplicated,
+`simulate_site` calls ensure_demo_displays(site, feeds) with the demo's feeds by role
+(bms/demo/). Safe to call again: displays and panels are updated, not duplicated,
 and a panel whose feeds are all missing is left out.
 """
 

@@ -6,12 +6,25 @@ Redis layout (all keys under PREFIX):
     dirty           a set of feed ids that have buffered records
     last            a hash feed_id -> "t value": the newest point of each feed
     commit:lock     held while a commit runs, so two beats never commit the same records
+    written         a hash feed_id -> bytes at the head of buf:<id> already written to the
+                    .dat but not yet fsync'd (a commit without sync, see below)
+    written:boot    the kernel boot id those offsets belong to
+    synced_at       unix time of the last commit that fsync'd and trimmed
 
 Why an append-only string: APPEND is O(1), a block is read with one GETRANGE and parsed by
 numpy in one call, and the committed prefix is removed exactly (records that arrived during
 the commit sit after it and stay). A crash between the file write and the trim leaves the
 records in Redis; committing them again writes the same bytes. No Django here: callers pass
 a redis client and the feed directory.
+
+Writing and syncing are separate steps, because an fsync per commit costs a 4 KiB page per
+touched file: at a 1 s commit interval that is a page per point. A commit with sync=False
+writes new records into the .dat (page cache: emoncms tools reading the files see them) and
+records how far it got in `written`; a commit with sync=True fsyncs each file and only then
+trims the records from Redis. So a point still leaves Redis only after it is on disk. A killed
+worker loses nothing (the page cache outlives the process and the next sync flushes it); a
+reboot loses the page cache, so offsets from another boot id are discarded and the records
+written again; a failed fsync discards that feed's offset for the same reason.
 """
 
 from __future__ import annotations
@@ -19,9 +32,11 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import redis
@@ -38,15 +53,18 @@ FLAG_JOIN = 1
 DEFAULT_BLOCK_RECORDS = 1_000_000  # ~9 MB per GETRANGE
 # Renewed before every block, so it only runs out when the committing process has died.
 LOCK_TTL_S = 120
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
 BufferedPoint = tuple[int, int, float, bool]  # (feed_id, t, value, join)
 
-# Remove the committed prefix; forget the feed when nothing is left. Atomic, so an APPEND
+# Remove the committed (written and fsync'd) prefix, which is all that was written, so the
+# written offset goes too; forget the feed when nothing is left. Atomic, so an APPEND
 # that lands while we trim is either before (kept, after the prefix) or after (appended).
 # With a lock token (ARGV[3]) it trims only while that token still holds the commit lock: a
 # commit that stalled past the lock's TTL must not trim what a newer commit is handling.
 _TRIM = """
 if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
+redis.call('HDEL', KEYS[4], ARGV[2])
 local len = redis.call('STRLEN', KEYS[1])
 local n = tonumber(ARGV[1])
 if len <= n then
@@ -57,6 +75,13 @@ end
 local rest = redis.call('GETRANGE', KEYS[1], n, -1)
 redis.call('SET', KEYS[1], rest)
 return len - n
+"""
+
+# Record how much of a buffer is written to the file (not yet fsync'd), while we hold the lock.
+_MARK_WRITTEN = """
+if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return -1 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
 """
 
 # Keep the newest point per feed: ARGV is feed, t, value-string triples.
@@ -102,6 +127,7 @@ class CommitReport:
     refused: dict[int, int] = field(default_factory=dict)  # feed_id -> count
     dropped: dict[int, int] = field(default_factory=dict)  # unknown feed -> records dropped
     skipped: bool = False  # another commit held the lock
+    synced: bool = False  # files fsync'd and their records trimmed from Redis
 
     def as_dict(self) -> dict:
         return {
@@ -110,7 +136,16 @@ class CommitReport:
             "refused": {str(k): v for k, v in self.refused.items()},
             "dropped": {str(k): v for k, v in self.dropped.items()},
             "skipped": self.skipped,
+            "synced": self.synced,
         }
+
+
+def current_boot_id() -> str | None:
+    """The kernel's boot id: the page cache (our unsynced writes) belongs to one boot."""
+    try:
+        return Path(BOOT_ID_FILE).read_text().strip()
+    except OSError:
+        return None  # not Linux: offsets are never trusted, every commit writes all records
 
 
 class FeedBuffer:
@@ -120,10 +155,14 @@ class FeedBuffer:
         self.dirty_key = prefix + "dirty"
         self.last_key = prefix + "last"
         self.lock_key = prefix + "commit:lock"
+        self.written_key = prefix + "written"
+        self.boot_key = prefix + "written:boot"
+        self.synced_at_key = prefix + "synced_at"
         self._trim = client.register_script(_TRIM)
         self._set_last = client.register_script(_SET_LAST)
         self._unlock = client.register_script(_UNLOCK)
         self._renew = client.register_script(_RENEW)
+        self._mark_written = client.register_script(_MARK_WRITTEN)
         self._token: str | None = None  # set while this object holds the commit lock
 
     def key(self, feed_id: int) -> str:
@@ -178,6 +217,35 @@ class FeedBuffer:
 
     # --- committing ------------------------------------------------------------------------
 
+    def written_offset(self, feed_id: int) -> int:
+        """Bytes at the head of a feed's buffer already written to its .dat, not yet synced."""
+        raw = self.redis.hget(self.written_key, int(feed_id))
+        return int(raw) if raw is not None else 0
+
+    def sync_due(self, sync_interval: float, now: float | None = None) -> bool:
+        """Whether a commit now should also fsync and trim (the last sync is that old)."""
+        if sync_interval <= 0:
+            return True
+        last = self.redis.get(self.synced_at_key)
+        now = time.time() if now is None else now
+        return last is None or now - float(last) >= sync_interval
+
+    def _forget_offsets_of_another_boot(self) -> None:
+        # Called under the commit lock. After a reboot the page cache is gone, so what the
+        # offsets say was written may not be in the files: write those records again.
+        boot = current_boot_id()
+        if boot is None:
+            self.redis.delete(self.written_key)
+        elif self.redis.get(self.boot_key) != boot.encode():
+            self.redis.delete(self.written_key)
+            self.redis.set(self.boot_key, boot)
+
+    def _check_lock(self) -> None:
+        if self._token and not self._renew(keys=[self.lock_key], args=[self._token, LOCK_TTL_S]):
+            # Another commit took over (we stalled past the TTL): trimming now could
+            # remove records it has not written. Stop; it will commit them.
+            raise LockLost("the feed commit lock expired during the commit")
+
     def commit_feed(
         self,
         directory: str | os.PathLike,
@@ -187,15 +255,17 @@ class FeedBuffer:
         now: float | None = None,
         block_records: int = DEFAULT_BLOCK_RECORDS,
         fsync: bool = True,
+        sync: bool = True,
         after_write: Callable[[int, int], None] | None = None,
         report: CommitReport | None = None,
     ) -> CommitReport:
         """Commit a feed's buffer to its files, block by block.
 
-        Each block is written and fsync'd before its records are trimmed from Redis.
-        `interval` is needed only for a feed without files; None with no files drops the
-        records (the feed is gone). `after_write(feed_id, records)` runs between the fsync and
-        the trim (a seam for the crash test).
+        Each block is written, then with `sync` fsync'd and trimmed from Redis; without
+        `sync` only marked as written (see the module docstring). `interval` is needed only
+        for a feed without files; None with no files drops the records (the feed is gone).
+        `after_write(feed_id, records)` runs after each block's write (and fsync) and before
+        its trim: a seam for the crash test.
         """
         report = report or CommitReport()
         key = self.key(feed_id)
@@ -204,51 +274,94 @@ class FeedBuffer:
         todo = self.redis.strlen(key)
         if todo == 0:
             self.redis.srem(self.dirty_key, feed_id)
+            self.redis.hdel(self.written_key, feed_id)
             return report
-        while todo > 0:
-            if self._token and not self._renew(
-                keys=[self.lock_key], args=[self._token, LOCK_TTL_S]
-            ):
-                # Another commit took over (we stalled past the TTL): trimming now could
-                # remove records it has not written. Stop; it will commit them.
-                raise LockLost("the feed commit lock expired during the commit")
-            raw = self.redis.getrange(key, 0, min(block_bytes, todo) - 1)
+        done = min(self.written_offset(feed_id), todo)
+        while done < todo:
+            self._check_lock()
+            raw = self.redis.getrange(key, done, min(done + block_bytes, todo) - 1)
             usable = len(raw) - len(raw) % RECORD_SIZE
             if usable == 0:
-                return report
-            todo -= usable
+                break
             records = parse_records(raw[:usable])
-            if interval is None and phpfina.read_meta(directory, feed_id) is None:
-                log.warning("feed %s: no such feed, dropping %d buffered points", feed_id, usable)
-                report.dropped[feed_id] = report.dropped.get(feed_id, 0) + len(records)
-            else:
-                result = phpfina.write_points(
-                    directory,
-                    feed_id,
-                    interval or 0,
-                    records["t"],
-                    records["v"],
-                    (records["flags"] & FLAG_JOIN).astype(bool),
-                    now=now,
-                    fsync=fsync,
-                )
-                report.points += result.written
-                if result.refused:
-                    report.refused[feed_id] = report.refused.get(feed_id, 0) + len(result.refused)
-                    log.warning(
-                        "feed %s: %d points refused, first: t=%s %s",
-                        feed_id,
-                        len(result.refused),
-                        *result.refused[0],
-                    )
-            if after_write is not None:
-                after_write(feed_id, len(records))
-            trimmed = self._trim(
-                keys=[key, self.dirty_key, self.lock_key], args=[usable, feed_id, self._token or ""]
+            self._write_block(directory, feed_id, interval, records, now, fsync, report)
+            done += usable
+            marked = self._mark_written(
+                keys=[self.written_key, self.lock_key], args=[feed_id, done, self._token or ""]
             )
-            if trimmed == -1:
-                raise LockLost("the feed commit lock was lost before the trim; records kept")
+            if marked == -1:
+                raise LockLost("the feed commit lock was lost before marking the block written")
+            if sync:
+                self._sync_and_trim(directory, feed_id, done, fsync, after_write, len(records))
+                todo -= done
+                done = 0
+            elif after_write is not None:
+                after_write(feed_id, len(records))
+        if sync and done > 0:  # written by earlier commits without sync, nothing new since
+            self._sync_and_trim(directory, feed_id, done, fsync, after_write, 0)
         return report
+
+    def _write_block(
+        self,
+        directory: str | os.PathLike,
+        feed_id: int,
+        interval: int | None,
+        records: np.ndarray,
+        now: float | None,
+        fsync: bool,
+        report: CommitReport,
+    ) -> None:
+        if interval is None and phpfina.read_meta(directory, feed_id) is None:
+            log.warning("feed %s: no such feed, dropping %d buffered points", feed_id, len(records))
+            report.dropped[feed_id] = report.dropped.get(feed_id, 0) + len(records)
+            return
+        result = phpfina.write_points(
+            directory,
+            feed_id,
+            interval or 0,
+            records["t"],
+            records["v"],
+            (records["flags"] & FLAG_JOIN).astype(bool),
+            now=now,
+            fsync=fsync,
+            data_fsync=False,  # _sync_and_trim syncs, once per block or per sync interval
+        )
+        report.points += result.written
+        if result.refused:
+            report.refused[feed_id] = report.refused.get(feed_id, 0) + len(result.refused)
+            log.warning(
+                "feed %s: %d points refused, first: t=%s %s",
+                feed_id,
+                len(result.refused),
+                *result.refused[0],
+            )
+
+    def _sync_and_trim(
+        self,
+        directory: str | os.PathLike,
+        feed_id: int,
+        written: int,
+        fsync: bool,
+        after_write: Callable[[int, int], None] | None,
+        records: int,
+    ) -> None:
+        """fsync the feed's .dat, then trim the `written` bytes it now holds from Redis."""
+        if fsync:
+            try:
+                phpfina.sync_data(directory, feed_id)
+            except OSError:
+                # The unsynced pages may be gone (Linux drops them on a failed writeback):
+                # forget the offset so the next commit writes these records again.
+                self.redis.hdel(self.written_key, feed_id)
+                raise
+        if after_write is not None:
+            after_write(feed_id, records)
+        trimmed = self._trim(
+            keys=[self.key(feed_id), self.dirty_key, self.lock_key, self.written_key],
+            args=[written, feed_id, self._token or ""],
+        )
+        if trimmed == -1:
+            raise LockLost("the feed commit lock was lost before the trim; records kept")
 
     def commit(
         self,
@@ -258,9 +371,14 @@ class FeedBuffer:
         now: float | None = None,
         block_records: int = DEFAULT_BLOCK_RECORDS,
         fsync: bool = True,
+        sync: bool = True,
         after_write: Callable[[int, int], None] | None = None,
     ) -> CommitReport:
-        """Commit every dirty feed. `intervals` maps feed id -> interval for feeds that exist."""
+        """Commit every dirty feed. `intervals` maps feed id -> interval for feeds that exist.
+
+        With `sync` (the default) every buffered record ends on disk and leaves Redis; without,
+        new records are only written (see the module docstring).
+        """
         report = CommitReport()
         token = uuid.uuid4().hex
         if not self.redis.set(self.lock_key, token, nx=True, ex=LOCK_TTL_S):
@@ -268,6 +386,7 @@ class FeedBuffer:
             return report
         self._token = token
         try:
+            self._forget_offsets_of_another_boot()
             for feed_id in self.dirty_feeds():
                 self.commit_feed(
                     directory,
@@ -276,10 +395,15 @@ class FeedBuffer:
                     now=now,
                     block_records=block_records,
                     fsync=fsync,
+                    sync=sync,
                     after_write=after_write,
                     report=report,
                 )
                 report.feeds += 1
+            if sync:
+                # Wall time, not `now` (which only judges points' times): sync_due reads it.
+                self.redis.set(self.synced_at_key, repr(time.time()))
+                report.synced = True
         finally:
             self._token = None
             self._unlock(keys=[self.lock_key], args=[token])

@@ -324,6 +324,7 @@ def write_points(
     *,
     now: float | None = None,
     fsync: bool = True,
+    data_fsync: bool | None = None,
 ) -> WriteReport:
     """Write a block of points, in arrival order (a later point for the same slot wins).
 
@@ -332,7 +333,12 @@ def write_points(
     value. Refused points (bad value, before start, too far ahead, gap too large) are reported
     in the result, not raised, so one bad point never blocks the rest of a block.
     Use `write` for a single point with exceptions.
+
+    `fsync` covers every file change; `data_fsync=False` leaves this call's .dat pages in the
+    page cache for a later `sync_data` (the write buffer syncs less often than it writes, see
+    feeds/buffer.py), while a meta rewrite or a prepend is still made durable at once.
     """
+    data_fsync = fsync if data_fsync is None else data_fsync
     t = np.asarray(times, dtype=np.int64).ravel()
     v = np.asarray(values, dtype=np.float64).ravel()
     j = np.zeros(len(t), dtype=bool) if join is None else np.asarray(join, dtype=bool).ravel()
@@ -403,12 +409,30 @@ def write_points(
             _write_inside(fd, slots[inside], v[inside])
         if past.any():
             _write_past_end(fd, n, slots[past], v[past], j[past])
-        if fsync:
+        if data_fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
     report.written = int(len(slots))
     return report
+
+
+def sync_data(directory: str | os.PathLike, feed_id: int) -> bool:
+    """fsync a feed's .dat: every earlier write to it is on disk when this returns.
+
+    False when the feed has no .dat (deleted since: nothing of it to keep). An OSError (EIO,
+    ENOSPC from delayed allocation) is raised: the caller must then assume the unsynced writes
+    are lost, as Linux may already have dropped the failed pages.
+    """
+    try:
+        fd = os.open(dat_path(directory, feed_id), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _refuse(report: WriteReport, times: np.ndarray, reason: str) -> None:

@@ -1,4 +1,4 @@
-"""The feeds API other apps call (see /work/notes/contracts.md): Django settings and the Feed
+"""The feeds API other apps call (documented in docs/FEEDS.md): Django settings and the Feed
 table wired to the engine (feeds/phpfina.py), the Redis buffer (feeds/buffer.py) and the
 input processes (feeds/processes.py).
 """
@@ -113,15 +113,21 @@ def read(
     )
 
 
-def commit_all(now: float | None = None) -> dict:
-    """Commit every buffered point to the files (the beat task feeds.tasks.commit_buffer)."""
+def commit_all(now: float | None = None, sync: bool | None = None) -> dict:
+    """Commit buffered points to the files (the beat task feeds.tasks.commit_buffer).
+
+    `sync` None: fsync and release points from Redis when BMS_FEED_SYNC_INTERVAL has passed
+    since the last sync, else only write them (see feeds/buffer.py).
+    """
     buffer = get_buffer()
     dirty = buffer.dirty_feeds()
     if not dirty:
         return {"feeds": 0, "points": 0, "refused": {}, "dropped": {}, "skipped": False}
+    if sync is None:
+        sync = buffer.sync_due(settings.BMS_FEED_SYNC_INTERVAL)
     intervals = dict(Feed.objects.filter(pk__in=dirty).values_list("pk", "interval"))
     started = time.monotonic()
-    report = buffer.commit(feed_dir(), intervals, now=now)
+    report = buffer.commit(feed_dir(), intervals, now=now, sync=sync)
     result = report.as_dict()
     result["seconds"] = round(time.monotonic() - started, 3)
     return result

@@ -27,6 +27,7 @@ CHILD = textwrap.dedent(
     import sys, time, redis
     from feeds.buffer import FeedBuffer
     host, port, db, directory, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    sync = sys.argv[6] == "sync"
 
     def after_write(feed_id, records):
         print(f"written {feed_id} {records}", flush=True)
@@ -34,7 +35,8 @@ CHILD = textwrap.dedent(
             time.sleep(60)  # the parent kills us here: files written, Redis not yet trimmed
 
     buffer = FeedBuffer(redis.Redis(host=host, port=port, db=db))
-    buffer.commit(directory, {1: 10, 2: 10}, now=NOW_S, block_records=50_000, after_write=after_write)
+    buffer.commit(directory, {1: 10, 2: 10}, now=NOW_S, block_records=50_000, sync=sync,
+                  after_write=after_write)
     print("done", flush=True)
     """
 ).replace("NOW_S", str(NOW))
@@ -50,11 +52,11 @@ def fill(buffer: FeedBuffer) -> None:
             buffer.add(rows[i : i + 50_000])
 
 
-def start_child(redis_client, directory: Path, pause: str) -> subprocess.Popen:
+def start_child(redis_client, directory: Path, pause: str, sync: str = "sync") -> subprocess.Popen:
     kw = redis_client.connection_pool.connection_kwargs
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, kw.get("host", "127.0.0.1"), str(kw.get("port", 6379)),
-         str(kw.get("db", 0)), str(directory), pause],
+         str(kw.get("db", 0)), str(directory), pause, sync],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )  # fmt: skip
@@ -124,3 +126,28 @@ def test_a_commit_killed_at_any_moment_loses_nothing(redis_client, tmp_path, del
             child.kill()
     redis_client.delete(buffer.lock_key)
     finish_and_compare(redis_client, directory, expected)
+
+
+@pytest.mark.integration
+def test_a_commit_without_sync_killed_part_way_loses_nothing(redis_client, tmp_path):
+    """Written to the page cache, marked written, then SIGKILL: the next sync makes it durable."""
+    buffer = FeedBuffer(redis_client)
+    fill(buffer)
+    expected = reference_files(redis_client, tmp_path)
+    directory = tmp_path / "feeds"
+    directory.mkdir()
+    child = start_child(redis_client, directory, "pause", sync="nosync")
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("written 1 50000"), line
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    # the first block is in the file and marked written; nothing left Redis
+    assert buffer.written_offset(1) == 50_000 * 9
+    assert redis_client.strlen("feeds:buf:1") == 200_000 * 9
+    redis_client.delete(buffer.lock_key)
+    finish_and_compare(redis_client, directory, expected)
+    assert buffer.written_offset(1) == 0
