@@ -252,6 +252,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 # An ingest batch in no queue, no worker and no retry this long after publishing is pushed again.
 BMS_INGEST_LOST_AFTER_S = env_float("BMS_INGEST_LOST_AFTER_S", 30.0, minimum=1.0)
+# A node's batch waits at most this long for an older batch of the same node (per-node order,
+# sensors/publish.py); then it runs anyway.
+BMS_INGEST_ORDER_HOLD_S = env_float("BMS_INGEST_ORDER_HOLD_S", 300.0, minimum=0.0)
 # beat keeps its schedule state under the data dir, not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
 

@@ -130,7 +130,7 @@ class MqttIngestor:
         self.batcher.add(node, int(time.time()), values, time.monotonic())
 
     def flush(self, *, all_: bool = False) -> int:
-        from sensors.tasks import ingest_batch
+        from sensors.publish import publish_ingest_batch
 
         sent = 0
         for ref, rows in self.batcher.due(time.monotonic(), all_=all_):
@@ -145,7 +145,7 @@ class MqttIngestor:
                 self.stats.disabled_nodes += 1
                 log.warning("MQTT readings for disabled node %s dropped", identity.name)
                 continue
-            ingest_batch.delay(identity.id, rows)
+            publish_ingest_batch(identity.id, rows)  # outbox and per-node order, as over HTTP
             self.stats.batches += 1
             sent += 1
         return sent

@@ -22,6 +22,10 @@ is also kept in an outbox hash until its task has run (`batch_done`); the beat t
 `sensors.tasks.requeue_lost_batches` pushes again a batch that is in neither the queue nor
 kombu's unacked hash nor held for a retry (`requeue_lost`). A batch running twice is safe
 (see sensors.tasks.ingest_batch); a batch lost is not.
+
+Per-node order: each published batch is also entered in its node's `pending_key` sorted set
+until its task has run, so that sensors/ingest_order.py can run a node's batches in the order
+they were accepted.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ OUTBOX_KEY = "sensors:ingest:outbox"  # hash task id -> the message as pushed
 OUTBOX_DUE_KEY = "sensors:ingest:outbox:due"  # zset task id -> when to check it next
 OUTBOX_REQUEUED_KEY = "sensors:ingest:outbox:requeued"  # hash task id -> times pushed again
 UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag -> message being worked on
+PENDING_PREFIX = "sensors:ingest:pending:"  # zset per node: task id -> accepted at (µs)
+PARKED_KEY = "sensors:ingest:parked"  # set of task ids waiting for an older batch of their node
 MAX_REQUEUES = 10  # a batch pushed again this often is poison: dropped with an error
 CHECK_BATCH = 200  # outbox entries looked at per requeue run
 # Each look searches the ingest queue (LPOS) inside a script, which blocks Redis while it runs.
@@ -128,12 +134,28 @@ def publish_ingest_batch(node_id: int, rows: list[list]) -> None:
         return
     task_id = str(uuid.uuid4())
     message = build_message(node_id, rows, task_id)
-    # One MULTI: the batch is in the queue and in the outbox, or in neither (then a 503).
+    now = time.time()
+    # One MULTI: the batch is in the queue, the outbox and its node's order, or in none of
+    # them (then a 503).
     pipe = get_redis().pipeline(transaction=True)
     pipe.lpush(QUEUE, message)
     pipe.hset(OUTBOX_KEY, task_id, message)
-    pipe.zadd(OUTBOX_DUE_KEY, {task_id: time.time() + lost_after_s()})
+    pipe.zadd(OUTBOX_DUE_KEY, {task_id: now + lost_after_s()})
+    pipe.zadd(pending_key(node_id), {task_id: int(now * 1_000_000)})
     pipe.execute()
+
+
+def pending_key(node_id: int) -> str:
+    """The node's batches not yet run, by acceptance time (sensors/ingest_order.py)."""
+    return f"{PENDING_PREFIX}{int(node_id)}"
+
+
+def fresh_delivery(message: bytes) -> bytes:
+    """The same message under a new delivery tag, so that kombu's unacked entries of two
+    copies of a batch never collide."""
+    envelope = json.loads(message)
+    envelope["properties"]["delivery_tag"] = str(uuid.uuid4())
+    return json.dumps(envelope, separators=(",", ":")).encode()
 
 
 def lost_after_s() -> float:
@@ -141,14 +163,17 @@ def lost_after_s() -> float:
     return float(getattr(settings, "BMS_INGEST_LOST_AFTER_S", 30))
 
 
-def batch_done(task_id: str | None) -> None:
+def batch_done(task_id: str | None, node_id: int | None = None) -> None:
     """The task of this batch has run: forget it (no-op for batches not in the outbox)."""
     if not task_id:
         return
-    pipe = get_redis().pipeline(transaction=False)
+    pipe = get_redis().pipeline(transaction=True)
     pipe.hdel(OUTBOX_KEY, task_id)
     pipe.zrem(OUTBOX_DUE_KEY, task_id)
     pipe.hdel(OUTBOX_REQUEUED_KEY, task_id)
+    pipe.srem(PARKED_KEY, task_id)
+    if node_id is not None:
+        pipe.zrem(pending_key(node_id), task_id)  # the node's next batch may run now
     pipe.execute()
 
 
@@ -169,10 +194,13 @@ if redis.call('HEXISTS', KEYS[2], tag) == 1 or redis.call('LPOS', KEYS[1], msg, 
   redis.call('ZADD', KEYS[4], due, id)
   return 0
 end
-if redis.call('HINCRBY', KEYS[5], id, 1) > max then
+-- A parked batch (waiting for an older one of its node) is not failing: look at it again by
+-- pushing it, without counting toward poison.
+if redis.call('SREM', KEYS[7], id) == 0 and redis.call('HINCRBY', KEYS[5], id, 1) > max then
   redis.call('HDEL', KEYS[3], id)
   redis.call('ZREM', KEYS[4], id)
   redis.call('HDEL', KEYS[5], id)
+  redis.call('ZREM', KEYS[6], id)
   return -1
 end
 redis.call('LPUSH', KEYS[1], fresh)
@@ -197,11 +225,19 @@ def requeue_lost(now: float | None = None) -> dict:
             client.zrem(OUTBOX_DUE_KEY, task_id)
             continue
         envelope = json.loads(message)
+        node_id = message_node_id(envelope)
         tag = envelope["properties"]["delivery_tag"]
-        envelope["properties"]["delivery_tag"] = str(uuid.uuid4())
-        fresh = json.dumps(envelope, separators=(",", ":")).encode()
+        fresh = fresh_delivery(message)
         outcome = script(
-            keys=[QUEUE, UNACKED_KEY, OUTBOX_KEY, OUTBOX_DUE_KEY, OUTBOX_REQUEUED_KEY],
+            keys=[
+                QUEUE,
+                UNACKED_KEY,
+                OUTBOX_KEY,
+                OUTBOX_DUE_KEY,
+                OUTBOX_REQUEUED_KEY,
+                pending_key(node_id),
+                PARKED_KEY,
+            ],
             args=[task_id, message, tag, fresh, now + lost_after_s(), MAX_REQUEUES],
         )
         if outcome == 1:
@@ -215,3 +251,9 @@ def requeue_lost(now: float | None = None) -> dict:
         else:
             alive += 1
     return {"requeued": pushed, "alive": alive, "dropped": dropped}
+
+
+def message_node_id(envelope: dict) -> int:
+    """The node id of an ingest_batch message (the first task argument) from its envelope."""
+    args, _kwargs, _embed = json.loads(base64.b64decode(envelope["body"]))
+    return int(args[0])

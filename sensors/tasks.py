@@ -17,7 +17,7 @@ from redis.exceptions import LockError, RedisError
 
 from bms.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import publish, state
+from sensors import ingest_order, publish, state
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm, Node
 
@@ -51,17 +51,30 @@ def ingest_batch(self, node_id: int, rows: list[list]) -> dict:
 
     Safe to redeliver or retry: feed slots are overwritten with the same values, and pulse
     counters and accumulating processes ignore points not newer than the last they processed.
-    The batch leaves the web's outbox (sensors/publish.py) only once it has run.
+    That is also why a node's batches run in the order they were accepted: a batch parks
+    until its node's older ones have run (sensors/ingest_order.py). The batch leaves the
+    web's outbox only once it has run.
     """
     from sensors.processing import ingest_rows
 
+    task_id = self.request.id
+    waited_for = ingest_order.park_if_waiting(node_id, task_id)
+    if waited_for is not None:
+        # Parked: it runs when the node's older batch is done (sensors/ingest_order.py).
+        log.info(
+            "ingest batch %s of node %s parked behind an older batch accepted %.1f s ago",
+            task_id,
+            node_id,
+            waited_for,
+        )
+        return {"parked": True}
     try:
         report = ingest_rows(node_id, rows)
     except TRANSIENT_ERRORS:
         # Celery retries it after a countdown of up to RETRY_BACKOFF_MAX_S: not lost.
-        publish.hold_batch(self.request.id, RETRY_BACKOFF_MAX_S + publish.lost_after_s())
+        publish.hold_batch(task_id, RETRY_BACKOFF_MAX_S + publish.lost_after_s())
         raise
-    publish.batch_done(self.request.id)
+    ingest_order.finish(task_id, node_id)
     return {"rows": report.rows, "items": report.items, "created": report.created_sensors}
 
 

@@ -2,7 +2,9 @@
 accepted reading ends up in its feed exactly once, no file is torn, kWh is not double-counted.
 
 Real processes: the web site (runserver), a Celery worker on the ingest and commit queues,
-beat committing every second, a private redis-server with appendonly. The soak variant
+beat committing every second with an fsync every 3 s (so kills also land between a commit's
+write and the sync that releases its points from Redis), a private redis-server with
+appendonly. The soak variant
 (tests/soak/test_soak_faults.py) does the same with 20 kills and more readings.
 """
 
@@ -21,6 +23,7 @@ READINGS = 1500  # per gateway, two gateways
 def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float]):
     t0 = start_time(readings)
     gateways = [make_gateway(f"crash-{i}", readings, t0) for i in range(2)]
+    fault_site.extra_env["BMS_FEED_SYNC_INTERVAL"] = "3"  # every process, restarted ones too
     fault_site.start_web()
     fault_site.start_worker()
     fault_site.start_beat(BMS_FEED_COMMIT_INTERVAL="1")
@@ -44,17 +47,12 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
 # a message with BRPOP before it records it as unacknowledged, so a worker killed in between
 # loses it (150 posts answered 202, 149 tasks ever received). Fixed by the web's ingest outbox
 # (sensors/publish.py): a batch in no queue, worker or retry is pushed again.
-# Still open: two batches of one node running out of order (worker concurrency 2; the first
-# task of a fresh worker is slower than the next one). The later batch's power_to_kwh starts or
-# goes on without the earlier batch's points, which then count as replays ("seen already",
-# feeds/processes.py) and are skipped: 20 kWh slots missing and, when it was the gateway's first
-# batch, every later kWh slot 0.2 kWh low. Seen in 1 of 4 runs after the outbox fix.
-LOSS = (
-    "power_to_kwh skips a batch that runs after a later batch of the same node (taken for a "
-    "replay in feeds/processes.py): its kWh slots are missing and later ones under-count"
-)
+# Then found (1 run in 4): two batches of one node running out of order (the lost batch pushed
+# again, or worker concurrency 2). The later batch's power_to_kwh went on without the earlier
+# batch's points, which then counted as replays and were skipped: 20 kWh slots missing. Fixed
+# by running each node's batches in the order they were accepted ("Per-node order" in
+# sensors/publish.py; tests/integration/test_ingest_order.py).
 
 
-@pytest.mark.xfail(strict=False, reason=LOSS)  # intermittent: 1 run in 4
 def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))

@@ -9,12 +9,11 @@ import pytest
 
 from tests.reliability.test_database_outage import run_outage
 from tests.reliability.test_redis_restart import run_restarts
-from tests.reliability.test_worker_kill import LOSS, run_kills
+from tests.reliability.test_worker_kill import run_kills
 
 pytestmark = [pytest.mark.soak, pytest.mark.integration]
 
 
-@pytest.mark.xfail(strict=False, reason=LOSS)
 def test_worker_killed_twenty_times(fault_site):
     run_kills(fault_site, kills=20, readings=6000, gap_s=(1.0, 4.0))
 
