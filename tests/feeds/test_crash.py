@@ -83,22 +83,31 @@ def finish_and_compare(redis_client, directory: Path, expected: dict[str, bytes]
     assert redis_client.keys("feeds:buf:*") == []
 
 
-@pytest.mark.integration
-def test_a_commit_killed_between_write_and_trim_loses_nothing(redis_client, tmp_path):
+def killed_commit(redis_client, tmp_path: Path, pause: str, sync: str = "sync", delay: float = 0):
+    """Buffer the test data, start a committing child, SIGKILL it `delay` s after it wrote its
+    first block. Returns (buffer, feed directory, the files an uninterrupted commit writes,
+    the child's first line)."""
     buffer = FeedBuffer(redis_client)
     fill(buffer)
     expected = reference_files(redis_client, tmp_path)
     directory = tmp_path / "feeds"
     directory.mkdir()
-    child = start_child(redis_client, directory, "pause")
+    child = start_child(redis_client, directory, pause, sync)
     try:
-        line = child.stdout.readline()
-        assert line.startswith("written 1 50000"), line
+        line = child.stdout.readline()  # the first block is written: the commit is under way
+        time.sleep(delay)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
     finally:
         if child.poll() is None:
             child.kill()
+    return buffer, directory, expected, line
+
+
+@pytest.mark.integration
+def test_a_commit_killed_between_write_and_trim_loses_nothing(redis_client, tmp_path):
+    buffer, directory, expected, line = killed_commit(redis_client, tmp_path, "pause")
+    assert line.startswith("written 1 50000"), line
     # the block is on disk, but every record is still in Redis
     assert (directory / "1.dat").stat().st_size == 50_000 * 4
     assert redis_client.strlen("feeds:buf:1") == 200_000 * 9
@@ -110,20 +119,7 @@ def test_a_commit_killed_between_write_and_trim_loses_nothing(redis_client, tmp_
 @pytest.mark.integration
 @pytest.mark.parametrize("delay", [0.05, 0.2, 0.5])
 def test_a_commit_killed_at_any_moment_loses_nothing(redis_client, tmp_path, delay):
-    buffer = FeedBuffer(redis_client)
-    fill(buffer)
-    expected = reference_files(redis_client, tmp_path)
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    child = start_child(redis_client, directory, "run")
-    try:
-        child.stdout.readline()  # the first block is written: the commit is under way
-        time.sleep(delay)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    buffer, directory, expected, _ = killed_commit(redis_client, tmp_path, "run", delay=delay)
     redis_client.delete(buffer.lock_key)
     finish_and_compare(redis_client, directory, expected)
 
@@ -131,20 +127,8 @@ def test_a_commit_killed_at_any_moment_loses_nothing(redis_client, tmp_path, del
 @pytest.mark.integration
 def test_a_commit_without_sync_killed_part_way_loses_nothing(redis_client, tmp_path):
     """Written to the page cache, marked written, then SIGKILL: the next sync makes it durable."""
-    buffer = FeedBuffer(redis_client)
-    fill(buffer)
-    expected = reference_files(redis_client, tmp_path)
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    child = start_child(redis_client, directory, "pause", sync="nosync")
-    try:
-        line = child.stdout.readline()
-        assert line.startswith("written 1 50000"), line
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    buffer, directory, expected, line = killed_commit(redis_client, tmp_path, "pause", "nosync")
+    assert line.startswith("written 1 50000"), line
     # the first block is in the file and marked written; nothing left Redis
     assert buffer.written_offset(1) == 50_000 * 9
     assert redis_client.strlen("feeds:buf:1") == 200_000 * 9

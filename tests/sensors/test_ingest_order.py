@@ -21,16 +21,20 @@ def queued_ids(redis_client) -> list[str]:
     return [json.loads(m)["headers"]["id"] for m in reversed(redis_client.lrange("ingest", 0, -1))]
 
 
+def publish_batches(redis_client, *nodes: int) -> list[str]:
+    """One batch per node given, in that order; their task ids."""
+    for node in nodes:
+        publish.publish_ingest_batch(node, ROWS)
+    return queued_ids(redis_client)[-len(nodes) :]
+
+
 def parked(redis_client) -> set[str]:
     return {m.decode() for m in redis_client.smembers(publish.PARKED_KEY)}
 
 
 @pytest.mark.django_db
 def test_a_batch_parks_behind_an_older_batch_of_its_own_node_only(redis_client):
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(6, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    first_5, only_6, second_5 = queued_ids(redis_client)
+    first_5, only_6, second_5 = publish_batches(redis_client, 5, 6, 5)
     assert ingest_order.park_if_waiting(5, first_5) is None
     assert ingest_order.park_if_waiting(6, only_6) is None  # node 5's batches are not its concern
     age = ingest_order.park_if_waiting(5, second_5)
@@ -40,10 +44,7 @@ def test_a_batch_parks_behind_an_older_batch_of_its_own_node_only(redis_client):
 
 @pytest.mark.django_db
 def test_when_a_batch_is_done_the_next_parked_one_is_pushed_to_the_front(redis_client):
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(7, ROWS)
-    older, newer, other = queued_ids(redis_client)
+    older, newer, other = publish_batches(redis_client, 5, 5, 7)
     take(redis_client)  # older and newer are being worked on by two processes at once
     take(redis_client)
     assert ingest_order.park_if_waiting(5, newer) is not None
@@ -64,10 +65,7 @@ def test_when_a_batch_is_done_the_next_parked_one_is_pushed_to_the_front(redis_c
 
 @pytest.mark.django_db
 def test_a_batch_parked_behind_one_still_queued_is_woken_by_nobody_else(redis_client):
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    first, second, third = queued_ids(redis_client)
+    first, second, third = publish_batches(redis_client, 5, 5, 5)
     assert ingest_order.park_if_waiting(5, third) is not None
     ingest_order.finish(first, 5)  # the next is `second`, not parked: nothing to push
     assert queued_ids(redis_client) == [first, second, third]
@@ -87,9 +85,7 @@ def test_a_batch_not_in_the_order_never_parks(redis_client):
 @pytest.mark.django_db
 def test_the_wait_is_bounded(redis_client, settings):
     settings.BMS_INGEST_ORDER_HOLD_S = 60
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    older, newer = queued_ids(redis_client)
+    older, newer = publish_batches(redis_client, 5, 5)
     later = time.time() + 61
     # Past the hold the older batch (still in the outbox: it may yet run) is not waited for.
     assert ingest_order.park_if_waiting(5, newer, now=later) is None
@@ -102,9 +98,7 @@ def test_the_wait_is_bounded(redis_client, settings):
 
 @pytest.mark.django_db
 def test_a_parked_batch_whose_wake_up_is_lost_is_pushed_again_and_never_poison(redis_client):
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    older, newer = queued_ids(redis_client)
+    older, newer = publish_batches(redis_client, 5, 5)
     take(redis_client)
     take(redis_client)  # the older batch is lost; the newer one ran and parked
     assert ingest_order.park_if_waiting(5, newer) is not None
@@ -125,9 +119,7 @@ def test_a_parked_batch_whose_wake_up_is_lost_is_pushed_again_and_never_poison(r
 
 @pytest.mark.django_db
 def test_a_batch_dropped_as_poison_is_no_longer_waited_for(redis_client):
-    publish.publish_ingest_batch(5, ROWS)
-    publish.publish_ingest_batch(5, ROWS)
-    poison, newer = queued_ids(redis_client)
+    poison, newer = publish_batches(redis_client, 5, 5)
     redis_client.hset(publish.OUTBOX_REQUEUED_KEY, poison, publish.MAX_REQUEUES)
     take(redis_client)  # the poison batch is taken and never acknowledged...
     take(redis_client)
