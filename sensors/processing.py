@@ -19,6 +19,7 @@ from django.db import transaction
 
 from bms.redis import get_redis
 from feeds.models import Feed
+from feeds.processes import ACCUMULATING
 from sensors import conversions as cv
 from sensors import state
 from sensors.alarms import clear_alarm, raise_alarm
@@ -59,6 +60,14 @@ class SensorSpec:
             sensor.max_valid,
         )
 
+    @property
+    def order_matters(self) -> bool:
+        """Whether this sensor's readings must be processed in time order: a pulse counter or an
+        accumulating process skips a point older than the last it saw (sensors/ingest_order.py)."""
+        return self.kind == cv.PULSE_KIND or any(
+            isinstance(step, dict) and step.get("process") in ACCUMULATING for step in self.steps
+        )
+
 
 @dataclass
 class IngestReport:
@@ -75,6 +84,12 @@ def sensor_map(node_id: int) -> dict[str, SensorSpec]:
         specs = {s.key: SensorSpec.of(s) for s in Sensor.objects.filter(node_id=node_id)}
         _sensor_maps.set(node_id, specs)
     return specs
+
+
+def node_needs_order(node_id: int) -> bool:
+    """Whether the node's batches must run in the order they were accepted (any sensor whose
+    order matters). A node that only logs need not wait: a slot is a slot whatever the order."""
+    return any(spec.order_matters for spec in sensor_map(node_id).values())
 
 
 AUTO_CREATE_LOCK_S = 30

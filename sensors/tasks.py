@@ -55,20 +55,23 @@ def ingest_batch(self, node_id: int, rows: list[list]) -> dict:
     until its node's older ones have run (sensors/ingest_order.py). The batch leaves the
     web's outbox only once it has run.
     """
-    from sensors.processing import ingest_rows
+    from sensors.processing import ingest_rows, node_needs_order
 
     task_id = self.request.id
-    waited_for = ingest_order.park_if_waiting(node_id, task_id)
-    if waited_for is not None:
-        # Parked: it runs when the node's older batch is done (sensors/ingest_order.py).
-        log.info(
-            "ingest batch %s of node %s parked behind an older batch accepted %.1f s ago",
-            task_id,
-            node_id,
-            waited_for,
-        )
-        return {"parked": True}
     try:
+        # Only a node with pulse counters or accumulating processes waits for its older
+        # batches: ordering a node that only logs would serialise it for nothing.
+        if node_needs_order(node_id):
+            waited_for = ingest_order.park_if_waiting(node_id, task_id)
+            if waited_for is not None:
+                # Parked: it runs when the node's older batch is done.
+                log.info(
+                    "ingest batch %s of node %s parked behind an older batch accepted %.1f s ago",
+                    task_id,
+                    node_id,
+                    waited_for,
+                )
+                return {"parked": True}
         report = ingest_rows(node_id, rows)
     except TRANSIENT_ERRORS:
         # Celery retries it after a countdown of up to RETRY_BACKOFF_MAX_S: not lost.

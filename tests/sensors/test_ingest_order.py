@@ -131,3 +131,38 @@ def test_a_batch_dropped_as_poison_is_no_longer_waited_for(redis_client):
 def test_the_node_id_is_read_back_from_a_message():
     envelope = json.loads(publish.build_message(42, ROWS))
     assert publish.message_node_id(envelope) == 42
+
+
+@pytest.mark.django_db
+def test_only_nodes_with_pulse_counters_or_accumulators_need_order(redis_client):
+    from feeds.models import Feed
+    from sensors.models import Sensor
+    from sensors.processing import node_needs_order
+    from tests.sensors.conftest import make_node
+
+    logging_only, _ = make_node("logs", node_id=40)
+    Sensor.objects.create(node=logging_only, key="t", kind="temperature")
+    pulses, _ = make_node("pulses", node_id=41)
+    Sensor.objects.create(node=pulses, key="gas", kind="pulse")
+    energy, _ = make_node("energy", node_id=42)
+    kwh = Feed.objects.create(name="kwh", tag="energy")
+    Sensor.objects.create(
+        node=energy, key="p", kind="power", processes=[{"process": "power_to_kwh", "feed": kwh.pk}]
+    )
+    assert not node_needs_order(logging_only.pk)
+    assert node_needs_order(pulses.pk)
+    assert node_needs_order(energy.pk)
+
+
+@pytest.mark.django_db
+def test_a_batch_of_a_logging_only_node_runs_without_waiting(redis_client):
+    from sensors.models import Sensor
+    from sensors.tasks import ingest_batch
+    from tests.sensors.conftest import make_node
+
+    node, _ = make_node("logs", node_id=40)
+    Sensor.objects.create(node=node, key="power", kind="power")
+    older, newer = publish_batches(redis_client, node.pk, node.pk)
+    result = ingest_batch.apply(args=(node.pk, ROWS), task_id=newer).get()
+    assert result.get("parked") is None and result["rows"] == 1
+    assert parked(redis_client) == set()
