@@ -141,6 +141,10 @@ bms_setup() {
   if [ "${1:-}" = "--for-tests" ]; then
     # Headless Chromium drives the kiosk and staff pages in the browser tests.
     [ -x /usr/bin/chromium ] || apt_install chromium
+    # docs/DEPLOYMENT.md and tests/foundation/test_docker.py validate docker/compose.yaml with
+    # `docker compose config` (v2) or docker-compose (v1, Debian's package); no engine needed.
+    docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 ||
+      apt_install docker-compose
   fi
   ensure_redis
   if [ "${1:-}" = "--for-tests" ]; then
