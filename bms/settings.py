@@ -182,7 +182,7 @@ BMS_TRUSTED_PROXIES = env_int("BMS_TRUSTED_PROXIES", 0, minimum=0)
 REST_FRAMEWORK = {
     # Token first so an unauthenticated request gets 401 with WWW-Authenticate, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "bms.authentication.TokenAuth",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["bms.permissions.GroupPermission"],
@@ -228,6 +228,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 300}
+# kombu's Redis transport with a fix: a Redis restart while a task ran stopped the worker for
+# good (bms/broker.py). rediss:// keeps kombu's own (naming a class drops its TLS defaults).
+if CELERY_BROKER_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "bms.broker:Transport"
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 # Separate queues so a flood of readings never delays the boiler.
 CELERY_TASK_ROUTES = {

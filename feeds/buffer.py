@@ -6,6 +6,7 @@ Redis layout (all keys under PREFIX):
     dirty           a set of feed ids that have buffered records
     last            a hash feed_id -> "t value": the newest point of each feed
     commit:lock     held while a commit runs, so two beats never commit the same records
+                    ("<token> <run_id>": a lock from before a Redis restart is taken over)
     written         a hash feed_id -> bytes at the head of buf:<id> already written to the
                     .dat but not yet fsync'd (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
@@ -106,6 +107,21 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+# The lock's value is "<token> <run_id of the Redis server it was taken on>". A lock taken on
+# an earlier server (Redis restarted since: another run_id) belongs to a commit whose connection
+# broke, so it could not release it, and the AOF kept it for the rest of its TTL: take it over
+# (ARGV: our value, the current run_id, TTL). As safe as the TTL running out: a commit still
+# going would find the lock gone at its next check and stop before marking or trimming.
+_TAKE_OVER = """
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local sep = string.find(cur, ' ', 1, true)
+  if not sep or string.sub(cur, sep + 1) == ARGV[2] then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[3]))
+return 1
+"""
+
 
 def pack_records(points: Iterable[tuple[int, float, bool]]) -> bytes:
     return b"".join(struct.pack(RECORD_FORMAT, t, v, FLAG_JOIN if j else 0) for t, v, j in points)
@@ -163,6 +179,7 @@ class FeedBuffer:
         self._unlock = client.register_script(_UNLOCK)
         self._renew = client.register_script(_RENEW)
         self._mark_written = client.register_script(_MARK_WRITTEN)
+        self._take_over = client.register_script(_TAKE_OVER)
         self._token: str | None = None  # set while this object holds the commit lock
 
     def key(self, feed_id: int) -> str:
@@ -239,6 +256,14 @@ class FeedBuffer:
         elif self.redis.get(self.boot_key) != boot.encode():
             self.redis.delete(self.written_key)
             self.redis.set(self.boot_key, boot)
+
+    def _server_run_id(self) -> str:
+        """The Redis server's run_id: another one after every restart."""
+        try:
+            return str(self.redis.info("server").get("run_id", ""))
+        except redis.ResponseError as exc:  # INFO refused (an ACL): no takeover, only the TTL
+            log.warning("feed commit: no Redis run_id (%s); a lock left by a restart waits", exc)
+            return ""
 
     def _check_lock(self) -> None:
         if self._token and not self._renew(keys=[self.lock_key], args=[self._token, LOCK_TTL_S]):
@@ -373,21 +398,29 @@ class FeedBuffer:
         fsync: bool = True,
         sync: bool = True,
         after_write: Callable[[int, int], None] | None = None,
+        feeds: Iterable[int] | None = None,
     ) -> CommitReport:
-        """Commit every dirty feed. `intervals` maps feed id -> interval for feeds that exist.
+        """Commit every dirty feed, or only `feeds` (the dirty feeds `intervals` was looked up
+        for). `intervals` maps feed id -> interval for feeds that exist: a feed missing from it
+        and without files counts as deleted and its records are dropped. So a caller that read
+        the dirty set before looking up intervals must pass that set as `feeds`: a feed that
+        turns dirty in between (its first points arriving) is left for the next commit.
 
         With `sync` (the default) every buffered record ends on disk and leaves Redis; without,
         new records are only written (see the module docstring).
         """
         report = CommitReport()
-        token = uuid.uuid4().hex
+        run_id = self._server_run_id()
+        token = f"{uuid.uuid4().hex} {run_id}"
         if not self.redis.set(self.lock_key, token, nx=True, ex=LOCK_TTL_S):
-            report.skipped = True  # another commit is running; it will take these too
-            return report
+            if not self._take_over(keys=[self.lock_key], args=[token, run_id, LOCK_TTL_S]):
+                report.skipped = True  # another commit is running; it will take these too
+                return report
+            log.warning("feed commit lock left by a commit cut off by a Redis restart: taken over")
         self._token = token
         try:
             self._forget_offsets_of_another_boot()
-            for feed_id in self.dirty_feeds():
+            for feed_id in self.dirty_feeds() if feeds is None else sorted(set(feeds)):
                 self.commit_feed(
                     directory,
                     feed_id,

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 
+from bms.authentication import TokenAuth
 from bms.permissions import has_staff_role
 from feeds import phpfina, service
 from feeds.models import Feed
@@ -204,7 +204,7 @@ def run(query: DataQuery, feeds: dict[int, Feed]) -> dict[int, list[list]]:
     return out
 
 
-class ApiKeyQueryAuthentication(TokenAuthentication):
+class ApiKeyQueryAuthentication(TokenAuth):
     """emoncms clients pass their key as `?apikey=`: accept a staff API token there too."""
 
     def authenticate(self, request):

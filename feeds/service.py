@@ -127,7 +127,8 @@ def commit_all(now: float | None = None, sync: bool | None = None) -> dict:
         sync = buffer.sync_due(settings.BMS_FEED_SYNC_INTERVAL)
     intervals = dict(Feed.objects.filter(pk__in=dirty).values_list("pk", "interval"))
     started = time.monotonic()
-    report = buffer.commit(feed_dir(), intervals, now=now, sync=sync)
+    # Only the feeds looked up: one that turned dirty since would be taken for deleted.
+    report = buffer.commit(feed_dir(), intervals, now=now, sync=sync, feeds=dirty)
     result = report.as_dict()
     result["seconds"] = round(time.monotonic() - started, 3)
     return result

@@ -6,13 +6,14 @@ Same parameters and reply shapes as emoncms, so its graphs, apps and scripts wor
 
 from __future__ import annotations
 
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bms.authentication import TokenAuth
 from bms.throttle import PublicRateThrottle
 from feeds import phpfina, query, service
 from feeds.models import Feed
@@ -25,7 +26,7 @@ class EmoncmsView(APIView):
     permission_classes = [AllowAny]
     authentication_classes = [
         query.ApiKeyQueryAuthentication,
-        TokenAuthentication,
+        TokenAuth,
         SessionAuthentication,
     ]
     renderer_classes = [JSONRenderer]

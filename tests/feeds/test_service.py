@@ -69,3 +69,26 @@ def test_process_inputs_logs_scaled_values_and_kwh(feed_dir, redis_client):
     assert service.last_value(kwh.id) == (4600, pytest.approx(1.0))
     service.commit_all(now=2_000_000_000)
     assert service.read(kwh.id, 4600, 4600, 10) == [[4_600_000, pytest.approx(1.0)]]
+
+
+def test_a_feed_whose_first_points_arrive_during_a_commit_keeps_them(feed, redis_client):
+    """Its points arrive (an ingest task on the other worker slot) after commit_all looked up
+    the dirty feeds' intervals and before the commit ran: it has no files yet and is not among
+    the intervals, and was taken for a deleted feed, its points dropped ("no such feed")."""
+    from django.db import connection
+
+    new = Feed.objects.create(name="new", interval=10)
+    service.log_points([(feed.id, 1000, 1.0)])
+
+    def first_points_during_the_lookup(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "feeds_feed" in sql and not redis_client.sismember("feeds:dirty", new.id):
+            service.log_points([(new.id, 1000, 7.0)])
+        return result
+
+    with connection.execute_wrapper(first_points_during_the_lookup):
+        first = service.commit_all(now=2_000_000_000)
+    assert first["dropped"] == {} and first["feeds"] == 1
+    assert service.read(new.id, 1000, 1000, 10) == [[1_000_000, 7.0]]  # still buffered
+    assert service.commit_all(now=2_000_000_000)["points"] == 1
+    assert np.fromfile(service.feed_dir() / f"{new.id}.dat", "<f4").tolist() == [7.0]

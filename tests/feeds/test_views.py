@@ -216,6 +216,17 @@ def test_an_emoncms_apikey_parameter_authenticates_a_staff_token(viewer, feeds):
     assert client.get(data_url(private, apikey="wrong")).status_code == 401
 
 
+@pytest.mark.parametrize("key", ["\x00", "abc\x00def", "\x7f"])
+def test_a_key_with_control_characters_is_refused_not_a_500(feeds, key):
+    """PostgreSQL cannot store or compare a NUL byte: the query used to fail with a 500."""
+    _, private = feeds
+    client = APIClient()
+    assert client.get(data_url(private, apikey=key)).status_code == 401
+    assert client.get("/feed/list.json", {"apikey": key}).status_code == 401
+    header = client.get("/api/v1/feeds/", HTTP_AUTHORIZATION=f"Token {key}")
+    assert header.status_code == 401
+
+
 def test_the_schema_documents_the_data_endpoints(engineer_api):
     schema = engineer_api.get("/api/schema/?format=json").json()
     paths = schema["paths"]

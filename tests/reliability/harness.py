@@ -211,6 +211,12 @@ class Site:
         except ProcessLookupError:
             proc.wait(timeout=10)
 
+    def exited(self) -> dict[str, int]:
+        """Processes of the site that have exited by themselves: name -> exit code."""
+        return {
+            name: proc.returncode for name, proc in self.procs.items() if proc.poll() is not None
+        }
+
     def close(self) -> None:
         for name in list(self.procs):
             self.stop(name)
@@ -228,14 +234,31 @@ def queues_idle(client: redis.Redis, queues=("ingest", "commit")) -> bool:
 
 
 def queue_state(client: redis.Redis) -> dict:
-    """What is still pending, for a timeout's message: which part did not drain."""
+    """What is still pending, for a timeout's message: which part did not drain, and for how
+    long (ages in seconds; TTLs of the locks that can hold a drain back)."""
+    now = time.time()
+
+    def ages(key: str) -> list[float]:
+        return [round(now - score, 1) for _, score in client.zrange(key, 0, 9, withscores=True)]
+
     return {
         "ingest": client.llen("ingest"),
         "commit": client.llen("commit"),
         "unacked": client.hlen("unacked"),
+        "unacked_ages_s": ages("unacked_index"),  # oldest first: kombu restores after its timeout
+        "unacked_mutex_ttl_s": client.ttl("unacked_mutex"),  # kombu's restore sweep lock
         "outbox": client.hlen("sensors:ingest:outbox"),
+        # negative: overdue for the requeue task's look
+        "outbox_due_in_s": [-a for a in ages("sensors:ingest:outbox:due")],
+        "outbox_requeued": client.hlen("sensors:ingest:outbox:requeued"),
         "dirty_feeds": client.scard("feeds:dirty"),
+        "commit_lock_ttl_s": client.ttl("feeds:commit:lock"),
+        "beat_age_s": _age(client.get("bms:health:beat"), now),
     }
+
+
+def _age(stamp: bytes | None, now: float) -> float | None:
+    return None if stamp is None else round(now - float(stamp), 1)
 
 
 def buffer_empty(client: redis.Redis) -> bool:

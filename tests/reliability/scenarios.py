@@ -162,7 +162,7 @@ def run_with_faults(
         lambda: settled(client),
         settle_s,
         "the queues to drain and the buffer to commit",
-        state=lambda: queue_state(client),
+        state=lambda: {**queue_state(client), "exited": site.exited()},
     )
     result.seconds = time.monotonic() - started
     for gateway, sender in zip(gateways, senders, strict=True):
