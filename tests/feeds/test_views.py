@@ -234,3 +234,11 @@ def test_the_schema_documents_the_data_endpoints(engineer_api):
     params = {p["name"] for p in paths["/api/v1/feeds/{id}/data"]["get"]["parameters"]}
     assert {"start", "end", "interval", "average", "delta", "skipmissing", "timezone"} <= params
     assert "/api/v1/feeds/data" in paths and "/api/v1/feeds/{id}/timevalue" in paths
+
+
+@pytest.mark.parametrize("offset", [str(2**63), "9" * 40])
+def test_an_offset_beyond_the_database_is_a_400_naming_it(viewer_api, offset):
+    """PostgreSQL's OFFSET is a bigint: a larger one was a 500 (found by schemathesis)."""
+    response = viewer_api.get("/api/v1/feeds/", {"offset": offset})
+    assert response.status_code == 400
+    assert "offset" in response.json()["fields"]
