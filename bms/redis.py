@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import redis
 from django.conf import settings
+from redis.commands.core import Script
 
 _clients: dict[str, redis.Redis] = {}
 
@@ -15,6 +16,9 @@ SOCKET_TIMEOUT_S = 5
 # ValueError("I/O operation on closed file") (seen under load in bench/ingest.py), and
 # socket errors can escape as OSError.
 REDIS_FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError, ValueError)
+
+
+_scripts: dict[tuple[str, str], Script] = {}
 
 
 def get_redis() -> redis.Redis:
@@ -29,3 +33,14 @@ def get_redis() -> redis.Redis:
         )
         _clients[url] = client
     return client
+
+
+def redis_script(source: str) -> Script:
+    """A Lua script bound to get_redis(), registered once per process: calling it is one
+    EVALSHA (redis-py loads it again by itself after a Redis restart emptied the script
+    cache; nothing of the script ran then, so the retry is safe)."""
+    key = (settings.REDIS_URL, source)
+    found = _scripts.get(key)
+    if found is None:
+        found = _scripts[key] = get_redis().register_script(source)
+    return found

@@ -85,13 +85,18 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
 
-# Keep the newest point per feed: ARGV is feed, t, value-string triples.
-_SET_LAST = """
-for i = 1, #ARGV, 3 do
-  local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  local t = tonumber(ARGV[i + 1])
+# Add a batch in one round trip: per feed, APPEND its records, mark it dirty and keep its
+# newest point (unless the stored one is newer). KEYS: dirty set, last hash, then one buffer
+# key per feed; ARGV: per feed, its id, records, newest t and value (as a string).
+_ADD = """
+for i = 3, #KEYS do
+  local j = (i - 3) * 4
+  local feed, t = ARGV[j + 1], tonumber(ARGV[j + 3])
+  redis.call('APPEND', KEYS[i], ARGV[j + 2])
+  redis.call('SADD', KEYS[1], feed)
+  local cur = redis.call('HGET', KEYS[2], feed)
   if (not cur) or tonumber(string.match(cur, '^(%S+)')) <= t then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1] .. ' ' .. ARGV[i + 2])
+    redis.call('HSET', KEYS[2], feed, ARGV[j + 3] .. ' ' .. ARGV[j + 4])
   end
 end
 return 1
@@ -175,7 +180,7 @@ class FeedBuffer:
         self.boot_key = prefix + "written:boot"
         self.synced_at_key = prefix + "synced_at"
         self._trim = client.register_script(_TRIM)
-        self._set_last = client.register_script(_SET_LAST)
+        self._add = client.register_script(_ADD)
         self._unlock = client.register_script(_UNLOCK)
         self._renew = client.register_script(_RENEW)
         self._mark_written = client.register_script(_MARK_WRITTEN)
@@ -188,29 +193,23 @@ class FeedBuffer:
     # --- adding ----------------------------------------------------------------------------
 
     def add(self, points: Iterable[BufferedPoint], pipe: redis.client.Pipeline | None = None):
-        """Queue points (already validated) onto `pipe`, or run one pipeline of our own.
-
-        One APPEND per feed, one SADD, one script call for all last values.
-        """
+        """Buffer points (already validated) in one script call, queued onto `pipe` (a
+        transaction of the caller's) or run at once: one round trip for the whole batch."""
         per_feed: dict[int, list[tuple[int, float, bool]]] = {}
         for feed_id, t, v, join in points:
             per_feed.setdefault(int(feed_id), []).append((int(t), float(v), bool(join)))
         if not per_feed:
             return
-        own = pipe is None
-        p = self.redis.pipeline(transaction=False) if own else pipe
-        last_args: list = []
+        keys = [self.dirty_key, self.last_key]
+        args: list = []
         for feed_id, rows in per_feed.items():
-            p.append(self.key(feed_id), pack_records(rows))
             newest = rows[0]
             for r in rows[1:]:
                 if r[0] >= newest[0]:  # of equal times the later arrival wins, as in the file
                     newest = r
-            last_args += [feed_id, newest[0], repr(newest[1])]
-        p.sadd(self.dirty_key, *per_feed)
-        self._set_last(keys=[self.last_key], args=last_args, client=p)
-        if own:
-            p.execute()
+            keys.append(self.key(feed_id))
+            args += [feed_id, pack_records(rows), newest[0], repr(newest[1])]
+        self._add(keys=keys, args=args, client=pipe)
 
     # --- reading ---------------------------------------------------------------------------
 

@@ -7,16 +7,17 @@ by a retry, or two worker processes took two batches of the node at once), its k
 would be skipped. The kill -9 fault test found exactly that (tests/reliability).
 
 How: sensors/publish.py enters every batch in its node's pending set (task id -> accepted at,
-in µs) until `batch_done`. A task whose node has an older pending batch *parks*: it returns at
-once, leaving its batch in the outbox, marked parked. When a batch is done, `wake_next` pushes
-the node's next batch, if it is parked, to the front of the queue. Both steps are Lua scripts,
-so a batch cannot park just after the batch it waits for has woken nobody. No polling and no
-retry storm: a node with many parked batches costs nothing until its older batch runs.
+in µs) until `finish`. A task whose node has an older pending batch *parks*: it returns at
+once, leaving its batch in the outbox, marked parked. When a batch is done, `finish` forgets
+it and pushes the node's next batch, if it is parked, to the front of the queue. Both steps
+are Lua scripts, so a batch cannot park just after the batch it waits for has woken nobody.
+No polling and no retry storm: a node with many parked batches costs nothing until its older
+batch runs.
 
 Bounded: a batch waits at most BMS_INGEST_ORDER_HOLD_S for an older batch (one that never
 comes back must not stop its node). A parked batch stays in the outbox, so if its wake-up is
-lost (a worker killed between done and wake) the outbox's beat task pushes it again after
-BMS_INGEST_LOST_AFTER_S, and it looks again.
+lost (a worker killed between claiming it and pushing it) the outbox's beat task pushes it
+again after BMS_INGEST_LOST_AFTER_S, and it looks again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 
 from django.conf import settings
 
-from bms.redis import get_redis
+from bms.redis import redis_script
 from sensors import publish
 
 # KEYS: pending zset, parked set, outbox hash, outbox due zset.
@@ -50,9 +51,16 @@ end
 return -1
 """
 
-# KEYS: pending zset, parked set, outbox hash. Returns [task id, message] of the node's next
-# batch if it was parked (it is claimed: unparked), else nil.
-_CLAIM_NEXT = """
+# The batch has run (ARGV[1]): take it out of the outbox and its node's order,
+# then claim the node's next batch if it is parked (unpark it). One round trip per
+# batch on the hot path. KEYS: pending zset, parked set, outbox hash, outbox due zset,
+# requeued hash. Returns [task id, message] of the claimed batch, else nil.
+_FINISH_AND_CLAIM_NEXT = """
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
 if not nxt or redis.call('SREM', KEYS[2], nxt) == 0 then return nil end
 local message = redis.call('HGET', KEYS[3], nxt)
@@ -86,9 +94,8 @@ def park_if_waiting(node_id: int, task_id: str | None, now: float | None = None)
     """
     if not task_id:
         return None
-    client = get_redis()
     now = time.time() if now is None else now
-    age_us = client.register_script(_PARK)(
+    age_us = redis_script(_PARK)(
         keys=[
             publish.pending_key(node_id),
             publish.PARKED_KEY,
@@ -105,30 +112,31 @@ def park_if_waiting(node_id: int, task_id: str | None, now: float | None = None)
     return None if age_us < 0 else age_us / 1_000_000
 
 
-def wake_next(node_id: int) -> str | None:
-    """After a batch of the node is done: push the node's next batch if it is parked.
-    Returns its task id, or None."""
-    client = get_redis()
-    claimed = client.register_script(_CLAIM_NEXT)(
-        keys=[publish.pending_key(node_id), publish.PARKED_KEY, publish.OUTBOX_KEY]
+def finish(task_id: str | None, node_id: int) -> str | None:
+    """The batch has run: forget it, then push the node's next batch if it is parked.
+    Returns the task id of the batch woken, or None."""
+    if not task_id:  # not published by us (apply_async): in no outbox and no order
+        return None
+    claimed = redis_script(_FINISH_AND_CLAIM_NEXT)(
+        keys=[
+            publish.pending_key(node_id),
+            publish.PARKED_KEY,
+            publish.OUTBOX_KEY,
+            publish.OUTBOX_DUE_KEY,
+            publish.OUTBOX_REQUEUED_KEY,
+        ],
+        args=[task_id],
     )
     if not claimed:
         return None
-    task_id, message = claimed[0].decode(), claimed[1]
-    pushed = client.register_script(_PUSH_FRONT)(
+    woken, message = claimed[0].decode(), claimed[1]
+    pushed = redis_script(_PUSH_FRONT)(
         keys=[publish.QUEUE, publish.OUTBOX_KEY, publish.OUTBOX_DUE_KEY],
         args=[
-            task_id,
+            woken,
             message,
             publish.fresh_delivery(message),
             time.time() + publish.lost_after_s(),
         ],  # fmt: skip
     )
-    return task_id if pushed else None
-
-
-def finish(task_id: str | None, node_id: int) -> None:
-    """The batch has run: forget it, then let the node's next batch run."""
-    publish.batch_done(task_id, node_id)
-    if task_id:
-        wake_next(node_id)
+    return woken if pushed else None

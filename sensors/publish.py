@@ -18,7 +18,7 @@ queue on the server, and only then records it in its `unacked` hash. A worker ki
 the two (the reply is in its socket, or Redis hands a just-pushed message to a consumer whose
 socket is already dead) loses the message: the kill-9 fault test lost one batch of 20 in most
 runs that way (150 posts answered 202, 149 tasks ever received). So every batch published here
-is also kept in an outbox hash until its task has run (`batch_done`); the beat task
+is also kept in an outbox hash until its task has run (`ingest_order.finish`); the beat task
 `sensors.tasks.requeue_lost_batches` pushes again a batch that is in neither the queue nor
 kombu's unacked hash nor held for a retry (`requeue_lost`). A batch running twice is safe
 (see sensors.tasks.ingest_batch); a batch lost is not.
@@ -41,7 +41,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from bms.redis import get_redis
+from bms.redis import get_redis, redis_script
 
 log = logging.getLogger(__name__)
 
@@ -135,14 +135,23 @@ def publish_ingest_batch(node_id: int, rows: list[list]) -> None:
     task_id = str(uuid.uuid4())
     message = build_message(node_id, rows, task_id)
     now = time.time()
-    # One MULTI: the batch is in the queue, the outbox and its node's order, or in none of
-    # them (then a 503).
-    pipe = get_redis().pipeline(transaction=True)
-    pipe.lpush(QUEUE, message)
-    pipe.hset(OUTBOX_KEY, task_id, message)
-    pipe.zadd(OUTBOX_DUE_KEY, {task_id: now + lost_after_s()})
-    pipe.zadd(pending_key(node_id), {task_id: int(now * 1_000_000)})
-    pipe.execute()
+    # One script, atomic like a MULTI but a single reply to parse on the hot path: the batch
+    # is in the queue, the outbox and its node's order, or in none of them (then a 503).
+    redis_script(_PUBLISH)(
+        keys=[QUEUE, OUTBOX_KEY, OUTBOX_DUE_KEY, pending_key(node_id)],
+        args=[message, task_id, now + lost_after_s(), int(now * 1_000_000)],
+    )
+
+
+# KEYS: queue, outbox hash, outbox due zset, the node's pending zset.
+# ARGV: message, task id, next look at (unix s), accepted at (µs).
+_PUBLISH = """
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[2])
+return 1
+"""
 
 
 def pending_key(node_id: int) -> str:
@@ -161,20 +170,6 @@ def fresh_delivery(message: bytes) -> bytes:
 def lost_after_s() -> float:
     """How long after a look a batch may go unseen before the next look (settings)."""
     return float(getattr(settings, "BMS_INGEST_LOST_AFTER_S", 30))
-
-
-def batch_done(task_id: str | None, node_id: int | None = None) -> None:
-    """The task of this batch has run: forget it (no-op for batches not in the outbox)."""
-    if not task_id:
-        return
-    pipe = get_redis().pipeline(transaction=True)
-    pipe.hdel(OUTBOX_KEY, task_id)
-    pipe.zrem(OUTBOX_DUE_KEY, task_id)
-    pipe.hdel(OUTBOX_REQUEUED_KEY, task_id)
-    pipe.srem(PARKED_KEY, task_id)
-    if node_id is not None:
-        pipe.zrem(pending_key(node_id), task_id)  # the node's next batch may run now
-    pipe.execute()
 
 
 def hold_batch(task_id: str | None, seconds: float) -> None:
@@ -216,7 +211,7 @@ def requeue_lost(now: float | None = None) -> dict:
     now = time.time() if now is None else now
     if client.llen(QUEUE) > MAX_QUEUE_TO_SCAN:
         return {"requeued": 0, "alive": 0, "dropped": 0, "deferred": True}
-    script = client.register_script(_REQUEUE)
+    script = redis_script(_REQUEUE)
     pushed = alive = dropped = 0
     for raw_id in client.zrangebyscore(OUTBOX_DUE_KEY, "-inf", now, start=0, num=CHECK_BATCH):
         task_id = raw_id.decode()

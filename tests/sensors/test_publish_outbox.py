@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from sensors import publish
+from sensors import ingest_order, publish
 from sensors.tasks import ingest_batch
 from tests.sensors.conftest import queued_batches
 
@@ -60,7 +60,7 @@ def test_a_done_or_held_batch_is_not_pushed_again(redis_client):
     publish.publish_ingest_batch(5, ROWS)
     publish.publish_ingest_batch(6, ROWS)
     done, held = take(redis_client), take(redis_client)
-    publish.batch_done(done["headers"]["id"])
+    ingest_order.finish(done["headers"]["id"], node_id=5)
     publish.hold_batch(held["headers"]["id"], 2 * LATER)  # a retry waiting for its countdown
     assert outbox_ids(redis_client) == {held["headers"]["id"]}
     assert publish.requeue_lost(now=time.time() + LATER) == {
@@ -103,7 +103,7 @@ def test_looks_wait_while_a_long_backlog_is_queued(redis_client, monkeypatch):
         publish.publish_ingest_batch(node, ROWS)
     report = publish.requeue_lost(now=time.time() + LATER)
     assert report == {"requeued": 0, "alive": 0, "dropped": 0, "deferred": True}
-    for _ in range(4):
-        publish.batch_done(take(redis_client)["headers"]["id"])  # the backlog is worked through
+    for node in range(6, 10):  # the backlog is worked through
+        ingest_order.finish(take(redis_client)["headers"]["id"], node)
     assert publish.requeue_lost(now=time.time() + LATER)["requeued"] == 1
     assert take(redis_client)["headers"]["id"] == lost["headers"]["id"]
