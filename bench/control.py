@@ -147,7 +147,6 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
 
 
 def run(args, ports, per_board) -> None:
-    from control import runtime
     from control import snapshot as snapshot_builder
     from control.evaluator import evaluate
     from control.models import ActuatorCommand, Booking
@@ -178,7 +177,6 @@ def run(args, ports, per_board) -> None:
         for _ in range(args.runs):
             if prepare:
                 prepare()
-            runtime.release_tick_lock("")  # no-op unless a crashed run left one
             report = run_tick()
             assert report.get("faults") == 0, report
             totals.append(report["total_ms"])

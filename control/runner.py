@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -44,8 +43,8 @@ def db_alarm_key(kind: str) -> str:
 
 
 def run_tick(now: datetime | None = None) -> dict[str, Any]:
-    token = uuid.uuid4().hex
-    if not runtime.acquire_tick_lock(token, ttl_s=max(2 * conf.tick_s(), 30)):
+    token = runtime.acquire_tick_lock(ttl_s=max(2 * conf.tick_s(), 30))
+    if token is None:
         return {"skipped": "another control tick is still running"}
     try:
         return _tick(now or timezone.now())

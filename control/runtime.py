@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from bms import redis_lock
 from bms.redis import get_redis
 
 PREFIX = "bms:control"
@@ -101,13 +102,14 @@ def load_last_tick() -> dict[str, Any] | None:
     return json.loads(raw) if raw else None
 
 
-def acquire_tick_lock(token: str, ttl_s: int) -> bool:
-    """One tick at a time: a slow tick must not overlap the next one from beat."""
-    return bool(get_redis().set(TICK_LOCK_KEY, token, nx=True, ex=ttl_s))
+def acquire_tick_lock(ttl_s: int) -> str | None:
+    """One tick at a time: a slow tick must not overlap the next one from beat. The token to
+    release it with, or None while another tick holds it. A lock left by a tick cut off by a
+    Redis restart is taken over (bms/redis_lock.py): frost protection must not wait out its
+    TTL."""
+    return redis_lock.acquire(get_redis(), TICK_LOCK_KEY, ttl_s)
 
 
 def release_tick_lock(token: str) -> None:
-    client = get_redis()
     # Only our own lock: if it expired and another tick took it, leave that one alone.
-    if client.get(TICK_LOCK_KEY) == token.encode():
-        client.delete(TICK_LOCK_KEY)
+    redis_lock.release(get_redis(), TICK_LOCK_KEY, token)

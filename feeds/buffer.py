@@ -6,7 +6,7 @@ Redis layout (all keys under PREFIX):
     dirty           a set of feed ids that have buffered records
     last            a hash feed_id -> "t value": the newest point of each feed
     commit:lock     held while a commit runs, so two beats never commit the same records
-                    ("<token> <run_id>": a lock from before a Redis restart is taken over)
+                    (bms/redis_lock.py: a lock from before a Redis restart is taken over)
     written         a hash feed_id -> bytes at the head of buf:<id> already written to the
                     .dat but not yet fsync'd (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
@@ -34,7 +34,6 @@ import logging
 import os
 import struct
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import redis
 
+from bms import redis_lock
 from feeds import phpfina
 
 log = logging.getLogger(__name__)
@@ -102,31 +102,6 @@ end
 return 1
 """
 
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-_UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-# The lock's value is "<token> <run_id of the Redis server it was taken on>". A lock taken on
-# an earlier server (Redis restarted since: another run_id) belongs to a commit whose connection
-# broke, so it could not release it, and the AOF kept it for the rest of its TTL: take it over
-# (ARGV: our value, the current run_id, TTL). As safe as the TTL running out: a commit still
-# going would find the lock gone at its next check and stop before marking or trimming.
-_TAKE_OVER = """
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  local sep = string.find(cur, ' ', 1, true)
-  if not sep or string.sub(cur, sep + 1) == ARGV[2] then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[3]))
-return 1
-"""
-
 
 def pack_records(points: Iterable[tuple[int, float, bool]]) -> bytes:
     return b"".join(struct.pack(RECORD_FORMAT, t, v, FLAG_JOIN if j else 0) for t, v, j in points)
@@ -181,10 +156,7 @@ class FeedBuffer:
         self.synced_at_key = prefix + "synced_at"
         self._trim = client.register_script(_TRIM)
         self._add = client.register_script(_ADD)
-        self._unlock = client.register_script(_UNLOCK)
-        self._renew = client.register_script(_RENEW)
         self._mark_written = client.register_script(_MARK_WRITTEN)
-        self._take_over = client.register_script(_TAKE_OVER)
         self._token: str | None = None  # set while this object holds the commit lock
 
     def key(self, feed_id: int) -> str:
@@ -256,16 +228,8 @@ class FeedBuffer:
             self.redis.delete(self.written_key)
             self.redis.set(self.boot_key, boot)
 
-    def _server_run_id(self) -> str:
-        """The Redis server's run_id: another one after every restart."""
-        try:
-            return str(self.redis.info("server").get("run_id", ""))
-        except redis.ResponseError as exc:  # INFO refused (an ACL): no takeover, only the TTL
-            log.warning("feed commit: no Redis run_id (%s); a lock left by a restart waits", exc)
-            return ""
-
     def _check_lock(self) -> None:
-        if self._token and not self._renew(keys=[self.lock_key], args=[self._token, LOCK_TTL_S]):
+        if self._token and not redis_lock.renew(self.redis, self.lock_key, self._token, LOCK_TTL_S):
             # Another commit took over (we stalled past the TTL): trimming now could
             # remove records it has not written. Stop; it will commit them.
             raise LockLost("the feed commit lock expired during the commit")
@@ -409,13 +373,10 @@ class FeedBuffer:
         new records are only written (see the module docstring).
         """
         report = CommitReport()
-        run_id = self._server_run_id()
-        token = f"{uuid.uuid4().hex} {run_id}"
-        if not self.redis.set(self.lock_key, token, nx=True, ex=LOCK_TTL_S):
-            if not self._take_over(keys=[self.lock_key], args=[token, run_id, LOCK_TTL_S]):
-                report.skipped = True  # another commit is running; it will take these too
-                return report
-            log.warning("feed commit lock left by a commit cut off by a Redis restart: taken over")
+        token = redis_lock.acquire(self.redis, self.lock_key, LOCK_TTL_S)
+        if token is None:
+            report.skipped = True  # another commit is running; it will take these too
+            return report
         self._token = token
         try:
             self._forget_offsets_of_another_boot()
@@ -438,5 +399,5 @@ class FeedBuffer:
                 report.synced = True
         finally:
             self._token = None
-            self._unlock(keys=[self.lock_key], args=[token])
+            redis_lock.release(self.redis, self.lock_key, token)
         return report

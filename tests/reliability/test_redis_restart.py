@@ -137,3 +137,23 @@ def test_ingest_answers_503_never_500_while_redis_is_down(fault_site):
     fault_site.redis.start()
     print("statuses while Redis was down:", {s: statuses.count(s) for s in set(statuses)})
     assert set(statuses) == {503}
+
+
+@pytest.mark.django_db
+def test_a_control_tick_cut_off_by_a_redis_restart_does_not_hold_the_next(private_redis, settings):
+    """The control tick's lock is kept by the AOF like the commit lock: frost protection must
+    not wait out its TTL (up to two ticks) after a Redis restart."""
+    from control import runtime
+    from control.runner import run_tick
+
+    settings.REDIS_URL = private_redis.url
+    client = private_redis.client()
+    assert runtime.acquire_tick_lock(ttl_s=120) is not None  # a tick that never released it
+    assert run_tick() == {"skipped": "another control tick is still running"}
+    private_redis.stop()
+    private_redis.start()
+    assert client.ttl(runtime.TICK_LOCK_KEY) > 60  # kept by the AOF
+
+    report = run_tick()
+    assert "skipped" not in report
+    assert client.get(runtime.TICK_LOCK_KEY) is None  # released by the tick that took it over
