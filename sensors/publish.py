@@ -39,6 +39,7 @@ import time
 import uuid
 from functools import lru_cache
 
+import redis
 from django.conf import settings
 
 from bms.redis import get_redis, redis_script
@@ -51,6 +52,10 @@ OUTBOX_KEY = "sensors:ingest:outbox"  # hash task id -> the message as pushed
 OUTBOX_DUE_KEY = "sensors:ingest:outbox:due"  # zset task id -> when to check it next
 OUTBOX_REQUEUED_KEY = "sensors:ingest:outbox:requeued"  # hash task id -> times pushed again
 UNACKED_KEY = "unacked"  # kombu's Redis transport: delivery tag -> message being worked on
+UNACKED_INDEX_KEY = "unacked_index"  # kombu's: delivery tag -> when a worker took it (unix s)
+# A batch taken by a worker within this long before a Redis restart is not taken back (uptime
+# is in whole seconds, and the worker's clock may differ a little from ours).
+RESTART_MARGIN_S = 5.0
 PENDING_PREFIX = "sensors:ingest:pending:"  # zset per node: task id -> accepted at (µs)
 PARKED_KEY = "sensors:ingest:parked"  # set of task ids waiting for an older batch of their node
 MAX_REQUEUES = 10  # a batch pushed again this often is poison: dropped with an error
@@ -182,10 +187,23 @@ def hold_batch(task_id: str | None, seconds: float) -> None:
 # Atomically: still queued (searched from the oldest end) or in kombu's unacked hash -> look
 # again later; gone from the outbox or replaced meanwhile -> nothing; else push it again under
 # a fresh delivery tag. Returns 1 pushed, 0 still alive, -1 dropped as poison.
+# An unacked entry delivered before this Redis server started (ARGV[7]) was held by a worker
+# whose connection died in the restart, and AOF kept the entry: kombu would restore it only
+# after its visibility timeout (300 s). It is taken back now, as kombu's restore would do; if
+# that worker is in fact still running the batch, the batch runs twice, which is safe.
 _REQUEUE = """
 local id, msg, tag, fresh, due, max = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 if redis.call('HGET', KEYS[3], id) ~= msg then return 0 end
-if redis.call('HEXISTS', KEYS[2], tag) == 1 or redis.call('LPOS', KEYS[1], msg, 'RANK', -1) then
+local held = redis.call('HEXISTS', KEYS[2], tag) == 1
+if held then
+  local since = redis.call('ZSCORE', KEYS[8], tag)
+  if since and tonumber(since) < tonumber(ARGV[7]) then
+    redis.call('HDEL', KEYS[2], tag)
+    redis.call('ZREM', KEYS[8], tag)
+    held = false
+  end
+end
+if held or redis.call('LPOS', KEYS[1], msg, 'RANK', -1) then
   redis.call('ZADD', KEYS[4], due, id)
   return 0
 end
@@ -212,6 +230,7 @@ def requeue_lost(now: float | None = None) -> dict:
     if client.llen(QUEUE) > MAX_QUEUE_TO_SCAN:
         return {"requeued": 0, "alive": 0, "dropped": 0, "deferred": True}
     script = redis_script(_REQUEUE)
+    before_restart = _server_started_at(client) - RESTART_MARGIN_S
     pushed = alive = dropped = 0
     for raw_id in client.zrangebyscore(OUTBOX_DUE_KEY, "-inf", now, start=0, num=CHECK_BATCH):
         task_id = raw_id.decode()
@@ -232,8 +251,9 @@ def requeue_lost(now: float | None = None) -> dict:
                 OUTBOX_REQUEUED_KEY,
                 pending_key(node_id),
                 PARKED_KEY,
+                UNACKED_INDEX_KEY,
             ],
-            args=[task_id, message, tag, fresh, now + lost_after_s(), MAX_REQUEUES],
+            args=[task_id, message, tag, fresh, now + lost_after_s(), MAX_REQUEUES, before_restart],
         )
         if outcome == 1:
             pushed += 1
@@ -246,6 +266,16 @@ def requeue_lost(now: float | None = None) -> dict:
         else:
             alive += 1
     return {"requeued": pushed, "alive": alive, "dropped": dropped}
+
+
+def _server_started_at(client) -> float:
+    """When the Redis server started, by our clock, as kombu's workers stamp their deliveries
+    (0 if INFO is refused: nothing is taken back)."""
+    try:
+        return time.time() - float(client.info("server")["uptime_in_seconds"])
+    except (KeyError, ValueError, redis.ResponseError) as exc:
+        log.warning("no Redis uptime (%s): batches held across a restart wait for kombu", exc)
+        return 0.0
 
 
 def message_node_id(envelope: dict) -> int:

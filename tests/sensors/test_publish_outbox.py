@@ -55,6 +55,34 @@ def test_a_queued_or_unacknowledged_batch_is_left_alone(redis_client):
     assert queued_batches(redis_client) == [[6, ROWS]]
 
 
+def hold_as_kombu(redis_client, message: dict, taken_at: float) -> None:
+    """What kombu's QoS.append records when a worker takes a message (acks_late)."""
+    tag = message["properties"]["delivery_tag"]
+    redis_client.zadd(publish.UNACKED_INDEX_KEY, {tag: taken_at})
+    redis_client.hset(publish.UNACKED_KEY, tag, b"[...]")
+
+
+@pytest.mark.django_db
+def test_a_batch_held_by_a_worker_since_before_a_redis_restart_is_taken_back(redis_client):
+    """With AOF a Redis restart keeps kombu's unacked entry of a batch whose worker lost its
+    connection in the restart; kombu would restore it only after its 300 s visibility timeout."""
+    started_at = time.time() - redis_client.info("server")["uptime_in_seconds"]
+    publish.publish_ingest_batch(5, ROWS)
+    publish.publish_ingest_batch(6, ROWS)
+    before, after = take(redis_client), take(redis_client)
+    hold_as_kombu(redis_client, before, taken_at=started_at - 60)  # before the server started
+    hold_as_kombu(redis_client, after, taken_at=started_at + 1)  # since: its worker has it
+
+    report = publish.requeue_lost(now=time.time() + LATER)
+    assert report == {"requeued": 1, "alive": 1, "dropped": 0}
+    assert queued_batches(redis_client) == [[5, ROWS]]
+    tags = {t.decode() for t in redis_client.hkeys(publish.UNACKED_KEY)}
+    assert tags == {after["properties"]["delivery_tag"]}  # kombu will not restore it again
+    assert (
+        redis_client.zscore(publish.UNACKED_INDEX_KEY, before["properties"]["delivery_tag"]) is None
+    )
+
+
 @pytest.mark.django_db
 def test_a_done_or_held_batch_is_not_pushed_again(redis_client):
     publish.publish_ingest_batch(5, ROWS)
