@@ -29,7 +29,7 @@ from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import throttling
 
-from bms.redis import REDIS_FAILURES, get_redis
+from bms.redis import REDIS_FAILURES, redis_script
 
 log = logging.getLogger(__name__)
 
@@ -63,16 +63,22 @@ def _rate_for(text: str | None) -> Rate | None:
     return parse_rate(text)
 
 
+# Count one request in its window's counter, which expires just after the window: one command
+# and one reply on every ingest request.
+_COUNT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+
+
 def hit(scope: str, ident: str, rate: Rate, now: float | None = None) -> float | None:
     """Count one request; None when allowed, else the seconds until the window ends."""
     now = time.time() if now is None else now
     window = int(now // rate.window_s)
     key = f"{KEY_PREFIX}:{scope}:{ident}:{window}"
     try:
-        pipe = get_redis().pipeline(transaction=False)
-        pipe.incr(key)
-        pipe.expire(key, rate.window_s + 1)
-        count, _ = pipe.execute()
+        count = redis_script(_COUNT)(keys=[key], args=[rate.window_s + 1])
     except REDIS_FAILURES as exc:
         log.warning("throttle %s: Redis unavailable, not limiting: %s", scope, exc)
         return None
