@@ -105,7 +105,26 @@ def _database_config(url: str) -> dict:
         # Web, worker and beat share one SQLite file: wait for locks instead of failing.
         config["OPTIONS"] = {"timeout": 20}
         config["CONN_MAX_AGE"] = 0
+    elif config["ENGINE"] == "django.db.backends.postgresql":
+        # No process may wait forever on a database that stopped answering (a dead host, a
+        # dropped network): libpq's defaults wait without limit to connect and for minutes on
+        # a dead connection. Parameters given in DATABASE_URL's query string win.
+        options = config.setdefault("OPTIONS", {})
+        for name, value in _POSTGRES_TIMEOUTS.items():
+            options.setdefault(name, value)
     return config
+
+
+# libpq connection parameters (docs/CONFIGURATION.md): give up connecting after 5 s; find a
+# silent dead connection by TCP keepalive within ~60 s, and one with unanswered data in 30 s.
+_POSTGRES_TIMEOUTS = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 
 
 DATABASE_URL = env_str("DATABASE_URL", "sqlite:///var/db.sqlite3")

@@ -71,3 +71,24 @@ def test_a_meter_that_never_answers_times_out_and_alarms_once(redis_client, sett
         alarms = Alarm.objects.filter(key=f"modbus-meter:{node.pk}")
         assert alarms.count() == 1 and alarms.get().is_open
     print(f"Modbus poll against a hung meter: {max(timings):.2f} s at most over 4 polls")
+
+
+def test_a_database_server_that_never_answers_is_given_up_on_after_the_connect_timeout():
+    """A PostgreSQL host that accepts TCP and never answers (a hung server, a half-open link):
+    with the production settings' libpq parameters a process gives up after connect_timeout
+    (5 s) with the OperationalError the ingest views answer 503 for, not after minutes."""
+    from django.db import OperationalError
+    from django.db.utils import ConnectionHandler
+
+    from bms.settings import _database_config
+
+    with Blackhole() as hung:
+        config = _database_config(f"postgres://bms@127.0.0.1:{hung.port}/bms")
+        assert config["OPTIONS"]["connect_timeout"] == 5
+        connection = ConnectionHandler({"default": config})["default"]
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="timeout"):
+            connection.ensure_connection()
+        waited = time.monotonic() - started
+        assert hung.accepted, "the client never even connected"
+    assert 4 < waited < 12, waited
