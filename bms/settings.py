@@ -246,7 +246,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker killed mid-task must not lose a batch: redeliver it (ingest is idempotent).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 300}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 300,
+    # kombu waits forever by default on a broker that stopped answering without closing the
+    # connection (a hung Redis, a dropped link): a publish from beat, an ack from a worker.
+    # As bms.redis: give up after 5 s, and the caller's retry or Celery's reconnect takes over.
+    "socket_timeout": 5,
+    "socket_connect_timeout": 5,
+}
 # kombu's Redis transport with a fix: a Redis restart while a task ran stopped the worker for
 # good (bms/broker.py). rediss:// keeps kombu's own (naming a class drops its TLS defaults).
 if CELERY_BROKER_URL.startswith("redis://"):

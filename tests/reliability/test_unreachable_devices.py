@@ -92,3 +92,24 @@ def test_a_database_server_that_never_answers_is_given_up_on_after_the_connect_t
         waited = time.monotonic() - started
         assert hung.accepted, "the client never even connected"
     assert 4 < waited < 12, waited
+
+
+def test_a_broker_that_never_answers_is_given_up_on_after_the_socket_timeout():
+    """A Redis broker that accepts and never answers: a publish (beat queueing a task, a worker
+    acknowledging one) gives up after the transport's 5 s socket timeout. kombu's default is
+    to wait forever; this test hung before settings.CELERY_BROKER_TRANSPORT_OPTIONS set it."""
+    from kombu.exceptions import OperationalError
+
+    from bms.celery import app
+    from sensors.tasks import check_silent_nodes
+
+    with Blackhole() as hung:
+        started = time.monotonic()
+        with (
+            pytest.raises(OperationalError, match="Timeout"),
+            app.connection_for_write(f"redis://127.0.0.1:{hung.port}/0") as broker,
+        ):
+            check_silent_nodes.apply_async(connection=broker)
+        waited = time.monotonic() - started
+        assert hung.accepted, "the client never even connected"
+    assert waited < 15, waited
