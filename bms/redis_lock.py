@@ -1,13 +1,23 @@
-"""A Redis lock that a crashed holder keeps for its TTL, but a Redis restart frees at once.
+"""A Redis lock that outlives a crash of its holder only as long as nobody can tell it crashed.
 
-Why: a holder whose connection broke because Redis restarted cannot release its lock, and a
-Redis with appendonly (docker/compose.yaml) brings the lock back for the rest of its TTL. The
-feed commit (feeds/buffer.py, TTL 120 s) and the control tick (control/runner.py, TTL up to
-two ticks) would then be skipped for that long: after a Redis restart, no commit for two
-minutes, or no frost protection for a minute. So the lock's value is "<token> <run_id>", the
-run_id of the Redis server it was taken on (another one after every restart), and a lock
-found from an earlier server is taken over. As safe as the TTL running out: a holder that is
-still working finds its lock gone at its next `renew` and stops.
+The feed commit (feeds/buffer.py, TTL 120 s, renewed before every block) and the control tick
+(control/runner.py, TTL up to two ticks) hold such a lock. A holder that cannot release it
+leaves it for the rest of its TTL, and until then every commit, or every tick with frost
+protection in it, is skipped. Two such cases can be told for certain, and the lock is taken
+over at once in both:
+
+- **Redis restarted** since the lock was taken (found by the kill and restart tests): the
+  holder's connection broke, so it could not release the lock, and a Redis with appendonly
+  (docker/compose.yaml) brought it back. Told by the server's run_id, another one after every
+  restart.
+- **The holder's process is dead**, on this machine (found by the 20-kill soak: a worker
+  killed during a commit held commits off for two minutes). Told by the kernel's boot id, the
+  PID namespace, the pid and the process's start time (so a reused pid is not taken for the
+  holder).
+
+The value is "<token> <run_id> <boot id>:<pid namespace>:<pid>:<start time>". A holder
+elsewhere (a worker on another host or in another container) still waits for the TTL. As safe as the TTL running out: a
+holder that is in fact still working finds its lock gone at its next `renew` and stops.
 
 No Django here: callers pass their redis client.
 """
@@ -15,21 +25,20 @@ No Django here: callers pass their redis client.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
+from pathlib import Path
 
 import redis
 
 log = logging.getLogger(__name__)
 
-# ARGV: our value, the current run_id, TTL. A lock without a run_id (or taken on this server)
-# is respected; one from an earlier server is replaced by ours.
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+# Replace the lock only if it still holds the value we judged (ARGV: that value, ours, TTL).
 _TAKE_OVER = """
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  local sep = string.find(cur, ' ', 1, true)
-  if not sep or string.sub(cur, sep + 1) == ARGV[2] then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[3]))
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
 return 1
 """
 
@@ -48,20 +57,69 @@ def server_run_id(client: redis.Redis) -> str:
     """The Redis server's run_id: another one after every restart ("" if INFO is refused)."""
     try:
         return str(client.info("server").get("run_id", ""))
-    except redis.ResponseError as exc:  # INFO refused (an ACL): no takeover, only the TTL
+    except redis.ResponseError as exc:  # INFO refused (an ACL): no takeover after a restart
         log.warning("no Redis run_id (%s): a lock left by a Redis restart waits for its TTL", exc)
         return ""
 
 
+def process_identity(pid: int | None = None) -> str:
+    """ "<boot id>:<pid namespace>:<pid>:<start time>" of a process of this machine and PID
+    namespace ("" where /proc cannot tell: such a holder is never judged dead)."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        return f"{_machine()}:{pid}:{_start_time(pid)}"
+    except (OSError, IndexError):
+        return ""
+
+
+def _machine() -> str:
+    # Containers on one host share the boot id but not the PID namespace, in which a pid means
+    # something else: a holder is judged only from its own machine and namespace.
+    boot_id = Path(BOOT_ID_FILE).read_text().strip()
+    namespace = os.readlink("/proc/self/ns/pid").strip("pid:[]")
+    return f"{boot_id}:{namespace}"
+
+
+def _start_time(pid: int) -> str:
+    # Field 22 of /proc/<pid>/stat, in clock ticks since boot; the command name (field 2) may
+    # hold spaces and parentheses, so count from the last ')'.
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _holder_gone(value: str, run_id: str) -> str | None:
+    """Why the holder of a lock with this value cannot release it any more, or None."""
+    parts = value.split(" ")
+    if len(parts) < 2:
+        return None  # not one of ours
+    if run_id and parts[1] and parts[1] != run_id:
+        return "taken before a Redis restart"
+    holder = parts[2] if len(parts) > 2 else ""
+    machine, _, pid = holder.rpartition(":")[0].rpartition(":")
+    try:
+        ours = _machine()
+    except OSError:
+        return None
+    if not holder or machine != ours or not pid.isdigit():
+        return None  # another machine or namespace, or before a reboot: only the TTL can tell
+    if process_identity(int(pid)) == holder:
+        return None  # alive
+    return f"its holder (pid {pid} on this machine) is dead"
+
+
 def acquire(client: redis.Redis, key: str, ttl_s: int) -> str | None:
     """Take the lock: its value (the token to renew and release it with), or None if it is
-    held by someone on this Redis server."""
+    held by a live holder, or one that cannot be told dead (then it waits for the TTL)."""
     run_id = server_run_id(client)
-    token = f"{uuid.uuid4().hex} {run_id}"
+    token = f"{uuid.uuid4().hex} {run_id} {process_identity()}"
     if client.set(key, token, nx=True, ex=ttl_s):
         return token
-    if run_id and client.register_script(_TAKE_OVER)(keys=[key], args=[token, run_id, ttl_s]):
-        log.warning("lock %s was left by a holder cut off by a Redis restart: taken over", key)
+    current = client.get(key)
+    if current is None:  # released between the two calls
+        return token if client.set(key, token, nx=True, ex=ttl_s) else None
+    why = _holder_gone(current.decode(errors="replace"), run_id)
+    if why and client.register_script(_TAKE_OVER)(keys=[key], args=[current, token, ttl_s]):
+        log.warning("lock %s taken over: %s", key, why)
         return token
     return None
 

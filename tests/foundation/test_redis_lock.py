@@ -1,7 +1,14 @@
-"""bms.redis_lock on the real Redis: held, renewed, released, and taken over only when it was
-taken on an earlier Redis server (the restart itself: tests/reliability/test_redis_restart.py)."""
+"""bms.redis_lock on the real Redis: held, renewed, released, and taken over only when its
+holder can be told gone: taken on an earlier Redis server (the restart itself:
+tests/reliability/test_redis_restart.py) or held by a dead process of this machine (a killed
+commit: tests/feeds/test_crash.py)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
 
 from bms import redis_lock
 
@@ -10,7 +17,8 @@ KEY = "test:lock"
 
 def test_a_held_lock_is_not_taken_and_only_its_holder_renews_or_releases_it(redis_client):
     token = redis_lock.acquire(redis_client, KEY, 30)
-    assert token is not None and token.endswith(" " + redis_lock.server_run_id(redis_client))
+    run_id, holder = redis_lock.server_run_id(redis_client), redis_lock.process_identity()
+    assert token is not None and token.endswith(f" {run_id} {holder}")
     assert redis_lock.acquire(redis_client, KEY, 30) is None
 
     assert redis_lock.renew(redis_client, KEY, token, 90)
@@ -36,3 +44,48 @@ def test_a_lock_without_a_run_id_waits_for_its_ttl(redis_client):
     redis_client.set(KEY, "a-value-of-another-program", ex=120)
     assert redis_lock.acquire(redis_client, KEY, 30) is None
     assert redis_client.get(KEY) == b"a-value-of-another-program"
+
+
+def held_by(redis_client, holder: str) -> str:
+    value = f"0123abcd {redis_lock.server_run_id(redis_client)} {holder}"
+    redis_client.set(KEY, value, ex=120)
+    return value
+
+
+def test_a_lock_whose_holder_died_on_this_machine_is_taken_over(redis_client, caplog):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    holder = redis_lock.process_identity(child.pid)
+    child.kill()
+    child.wait()
+    held_by(redis_client, holder)
+    token = redis_lock.acquire(redis_client, KEY, 30)
+    assert token is not None and redis_client.get(KEY) == token.encode()
+    assert f"pid {child.pid} on this machine) is dead" in caplog.text
+
+
+def _holder(kind: str) -> str:
+    boot_id, namespace, pid, started = redis_lock.process_identity().split(":")
+    return {
+        "this live process": f"{boot_id}:{namespace}:{pid}:{started}",
+        "a pid reused since": f"{boot_id}:{namespace}:{pid}:{int(started) + 1}",
+        "another machine or boot": f"another-boot-id:{namespace}:999999:1",
+        "another container": f"{boot_id}:4026000000:999999:1",
+        "no holder recorded": "",
+    }[kind]
+
+
+@pytest.mark.parametrize(
+    ("kind", "taken_over"),
+    [
+        ("this live process", False),
+        ("a pid reused since", True),  # the process with that pid started at another time
+        ("another machine or boot", False),  # only the TTL can tell
+        ("another container", False),  # a pid of another PID namespace means nothing here
+        ("no holder recorded", False),
+    ],
+)
+def test_only_a_holder_known_to_be_dead_loses_its_lock(redis_client, kind, taken_over):
+    value = held_by(redis_client, _holder(kind))
+    token = redis_lock.acquire(redis_client, KEY, 30)
+    assert (token is not None) == taken_over
+    assert redis_client.get(KEY) == (token or value).encode()
