@@ -7,6 +7,10 @@ then runs:
   2. single: sequential one-reading posts to /api/v1/readings (target >= 500 req/s), p50/p99.
 
     .venv/bin/python bench/ingest.py [--seconds 60] [--clients 8] [--single-seconds 20]
+                                     [--single-only]
+
+The single phase also prints the CPU time each process group (web, worker, Redis, this
+client) spent per request: on 2 cores they share, so that says where the rate goes.
 """
 
 from __future__ import annotations
@@ -83,6 +87,45 @@ class Services:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def process_tree(pid: int) -> list[int]:
+    """A process and all its descendants (gunicorn's and Celery's workers are children)."""
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(c) for c in children]
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes so far (Linux /proc; 0 for ones gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_groups(services: Services, redis) -> dict[str, list[int]]:
+    """Who uses the 2 cores while posting: web, worker, Redis (if local) and this client."""
+    groups = {
+        "web": process_tree(services.procs[0].pid),
+        "worker": process_tree(services.procs[1].pid),
+        "client": [os.getpid()],
+    }
+    redis_pid = int(redis.info("server").get("process_id", 0))
+    if Path(f"/proc/{redis_pid}").exists():
+        groups["redis"] = [redis_pid]
+    return groups
 
 
 def wait_for_drain(redis, timeout_s: float = 300) -> float:
@@ -174,6 +217,48 @@ def single_phase(port: int, key: str, seconds: float, t0: int) -> dict:
     }
 
 
+def bulk_and_verify(args, port: int, key: str, node, now: int, redis) -> bool:
+    """The bulk phase, then every value read back from the feed files. True if none is lost,
+    wrong or refused."""
+    from feeds import service
+    from sensors.models import Sensor
+
+    t_bulk = now - 30 * 86400  # a synthetic second per row: 1 s feeds, no overwrites
+    print(
+        f"bulk: {args.clients} clients x /input/bulk ({ROWS_PER_REQUEST} rows x 10 values) for {args.seconds:.0f} s"
+    )
+    bulk = bulk_phase(port, key, args.seconds, args.clients, t_bulk)
+    drained_at = wait_for_drain(redis)
+    e2e_seconds = drained_at - bulk["started"]
+    service.commit_all()
+    sensors = {s.key: s.feed_id for s in Sensor.objects.filter(node=node)}
+    expected_rows = bulk["rows"]
+    stored_values = 0
+    wrong = 0
+    for k_index, input_key in enumerate(KEYS):
+        points = service.read(sensors[input_key], t_bulk, t_bulk + bulk["max_row"] - 1, 1)
+        for t_ms, v in points:
+            if v is None:
+                continue
+            stored_values += 1
+            if v != value_of(t_ms // 1000 - t_bulk, k_index):
+                wrong += 1
+    accepted_values = expected_rows * 10
+    print(
+        f"  requests {bulk['requests']} ({bulk['errors']} refused), posted in {bulk['post_seconds']:.1f} s "
+        f"= {accepted_values / bulk['post_seconds']:,.0f} values/s accepted"
+    )
+    print(
+        f"  end to end (post -> worker -> feed, queue drained) {e2e_seconds:.1f} s "
+        f"= {accepted_values / e2e_seconds:,.0f} values/s"
+    )
+    print(
+        f"  read back: {stored_values:,} of {accepted_values:,} values, {wrong} wrong, "
+        f"{accepted_values - stored_values} lost"
+    )
+    return stored_values == accepted_values and wrong == 0 and bulk["errors"] == 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60, help="bulk phase length (60)")
@@ -187,6 +272,9 @@ def main() -> None:
         "--web-threads", type=int, default=4, help="threads per worker (4, as run-site.sh)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument(
+        "--single-only", action="store_true", help="skip the bulk phase (single posts only)"
+    )
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bms-bench-ingest-"))
@@ -224,43 +312,17 @@ def main() -> None:
         single_node.save()
 
         now = int(time.time())
-        t_bulk = now - 30 * 86400  # a synthetic second per row: 1 s feeds, no overwrites
-        print(
-            f"bulk: {args.clients} clients x /input/bulk ({ROWS_PER_REQUEST} rows x 10 values) for {args.seconds:.0f} s"
-        )
-        bulk = bulk_phase(port, bulk_key, args.seconds, args.clients, t_bulk)
-        drained_at = wait_for_drain(redis)
-        e2e_seconds = drained_at - bulk["started"]
-        service.commit_all()
-        sensors = {s.key: s.feed_id for s in Sensor.objects.filter(node=bulk_node)}
-        expected_rows = bulk["rows"]
-        stored_values = 0
-        wrong = 0
-        for k_index, key in enumerate(KEYS):
-            points = service.read(sensors[key], t_bulk, t_bulk + bulk["max_row"] - 1, 1)
-            for t_ms, v in points:
-                if v is None:
-                    continue
-                stored_values += 1
-                if v != value_of(t_ms // 1000 - t_bulk, k_index):
-                    wrong += 1
-        accepted_values = expected_rows * 10
-        print(
-            f"  requests {bulk['requests']} ({bulk['errors']} refused), posted in {bulk['post_seconds']:.1f} s "
-            f"= {accepted_values / bulk['post_seconds']:,.0f} values/s accepted"
-        )
-        print(
-            f"  end to end (post -> worker -> feed, queue drained) {e2e_seconds:.1f} s "
-            f"= {accepted_values / e2e_seconds:,.0f} values/s"
-        )
-        print(
-            f"  read back: {stored_values:,} of {accepted_values:,} values, {wrong} wrong, "
-            f"{accepted_values - stored_values} lost"
-        )
+        bulk_ok = args.single_only or bulk_and_verify(args, port, bulk_key, bulk_node, now, redis)
 
         t_single = now - 86400
         print(f"single: sequential /api/v1/readings posts for {args.single_seconds:.0f} s")
+        groups = cpu_groups(services, redis)
+        cpu_before = {name: cpu_seconds(pids) for name, pids in groups.items()}
         single = single_phase(port, single_key, args.single_seconds, t_single)
+        cpu_ms = {
+            name: (cpu_seconds(pids) - cpu_before[name]) / max(single["requests"], 1) * 1000
+            for name, pids in groups.items()
+        }
         wait_for_drain(redis)
         service.commit_all()
         feed_id = Sensor.objects.get(node=single_node, key="power").feed_id
@@ -270,10 +332,15 @@ def main() -> None:
             f"  {single['requests']} requests ({single['errors']} errors) = {single['rate']:,.0f} req/s, "
             f"p50 {single['p50_ms']:.2f} ms, p99 {single['p99_ms']:.2f} ms; read back {landed}"
         )
-        ok = (
-            stored_values == accepted_values and wrong == 0 and bulk["errors"] == 0
-            and landed == single["requests"]
-        )  # fmt: skip
+        # On a 2-core machine the web, the worker, Redis and the client share the cores: what
+        # each costs per request says where the rate goes (and shows a machine whose speed
+        # drifts: the client's share is the same code every run).
+        print(
+            "  CPU per request: "
+            + ", ".join(f"{name} {ms:.2f} ms" for name, ms in cpu_ms.items())
+            + f"; total {sum(cpu_ms.values()):.2f} ms"
+        )
+        ok = bulk_ok and landed == single["requests"]
         print("verified: none lost" if ok else "VERIFICATION FAILED")
         args.keep = args.keep or not ok  # keep services.log to see what went wrong
     finally:

@@ -91,6 +91,7 @@ def test_a_database_server_that_never_answers_is_given_up_on_after_the_connect_t
             connection.ensure_connection()
         waited = time.monotonic() - started
         assert hung.accepted, "the client never even connected"
+    print(f"database connect to a hung server: gave up after {waited:.2f} s")
     assert 4 < waited < 12, waited
 
 
@@ -112,4 +113,5 @@ def test_a_broker_that_never_answers_is_given_up_on_after_the_socket_timeout():
             check_silent_nodes.apply_async(connection=broker)
         waited = time.monotonic() - started
         assert hung.accepted, "the client never even connected"
+    print(f"broker publish to a hung Redis: gave up after {waited:.2f} s")
     assert waited < 15, waited
