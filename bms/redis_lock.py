@@ -82,9 +82,12 @@ def _machine() -> str:
 
 def _start_time(pid: int) -> str:
     # Field 22 of /proc/<pid>/stat, in clock ticks since boot; the command name (field 2) may
-    # hold spaces and parentheses, so count from the last ')'.
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[19]
+    # hold spaces and parentheses, so count from the last ')'. A zombie (killed, not yet
+    # reaped: its parent died with it and init has not come round) is dead: no start time.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        raise ProcessLookupError(pid)
+    return fields[19]
 
 
 def _holder_gone(value: str, run_id: str) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,6 +62,21 @@ def test_a_lock_whose_holder_died_on_this_machine_is_taken_over(redis_client, ca
     token = redis_lock.acquire(redis_client, KEY, 30)
     assert token is not None and redis_client.get(KEY) == token.encode()
     assert f"pid {child.pid} on this machine) is dead" in caplog.text
+
+
+def test_a_killed_holder_not_yet_reaped_is_dead_too(redis_client):
+    """A zombie still has its /proc entry until its parent (or init) reaps it."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        held_by(redis_client, redis_lock.process_identity(child.pid))
+        child.kill()
+        for _ in range(100):  # until the kernel has made it a zombie
+            if redis_lock.process_identity(child.pid) == "":
+                break
+            time.sleep(0.01)
+        assert redis_lock.acquire(redis_client, KEY, 30) is not None
+    finally:
+        child.wait()
 
 
 def _holder(kind: str) -> str:
