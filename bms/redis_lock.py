@@ -25,15 +25,13 @@ No Django here: callers pass their redis client.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
-from pathlib import Path
 
 import redis
 
-log = logging.getLogger(__name__)
+from bms import machine
 
-BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+log = logging.getLogger(__name__)
 
 # Replace the lock only if it still holds the value we judged (ARGV: that value, ours, TTL).
 _TAKE_OVER = """
@@ -62,34 +60,6 @@ def server_run_id(client: redis.Redis) -> str:
         return ""
 
 
-def process_identity(pid: int | None = None) -> str:
-    """ "<boot id>:<pid namespace>:<pid>:<start time>" of a process of this machine and PID
-    namespace ("" where /proc cannot tell: such a holder is never judged dead)."""
-    pid = os.getpid() if pid is None else pid
-    try:
-        return f"{_machine()}:{pid}:{_start_time(pid)}"
-    except (OSError, IndexError):
-        return ""
-
-
-def _machine() -> str:
-    # Containers on one host share the boot id but not the PID namespace, in which a pid means
-    # something else: a holder is judged only from its own machine and namespace.
-    boot_id = Path(BOOT_ID_FILE).read_text().strip()
-    namespace = os.readlink("/proc/self/ns/pid").strip("pid:[]")
-    return f"{boot_id}:{namespace}"
-
-
-def _start_time(pid: int) -> str:
-    # Field 22 of /proc/<pid>/stat, in clock ticks since boot; the command name (field 2) may
-    # hold spaces and parentheses, so count from the last ')'. A zombie (killed, not yet
-    # reaped: its parent died with it and init has not come round) is dead: no start time.
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
-        raise ProcessLookupError(pid)
-    return fields[19]
-
-
 def _holder_gone(value: str, run_id: str) -> str | None:
     """Why the holder of a lock with this value cannot release it any more, or None."""
     parts = value.split(" ")
@@ -98,23 +68,21 @@ def _holder_gone(value: str, run_id: str) -> str | None:
     if run_id and parts[1] and parts[1] != run_id:
         return "taken before a Redis restart"
     holder = parts[2] if len(parts) > 2 else ""
-    machine, _, pid = holder.rpartition(":")[0].rpartition(":")
-    try:
-        ours = _machine()
-    except OSError:
-        return None
-    if not holder or machine != ours or not pid.isdigit():
+    fields = holder.split(":")  # boot id, pid namespace, pid, start time
+    if len(fields) != 4 or not fields[2].isdigit():
+        return None  # no holder recorded (/proc could not tell)
+    if (fields[0], fields[1]) != (machine.boot_id(), machine.pid_namespace()):
         return None  # another machine or namespace, or before a reboot: only the TTL can tell
-    if process_identity(int(pid)) == holder:
+    if machine.process_identity(int(fields[2])) == holder:
         return None  # alive
-    return f"its holder (pid {pid} on this machine) is dead"
+    return f"its holder (pid {fields[2]} on this machine) is dead"
 
 
 def acquire(client: redis.Redis, key: str, ttl_s: int) -> str | None:
     """Take the lock: its value (the token to renew and release it with), or None if it is
     held by a live holder, or one that cannot be told dead (then it waits for the TTL)."""
     run_id = server_run_id(client)
-    token = f"{uuid.uuid4().hex} {run_id} {process_identity()}"
+    token = f"{uuid.uuid4().hex} {run_id} {machine.process_identity()}"
     if client.set(key, token, nx=True, ex=ttl_s):
         return token
     current = client.get(key)

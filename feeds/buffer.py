@@ -36,12 +36,11 @@ import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import redis
 
-from bms import redis_lock
+from bms import machine, redis_lock
 from feeds import phpfina
 
 log = logging.getLogger(__name__)
@@ -54,7 +53,6 @@ FLAG_JOIN = 1
 DEFAULT_BLOCK_RECORDS = 1_000_000  # ~9 MB per GETRANGE
 # Renewed before every block, so it only runs out when the committing process has died.
 LOCK_TTL_S = 120
-BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
 BufferedPoint = tuple[int, int, float, bool]  # (feed_id, t, value, join)
 
@@ -136,14 +134,6 @@ class CommitReport:
         }
 
 
-def current_boot_id() -> str | None:
-    """The kernel's boot id: the page cache (our unsynced writes) belongs to one boot."""
-    try:
-        return Path(BOOT_ID_FILE).read_text().strip()
-    except OSError:
-        return None  # not Linux: offsets are never trusted, every commit writes all records
-
-
 class FeedBuffer:
     def __init__(self, client: redis.Redis, prefix: str = PREFIX) -> None:
         self.redis = client
@@ -221,8 +211,8 @@ class FeedBuffer:
     def _forget_offsets_of_another_boot(self) -> None:
         # Called under the commit lock. After a reboot the page cache is gone, so what the
         # offsets say was written may not be in the files: write those records again.
-        boot = current_boot_id()
-        if boot is None:
+        boot = machine.boot_id()
+        if boot is None:  # not Linux: offsets are never trusted, every commit writes all records
             self.redis.delete(self.written_key)
         elif self.redis.get(self.boot_key) != boot.encode():
             self.redis.delete(self.written_key)

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from bms import redis_lock
+from bms import machine, redis_lock
 
 KEY = "test:lock"
 
 
 def test_a_held_lock_is_not_taken_and_only_its_holder_renews_or_releases_it(redis_client):
     token = redis_lock.acquire(redis_client, KEY, 30)
-    run_id, holder = redis_lock.server_run_id(redis_client), redis_lock.process_identity()
+    run_id, holder = redis_lock.server_run_id(redis_client), machine.process_identity()
     assert token is not None and token.endswith(f" {run_id} {holder}")
     assert redis_lock.acquire(redis_client, KEY, 30) is None
 
@@ -55,7 +55,7 @@ def held_by(redis_client, holder: str) -> str:
 
 def test_a_lock_whose_holder_died_on_this_machine_is_taken_over(redis_client, caplog):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    holder = redis_lock.process_identity(child.pid)
+    holder = machine.process_identity(child.pid)
     child.kill()
     child.wait()
     held_by(redis_client, holder)
@@ -68,10 +68,10 @@ def test_a_killed_holder_not_yet_reaped_is_dead_too(redis_client):
     """A zombie still has its /proc entry until its parent (or init) reaps it."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        held_by(redis_client, redis_lock.process_identity(child.pid))
+        held_by(redis_client, machine.process_identity(child.pid))
         child.kill()
         for _ in range(100):  # until the kernel has made it a zombie
-            if redis_lock.process_identity(child.pid) == "":
+            if machine.process_identity(child.pid) == "":
                 break
             time.sleep(0.01)
         assert redis_lock.acquire(redis_client, KEY, 30) is not None
@@ -80,7 +80,7 @@ def test_a_killed_holder_not_yet_reaped_is_dead_too(redis_client):
 
 
 def _holder(kind: str) -> str:
-    boot_id, namespace, pid, started = redis_lock.process_identity().split(":")
+    boot_id, namespace, pid, started = machine.process_identity().split(":")
     return {
         "this live process": f"{boot_id}:{namespace}:{pid}:{started}",
         "a pid reused since": f"{boot_id}:{namespace}:{pid}:{int(started) + 1}",
