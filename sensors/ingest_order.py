@@ -29,7 +29,7 @@ from django.conf import settings
 from bms.redis import redis_script
 from sensors import publish
 
-# KEYS: pending zset, parked set, outbox hash, outbox due zset.
+# KEYS: _order_keys (the requeued hash unused).
 # ARGV: task id, now (µs), hold (µs), next look at (unix s).
 # Returns the age in µs of the older batch waited for (parked), or -1 (run now).
 _PARK = """
@@ -53,8 +53,8 @@ return -1
 
 # The batch has run (ARGV[1]): take it out of the outbox and its node's order,
 # then claim the node's next batch if it is parked (unpark it). One round trip per
-# batch on the hot path. KEYS: pending zset, parked set, outbox hash, outbox due zset,
-# requeued hash. Returns [task id, message] of the claimed batch, else nil.
+# batch on the hot path. KEYS: _order_keys. Returns [task id, message] of the claimed
+# batch, else nil.
 _FINISH_AND_CLAIM_NEXT = """
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
@@ -79,6 +79,18 @@ return 1
 """
 
 
+def _order_keys(node_id: int) -> list[str]:
+    """KEYS of the park and finish scripts, in this order: the node's pending zset, the parked
+    set, the outbox hash, its due zset, its requeued hash."""
+    return [
+        publish.pending_key(node_id),
+        publish.PARKED_KEY,
+        publish.OUTBOX_KEY,
+        publish.OUTBOX_DUE_KEY,
+        publish.OUTBOX_REQUEUED_KEY,
+    ]
+
+
 def order_hold_s() -> float:
     """How long a node's batch waits for an older one of the same node (settings)."""
     return float(getattr(settings, "BMS_INGEST_ORDER_HOLD_S", 300))
@@ -96,12 +108,7 @@ def park_if_waiting(node_id: int, task_id: str | None, now: float | None = None)
         return None
     now = time.time() if now is None else now
     age_us = redis_script(_PARK)(
-        keys=[
-            publish.pending_key(node_id),
-            publish.PARKED_KEY,
-            publish.OUTBOX_KEY,
-            publish.OUTBOX_DUE_KEY,
-        ],
+        keys=_order_keys(node_id),
         args=[
             task_id,
             int(now * 1_000_000),
@@ -118,13 +125,7 @@ def finish(task_id: str | None, node_id: int) -> str | None:
     if not task_id:  # not published by us (apply_async): in no outbox and no order
         return None
     claimed = redis_script(_FINISH_AND_CLAIM_NEXT)(
-        keys=[
-            publish.pending_key(node_id),
-            publish.PARKED_KEY,
-            publish.OUTBOX_KEY,
-            publish.OUTBOX_DUE_KEY,
-            publish.OUTBOX_REQUEUED_KEY,
-        ],
+        keys=_order_keys(node_id),
         args=[task_id],
     )
     if not claimed:
