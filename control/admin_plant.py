@@ -52,6 +52,7 @@ class HeatingPlantAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["site", "name", "enabled", "boiler", "pump", "zones"]}),
         ("Pump", {"fields": ["pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s"]}),
+        ("Frost protection", {"fields": ["outside_sensor", "frost_outside_c"]}),
     ]
 
 

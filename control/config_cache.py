@@ -128,9 +128,16 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
         "time_zone": snapshot.time_zone,
         "zones": zones,
         "actuators": acts,
-        "plants": [asdict(p) for p in snapshot.plants],
+        "plants": [_plant_config(p, feeds) for p in snapshot.plants],
         "solars": solars,
     }
+
+
+def _plant_config(plant: PlantSpec, feeds: dict) -> dict:
+    data = asdict(plant)
+    data.pop("outside")
+    data["outside_feed_id"] = feeds.get(("outside", plant.id))
+    return data
 
 
 def save(config: dict) -> None:
@@ -169,6 +176,7 @@ def rebuild(config: dict, now: datetime):
     feed_ids = {z["feed_id"] for z in config["zones"]}
     for s in config["solars"]:
         feed_ids |= {s["collector_feed_id"], s["tank_feed_id"]}
+    feed_ids |= {p.get("outside_feed_id") for p in config["plants"]}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -217,7 +225,14 @@ def rebuild(config: dict, now: datetime):
         specs[a["id"]] = ActuatorSpec(**data)
 
     plants = tuple(
-        PlantSpec(**{**p, "zone_ids": tuple(p["zone_ids"]), "kick": _kick(p["kick"])})
+        PlantSpec(
+            **{
+                **_only(PlantSpec, p),
+                "zone_ids": tuple(p["zone_ids"]),
+                "kick": _kick(p["kick"]),
+                "outside": _reading(last, p.get("outside_feed_id")),
+            }
+        )
         for p in config["plants"]
     )
     solars = tuple(

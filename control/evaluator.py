@@ -45,6 +45,7 @@ from control.state import (
 from control.strategies import (
     anti_short_cycle,
     bookings,
+    fallback,
     frost,
     optimum_start,
     overtemp,
@@ -58,6 +59,19 @@ from control.strategies import (
 from control.strategies import override as override_rules
 from control.strategies.timefmt import hhmm
 
+# Plant frost protection from the outside temperature releases this far above its threshold.
+PLANT_FROST_BAND_K = 1.0
+
+# A solar circuit without its readings stops its pump. Why that is the safe state: a pump run
+# blind could carry steam from a stagnating collector into the pump and vessel, or keep loading
+# a tank already at its maximum (scalding, relief valve); a collector standing still is what the
+# system is built for (glycol against frost, the expansion vessel sized for stagnation). RESOL
+# DeltaSol controllers do the same on a sensor fault.
+SOLAR_FALLBACK = (
+    ": safe state, pump off (a blind pump could pump steam from a stagnating collector or "
+    "overheat the tank; the collector is built to stagnate)"
+)
+
 # Decisions from these are applied without waiting for min on/off times.
 _BYPASS_TIMERS = SAFETY_STRATEGIES | {OVERRIDE, PUMP_KICK}
 
@@ -67,6 +81,10 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
     memory: dict[str, Any] = {}
     events: list[dict[str, Any]] = []
     ctx = _Context(snapshot, tz, memory, events)
+    ctx.outside_frost = {p.id: ctx.plant_frost(p) for p in snapshot.plants}
+    for plant in snapshot.plants:
+        for zid in plant.zone_ids:
+            ctx.zone_plants.setdefault(zid, []).append(plant)
     zone_results = {z.id: ctx.zone(z) for z in snapshot.zones}
     decisions: dict[int, Decision] = {}
     ctx.zone_actuators(zone_results, decisions)
@@ -86,7 +104,7 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
                     OVERRIDE,
                     active.user_id,
                 )
-    return Evaluation(decisions, zone_results, memory, events)
+    return Evaluation(decisions, zone_results, memory, events, ctx.alarms)
 
 
 class _Context:
@@ -98,6 +116,10 @@ class _Context:
         self.remembered = snapshot.memory
         self.memory = memory
         self.events = events
+        self.alarms: dict[str, str] = {}
+        # plant id -> (outside frost active, outside temperature); zone id -> its plants
+        self.outside_frost: dict[int, tuple[bool, float | None]] = {}
+        self.zone_plants: dict[int, list[PlantSpec]] = {}
 
     # --- zones ---------------------------------------------------------------------------
 
@@ -113,11 +135,21 @@ class _Context:
                 zone.id, False, DISABLED, "Zone disabled: not controlled", flags=tuple(flags)
             )
         problem = sensor_health.problem(
-            zone.reading, zone.has_sensor, self.now_s, zone.sensor_stale_after_s
+            zone.reading,
+            zone.has_sensor,
+            self.now_s,
+            zone.sensor_stale_after_s,
+            zone.sensor_name,
+            self.tz,
         )
         override = override_rules.active(zone.override, self.now)
         if problem:
             flags.append("sensor_fault")
+            self.alarms[f"zone-sensor:{zone.id}"] = (
+                f"Zone '{zone.name}': {problem}. Fallback: heating on for plant frost "
+                f"protection (outside below the plant's threshold), fixed duty "
+                f"{zone.fallback_duty_pct:g}% while occupied, otherwise off"
+            )
             if override is not None:
                 return ZoneResult(
                     zone.id,
@@ -127,13 +159,7 @@ class _Context:
                     flags=tuple(flags),
                     user_id=override.user_id,
                 )
-            return ZoneResult(
-                zone.id,
-                False,
-                SENSOR_FALLBACK,
-                f"{problem}: safe mode, frost protection only — heating off",
-                flags=tuple(flags),
-            )
+            return self._fallback(zone, problem, tuple(flags))
         temp = zone.reading.value  # type: ignore[union-attr]  # checked by sensor_health
         key = f"zone:{zone.id}"
         if frost.active(
@@ -172,6 +198,90 @@ class _Context:
                 user_id=override.user_id,
             )
         return self._demand(zone, temp, tuple(flags))
+
+    def _fallback(self, zone: ZoneSpec, problem: str, flags: tuple[str, ...]) -> ZoneResult:
+        """The zone's sensor is lost: see control/strategies/fallback.py for the order."""
+        plants = self.zone_plants.get(zone.id, [])
+        for plant in plants:
+            active, outside = self.outside_frost.get(plant.id, (False, None))
+            if active:
+                return ZoneResult(
+                    zone.id,
+                    True,
+                    FROST,
+                    f"{problem}; fallback: plant frost protection, outside {outside:.1f} °C "
+                    f"below {plant.frost_outside_c:g} °C ('{plant.name}') — heating on",
+                    None,
+                    None,
+                    flags,
+                )
+        windows = self._windows(zone)
+        current = [w for w in windows if w.start <= self.now < w.end]
+        if current:
+            window = max(current, key=lambda w: (w.setpoint, w.source == BOOKING))
+            on, left_s = fallback.duty_on(
+                self.now_s, zone.fallback_duty_pct, zone.fallback_period_s
+            )
+            return ZoneResult(
+                zone.id,
+                on,
+                SENSOR_FALLBACK,
+                f"{problem}; fallback: fixed duty {zone.fallback_duty_pct:g}% of "
+                f"{round(zone.fallback_period_s / 60)} min for {window.label} — "
+                + ("on" if on else "off")
+                + f" ({round(left_s / 60)} min left of this part)",
+                None,
+                None,
+                flags,
+            )
+        outside = [self.outside_frost.get(p.id, (False, None))[1] for p in plants]
+        known = [t for t in outside if t is not None]
+        if known:
+            frost_risk = f"outside {min(known):.1f} °C, no plant frost risk"
+        elif plants:
+            frost_risk = "no fresh outside reading: plant frost protection cannot be checked"
+        else:
+            frost_risk = "no heating plant with an outside sensor: frost cannot be checked"
+        return ZoneResult(
+            zone.id,
+            False,
+            SENSOR_FALLBACK,
+            f"{problem}; fallback: unoccupied, {frost_risk} — heating off",
+            None,
+            None,
+            flags,
+        )
+
+    def plant_frost(self, plant: PlantSpec) -> tuple[bool, float | None]:
+        """Plant frost protection from the outside temperature (with a band, held across
+        ticks). A configured outside sensor that is lost raises its own alarm."""
+        if not plant.outside_name:
+            return False, None
+        problem = sensor_health.problem(
+            plant.outside,
+            True,
+            self.now_s,
+            plant.outside_stale_after_s,
+            plant.outside_name,
+            self.tz,
+        )
+        if problem:
+            self.alarms[f"plant-outside:{plant.id}"] = (
+                f"Heating plant '{plant.name}': outside {problem[0].lower()}{problem[1:]}: "
+                "plant frost protection cannot work"
+            )
+            return False, None
+        temp = plant.outside.value  # type: ignore[union-attr]  # checked above
+        key = f"plant:{plant.id}:outside_frost"
+        active = frost.active(
+            temp,
+            plant.frost_outside_c,
+            plant.frost_outside_c + PLANT_FROST_BAND_K,
+            bool(self.remembered.get(key)),
+        )
+        if active:
+            self.memory[key] = True
+        return active, temp
 
     def _windows(self, zone: ZoneSpec) -> list[Window]:
         start = self.now - timedelta(days=1)
@@ -365,8 +475,18 @@ class _Context:
         pump_act = self.snapshot.actuators.get(plant.pump_id) if plant.pump_id else None
         if pump_act is None:
             return
+        frosty, outside = self.outside_frost.get(plant.id, (False, None))
         if boiler_decision.state:
             proposal = Decision(pump_act.id, True, "Follows the boiler (firing)", HEATING_PLANT)
+        elif frosty:
+            # Siemens RVD/Synco plant frost protection: circulate so no pipe stands still.
+            proposal = Decision(
+                pump_act.id,
+                True,
+                f"Plant frost protection: outside {outside:.1f} °C below "
+                f"{plant.frost_outside_c:g} °C — pump circulates",
+                FROST,
+            )
         else:
             stopped_at = self.now_s if boiler.is_on else boiler.last_off_at
             left = pump.overrun_left_s(False, stopped_at, self.now_s, plant.pump_overrun_s)
@@ -403,11 +523,22 @@ class _Context:
         problems = [
             f"{label}: {p}"
             for label, reading in (("Collector", circuit.collector), ("Tank", circuit.tank))
-            if (p := sensor_health.problem(reading, True, self.now_s, circuit.sensor_stale_after_s))
+            if (
+                p := sensor_health.problem(
+                    reading, True, self.now_s, circuit.sensor_stale_after_s, tz=self.tz
+                )
+            )
         ]
         if problems:
+            self.alarms[f"solar-sensor:{circuit.id}"] = (
+                f"Solar circuit '{circuit.name}': " + "; ".join(problems) + ": pump held off"
+            )
+            # Limits in force stay in force until a reading says otherwise.
+            for flag in ("emergency", "antifreeze", "tank_full"):
+                if self.remembered.get(f"{key}:{flag}"):
+                    self.memory[f"{key}:{flag}"] = True
             proposal = Decision(
-                act.id, False, "; ".join(problems) + ": safe mode, pump off", SENSOR_FALLBACK
+                act.id, False, "; ".join(problems) + SOLAR_FALLBACK, SENSOR_FALLBACK
             )
         else:
             verdict = solar.decide(

@@ -304,6 +304,20 @@ class HeatingPlant(models.Model):
         Actuator, on_delete=models.PROTECT, related_name="+", null=True, blank=True
     )
     zones = models.ManyToManyField(Zone, blank=True, related_name="heating_plants")
+    outside_sensor = models.ForeignKey(
+        Sensor,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Outside air temperature: plant frost protection, and the fallback of a zone "
+        "whose own sensor is lost.",
+    )
+    frost_outside_c = models.FloatField(
+        default=1.5,
+        validators=[MinValueValidator(-20), MaxValueValidator(10)],
+        help_text="Plant frost protection below this outside temperature (°C; Siemens: 1.5).",
+    )
     pump_overrun_s = models.PositiveIntegerField(
         default=360,
         validators=[MaxValueValidator(3600)],

@@ -100,6 +100,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     evaluation = evaluate(live.snapshot)
     evaluated = time.perf_counter()
     runtime.save_memory(evaluation.memory)
+    _sync_alarms(evaluation.alarms)
     now_s = now.timestamp()
     if offline:
         # Every reason says so: the staff pages and audit rows show why nothing new was seen.
@@ -166,6 +167,19 @@ def _tick(now: datetime) -> dict[str, Any]:
         report["offline"] = offline
     runtime.save_last_tick(report)
     return report
+
+
+def _sync_alarms(current: dict[str, str]) -> None:
+    """Raise what the evaluator reports (a lost sensor, ...) once, clear what has ended.
+    Which ones are open is kept in Redis, so a steady state costs no database query."""
+    was_open = runtime.open_evaluator_alarms()
+    opened = set(current) - was_open
+    closed = was_open - set(current)
+    for key in sorted(opened):
+        _raise(key, current[key], source="control")
+    for key in sorted(closed):
+        _clear(key)
+    runtime.set_evaluator_alarms(opened, closed)
 
 
 def _kind(state: runtime.ActuatorRuntime, decision: Decision, now_s: float, keepalive: int) -> str:

@@ -26,6 +26,7 @@ TICK_LOCK_KEY = f"{PREFIX}:tick-lock"
 
 ACTUATORS_KEY = f"{PREFIX}:actuators"  # hash: actuator id -> JSON runtime state
 ZONES_KEY = f"{PREFIX}:zones"  # hash: zone id -> JSON of the last evaluation
+EVALUATOR_ALARMS_KEY = f"{PREFIX}:evaluator-alarms"  # set: alarm keys the evaluator has open
 
 
 @dataclass
@@ -74,6 +75,19 @@ def load_memory() -> dict[str, Any]:
 
 def save_memory(memory: dict[str, Any]) -> None:
     get_redis().set(MEMORY_KEY, json.dumps(memory))
+
+
+def open_evaluator_alarms() -> set[str]:
+    return {k.decode() for k in get_redis().smembers(EVALUATOR_ALARMS_KEY)}
+
+
+def set_evaluator_alarms(opened: set[str], closed: set[str]) -> None:
+    pipe = get_redis().pipeline(transaction=False)
+    if opened:
+        pipe.sadd(EVALUATOR_ALARMS_KEY, *opened)
+    if closed:
+        pipe.srem(EVALUATOR_ALARMS_KEY, *closed)
+    pipe.execute()
 
 
 def save_zones(results: dict[int, dict[str, Any]]) -> None:

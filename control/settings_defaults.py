@@ -32,3 +32,15 @@ def device_attempts() -> int:
 def node_ack_timeout_s() -> int:
     """A queued node command not acknowledged within this raises an alarm."""
     return int(getattr(settings, "BMS_CONTROL_NODE_ACK_TIMEOUT", 300))
+
+
+def fallback_duty_pct() -> float:
+    """A zone whose sensor is lost, while occupied, heats this share of each fallback period
+    (bounded 0–100 %)."""
+    return min(100.0, max(0.0, float(getattr(settings, "BMS_CONTROL_FALLBACK_DUTY", 50.0))))
+
+
+def fallback_period_s() -> int:
+    """The fallback duty cycle's period (bounded 2–120 min: shorter would short-cycle the
+    valve, longer leaves the room cold for hours at low duty)."""
+    return min(7200, max(120, int(getattr(settings, "BMS_CONTROL_FALLBACK_PERIOD", 1200))))

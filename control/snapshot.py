@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from control import runtime
+from control import settings_defaults as conf
 from control.models import (
     Booking,
     HeatingPlant,
@@ -54,7 +55,7 @@ class LiveSnapshot:
 def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     zones_qs = (
         Zone.objects.filter(enabled=True)
-        .select_related("temperature_sensor", "schedule", "tuning")
+        .select_related("temperature_sensor__node", "schedule", "tuning")
         .prefetch_related("actuators", "schedule__periods")
     )
     if zone_ids is not None:
@@ -71,7 +72,9 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         )
     )
     plants = list(
-        HeatingPlant.objects.filter(enabled=True).prefetch_related("zones")
+        HeatingPlant.objects.filter(enabled=True)
+        .select_related("outside_sensor__node")
+        .prefetch_related("zones")
         if zone_ids is None
         else []
     )
@@ -87,6 +90,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     feed_ids = {z.temperature_sensor.feed_id for z in zones if z.temperature_sensor}
     for s in solars:
         feed_ids |= {s.collector_sensor.feed_id, s.tank_sensor.feed_id}
+    feed_ids |= {p.outside_sensor.feed_id for p in plants if p.outside_sensor}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -108,6 +112,9 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             zone_ids=tuple(z.pk for z in p.zones.all() if z.pk in zone_pks),
             pump_overrun_s=p.pump_overrun_s,
             kick=KickSpec(p.pump_kick_idle_days * 86400, p.pump_kick_s) if p.pump_kick else None,
+            outside=_reading(last, p.outside_sensor.feed_id) if p.outside_sensor else None,
+            outside_name=str(p.outside_sensor) if p.outside_sensor else "",
+            frost_outside_c=p.frost_outside_c,
         )
         for p in plants
     )
@@ -147,6 +154,8 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     for s in solars:
         feeds[("collector", s.pk)] = s.collector_sensor.feed_id
         feeds[("tank", s.pk)] = s.tank_sensor.feed_id
+    for p in plants:
+        feeds[("outside", p.pk)] = p.outside_sensor.feed_id if p.outside_sensor else None
     return LiveSnapshot(snapshot, actuators, states, {z.pk: z for z in zones}, feeds)
 
 
@@ -249,6 +258,9 @@ def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
         bookings=tuple(bookings),
         override=overrides.get(("zone", zone.pk)),
         actuator_ids=tuple(a.pk for a in zone.actuators.all() if a.pk in actuators),
+        sensor_name=str(sensor) if sensor is not None else "",
+        fallback_duty_pct=conf.fallback_duty_pct(),
+        fallback_period_s=conf.fallback_period_s(),
     )
 
 

@@ -122,6 +122,10 @@ class ZoneSpec:
     override: OverrideSpec | None = None
     actuator_ids: tuple[int, ...] = ()
     enabled: bool = True
+    sensor_name: str = ""  # for reasons and alarms: "sensor 'Hall-t' stale since 08:40"
+    # Sensor lost while occupied: run a fixed duty cycle instead of leaving the room cold.
+    fallback_duty_pct: float = 50.0
+    fallback_period_s: int = 1200
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,11 @@ class PlantSpec:
     pump_id: int | None = None
     pump_overrun_s: int = 360
     kick: KickSpec | None = KickSpec()
+    # Plant frost protection from the outside temperature (Siemens RVD/Synco: 1.5 °C).
+    outside: Reading | None = None
+    outside_name: str = ""
+    frost_outside_c: float = 1.5
+    outside_stale_after_s: int = 900
 
 
 @dataclass(frozen=True)
@@ -220,3 +229,6 @@ class Evaluation:
     memory: dict[str, Any]
     # Things the runner acts on after the tick, e.g. an occupancy start to learn from.
     events: list[dict[str, Any]] = field(default_factory=list)
+    # Conditions that need a person (alarm key -> message): the runner raises each one while
+    # it lasts (emailed once, when it opens) and clears the ones that ended.
+    alarms: dict[str, str] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from feeds import service as feed_service
 from sensors.models import Actuator
 
 FLAG_LABELS = {
-    "sensor_fault": "sensor fault: safe mode",
+    "sensor_fault": "sensor fault: fallback",
     "actuator_fault": "actuator fault",
 }
 

@@ -92,18 +92,87 @@ class TestPriority:
 
 
 class TestStaleSensor:
-    def test_stale_reading_falls_back_to_safe_off_and_is_flagged(self):
+    """Issue #15.2: a lost sensor falls back (plant frost, fixed duty) and raises an alarm."""
+
+    def test_occupied_zone_with_a_stale_sensor_runs_a_fixed_duty_cycle(self):
         old = Reading(NOW.timestamp() - 3600, 15.0)
-        ev = run([zone(bookings=(YOGA,), reading=old)], now=at(10, 30))
+        z = zone(bookings=(YOGA,), reading=old, sensor_name="roomnode:hall-t")
+        on = run([z], now=at(10, 20))  # first half of a 20 min period: on
+        d = on.decisions[10]
+        assert d.state is True and d.strategy == SENSOR_FALLBACK
+        assert d.reason.startswith("Temperature sensor 'roomnode:hall-t' stale since 08:00")
+        assert "fallback: fixed duty 50% of 20 min for Booking 'Yoga'" in d.reason
+        assert "— on (10 min left" in d.reason
+        off = run([z], now=at(10, 30))  # second half: off
+        assert off.decisions[10].state is False and "— off (10 min left" in off.decisions[10].reason
+        assert "sensor_fault" in off.zones[1].flags
+        assert "stale since 08:00" in on.alarms["zone-sensor:1"]
+
+    def test_the_duty_and_period_are_the_zones(self):
+        old = Reading(NOW.timestamp() - 3600, 15.0)
+        z = zone(bookings=(YOGA,), reading=old, fallback_duty_pct=25, fallback_period_s=2400)
+        states = [run([z], now=at(10, m)).decisions[10].state for m in (0, 9, 11, 30, 39)]
+        assert states == [True, True, False, False, False]
+
+    def test_unoccupied_with_outside_frost_heats_as_frost_protection(self):
+        old = Reading(NOW.timestamp() - 3600, 15.0)
+        z = zone(reading=old)
+        plant = PlantSpec(1, "Boiler house", 20, (1,), pump_id=21,
+                          outside=Reading(NOW.timestamp() - 60, 0.5),
+                          outside_name="roof:outside")  # fmt: skip
+        boiler = ActuatorSpec(20, "Boiler", "boiler", 600, 600, False)
+        pump_ = ActuatorSpec(21, "Pump", "pump", 0, 0, False)
+        off = OverrideSpec(False, NOW + timedelta(hours=1), "maintenance")
+        ev = run([z], (valve(override=off), boiler, pump_), plants=(plant,))
         d = ev.decisions[10]
-        assert d.state is False and d.strategy == SENSOR_FALLBACK
-        assert "stale" in d.reason and "frost protection only" in d.reason
-        assert "sensor_fault" in ev.zones[1].flags
+        assert d.state is True and d.strategy == FROST  # beats the OFF override
+        assert "fallback: plant frost protection, outside 0.5 °C below 1.5 °C" in d.reason
+        assert ev.decisions[20].state is True and ev.decisions[20].strategy == FROST
+        assert ev.decisions[21].state is True
+
+    def test_without_outside_frost_an_unoccupied_zone_is_off_and_says_why(self):
+        old = Reading(NOW.timestamp() - 3600, 15.0)
+        plant = PlantSpec(1, "Boiler house", 20, (1,),
+                          outside=Reading(NOW.timestamp() - 60, 8.0), outside_name="roof:outside")  # fmt: skip
+        boiler = ActuatorSpec(20, "Boiler", "boiler", 0, 0, False)
+        ev = run([zone(reading=old)], (valve(), boiler), plants=(plant,))
+        assert ev.decisions[10].state is False
+        assert "unoccupied, outside 8.0 °C, no plant frost risk — heating off" in ev.zones[1].reason
+        alone = run([zone(reading=old)])
+        assert "no heating plant with an outside sensor" in alone.zones[1].reason
+        assert "zone-sensor:1" in alone.alarms
+
+    def test_a_stale_outside_sensor_is_an_alarm_too(self):
+        plant = PlantSpec(1, "Boiler house", 20, (1,),
+                          outside=Reading(NOW.timestamp() - 7200, 0.0), outside_name="roof:outside")  # fmt: skip
+        boiler = ActuatorSpec(20, "Boiler", "boiler", 0, 0, False)
+        ev = run([zone(temp=15.0)], (valve(), boiler), plants=(plant,))
+        assert "stale since 07:00" in ev.alarms["plant-outside:1"]
+        assert "zone-sensor:1" not in ev.alarms
+
+    def test_a_fresh_sensor_raises_no_alarm(self):
+        assert run([zone(temp=15.0)]).alarms == {}
+
+    def test_plant_frost_from_outside_runs_the_pump_and_holds_its_band(self):
+        plant = PlantSpec(1, "Boiler house", 20, (1,), pump_id=21, outside_name="roof:outside",
+                          outside=Reading(NOW.timestamp() - 60, 1.0))  # fmt: skip
+        acts = (valve(), ActuatorSpec(20, "Boiler", "boiler", 0, 0, False),
+                ActuatorSpec(21, "Pump", "pump", 0, 0, False))  # fmt: skip
+        ev = run([zone(temp=20.0)], acts, plants=(plant,))
+        assert ev.decisions[21].state is True and ev.decisions[21].strategy == FROST
+        assert ev.decisions[20].state is False  # no zone calls: the boiler stays off
+        warmer = replace(plant, outside=Reading(NOW.timestamp() - 60, 2.0))
+        held = run([zone(temp=20.0)], acts, plants=(warmer,), memory=ev.memory)
+        assert held.decisions[21].state is True  # 2.0 °C: inside the 1 K band
+        warm = replace(plant, outside=Reading(NOW.timestamp() - 60, 2.6))
+        released = run([zone(temp=20.0)], acts, plants=(warm,), memory=held.memory)
+        assert released.decisions[21].state is False
 
     def test_missing_sensor_too(self):
         ev = run([zone(temp=None, has_sensor=False, bookings=(YOGA,))], now=at(10, 30))
-        assert ev.decisions[10].state is False
+        assert ev.decisions[10].state is False  # the off half of the fallback duty cycle
         assert "No temperature sensor" in ev.zones[1].reason
+        assert "No temperature sensor configured" in ev.alarms["zone-sensor:1"]
 
     def test_an_explicit_override_still_applies(self):
         on = OverrideSpec(True, NOW + timedelta(hours=3), "sensor being replaced")
@@ -301,7 +370,9 @@ class TestSolarCircuit:
         stale = replace(circuit, tank=Reading(now_s - 7200, 40.0))
         ev = run([], (replace(pump, is_on=True),), solars=(stale,))
         assert ev.decisions[30].state is False and ev.decisions[30].strategy == SENSOR_FALLBACK
-        assert ev.decisions[30].reason.startswith("Tank: Temperature sensor stale")
+        assert ev.decisions[30].reason.startswith("Tank: Temperature sensor stale since 07:00")
+        assert "safe state, pump off" in ev.decisions[30].reason
+        assert "Solar circuit 'Roof': Tank" in ev.alarms["solar-sensor:1"]
 
     def test_emergency_state_is_remembered(self):
         now_s = NOW.timestamp()

@@ -128,3 +128,34 @@ def test_override_switches_an_actuator_nobody_else_drives(redis_client, board, e
 def test_overlapping_ticks_do_not_run_twice(redis_client, board):
     assert runtime.acquire_tick_lock(30)  # someone else's tick
     assert run_tick() == {"skipped": "another control tick is still running"}
+
+
+def test_a_stale_zone_sensor_alarms_by_email_and_falls_back(redis_client, board, settings):
+    """Issue #15.2: a booked zone whose sensor went quiet runs its fixed duty cycle (not cold
+    and silent), the fault is an emailed alarm on the point, and it clears once readings
+    return."""
+    from django.core import mail
+
+    settings.BMS_ALARM_EMAILS = ["estates@example.org"]
+    valve = f.relay("Hall valve", board, coil=4)
+    zone = f.zone("Hall", valve)
+    # 10:00:00 UTC: the first half of a 20 min fallback period (on).
+    now = timezone.now().replace(hour=10, minute=0, second=0, microsecond=0)
+    f.set_temperature(zone, 15.0, t=(now - timedelta(hours=1)).timestamp())
+    Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=2))
+    run_tick(now)
+    assert board.coil(4) is True
+    cmd = ActuatorCommand.objects.get(actuator=valve)
+    assert cmd.strategy == "sensor_fallback"
+    assert "stale since" in cmd.reason and "fallback: fixed duty 50% of 20 min" in cmd.reason
+    alarm = Alarm.objects.get(key=f"zone-sensor:{zone.pk}", cleared_at__isnull=True)
+    assert "Zone 'Hall'" in alarm.message and "stale since" in alarm.message
+    assert len(mail.outbox) == 1 and "Zone 'Hall'" in mail.outbox[0].subject
+    run_tick(now + timedelta(minutes=1))
+    assert len(mail.outbox) == 1  # raised once, not every tick
+    run_tick(now + timedelta(minutes=11))  # the off half of the period
+    assert board.coil(4) is False
+    f.set_temperature(zone, 15.0, t=(now + timedelta(minutes=12)).timestamp())
+    run_tick(now + timedelta(minutes=12))
+    assert board.coil(4) is True  # a fresh reading: the thermostat again
+    assert not Alarm.objects.filter(key=f"zone-sensor:{zone.pk}", cleared_at__isnull=True).exists()
