@@ -1,6 +1,8 @@
+from django import forms
 from django.contrib import admin
 
 from control.admin_plant import actuator_state_and_why, zone_status_links
+from control.claims import conflict
 from control.models import (
     ActuatorCommand,
     Booking,
@@ -31,8 +33,22 @@ class ScheduleAdmin(admin.ModelAdmin):
     inlines = [SchedulePeriodInline, ScheduleExceptionInline]
 
 
+class ZoneAdminForm(forms.ModelForm):
+    class Meta:
+        model = Zone
+        fields = "__all__"  # the fieldsets below choose what is shown
+
+    def clean_actuators(self):
+        actuators = self.cleaned_data.get("actuators")
+        problem = conflict(actuators or [], zone_id=self.instance.pk)
+        if problem:
+            raise forms.ValidationError(problem)
+        return actuators
+
+
 @admin.register(Zone)
 class ZoneAdmin(admin.ModelAdmin):
+    form = ZoneAdminForm
     list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
                     "optimum_start", "heating_rate_min_per_k", "bookable", "enabled",
                     "status_links"]  # fmt: skip

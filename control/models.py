@@ -343,6 +343,13 @@ class HeatingPlant(models.Model):
             raise ValidationError(
                 {"pump": "The pump must be a different actuator from the boiler."}
             )
+        from control.claims import conflict
+
+        for name in ("boiler", "pump"):
+            actuator = getattr(self, name) if getattr(self, f"{name}_id") else None
+            problem = conflict([actuator], plant_id=self.pk, claimant="plant")
+            if problem:
+                raise ValidationError({name: problem})
 
 
 class SolarCircuit(models.Model):
@@ -390,6 +397,12 @@ class SolarCircuit(models.Model):
             raise ValidationError({"antifreeze_off": "Must be above the antifreeze on point."})
         if self.tank_max >= self.collector_emergency:
             raise ValidationError({"tank_max": "Must be below the collector emergency stop."})
+        from control.claims import conflict
+
+        if self.pump_id is not None:
+            problem = conflict([self.pump], solar_id=self.pk, claimant="solar")
+            if problem:
+                raise ValidationError({"pump": problem})
 
 
 class ZoneTuning(models.Model):

@@ -42,6 +42,15 @@ class ZoneSerializer(ModelCleanSerializer):
                   "max_preheat_min", "heating_rate_min_per_k", "sensor_stale_after_s",
                   "bookable", "ical_url", "enabled"]  # fmt: skip
 
+    def validate_actuators(self, actuators: list) -> list:
+        # Issue #15.1: no valve in two zones, no plant or solar actuator in a zone.
+        from control.claims import conflict
+
+        problem = conflict(actuators, zone_id=self.instance.pk if self.instance else None)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return actuators
+
 
 class BookingSerializer(ModelCleanSerializer):
     class Meta:

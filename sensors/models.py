@@ -280,9 +280,36 @@ class Actuator(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # Two enabled actuators on one coil fight: with opposite demands the relay flips
+            # every tick (issue #15.1). A disabled one is never switched, so it may stay as a
+            # spare definition.
+            models.UniqueConstraint(
+                fields=["host", "port", "device_id", "coil"],
+                condition=models.Q(driver="modbus_coil", enabled=True),
+                name="actuator_one_per_modbus_coil",
+                violation_error_message="Another enabled actuator already drives this coil.",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        # One spelling per board, so "Relay-1.local" and "relay-1.local " are one coil owner.
+        self.host = (self.host or "").strip().lower()
+        super().save(*args, **kwargs)
+
+    def same_coil(self) -> models.QuerySet[Actuator]:
+        """Other enabled Modbus actuators on this board, unit and coil."""
+        return Actuator.objects.filter(
+            driver=self.Driver.MODBUS_COIL,
+            enabled=True,
+            host=(self.host or "").strip().lower(),
+            port=self.port,
+            device_id=self.device_id,
+            coil=self.coil,
+        ).exclude(pk=self.pk)
 
     def clean(self) -> None:
         if self.coil is not None and not 0 <= self.coil <= MODBUS_MAX_ADDRESS:
@@ -293,6 +320,16 @@ class Actuator(models.Model):
             raise ValidationError({"host": "A Modbus coil actuator needs the relay board host."})
         if self.driver == self.Driver.NODE_QUEUE and self.node_id is None:
             raise ValidationError({"node": "A node-queue actuator needs the node it belongs to."})
+        if self.driver == self.Driver.MODBUS_COIL and self.enabled:
+            other = self.same_coil().first()
+            if other is not None:
+                raise ValidationError(
+                    {
+                        "coil": f"Coil {self.coil} of unit {self.device_id} on "
+                        f"{self.host.strip().lower()}:{self.port} is already driven by actuator "
+                        f"'{other.name}' (id {other.pk}): two actuators on one coil would fight."
+                    }
+                )
 
 
 class Alarm(models.Model):
