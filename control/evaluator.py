@@ -11,7 +11,7 @@ control/replay.py (recorded history), and tests build them by hand.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -333,23 +333,34 @@ class _Context:
             for w in windows
             if self.now < w.start <= self.now + timedelta(minutes=zone.max_preheat_min)
         ]
+        latch = self.remembered.get(f"{key}:preheat") or {}
         for window in upcoming:
             lead = (window.start - self.now).total_seconds() / 60
-            if zone.optimum_start:
+            latched = zone.optimum_start and latch.get("occupancy") == window.start.timestamp()
+            if latched:
+                # Issue #15.3: the switch-on time is computed once and held until occupancy
+                # (Siemens SSTO, JCI OST). Recomputing it from a room that warms faster than
+                # predicted dropped out of pre-heat and back in, switching the relay each time.
+                preheat = float(latch["preheat_min"])
+            elif zone.optimum_start:
                 preheat = optimum_start.preheat_minutes(
                     temp, window.setpoint, zone.heating_rate_min_per_k, zone.max_preheat_min
                 )
             else:
                 preheat = 0.0
-            if preheat > 0 and lead <= preheat:
+            if latched or (preheat > 0 and lead <= preheat):
                 self._remember_preheat(zone, window, temp, preheat)
                 demand = thermostat.calls_for_heat(temp, window.setpoint, h, was_on)
                 rate = optimum_start.rate_c_per_h(zone.heating_rate_min_per_k)
+                since = ""
+                if latched:
+                    since = f", started {hhmm(_utc(latch['started']), self.tz)}, held until then"
                 return result(
                     demand,
                     OPTIMUM_START,
                     f"{window.label}, pre-heat {round(preheat)} min at {rate:.1f} °C/h "
-                    f"({temp:.1f} → {window.setpoint:.1f} °C)",
+                    f"({temp:.1f} → {window.setpoint:.1f} °C{since})"
+                    + ("" if demand else " — satisfied"),
                     window.setpoint,
                     preheat_min=preheat,
                 )
@@ -555,6 +566,10 @@ class _Context:
                     self.memory[f"{key}:{flag}"] = True
             proposal = Decision(act.id, verdict.pump_on, verdict.reason, verdict.strategy)
         decisions[act.id] = self.finalize(act, self._kick(act, circuit.kick, proposal))
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def _occupied_until(windows: list[Window], window: Window) -> datetime:

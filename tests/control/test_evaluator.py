@@ -214,6 +214,36 @@ class TestOptimumStart:
             d.reason == "Booking 'Yoga' 10:00–12:00, pre-heat 45 min at 4.0 °C/h (17.0 → 20.0 °C)"
         )
 
+    def test_the_switch_on_time_is_latched_until_occupancy(self):
+        """Issue #15.3: a room warming faster than predicted stays in pre-heat (the
+        thermostat alone may close the valve at setpoint); it does not drop out and back in."""
+        z = zone(heating_rate_min_per_k=15.0, bookings=(YOGA,))
+        memory: dict = {}
+        states, modes = [], []
+        # 17 °C at 09:15 (45 min pre-heat); then warming 0.5 K a minute, far faster than
+        # predicted: a recomputed pre-heat would be shorter than the lead from 09:16.
+        for minute, temp in ((15, 17.0), (16, 17.5), (17, 18.0), (18, 18.5), (19, 18.0),
+                             (20, 18.5), (21, 19.0)):  # fmt: skip
+            now = at(9, minute)
+            ev = run([replace(z, reading=Reading(now.timestamp(), temp))], now=now, memory=memory)
+            memory = ev.memory
+            states.append(ev.decisions[10].state)
+            modes.append(ev.zones[1].mode)
+        assert states == [True] * 7 and modes == [OPTIMUM_START] * 7
+        assert "started 09:15, held until then" in ev.decisions[10].reason
+        # At setpoint the thermostat is satisfied; still pre-heat, so it resumes by hysteresis.
+        warm = run([replace(z, reading=Reading(at(9, 30).timestamp(), 20.5))], now=at(9, 30),
+                   memory=memory)  # fmt: skip
+        assert warm.decisions[10].state is False and warm.zones[1].mode == OPTIMUM_START
+        assert warm.decisions[10].reason.endswith("— satisfied")
+
+    def test_a_latch_for_a_cancelled_booking_is_dropped(self):
+        z = zone(temp=17.0, heating_rate_min_per_k=15.0, bookings=(YOGA,))
+        first = run([replace(z, reading=Reading(at(9, 15).timestamp(), 17.0))], now=at(9, 15))
+        gone = replace(z, bookings=(), reading=Reading(at(9, 16).timestamp(), 19.0))
+        after = run([gone], now=at(9, 16), memory=first.memory)
+        assert after.decisions[10].state is False and after.zones[1].mode != OPTIMUM_START
+
     def test_preheat_is_bounded_by_max_preheat(self):
         z = zone(temp=5.5, heating_rate_min_per_k=60.0, max_preheat_min=180, bookings=(YOGA,))
         assert (
