@@ -59,9 +59,6 @@ from control.strategies import (
 from control.strategies import override as override_rules
 from control.strategies.timefmt import hhmm
 
-# Plant frost protection from the outside temperature releases this far above its threshold.
-PLANT_FROST_BAND_K = 1.0
-
 # A solar circuit without its readings stops its pump. Why that is the safe state: a pump run
 # blind could carry steam from a stagnating collector into the pump and vessel, or keep loading
 # a tank already at its maximum (scalding, relief valve); a collector standing still is what the
@@ -176,12 +173,19 @@ class _Context:
                 zone.frost_off,
                 tuple(flags),
             )
-        if overtemp.cut_off(temp, zone.max_temperature):
+        if overtemp.cut_off(
+            temp,
+            zone.max_temperature,
+            zone.limit_band_k,
+            bool(self.remembered.get(f"{key}:overtemp")),
+        ):
+            self.memory[f"{key}:overtemp"] = True
             return ZoneResult(
                 zone.id,
                 False,
                 OVER_TEMPERATURE,
-                f"Over-temperature cut-off: {temp:.1f} °C ≥ {zone.max_temperature:g} °C",
+                f"Over-temperature cut-off: {temp:.1f} °C (off from {zone.max_temperature:g} °C "
+                f"until below {zone.max_temperature - zone.limit_band_k:g} °C)",
                 temp,
                 None,
                 tuple(flags),
@@ -276,7 +280,7 @@ class _Context:
         active = frost.active(
             temp,
             plant.frost_outside_c,
-            plant.frost_outside_c + PLANT_FROST_BAND_K,
+            plant.frost_outside_c + plant.limit_band_k,
             bool(self.remembered.get(key)),
         )
         if active:

@@ -44,3 +44,10 @@ def fallback_period_s() -> int:
     """The fallback duty cycle's period (bounded 2–120 min: shorter would short-cycle the
     valve, longer leaves the room cold for hours at low duty)."""
     return min(7200, max(120, int(getattr(settings, "BMS_CONTROL_FALLBACK_PERIOD", 1200))))
+
+
+def limit_band_k() -> float:
+    """Switching band of the limits that have none of their own (zone over-temperature, plant
+    frost from the outside temperature): a limit trips at its value and releases only this far
+    past it (bounded 0.1–10 K)."""
+    return min(10.0, max(0.1, float(getattr(settings, "BMS_CONTROL_LIMIT_BAND", 1.0))))

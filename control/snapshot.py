@@ -115,6 +115,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             outside=_reading(last, p.outside_sensor.feed_id) if p.outside_sensor else None,
             outside_name=str(p.outside_sensor) if p.outside_sensor else "",
             frost_outside_c=p.frost_outside_c,
+            limit_band_k=conf.limit_band_k(),
         )
         for p in plants
     )
@@ -261,6 +262,7 @@ def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
         sensor_name=str(sensor) if sensor is not None else "",
         fallback_duty_pct=conf.fallback_duty_pct(),
         fallback_period_s=conf.fallback_period_s(),
+        limit_band_k=conf.limit_band_k(),
     )
 
 

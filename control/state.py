@@ -126,6 +126,7 @@ class ZoneSpec:
     # Sensor lost while occupied: run a fixed duty cycle instead of leaving the room cold.
     fallback_duty_pct: float = 50.0
     fallback_period_s: int = 1200
+    limit_band_k: float = 1.0  # over-temperature releases at max_temperature − this
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class PlantSpec:
     outside_name: str = ""
     frost_outside_c: float = 1.5
     outside_stale_after_s: int = 900
+    limit_band_k: float = 1.0  # plant frost releases at frost_outside_c + this
 
 
 @dataclass(frozen=True)

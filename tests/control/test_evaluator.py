@@ -60,6 +60,15 @@ class TestPriority:
         assert ev.decisions[10].strategy == FROST
         assert "Frost protection: 4.0 °C" in ev.decisions[10].reason
 
+    def test_over_temperature_holds_its_band_across_ticks(self):
+        on = OverrideSpec(True, NOW + timedelta(hours=1), "drying plaster")
+        tripped = run([zone(temp=28.0, override=on)])
+        flicker = run([zone(temp=27.9, override=on)], memory=tripped.memory)
+        assert flicker.decisions[10].state is False
+        assert flicker.decisions[10].strategy == OVER_TEMPERATURE
+        cooled = run([zone(temp=27.0, override=on)], memory=flicker.memory)
+        assert cooled.decisions[10].state is True and cooled.decisions[10].strategy == OVERRIDE
+
     def test_over_temperature_beats_an_on_override(self):
         on = OverrideSpec(True, NOW + timedelta(hours=1), "drying plaster")
         ev = run([zone(temp=29.0, override=on)])

@@ -159,3 +159,27 @@ def test_a_stale_zone_sensor_alarms_by_email_and_falls_back(redis_client, board,
     run_tick(now + timedelta(minutes=12))
     assert board.coil(4) is True  # a fresh reading: the thermostat again
     assert not Alarm.objects.filter(key=f"zone-sensor:{zone.pk}", cleared_at__isnull=True).exists()
+
+
+def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board, engineer):
+    """Issue #15.6: 28.0 / 27.9 °C alternating under an ON override toggled the boiler every
+    tick; the cut-off now holds until the zone is 1 K below its maximum."""
+    valve = f.relay("Hall valve", board, coil=5)
+    boiler = f.relay("Boiler", board, coil=6, kind="boiler")  # no minimum run/off times
+    zone = f.zone("Hall", valve)
+    HeatingPlant.objects.create(name="Boiler house", boiler=boiler).zones.add(zone)
+    now = timezone.now()
+    Override.objects.create(
+        zone=zone, state=True, starts=now - timedelta(minutes=1), expires=now + timedelta(hours=2),
+        reason="drying plaster",
+        created_by=engineer,
+    )  # fmt: skip
+    states = []
+    for i, temp in enumerate((26.0, 28.0, 27.9, 28.0, 27.9, 27.5, 26.9)):
+        at = now + timedelta(minutes=i)
+        f.set_temperature(zone, temp, t=at.timestamp())
+        run_tick(at)
+        states.append(board.coils_state(5, 2))
+    assert states == [[True, True]] + [[False, False]] * 5 + [[True, True]]
+    reasons = [c.reason for c in ActuatorCommand.objects.filter(actuator=valve).order_by("pk")]
+    assert "Over-temperature cut-off: 28.0 °C (off from 28 °C until below 27 °C)" in reasons[1]

@@ -57,6 +57,14 @@ def test_over_temperature_cuts_off_at_the_maximum():
     assert not overtemp.cut_off(27.9, 28.0)
 
 
+def test_over_temperature_releases_only_a_band_below_the_maximum():
+    # Issue #15.6: tripped, it holds until the zone is at or below max − band.
+    assert overtemp.cut_off(27.9, 28.0, 1.0, was_active=True)
+    assert overtemp.cut_off(27.01, 28.0, 1.0, was_active=True)
+    assert not overtemp.cut_off(27.0, 28.0, 1.0, was_active=True)
+    assert not overtemp.cut_off(27.9, 28.0, 1.0, was_active=False)
+
+
 class TestSensorHealth:
     def test_fresh_reading_is_fine(self):
         assert sensor_health.problem(Reading(1000, 20.0), True, 1100, 900) == ""
