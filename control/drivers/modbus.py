@@ -109,28 +109,37 @@ def _serve_board(
 ) -> dict[int, CoilResult]:
     deadline = time.monotonic() + deadline_s
     results = {t.actuator_id: CoilResult(t.actuator_id) for t in board.targets}
+    # Coils the board answered with a Modbus exception (e.g. 02 illegal data address): a fault
+    # of that coil only, in the board's own words. The other relays carry on (issue #15.4).
+    refused: dict[int, str] = {}
     client = ModbusTcpClient(board.host, port=board.port, timeout=timeout_s, retries=0)
     try:
         _with_retries(lambda: _connect(client), deadline, attempts)
         writes = [t for t in board.targets if t.write]
         if writes:
-            _with_retries(lambda: _write(client, writes, results), deadline, attempts)
-        actual = _with_retries(lambda: _read(client, board.targets), deadline, attempts)
+            _with_retries(lambda: _write(client, writes, results, refused), deadline, attempts)
+        live = [t for t in board.targets if t.actuator_id not in refused]
+        actual = _with_retries(lambda: _read(client, live, refused), deadline, attempts)
         lost = [
             CoilTarget(t.actuator_id, t.host, t.port, t.device_id, t.coil, t.state, True)
-            for t in board.targets
-            if actual[t.actuator_id] != t.state
+            for t in live
+            if t.actuator_id in actual and actual[t.actuator_id] != t.state
         ]
         if lost:
             # A relay that rebooted or was switched by hand: put it back, then check again.
-            _with_retries(lambda: _write(client, lost, results), deadline, attempts)
+            _with_retries(lambda: _write(client, lost, results, refused), deadline, attempts)
             for t in lost:
                 if not any(x.actuator_id == t.actuator_id and x.write for x in board.targets):
                     results[t.actuator_id].corrected = True
-            actual.update(_with_retries(lambda: _read(client, lost), deadline, attempts))
+            again = [t for t in lost if t.actuator_id not in refused]
+            actual.update(_with_retries(lambda: _read(client, again, refused), deadline, attempts))
         now = time.time()
         for t in board.targets:
             r = results[t.actuator_id]
+            if t.actuator_id in refused:
+                r.confirmed = False
+                r.error = refused[t.actuator_id]
+                continue
             r.actual = actual[t.actuator_id]
             r.confirmed = r.actual == t.state
             r.confirmed_at = now if r.confirmed else None
@@ -139,12 +148,38 @@ def _serve_board(
     except (BoardError, ModbusException, OSError) as exc:
         message = f"relay board {board.host}:{board.port}: {exc}"
         log.warning("%s", message)
-        for r in results.values():
+        for aid, r in results.items():
             r.confirmed = False
-            r.error = message
+            r.error = refused.get(aid) or message
     finally:
         client.close()
     return results
+
+
+# Modbus exception codes (Modbus Application Protocol V1.1b3, section 7).
+EXCEPTION_NAMES = {
+    1: "illegal function",
+    2: "illegal data address",
+    3: "illegal data value",
+    4: "server device failure",
+    5: "acknowledge",
+    6: "server device busy",
+    8: "memory parity error",
+    10: "gateway path unavailable",
+    11: "gateway target device failed to respond",
+}
+
+
+def _exception_code(reply) -> int | None:
+    """The Modbus exception code of a reply the board sent back, None for any other error."""
+    code = getattr(reply, "exception_code", None)
+    return code if isinstance(code, int) and code > 0 else None
+
+
+def _refusal(code: int, target: CoilTarget) -> str:
+    name = EXCEPTION_NAMES.get(code, "exception")
+    unit = f" of unit {target.device_id}" if target.device_id != 1 else ""
+    return f"board answered: {name} (exception {code}) for coil {target.coil}{unit}"
 
 
 def _with_retries(step, deadline: float, attempts: int):
@@ -192,10 +227,14 @@ def _runs(targets: list[CoilTarget], limit: int) -> list[list[CoilTarget]]:
 
 
 def _write(
-    client: ModbusTcpClient, targets: list[CoilTarget], results: dict[int, CoilResult]
+    client: ModbusTcpClient,
+    targets: list[CoilTarget],
+    results: dict[int, CoilResult],
+    refused: dict[int, str],
 ) -> None:
     _connect(client)
-    for run in _runs(targets, MAX_WRITE_RUN):
+    done: list[CoilTarget] = []
+    for run in _runs([t for t in targets if t.actuator_id not in refused], MAX_WRITE_RUN):
         first = run[0]
         if len(run) == 1:
             reply = client.write_coil(first.coil, first.state, device_id=first.device_id)
@@ -203,30 +242,74 @@ def _write(
             reply = client.write_coils(
                 first.coil, [t.state for t in run], device_id=first.device_id
             )
-        if reply.isError():
+        if not reply.isError():
+            done.extend(run)
+            continue
+        code = _exception_code(reply)
+        if code is None:
             raise BoardError(f"device {first.device_id} refused coil {first.coil}: {reply}")
+        if len(run) == 1:
+            refused[first.actuator_id] = _refusal(code, first)
+            continue
+        # The board refused the run: coil by coil, to find which one it will not take.
+        for t in run:
+            single = client.write_coil(t.coil, t.state, device_id=t.device_id)
+            if not single.isError():
+                done.append(t)
+            elif (c := _exception_code(single)) is not None:
+                refused[t.actuator_id] = _refusal(c, t)
+            else:
+                raise BoardError(f"device {t.device_id} refused coil {t.coil}: {single}")
     # One time for the board's writes: they went out within milliseconds of each other, and
     # the audit log is then updated with one statement per board.
     sent = time.time()
-    for t in targets:
+    for t in done:
         results[t.actuator_id].written = True
         results[t.actuator_id].sent_at = sent
 
 
-def _read(client: ModbusTcpClient, targets: list[CoilTarget]) -> dict[int, bool]:
+def _read(
+    client: ModbusTcpClient, targets: list[CoilTarget], refused: dict[int, str]
+) -> dict[int, bool]:
+    """What the coils read; a coil the board refuses to read goes into `refused`."""
     _connect(client)
     by_address: dict[tuple[int, int], list[CoilTarget]] = {}
     for t in targets:
         by_address.setdefault((t.device_id, t.coil), []).append(t)
     actual: dict[int, bool] = {}
-    for run in _runs(targets, MAX_READ_RUN):
+    for run in _runs([t for t in targets if t.actuator_id not in refused], MAX_READ_RUN):
         first, last = run[0], run[-1]
         reply = client.read_coils(
             first.coil, count=last.coil - first.coil + 1, device_id=first.device_id
         )
+        pieces = [(run, reply)]
         if reply.isError():
-            raise BoardError(f"device {first.device_id} refused to read coil {first.coil}: {reply}")
-        for t in run:
-            for same in by_address[(t.device_id, t.coil)]:
-                actual[same.actuator_id] = bool(reply.bits[t.coil - first.coil])
+            if _exception_code(reply) is None:
+                raise BoardError(
+                    f"device {first.device_id} refused to read coil {first.coil}: {reply}"
+                )
+            pieces = [
+                (
+                    [t],
+                    reply
+                    if len(run) == 1
+                    else client.read_coils(t.coil, count=1, device_id=t.device_id),
+                )
+                for t in run
+            ]
+        for part, answer in pieces:
+            if answer.isError():
+                code = _exception_code(answer)
+                if code is None:
+                    raise BoardError(
+                        f"device {part[0].device_id} refused to read coil {part[0].coil}: {answer}"
+                    )
+                for t in part:
+                    for same in by_address[(t.device_id, t.coil)]:
+                        refused[same.actuator_id] = _refusal(code, t)
+                continue
+            base = part[0].coil
+            for t in part:
+                for same in by_address[(t.device_id, t.coil)]:
+                    actual[same.actuator_id] = bool(answer.bits[t.coil - base])
     return actual

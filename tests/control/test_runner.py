@@ -183,3 +183,28 @@ def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board
     assert states == [[True, True]] + [[False, False]] * 5 + [[True, True]]
     reasons = [c.reason for c in ActuatorCommand.objects.filter(actuator=valve).order_by("pk")]
     assert "Over-temperature cut-off: 28.0 °C (off from 28 °C until below 27 °C)" in reasons[1]
+
+
+def test_a_refused_coil_faults_only_itself_in_the_boards_words(redis_client, board, settings):
+    """Issue #15.4: a coil address the board rejects (exception 02) no longer makes every relay
+    on the board unconfirmed with a "no answer" alarm."""
+    valves = [f.relay(f"Valve {c}", board, coil=c) for c in (3, 4, 40)]  # 40: past the 32 coils
+    for v in valves:
+        f.zone(f"Room {v.coil}", v, temp=4.0)  # frost: all want ON
+    report = run_tick()
+    assert report["faults"] == 1
+    assert board.coils_state(3, 2) == [True, True]
+    for v in valves[:2]:
+        cmd = ActuatorCommand.objects.get(actuator=v)
+        assert cmd.error == "" and cmd.confirmed_at is not None
+    bad = ActuatorCommand.objects.get(actuator=valves[2])
+    assert bad.error == "board answered: illegal data address (exception 2) for coil 40"
+    [alarm] = Alarm.objects.filter(source="relay", cleared_at__isnull=True)
+    assert alarm.key == f"relay:{valves[2].pk}"
+    assert "board answered: illegal data address (exception 2) for coil 40" in alarm.message
+    assert "no answer" not in alarm.message
+    rows = {r["id"]: r for r in actuator_status()}
+    assert rows[valves[0].pk]["confirmed"] and not rows[valves[2].pk]["confirmed"]
+    # Verify-only ticks read the run back: the refused read stays the one coil's fault.
+    report = run_tick()
+    assert report["faults"] == 1 and rows[valves[1].pk]["fault"] == ""
