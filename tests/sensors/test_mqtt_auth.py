@@ -30,6 +30,7 @@ from sensors.mqtt_auth import (
 from tests.live_http import free_port
 from tests.processes import stop_process
 from tests.sensors.conftest import make_node, queued_batches
+from tests.tls_certs import make_ca_and_server_cert
 
 ROOT = Path(__file__).resolve().parents[2]
 USER, PASSWORD = "emonhub", "s3cret-broker-pw"
@@ -40,22 +41,6 @@ needs_mosquitto = pytest.mark.skipif(
     ),
     reason="mosquitto, mosquitto_passwd and openssl are installed by bms_setup --for-tests",
 )
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-def make_ca_and_server_cert(directory: Path) -> None:
-    """ca.pem, and server.pem/server.key for 127.0.0.1 (IP SAN) signed by it."""
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-             "-keyout", "ca.key", "-out", "ca.pem", cwd=directory)  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-             "-keyout", "server.key", "-out", "server.csr", cwd=directory)  # fmt: skip
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-             "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", "server.pem",
-             cwd=directory)  # fmt: skip
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 10) -> None:
