@@ -228,6 +228,17 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# --- MQTT ingest (manage.py bms_mqtt, sensors/mqtt_auth.py, docs/GATEWAYS.md) ---------------
+# Defaults of the command's options. The password may come from BMS_MQTT_PASSWORD_FILE.
+BMS_MQTT_HOST = env_str("BMS_MQTT_HOST", "127.0.0.1")
+BMS_MQTT_PORT = env_int("BMS_MQTT_PORT", 0, minimum=0)  # 0: 8883 with TLS, else 1883
+BMS_MQTT_USERNAME = env_str("BMS_MQTT_USERNAME", "")
+BMS_MQTT_PASSWORD = env_str("BMS_MQTT_PASSWORD", "")
+BMS_MQTT_TLS = env_bool("BMS_MQTT_TLS", False)
+BMS_MQTT_CA_FILE = env_str("BMS_MQTT_CA_FILE", "")  # empty: the system's CA certificates
+BMS_MQTT_CERT_FILE = env_str("BMS_MQTT_CERT_FILE", "")  # client certificate, if the broker asks
+BMS_MQTT_KEY_FILE = env_str("BMS_MQTT_KEY_FILE", "")
+
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None  # results are never read; skip the round trip

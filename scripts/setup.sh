@@ -145,6 +145,13 @@ bms_setup() {
     # `docker compose config` (v2) or docker-compose (v1, Debian's package); no engine needed.
     docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 ||
       apt_install docker-compose
+    # tests/security/test_proxy.py runs docker/nginx.conf under a real nginx (never started as
+    # a service here: the test runs its own, on free ports); the MQTT login tests make a
+    # password file with mosquitto_passwd (package mosquitto) and certificates with openssl.
+    # (On a systemd machine Debian starts nginx's default site on port 80 when it installs the
+    # package; `sudo systemctl disable --now nginx` if you do not want that.)
+    [ -x /usr/sbin/nginx ] || apt_install nginx
+    command -v openssl >/dev/null 2>&1 || apt_install openssl
   fi
   ensure_redis
   if [ "${1:-}" = "--for-tests" ]; then

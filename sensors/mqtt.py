@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import paho.mqtt.client as mqtt
 
 from sensors.ingest import IngestError, check_key, check_node_ref, check_value, loads_strict
+from sensors.mqtt_auth import LOGIN_REFUSED, MqttAuth, apply_auth
 from sensors.node_auth import lookup_ref
 
 log = logging.getLogger(__name__)
@@ -92,15 +93,19 @@ class MqttIngestor:
 
     def __init__(
         self, host: str = "127.0.0.1", port: int = 1883, topic: str = "emon/#",
-        window_s: float = 1.0, keepalive: int = 60,
+        window_s: float = 1.0, keepalive: int = 60, auth: MqttAuth | None = None,
     ) -> None:  # fmt: skip
         self.host, self.port, self.topic, self.keepalive = host, port, topic, keepalive
         self.base = topic.split("/")[0]
         self.batcher = Batcher(window_s)
         self.stats = MqttStats()
         self.connected = threading.Event()
+        # Why the broker refused the login, when no retry can help (bad password, not
+        # authorized): run() then stops instead of knocking forever.
+        self.refused: str | None = None
         self._stop = threading.Event()
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+        apply_auth(self.client, auth or MqttAuth())
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
         self.client.on_disconnect = self._on_disconnect
@@ -108,6 +113,9 @@ class MqttIngestor:
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
             log.error("MQTT connect to %s:%s refused: %s", self.host, self.port, reason_code)
+            if reason_code.value in LOGIN_REFUSED:
+                self.refused = str(reason_code)
+                self._stop.set()
             return
         # (Re)subscribe on every connect: a broker restart forgets subscriptions.
         client.subscribe(self.topic, qos=0)
