@@ -62,6 +62,14 @@ def acknowledge(alarm: Alarm, user) -> None:
     alarm.save(update_fields=["acknowledged_at", "acknowledged_by"])
 
 
+def acknowledge_all(user, up_to_pk: int) -> int:
+    """Acknowledge every open, unacknowledged alarm up to `up_to_pk` (the newest one the user
+    was shown: one raised since is not acknowledged unseen). Returns how many."""
+    return Alarm.objects.filter(
+        cleared_at__isnull=True, acknowledged_at__isnull=True, pk__lte=up_to_pk
+    ).update(acknowledged_at=timezone.now(), acknowledged_by=user)
+
+
 def _notify(alarm: Alarm) -> None:
     recipients = settings.BMS_ALARM_EMAILS
     if not recipients:

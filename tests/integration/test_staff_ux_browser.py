@@ -3,6 +3,7 @@ click, wait for what the page shows. Screenshots of each page land in docs/img/.
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -10,11 +11,11 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from tests.integration.test_staff_browser import (  # noqa: F401  (pytest fixtures)
-    page,
-    server,
-    site_data,
-)
+from control.models import Override, Zone
+from tests.integration import test_staff_browser as _base
+
+# The fixtures of the first staff browser tests: a logged-in engineer in real Chromium.
+site_data, server, page = _base.site_data, _base.server, _base.page
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -63,3 +64,95 @@ def test_create_move_and_cancel_a_booking(page, server):
     expect(browser_page.locator(".messages")).to_contain_text("Cancelled: Choir")
     expect(browser_page.locator("tr", has_text="Choir")).to_contain_text("(cancelled)")
     assert seen["errors"] == []
+
+
+def in_thread(work):
+    """Run ORM work beside Playwright: its sync API keeps an event loop in the test's thread,
+    where Django refuses database calls."""
+    from django.db import connection
+
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=30)
+    return box.get("result")
+
+
+def test_plant_status_updates_in_place_and_keeps_a_half_typed_override(page, server, settings):
+    settings.BMS_STAFF_LIVE_S = 1  # updates every second for the test (default 60)
+    browser_page, seen = page
+    browser_page.set_viewport_size({"width": 1100, "height": 900})
+    browser_page.goto(server.url + "/staff/control/")
+    expect(browser_page.locator("#live")).to_contain_text("No override in force")
+    assert browser_page.locator("meta[http-equiv=refresh]").count() == 0
+    browser_page.fill("#id_reason", "Boiler service visit")  # half-typed, not yet sent
+    browser_page.fill("#id_hours", "3")
+
+    def someone_else_overrides():
+        zone = Zone.objects.get(slug="lecture")
+        now = timezone.now()
+        Override.objects.create(
+            zone=zone, state=True, starts=now, expires=now + timedelta(hours=1),
+            reason="Set from another screen",
+        )  # fmt: skip
+
+    in_thread(someone_else_overrides)
+    # The next update shows it, in place: the page did not reload ...
+    expect(browser_page.locator("#live")).to_contain_text("Set from another screen")
+    polls = browser_page.evaluate("window.bmsLive.polls")
+    browser_page.wait_for_function(f"window.bmsLive.polls > {polls}")  # one more for good measure
+    # ... so what the person was typing is still there.
+    expect(browser_page.locator("#id_reason")).to_have_value("Boiler service visit")
+    expect(browser_page.locator("#id_hours")).to_have_value("3")
+    expect(browser_page.locator("#live-status")).to_contain_text("Live · updated")
+
+    browser_page.select_option("#id_target", label="Zone: Lecture theatre")
+    browser_page.select_option("#id_state", label="OFF")
+    browser_page.get_by_role("button", name="Set override").click()
+    expect(browser_page.locator(".messages")).to_contain_text("Override set")
+    row = browser_page.locator("#live tr", has_text="Boiler service visit")
+    expect(row).to_contain_text("OFF")
+    shoot(browser_page, "plant-status")
+    row.get_by_role("button", name="Cancel").click()
+    expect(browser_page.locator(".messages")).to_contain_text("Override cancelled")
+    expect(browser_page.locator("#live")).not_to_contain_text("Boiler service visit")
+    expect(browser_page.locator("#live")).to_contain_text("Set from another screen")
+    assert seen["errors"] == []
+
+
+def test_a_live_page_survives_the_server_going_away(page, server, settings):
+    settings.BMS_STAFF_LIVE_S = 1
+    browser_page, seen = page
+    browser_page.set_viewport_size({"width": 1100, "height": 800})
+    for path in ("/staff/control/", "/staff/"):
+        browser_page.goto(server.url + path)
+        url = browser_page.url
+        if path == "/staff/control/":
+            browser_page.fill("#id_reason", "Half typed")
+        browser_page.wait_for_function("window.bmsLive.polls >= 1 && window.bmsLive.state === 'ok'")
+        server.stop()
+        try:
+            browser_page.wait_for_function("window.bmsLive.state === 'lost'")
+            polls = browser_page.evaluate("window.bmsLive.polls")
+            browser_page.wait_for_function(f"window.bmsLive.polls >= {polls + 2}")  # retrying
+            status = browser_page.locator("#live-status")
+            expect(status).to_contain_text("Connection lost, retrying")
+            # Still our page with the last data, not Chromium's error page.
+            assert browser_page.url == url
+            expect(browser_page.locator("#zone-lecture")).to_contain_text("Lecture theatre")
+            if path == "/staff/control/":
+                expect(browser_page.locator("#id_reason")).to_have_value("Half typed")
+                shoot(browser_page, "plant-status-connection-lost")
+        finally:
+            server.start()
+        browser_page.wait_for_function("window.bmsLive.state === 'ok'")
+        expect(browser_page.locator("#live-status")).to_contain_text("Live · updated")
+    # Failed fetches log console errors (net::ERR_CONNECTION_REFUSED); nothing else may.
+    assert [e for e in seen["errors"] if "ERR_CONNECTION_REFUSED" not in e] == []

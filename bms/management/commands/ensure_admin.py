@@ -33,7 +33,9 @@ class Command(BaseCommand):
     def handle(self, *args, username: str, password_env: str, reset: bool, **options) -> None:
         password = os.environ.get(password_env, "")
         if not password or len(password) > MAX_PASSWORD_CHARS:
-            raise CommandError(f"{password_env} must hold a password of 1-{MAX_PASSWORD_CHARS} chars")
+            raise CommandError(
+                f"{password_env} must hold a password of 1-{MAX_PASSWORD_CHARS} chars"
+            )
         user, created = User.objects.get_or_create(
             username=username, defaults={"email": f"{username}@localhost"}
         )
