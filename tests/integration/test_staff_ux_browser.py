@@ -3,6 +3,7 @@ click, wait for what the page shows. Screenshots of each page land in docs/img/.
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from control.models import Override, Zone
+from control.models import Booking, Override, Zone
+from sensors.alarms import clear_alarm, raise_alarm
+from sensors.models import Alarm
 from tests.integration import test_staff_browser as _base
 
 # The fixtures of the first staff browser tests: a logged-in engineer in real Chromium.
@@ -44,7 +47,7 @@ def test_create_move_and_cancel_a_booking(page, server):
     expect(browser_page.locator(".messages")).to_contain_text("Booked: Choir")
     row = browser_page.locator("tr", has_text="Choir")
     expect(row).to_contain_text("10:00–11:30")
-    shoot(browser_page, "bookings")
+    shoot(browser_page, "booking-calendar")
 
     row.locator("text=move").click()
     browser_page.wait_for_url("**/staff/bookings/lecture/*/")
@@ -156,3 +159,77 @@ def test_a_live_page_survives_the_server_going_away(page, server, settings):
         expect(browser_page.locator("#live-status")).to_contain_text("Live · updated")
     # Failed fetches log console errors (net::ERR_CONNECTION_REFUSED); nothing else may.
     assert [e for e in seen["errors"] if "ERR_CONNECTION_REFUSED" not in e] == []
+
+
+def test_acknowledge_one_alarm_then_all(page, server):
+    browser_page, seen = page
+    browser_page.set_viewport_size({"width": 1100, "height": 800})
+
+    def more_alarms():
+        raise_alarm("node-silent:1", "Node emontx-hall silent since Mon 09:00:00", source="node")
+        raise_alarm("relay:7", "Relay 'Pump' did not confirm ON: no answer", source="relay",
+                    severity=Alarm.Severity.CRITICAL)  # fmt: skip
+        raise_alarm("relay:8", "Relay 'Valve 2' did not confirm ON: no answer", source="relay",
+                    severity=Alarm.Severity.CRITICAL)  # fmt: skip
+        clear_alarm("relay:8")  # cleared at once: shows in Recently cleared, with its severity
+
+    in_thread(more_alarms)
+    browser_page.goto(server.url + "/staff/alarms/")
+    expect(browser_page.locator("#ack-all button")).to_have_text("Acknowledge all (3)")
+    expect(browser_page.locator("#cleared-alarms tr", has_text="Valve 2")).to_contain_text(
+        "critical"
+    )
+    row = browser_page.locator("#open-alarms tr", has_text="emontx-hall")
+    expect(row.locator("[data-since]")).to_have_text(re.compile(r"^\d+ s$"))  # live duration
+    row.get_by_role("button", name="Acknowledge").click()
+    expect(browser_page.locator(".messages")).to_contain_text("Acknowledged: Node emontx-hall")
+    expect(row).to_contain_text("estates at")
+    expect(browser_page.locator("#ack-all button")).to_have_text("Acknowledge all (2)")
+
+    # One more arrives while the page is open: "all" means all the person saw.
+    in_thread(lambda: raise_alarm("relay:9", "Relay 'Fan' did not confirm OFF", source="relay"))
+    browser_page.locator("#ack-all button").click()
+    expect(browser_page.locator(".messages")).to_contain_text("Acknowledged 2 alarms.")
+    expect(browser_page.locator("#open-alarms tr", has_text="Pump")).to_contain_text("estates at")
+    unseen = browser_page.locator("#open-alarms tr", has_text="Fan")
+    expect(unseen.get_by_role("button", name="Acknowledge")).to_be_visible()
+    expect(browser_page.locator("#ack-all button")).to_have_text("Acknowledge all (1)")
+    shoot(browser_page, "alarms")
+    assert seen["errors"] == []
+
+
+PHONE_PAGES = [*_base.STAFF_PAGES, "/staff/bookings/lecture/{booking}/"]
+
+
+@pytest.mark.parametrize("width", [390, 360])
+def test_every_staff_page_fits_a_phone(page, server, site_data, width):
+    browser_page, seen = page
+    browser_page.set_viewport_size({"width": width, "height": 800})
+    booking = in_thread(lambda: Booking.objects.get(title="Yoga").pk)
+    for path in PHONE_PAGES:
+        path = path.format(booking=booking)
+        response = browser_page.goto(server.url + path)
+        assert response.status == 200, path
+        scroll_width = browser_page.evaluate("document.documentElement.scrollWidth")
+        assert scroll_width <= width, f"{path} is {scroll_width} px wide at {width} px"
+        log_out = browser_page.locator("#log-out")
+        expect(log_out).to_be_visible()
+        box = log_out.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, path
+        # White text on the dark bar: the bar is as tall as its wrapped contents.
+        bar = browser_page.locator(".topbar").bounding_box()
+        assert box["y"] + box["height"] <= bar["y"] + bar["height"], path
+        if width == 390:
+            name = path.strip("/").replace("/", "-").replace("staff", "").strip("-") or "overview"
+            shoot(browser_page, f"phone-{name}")
+    assert seen["errors"] == []
+
+
+def test_desktop_screenshots_of_every_staff_page(page, server):
+    browser_page, _ = page
+    browser_page.set_viewport_size({"width": 1100, "height": 800})
+    for path, heading in _base.STAFF_PAGES.items():
+        browser_page.goto(server.url + path)
+        expect(browser_page.locator("h1")).to_contain_text(heading)
+        name = path.strip("/").replace("/", "-").replace("staff", "").strip("-") or "overview"
+        shoot(browser_page, name)
