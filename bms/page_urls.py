@@ -13,6 +13,11 @@ urlpatterns = [
     path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
     path(
+        "staff/alarms/acknowledge-all",
+        staff_views.alarm_acknowledge_all,
+        name="staff-alarm-ack-all",
+    ),
+    path(
         "staff/alarms/<int:pk>/acknowledge", staff_views.alarm_acknowledge, name="staff-alarm-ack"
     ),
 ]

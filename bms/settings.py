@@ -317,6 +317,11 @@ BMS_ALARM_BACKLOG_AGE_S = env_int(
     "BMS_ALARM_BACKLOG_AGE_S", 3 * max(BMS_FEED_COMMIT_INTERVAL, BMS_FEED_SYNC_INTERVAL), minimum=1
 )
 BMS_ALARM_BEAT_STALE_S = env_int("BMS_ALARM_BEAT_STALE_S", 120, minimum=30)
+# After a worker starts, nodes and relays are judged only after this many seconds (nodes: at
+# least 3 of their intervals), so a restart does not raise an alarm per device (ALARMS.md).
+BMS_ALARM_STARTUP_GRACE = env_int("BMS_ALARM_STARTUP_GRACE", 120, minimum=0)
+# Live staff pages (overview, plant status) update their data in place this often (bms/live.py).
+BMS_STAFF_LIVE_S = env_int("BMS_STAFF_LIVE_S", 60, minimum=1)
 # The control worker watches beat from a thread; test runs have no beat, so they turn it off.
 BMS_WATCHDOG_WATCH_BEAT = env_bool("BMS_WATCHDOG_WATCH_BEAT", True)
 

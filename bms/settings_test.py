@@ -13,6 +13,8 @@ os.environ.setdefault("BMS_WATCHDOG_WATCH_BEAT", "false")  # no beat in test run
 # Every commit syncs, so a test that commits finds its points on disk and out of Redis; the
 # deferred sync has its own tests (tests/feeds/test_deferred_sync.py).
 os.environ.setdefault("BMS_FEED_SYNC_INTERVAL", "0")
+# Alarms are judged at once: tests (and the workers they start) begin right after a start.
+os.environ.setdefault("BMS_ALARM_STARTUP_GRACE", "0")
 
 from bms.settings import *  # noqa: F403
 from bms.settings import BMS_DATA_DIR, DATABASES

@@ -12,13 +12,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from bms.api_errors import error_response
+from bms.live import live_every_s, live_json, wants_live
 from bms.permissions import has_staff_role, is_engineer
 from feeds import service
 from feeds.models import Feed
-from sensors.alarms import acknowledge
+from sensors.alarms import acknowledge, acknowledge_all
 from sensors.models import Alarm
 
 MAX_EXPORT_FEEDS = 20
@@ -123,8 +125,11 @@ def _csv_response(
 
 @staff_required
 def alarm_list(request: HttpRequest) -> HttpResponse:
-    open_alarms = Alarm.objects.filter(cleared_at__isnull=True).select_related("acknowledged_by")
+    open_alarms = list(
+        Alarm.objects.filter(cleared_at__isnull=True).select_related("acknowledged_by")
+    )
     recent = Alarm.objects.filter(cleared_at__isnull=False).order_by("-cleared_at")[:50]
+    unacknowledged = [a.pk for a in open_alarms if a.acknowledged_at is None]
     return render(
         request,
         "bms/alarms.html",
@@ -133,6 +138,8 @@ def alarm_list(request: HttpRequest) -> HttpResponse:
             "open_alarms": open_alarms,
             "recent": recent,
             "can_ack": is_engineer(request.user),
+            "unacknowledged": len(unacknowledged),
+            "newest_shown": max(unacknowledged, default=0),
         },
     )
 
@@ -145,7 +152,25 @@ def alarm_acknowledge(request: HttpRequest, pk: int) -> HttpResponse:
     alarm = get_object_or_404(Alarm, pk=pk)
     acknowledge(alarm, request.user)
     messages.info(request, f"Acknowledged: {alarm.message}")
-    return redirect(request.POST.get("next") or "staff-alarms")
+    target = request.POST.get("next", "")
+    # Back to the page the button was on, never off this site.
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        target = "staff-alarms"
+    return redirect(target or "staff-alarms")
+
+
+@require_POST
+@staff_required
+def alarm_acknowledge_all(request: HttpRequest) -> HttpResponse:
+    """Acknowledge every open alarm the page showed (up to the newest id it listed)."""
+    if not is_engineer(request.user):
+        return render(request, "bms/forbidden.html", status=403)
+    raw = request.POST.get("up_to", "")
+    if not raw.isdigit() or len(raw) > 18:
+        return error_response("'up_to' must be the id of the newest alarm shown", 400)
+    count = acknowledge_all(request.user, int(raw))
+    messages.info(request, f"Acknowledged {count} alarm{'s' if count != 1 else ''}.")
+    return redirect("staff-alarms")
 
 
 @staff_required
@@ -154,5 +179,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     from bms.overview import site_overview
 
     context = site_overview()
-    context.update(nav="overview", can_ack=is_engineer(request.user))
+    context.update(nav="overview", can_ack=is_engineer(request.user), live_every=live_every_s())
+    if wants_live(request):
+        return live_json(request, "bms/_overview_live.html", context)
     return render(request, "bms/overview.html", context)

@@ -17,11 +17,21 @@ def _tz() -> ZoneInfo:
     return ZoneInfo(settings.TIME_ZONE)
 
 
+# Browsers accept only ISO values in <input type=date|time> and drop anything else (the en-gb
+# "24/11/2026" included), leaving the field empty: render these widgets in ISO whatever the locale.
+def iso_date_input() -> forms.DateInput:
+    return forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"})
+
+
+def iso_time_input() -> forms.TimeInput:
+    return forms.TimeInput(format="%H:%M", attrs={"type": "time"})
+
+
 class BookingForm(forms.Form):
     title = forms.CharField(max_length=200)
-    day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
-    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}))
-    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}))
+    day = forms.DateField(widget=iso_date_input())
+    start = forms.TimeField(widget=iso_time_input())
+    end = forms.TimeField(widget=iso_time_input())
     setpoint = forms.FloatField(
         required=False,
         min_value=5,
@@ -79,8 +89,8 @@ class OverrideForm(forms.Form):
 
 
 class ReplayForm(forms.Form):
-    start = forms.DateField(label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    end = forms.DateField(label="To (inclusive)", widget=forms.DateInput(attrs={"type": "date"}))
+    start = forms.DateField(label="From", widget=iso_date_input())
+    end = forms.DateField(label="To (inclusive)", widget=iso_date_input())
     step = forms.IntegerField(
         required=False,
         min_value=10,

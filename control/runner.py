@@ -24,7 +24,7 @@ from control.drivers import modbus, node_queue
 from control.evaluator import evaluate
 from control.models import ActuatorCommand
 from control.state import Decision
-from sensors.alarms import clear_alarm, raise_alarm
+from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
 from sensors.models import Actuator, Alarm
 
 log = logging.getLogger(__name__)
@@ -124,9 +124,10 @@ def _tick(now: datetime) -> dict[str, Any]:
         offline = _save_commands(commands)
     results = _send(plan, live.actuators, commands, now)
     corrected = _audit_results(plan, live.actuators, commands, results, now, offline)
-    faults = _update_runtime(plan, live, results, now_s)
+    alarms = _relay_alarms_due(now_s)
+    faults = _update_runtime(plan, live, results, now_s, alarms)
     if not offline:
-        faults += _node_overdue(now)
+        faults += _node_overdue(now, alarms)
 
     zone_out = {}
     specs = {z.id: z for z in live.snapshot.zones}
@@ -328,9 +329,25 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
     return len(extra)
 
 
-def _update_runtime(plan, live, results, now_s: float) -> int:
+# Set by the first tick after this process's start-up grace (sensors.alarms.in_startup_grace):
+# faults found during the grace were recorded but not alarmed, so that tick judges them all.
+_judged_since_start = False
+
+
+def _relay_alarms_due(now_s: float) -> tuple[bool, bool]:
+    """(may alarm now, must re-judge standing faults) for this tick."""
+    global _judged_since_start
+    if in_startup_grace(now_s):
+        return False, False
+    recheck = not _judged_since_start
+    _judged_since_start = True
+    return True, recheck
+
+
+def _update_runtime(plan, live, results, now_s: float, alarms: tuple[bool, bool]) -> int:
     updated: dict[int, runtime.ActuatorRuntime] = {}
     faults = 0
+    may_alarm, recheck = alarms
     for aid, (decision, _kind) in plan.items():
         before = live.runtime[aid]
         result = results.get(aid)
@@ -357,7 +374,7 @@ def _update_runtime(plan, live, results, now_s: float) -> int:
             updated[aid] = after  # an unchanged state is not rewritten: no Redis write per tick
         if fault:
             faults += 1
-            if not before.fault:
+            if may_alarm and (not before.fault or recheck):
                 where = (
                     f"{act.host}:{act.port} coil {act.coil}"
                     if act.driver == Actuator.Driver.MODBUS_COIL
@@ -379,7 +396,7 @@ def _differs(before: runtime.ActuatorRuntime, after: runtime.ActuatorRuntime) ->
     return {**before.__dict__, "decided_at": None} != {**after.__dict__, "decided_at": None}
 
 
-def _node_overdue(now: datetime) -> int:
+def _node_overdue(now: datetime, alarms: tuple[bool, bool]) -> int:
     overdue = node_queue.overdue(now, conf.node_ack_timeout_s())
     if not overdue:
         return 0
@@ -390,7 +407,8 @@ def _node_overdue(now: datetime) -> int:
         minutes = round((now - cmd.created).total_seconds() / 60)
         message = f"node '{cmd.node}' has not picked up its command for {minutes} min"
         state = states[cmd.actuator_id]
-        if not state.fault:
+        may_alarm, recheck = alarms
+        if may_alarm and (not state.fault or recheck):
             raise_alarm(
                 alarm_key(cmd.actuator_id),
                 f"Actuator '{cmd.actuator.name}' did not confirm {'ON' if cmd.state else 'OFF'}: {message}",

@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from bms.live import live_every_s, live_json, wants_live
 from bms.permissions import has_staff_role, is_engineer, user_groups
 from bms.roles import BOOKERS
 from control import runtime
@@ -65,24 +66,30 @@ def _redirect_to_week(zone: Zone, day: date) -> HttpResponse:
 
 @staff_page
 def plant_status(request: HttpRequest) -> HttpResponse:
+    """The page, or with ?live=1 its live part as JSON (bms/live.py): no reload wipes a form."""
+    context = _status_context(request)
+    if wants_live(request):
+        return live_json(request, "control/_status_live.html", context)
+    context.update(form=OverrideForm() if is_engineer(request.user) else None)
+    return render(request, "control/status.html", context)
+
+
+def _status_context(request: HttpRequest) -> dict:
     zones = zone_status()
     in_zones = {a["id"] for z in zones for a in z["actuators"]}
     others = [a for a in actuator_status() if a["id"] not in in_zones]
     overrides = Override.objects.filter(cancelled=False, expires__gt=timezone.now()).select_related(
         "zone", "actuator", "created_by"
     )
-    return render(
-        request,
-        "control/status.html",
-        {
-            "zones": zones,
-            "others": others,
-            "overrides": overrides,
-            "last_tick": runtime.load_last_tick(),
-            "form": OverrideForm() if is_engineer(request.user) else None,
-            "may_override": is_engineer(request.user),
-        },
-    )
+    return {
+        "zones": zones,
+        "others": others,
+        "overrides": overrides,
+        "last_tick": runtime.load_last_tick(),
+        "may_override": is_engineer(request.user),
+        "live_every": live_every_s(),
+        "nav": "control",
+    }
 
 
 @staff_page

@@ -77,7 +77,7 @@ class Panel(models.Model):
         errors: dict[str, list[str]] = {}
         if not re.fullmatch(r"#[0-9a-fA-F]{6}", self.colour or ""):
             errors["colour"] = ["Use a hex colour like #f5c400."]
-        option_errors = validate_options(self.kind, self.options)
+        option_errors = validate_options(self.kind, self.options, strict=True)
         if option_errors:
             errors["options"] = option_errors
         if errors:

@@ -61,11 +61,32 @@ def _check_chart(options: dict, errors: list[str]) -> None:
         errors.append("options.interval: whole seconds between points, 10 to 3600.")
 
 
-def validate_options(kind: str, options: Any) -> list[str]:
-    """Error messages (empty when fine) for a panel of `kind` with these options."""
+COMMON_KEYS = ("span", "stale_after_s", "labels", "colours")
+CHART_KEYS = ("interval",)
+CO2_KEYS = (
+    "grid_intensity_g_per_kwh",
+    "period",
+    "equivalents",
+    *(key for _basis, key, _default, _text in EQUIVALENTS.values()),
+)
+KNOWN_KEYS = frozenset((*COMMON_KEYS, *CHART_KEYS, *CO2_KEYS))
+
+
+def validate_options(kind: str, options: Any, *, strict: bool = False) -> list[str]:
+    """Error messages (empty when fine) for a panel of `kind` with these options.
+
+    `strict` (saving: admin, API) also refuses keys no panel reads, so a typo such as
+    {"spann": 2} is named rather than stored and silently ignored. A display showing panels
+    saved before this check does not (a stray key there changes nothing on screen).
+    """
     if not isinstance(options, dict):
         return ['options: a JSON object, e.g. {} or {"period": "today"}.']
     errors: list[str] = []
+    if strict:
+        for key in sorted(set(options) - KNOWN_KEYS, key=str):
+            errors.append(
+                f"options.{str(key)[:40]}: unknown option; known: {', '.join(sorted(KNOWN_KEYS))}."
+            )
     _check_common(options, errors)
     if kind == "co2_saved":
         _check_co2(options, errors)

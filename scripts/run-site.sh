@@ -18,20 +18,17 @@ say "Preparing the database"
 "$PY" manage.py collectstatic --no-input -v0
 
 # One admin login, created once; its password is kept in var/ so it can be printed again.
+# The password is set only when the user is created or the file is new: setting it again on
+# every start would log every admin out (the session hash follows the password hash).
 PWFILE="$BMS_ROOT/var/admin-password"
+RESET=()
 if [ ! -s "$PWFILE" ]; then
   "$PY" -c 'import secrets; print(secrets.token_urlsafe(12))' > "$PWFILE"
   chmod 600 "$PWFILE"
+  RESET=(--reset)
 fi
 ADMIN_PASSWORD="$(cat "$PWFILE")"
-DJANGO_SUPERUSER_PASSWORD="$ADMIN_PASSWORD" "$PY" manage.py shell -c "
-import os
-from django.contrib.auth.models import User
-user, _ = User.objects.get_or_create(username='admin', defaults={'email': 'admin@localhost'})
-user.is_staff = user.is_superuser = True
-user.set_password(os.environ['DJANGO_SUPERUSER_PASSWORD'])
-user.save()
-"
+DJANGO_SUPERUSER_PASSWORD="$ADMIN_PASSWORD" "$PY" manage.py ensure_admin -v0 "${RESET[@]}"
 
 pids=()
 stop_all() {

@@ -4,6 +4,7 @@ emailed to BMS_ALARM_EMAILS when it opens, and cleared when the condition ends."
 from __future__ import annotations
 
 import logging
+import time
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -13,6 +14,23 @@ from django.utils import timezone
 from sensors.models import Alarm
 
 log = logging.getLogger(__name__)
+
+# When this process (a Celery worker: the one that judges nodes and relays) started. Right after
+# a restart nothing has had a chance to report yet: see in_startup_grace().
+PROCESS_STARTED_AT = time.time()
+
+
+def in_startup_grace(now: float, at_least_s: float = 0.0) -> bool:
+    """True while this process is younger than max(at_least_s, BMS_ALARM_STARTUP_GRACE).
+
+    Nodes and relays are judged only after they have had a chance to report: without this,
+    every restart raised (and emailed) an alarm per node and relay, all cleared seconds later.
+    A grace of 0 turns it off (and with it `at_least_s`).
+    """
+    grace = float(getattr(settings, "BMS_ALARM_STARTUP_GRACE", 0))
+    if grace <= 0:
+        return False
+    return now - PROCESS_STARTED_AT < max(grace, at_least_s)
 
 
 def raise_alarm(
@@ -42,6 +60,14 @@ def acknowledge(alarm: Alarm, user) -> None:
     alarm.acknowledged_at = timezone.now()
     alarm.acknowledged_by = user
     alarm.save(update_fields=["acknowledged_at", "acknowledged_by"])
+
+
+def acknowledge_all(user, up_to_pk: int) -> int:
+    """Acknowledge every open, unacknowledged alarm up to `up_to_pk` (the newest one the user
+    was shown: one raised since is not acknowledged unseen). Returns how many."""
+    return Alarm.objects.filter(
+        cleared_at__isnull=True, acknowledged_at__isnull=True, pk__lte=up_to_pk
+    ).update(acknowledged_at=timezone.now(), acknowledged_by=user)
 
 
 def _notify(alarm: Alarm) -> None:

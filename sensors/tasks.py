@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 
 from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError
+from django.utils import timezone
 from redis.exceptions import LockError, RedisError
 
 from bms.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import ingest_order, publish, state
-from sensors.alarms import clear_alarm, raise_alarm
+from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
 from sensors.models import Alarm, Node
 
 log = logging.getLogger(__name__)
@@ -96,16 +98,22 @@ def check_silent_nodes(now: float | None = None) -> dict:
             "key", flat=True
         )
     )
-    raised, cleared = [], []
+    raised, cleared, waiting = [], [], []
     redis = get_redis()
     for node in Node.objects.filter(enabled=True).only("id", "name", "interval", "created"):
         # A node that never posted is measured from when it was registered.
         last = seen.get(node.id, node.created.timestamp())
         key = f"node-silent:{node.id}"
         if now - last > state.SILENT_FACTOR * node.interval:
+            if key not in open_keys and in_startup_grace(now, state.SILENT_FACTOR * node.interval):
+                waiting.append(node.id)  # just restarted: give it the chance to post first
+                continue
+            # The message says since when, not "for N s": it stays true while the alarm is
+            # open (pages show the running duration from the timestamps).
+            since = timezone.localtime(datetime.fromtimestamp(last, UTC))
             _, created = raise_alarm(
                 key,
-                f"Node {node.name} silent for {int(now - last)} s "
+                f"Node {node.name} silent since {since:%a %d %b %H:%M:%S} "
                 f"(expected every {node.interval} s)",
                 source="node",
             )
@@ -116,7 +124,7 @@ def check_silent_nodes(now: float | None = None) -> dict:
             clear_alarm(key)
             redis.srem(state.SILENT_KEY, node.id)
             cleared.append(node.id)
-    return {"raised": raised, "cleared": cleared}
+    return {"raised": raised, "cleared": cleared, "waiting": waiting}
 
 
 @shared_task(name="sensors.tasks.poll_modbus_meters", ignore_result=True)

@@ -1,0 +1,90 @@
+/* Live staff pages (overview, plant status): the parts marked data-live-region are fetched as
+ * JSON every data-live-every seconds and swapped in place. The page itself never reloads, so a
+ * half-typed form is never wiped, and when the server is away the last data stays on screen with
+ * a "connection lost, retrying" note instead of the browser's error page.
+ * Also keeps every <... data-since="unix seconds"> reading "12 min" as time goes by.
+ *
+ * One setTimeout chain (never setInterval): a slow server cannot pile requests up.
+ */
+(function () {
+  "use strict";
+
+  function duration(seconds) {
+    const s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return s + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + " min";
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + " h" + (m % 60 ? " " + (m % 60) + " min" : "");
+    return Math.floor(h / 24) + " days";
+  }
+
+  function updateDurations() {
+    const now = Date.now() / 1000;
+    document.querySelectorAll("[data-since]").forEach((el) => {
+      const since = Number(el.dataset.since);
+      if (Number.isFinite(since)) el.textContent = duration(now - since);
+    });
+  }
+
+  const fmtTime = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  const root = document.querySelector("[data-live-url]");
+  const status = document.getElementById("live-status");
+  const stats = { polls: 0, failures: 0, lastOk: null, state: "ok" };
+
+  function say(text, bad) {
+    if (!status) return;
+    status.textContent = text;
+    status.classList.toggle("bad", bad);
+    status.classList.toggle("muted", !bad);
+  }
+
+  function apply(data) {
+    for (const [id, html] of Object.entries(data.regions || {})) {
+      const region = document.getElementById(id);
+      if (region && region.hasAttribute("data-live-region")) region.innerHTML = html;
+    }
+    updateDurations();
+  }
+
+  function poll(everyMs) {
+    fetch(root.dataset.liveUrl, {
+      cache: "no-store",
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+      signal: AbortSignal.timeout(Math.max(5000, Math.min(everyMs, 30000))),
+    })
+      .then((response) => {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        const type = response.headers.get("content-type") || "";
+        // A login page instead of JSON: the session ended.
+        if (!type.includes("application/json")) throw new Error("logged out?");
+        return response.json();
+      })
+      .then((data) => {
+        apply(data);
+        stats.lastOk = Date.now();
+        stats.state = "ok";
+        say("Live · updated " + fmtTime.format(stats.lastOk) + " · every " + root.dataset.liveEvery + " s", false);
+      })
+      .catch((error) => {
+        stats.failures += 1;
+        stats.state = "lost";
+        const since = stats.lastOk === null ? "when the page loaded" : fmtTime.format(stats.lastOk);
+        say("Connection lost, retrying… showing data from " + since + " (" + String(error.message || error) + ")", true);
+      })
+      .finally(() => {
+        stats.polls += 1;
+        setTimeout(() => poll(everyMs), everyMs);
+      });
+  }
+
+  updateDurations();
+  setInterval(updateDurations, 10000);
+  if (root) {
+    const everyMs = Math.max(1, Number(root.dataset.liveEvery) || 60) * 1000;
+    setTimeout(() => poll(everyMs), everyMs);
+  }
+  // For the browser tests and anyone curious in the console.
+  window.bmsLive = stats;
+})();
