@@ -21,6 +21,7 @@ import hashlib
 import heapq
 import itertools
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -177,8 +178,11 @@ def expand_feed(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> Fo
                 heapq.heappush(kept, item)
                 continue
             result.capped = True
-            if item > kept[0]:  # sooner than the latest kept one
-                heapq.heapreplace(kept, item)
+            if item < kept[0]:  # not sooner than the latest kept
+                if override is None:
+                    break  # nor is the rest of this event: its starts come in order
+                continue
+            heapq.heapreplace(kept, item)
         feed_budget.left -= budget.used
         if budget.spent:
             result.capped = True  # this event repeats beyond what is walked
@@ -209,9 +213,12 @@ class _Steps:
 
 def _expand(
     event, first: datetime, start: datetime, end: datetime, tz: ZoneInfo, budget: _Steps
-) -> list[datetime]:
+) -> Iterator[datetime]:
+    """The event's original starts in [start, end), in order, lazily (the caller may stop)."""
     if event.get("RRULE") is None and event.get("RDATE") is None:
-        return [first] if first < end and first >= start - timedelta(days=WINDOW_DAYS) else []
+        if first < end and first >= start - timedelta(days=WINDOW_DAYS):
+            yield first
+        return
     rules = rruleset()
     rrule_prop = event.get("RRULE")
     try:
@@ -232,14 +239,12 @@ def _expand(
         rules.rdate(d)
     for d in _dates(event.get("EXDATE"), tz):
         rules.exdate(d)
-    found = []
     # Walked step by step (not xafter) so the steps before the window count against the budget.
     for occurrence in rules:
         if not budget.take() or occurrence >= end:
-            break
+            return
         if occurrence >= start:
-            found.append(_aware(occurrence, tz))
-    return found
+            yield _aware(occurrence, tz)
 
 
 def sync_zone(zone: Zone, now: datetime | None = None) -> dict[str, int]:

@@ -73,11 +73,11 @@ def address_problem(address: Address) -> str | None:
     """Why this address may not be fetched (None: it is public)."""
     address = _plain(address)
     for test, what in (
+        (address.is_unspecified, "unspecified"),
         (address.is_loopback, "loopback"),
         (address.is_link_local, "link-local"),
         (address.is_private, "private"),
         (address.is_multicast, "multicast"),
-        (address.is_unspecified, "unspecified"),
         (address.is_reserved, "reserved"),
     ):
         if test:
