@@ -17,7 +17,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from control.ical import IcalError, expand_feed, sync_all, sync_zone
+from control import ical
+from control.ical import IcalError, sync_all, sync_zone
 from control.models import Booking, Zone
 from sensors.models import Alarm
 from tests.control.feed_server import FeedServer
@@ -229,8 +230,8 @@ def test_a_feed_over_the_byte_limit_is_refused(db, tmp_path, settings):
 
 @pytest.fixture
 def trickler():
-    """A server that answers one header byte every 0.2 s, for ever: each read is quick, the
-    whole is not."""
+    """A server that answers one header byte every 0.2 s for 10 s: each read is quick, the
+    whole is not. (A per-read timeout alone would wait all 10 s; a slower server, for ever.)"""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
@@ -239,7 +240,8 @@ def trickler():
         with conn:
             conn.recv(4096)
             conn.sendall(b"HTTP/1.1 200 OK\r\n")
-            while not stop.wait(0.2):
+            ends = time.monotonic() + 10
+            while not stop.wait(0.2) and time.monotonic() < ends:
                 try:
                     conn.sendall(b"X")
                 except OSError:
@@ -296,7 +298,7 @@ def test_a_minutely_flood_is_capped_and_alarmed(db, served, settings):
 
 def test_the_soonest_occurrences_are_kept_over_the_cap(settings):
     settings.BMS_ICAL_MAX_OCCURRENCES = 50
-    found = expand_feed(flood(3).encode(), NOW, NOW + timedelta(days=1), ZoneInfo("UTC"))
+    found = ical.expand_feed(flood(3).encode(), NOW, NOW + timedelta(days=1), ZoneInfo("UTC"))
     assert found.capped and len(found.occurrences) == 50
     starts = [o.start for o in found.occurrences]
     # Three events each minute from 09:00: the first 50 are 09:00 to 09:16.
@@ -322,7 +324,7 @@ def test_the_event_cap(db, served, settings):
 def test_a_rule_from_1970_does_not_spin(settings):
     # Every minute since 1970: 29 million steps before the window. Walked within a budget.
     started = time.monotonic()
-    found = expand_feed(
+    found = ical.expand_feed(
         flood(1, dtstart="19700101T000000Z").encode(),
         NOW,
         NOW + timedelta(days=90),
