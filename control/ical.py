@@ -296,11 +296,12 @@ def sync_zone(zone: Zone, now: datetime | None = None) -> dict[str, int]:
         if not feed.capped:
             # Gone from the feed: the organiser deleted it. (A capped feed is incomplete:
             # what is missing from it may still be there, so nothing is cancelled for that.)
-            for key, booking in existing.items():
-                if key not in seen and not booking.cancelled:
-                    _cancel_by_feed(booking, now)
-                    to_update[booking.pk] = booking
-                    counts["cancelled"] += 1
+            gone = [b.pk for key, b in existing.items() if key not in seen and not b.cancelled]
+            for i in range(0, len(gone), BULK_BATCH):  # one UPDATE per batch, not per row
+                Booking.objects.filter(pk__in=gone[i : i + BULK_BATCH]).update(
+                    cancelled=True, cancelled_at=now, cancelled_by=CANCELLED_BY_FEED
+                )
+            counts["cancelled"] += len(gone)
         Booking.objects.bulk_create(to_create, batch_size=BULK_BATCH)
         Booking.objects.bulk_update(list(to_update.values()), fields, batch_size=BULK_BATCH)
         counts["created"] = len(to_create)
