@@ -156,13 +156,6 @@ def check_addresses(host: str, addresses: Iterable[Address]) -> None:
             )
 
 
-def check_url(url: str) -> Target:
-    """The whole check (form, resolution, every address), as done before each connection."""
-    target = parse(url)
-    check_addresses(target.host, resolve(target.host, target.port))
-    return target
-
-
 def _connection(target: Target, address: Address, timeout: float) -> http.client.HTTPConnection:
     if target.scheme == "https":
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(

@@ -189,10 +189,20 @@ class Zone(models.Model):
     def _check_ical_url(self) -> None:
         """No file paths, no other schemes, no host inside the server or its LAN (issue #14).
         The fetch checks again: a name may resolve elsewhere by then."""
-        from control.ical_fetch import FetchRefused, check_url
+        from control.ical_fetch import FetchRefused, check_addresses, parse, resolve
 
         try:
-            check_url(self.ical_url)
+            target = parse(self.ical_url)
+        except FetchRefused as exc:
+            raise ValidationError({"ical_url": str(exc)}) from exc
+        try:
+            addresses = resolve(target.host, target.port)
+        except FetchRefused:
+            # DNS down or a name not yet published: not a reason to refuse saving the zone
+            # (its setpoints, say). The fetch checks the addresses; an error raises `ical:`.
+            return
+        try:
+            check_addresses(target.host, addresses)
         except FetchRefused as exc:
             raise ValidationError({"ical_url": str(exc)}) from exc
 

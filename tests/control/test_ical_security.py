@@ -124,6 +124,15 @@ def test_a_public_url_is_accepted(db):
     Zone(name="Hall", slug="hall", ical_url="https://93.184.215.14/calendar.ics").full_clean()
 
 
+def test_a_name_that_does_not_resolve_yet_is_saved_and_checked_at_fetch(db):
+    # DNS down must not stop an engineer saving the zone's other settings.
+    zone = Zone(name="Hall", slug="hall", ical_url="https://calendar.invalid/feed.ics")
+    zone.full_clean()
+    zone.save()
+    with pytest.raises(IcalError, match="cannot resolve host calendar.invalid"):
+        sync_zone(zone, now=NOW)
+
+
 # --- the fetch checks again (a URL stored before, DNS that changed) ---------------------------
 
 
