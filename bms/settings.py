@@ -43,6 +43,14 @@ BMS_CONTROL_DEVICE_TIMEOUT = env_float("BMS_CONTROL_DEVICE_TIMEOUT", 1.0, minimu
 BMS_CONTROL_DEVICE_DEADLINE = env_float("BMS_CONTROL_DEVICE_DEADLINE", 3.0, minimum=0.5)
 BMS_CONTROL_DEVICE_ATTEMPTS = env_int("BMS_CONTROL_DEVICE_ATTEMPTS", 3, minimum=1)
 BMS_CONTROL_NODE_ACK_TIMEOUT = env_int("BMS_CONTROL_NODE_ACK_TIMEOUT", 300, minimum=10)
+# iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
+# unless named here (host names, addresses or networks: a calendar server on the LAN).
+BMS_ICAL_ALLOWED_HOSTS = env_list("BMS_ICAL_ALLOWED_HOSTS", [])
+BMS_ICAL_MAX_BYTES = env_int("BMS_ICAL_MAX_BYTES", 1024 * 1024, minimum=1024)
+BMS_ICAL_TIMEOUT_S = env_float("BMS_ICAL_TIMEOUT_S", 10.0, minimum=0.5)
+BMS_ICAL_MAX_EVENTS = env_int("BMS_ICAL_MAX_EVENTS", 500, minimum=1)
+BMS_ICAL_MAX_OCCURRENCES = env_int("BMS_ICAL_MAX_OCCURRENCES", 2000, minimum=1)
+BMS_BOOKING_MAX_DAYS = env_float("BMS_BOOKING_MAX_DAYS", 14.0, minimum=0.01)
 # Largest number of points one feed read may return (emoncms refuses > 8928 by default).
 BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
 
@@ -274,6 +282,8 @@ CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_TASK_ROUTES = {
     "feeds.tasks.*": {"queue": "commit"},
     "sensors.tasks.*": {"queue": "ingest"},
+    # The iCal sync fetches and writes for seconds: never on the control worker (issue #14).
+    "control.tasks.sync_ical_feeds": {"queue": "commit"},
     "control.tasks.*": {"queue": "control"},
     "bms.tasks.*": {"queue": "control"},
 }

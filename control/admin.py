@@ -104,12 +104,36 @@ class ZoneAdmin(admin.ModelAdmin):
         return zone_status_links(zone)
 
 
+def _cancel_selected(modeladmin, request, queryset) -> None:
+    for obj in queryset.filter(cancelled=False):
+        obj.cancel(by=request.user.get_username())
+
+
+_cancel_selected.short_description = "Cancel selected (kept in the audit trail)"
+
+
 @admin.register(Booking)
 class BookingAdmin(admin.ModelAdmin):
+    """Rules from Booking.clean (the admin form calls it); who and where from are set here;
+    bookings are cancelled, never deleted."""
+
     list_display = ["title", "zone", "start", "end", "booked_by", "source", "cancelled"]
     list_filter = ["zone", "source", "cancelled"]
     search_fields = ["title", "booked_by"]
     date_hierarchy = "start"
+    readonly_fields = [
+        "booked_by", "source", "ical_uid", "cancelled", "cancelled_at", "cancelled_by", "created"
+    ]  # fmt: skip
+    actions = [_cancel_selected]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.booked_by = request.user.get_username()
+            obj.source = Booking.Source.ADMIN
+        super().save_model(request, obj, form, change)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Override)
@@ -127,7 +151,11 @@ class OverrideAdmin(admin.ModelAdmin):
     ]
     list_filter = ["state", "cancelled"]
     search_fields = ["reason"]
-    readonly_fields = ["created_by", "created"]
+    readonly_fields = ["created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]
+    actions = [_cancel_selected]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # cancelled instead: the audit trail keeps every override
 
     def save_model(self, request, obj, form, change):
         if not change:

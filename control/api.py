@@ -43,17 +43,30 @@ class ScheduleExceptionViewSet(viewsets.ModelViewSet):
 
 
 class BookingViewSet(viewsets.ModelViewSet):
+    """DELETE cancels (kept, marked who and when): the audit trail never loses a booking."""
+
     queryset = Booking.objects.select_related("zone")
     serializer_class = BookingSerializer
     bookers_may_write = True  # bms.permissions.GroupPermission: bookers write bookings only
 
+    def perform_create(self, serializer) -> None:
+        serializer.save(booked_by=self.request.user.get_username(), source=Booking.Source.API)
+
+    def perform_destroy(self, instance: Booking) -> None:
+        instance.cancel(by=self.request.user.get_username())
+
 
 class OverrideViewSet(viewsets.ModelViewSet):
+    """DELETE cancels (kept, marked who and when): the audit trail never loses an override."""
+
     queryset = Override.objects.select_related("actuator", "zone")
     serializer_class = OverrideSerializer
 
     def perform_create(self, serializer) -> None:
         serializer.save(created_by=self.request.user)
+
+    def perform_destroy(self, instance: Override) -> None:
+        instance.cancel(by=self.request.user.get_username())
 
 
 class ActuatorCommandViewSet(

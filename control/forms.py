@@ -53,16 +53,22 @@ class BookingForm(forms.Form):
         end = datetime.combine(data["day"], data["end"], tzinfo=tz)
         if end <= start:
             raise ValidationError({"end": "The booking must end after it starts (same day)."})
-        if not self.zone.bookable:
-            raise ValidationError(f"Room '{self.zone}' is not bookable.")
-        clashes = Booking.objects.filter(
-            zone=self.zone, cancelled=False, start__lt=end, end__gt=start
+        # The rules themselves are the model's (Booking.clean), shared with the API and admin.
+        candidate = Booking(
+            pk=self.booking.pk if self.booking is not None else None,
+            zone=self.zone,
+            start=start,
+            end=end,
+            setpoint=data.get("setpoint"),
         )
-        if self.booking is not None:
-            clashes = clashes.exclude(pk=self.booking.pk)
-        clash = clashes.first()
-        if clash is not None:
-            raise ValidationError(f"This clashes with {clash}.")
+        try:
+            candidate.clean()
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {None: exc.messages}
+            for name, messages in errors.items():
+                # "zone" is not a field of this form: it is about the whole booking.
+                self.add_error(name if name in self.fields else None, messages)
+            return data
         data["start_at"], data["end_at"] = start, end
         return data
 

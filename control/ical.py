@@ -3,19 +3,27 @@
 Each occurrence of each event becomes a Booking(source="ical") keyed by
 "<UID>|<original start, UTC ISO>", so a re-sync updates it in place: a moved occurrence
 (RECURRENCE-ID) moves the booking, a cancelled one (STATUS:CANCELLED, EXDATE) or one that
-disappeared from the feed cancels it. Recurrences (RRULE/RDATE/EXDATE) are expanded with
-python-dateutil in the event's own time zone, so a weekly 10:00 class stays at 10:00 across
-the clock change. Only a window around now is synced (yesterday to WINDOW_DAYS ahead).
+disappeared from the feed cancels it; one a person cancelled stays cancelled. Recurrences
+(RRULE/RDATE/EXDATE) are expanded with python-dateutil in the event's own time zone, so a weekly
+10:00 class stays at 10:00 across the clock change. Only a window around now is synced
+(yesterday to WINDOW_DAYS ahead).
+
+A feed is bounded (issue #14): fetched only over http(s) from public hosts
+(control/ical_fetch.py), at most BMS_ICAL_MAX_EVENTS events and BMS_ICAL_MAX_OCCURRENCES
+occurrences in the window (beyond them: imported up to the cap, and a warning alarm), and
+written in bulk. It runs on the `commit` queue, never the control worker's. No error or alarm
+quotes what the feed contains: every staff role reads alarms.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import logging
-import urllib.request
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -24,15 +32,27 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from control.models import Booking, Zone
+from control import ical_fetch
+from control.models import CANCELLED_BY_FEED, Booking, Zone
 from sensors.alarms import clear_alarm, raise_alarm
 
 log = logging.getLogger(__name__)
 
-FETCH_TIMEOUT_S = 10
-MAX_BYTES = 5 * 1024 * 1024
 WINDOW_DAYS = 90
-MAX_OCCURRENCES_PER_EVENT = 2000
+# Recurrence steps walked (those before the window included), per event and per feed, as
+# multiples of the occurrence cap: a rule that starts in 1970 and repeats every minute must not
+# spin for minutes before it reaches the window. 10 x 2000 covers a daily event since 1970.
+EVENT_STEPS_PER_OCCURRENCE = 10
+FEED_STEPS_PER_OCCURRENCE = 50
+BULK_BATCH = 500
+
+
+def max_events() -> int:
+    return int(getattr(settings, "BMS_ICAL_MAX_EVENTS", 500))
+
+
+def max_occurrences() -> int:
+    return int(getattr(settings, "BMS_ICAL_MAX_OCCURRENCES", 2000))
 
 
 class IcalError(Exception):
@@ -48,21 +68,21 @@ class Occurrence:
     cancelled: bool
 
 
-def fetch(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> bytes:
+@dataclass
+class Found:
+    """The occurrences of a feed, and what was left out because of the caps."""
+
+    occurrences: list[Occurrence] = field(default_factory=list)
+    events: int = 0
+    events_skipped: int = 0
+    capped: bool = False  # an event or occurrence cap was reached: the feed is incomplete
+
+
+def fetch(url: str) -> bytes:
     try:
-        if url.startswith(("http://", "https://")):
-            request = urllib.request.Request(url, headers={"User-Agent": "open-bms ical sync"})
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                data = response.read(MAX_BYTES + 1)
-        else:
-            path = Path(url.removeprefix("file://"))
-            with path.open("rb") as fh:
-                data = fh.read(MAX_BYTES + 1)
-    except (OSError, ValueError) as exc:
-        raise IcalError(f"cannot fetch {url}: {exc}") from exc
-    if len(data) > MAX_BYTES:
-        raise IcalError(f"{url} is larger than {MAX_BYTES // 1024 // 1024} MB")
-    return data
+        return ical_fetch.fetch(url)
+    except ical_fetch.FetchRefused as exc:
+        raise IcalError(str(exc)) from exc
 
 
 def _aware(value, tz: ZoneInfo) -> datetime:
@@ -70,7 +90,7 @@ def _aware(value, tz: ZoneInfo) -> datetime:
         return value if value.tzinfo is not None else value.replace(tzinfo=tz)
     if isinstance(value, date):  # all-day: local midnight
         return datetime.combine(value, time(0), tzinfo=tz)
-    raise IcalError(f"unsupported date value {value!r}")
+    raise IcalError(f"an event has an unsupported date value ({type(value).__name__})")
 
 
 def _duration(event, start: datetime, tz: ZoneInfo) -> timedelta:
@@ -99,10 +119,18 @@ def _key(uid: str, original: datetime) -> str:
 
 def occurrences(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> list[Occurrence]:
     """Every occurrence overlapping [start, end), cancelled ones included (marked)."""
+    return expand_feed(data, start, end, tz).occurrences
+
+
+def expand_feed(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> Found:
+    """The feed's occurrences overlapping [start, end), within the event and occurrence caps."""
     try:
         calendar = icalendar.Calendar.from_ical(data)
     except ValueError as exc:
-        raise IcalError(f"not an iCalendar file: {exc}") from exc
+        # Not the parser's message: it quotes the offending line (issue #14).
+        raise IcalError("the feed is not an iCalendar file") from exc
+    limit_events, limit_occ = max_events(), max_occurrences()
+    result = Found()
     masters: dict[str, icalendar.Event] = {}
     moved: dict[str, dict[datetime, icalendar.Event]] = {}
     for event in calendar.walk("VEVENT"):
@@ -112,63 +140,123 @@ def occurrences(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> li
         if event.get("RECURRENCE-ID") is not None:
             original = _aware(event["RECURRENCE-ID"].dt, tz)
             moved.setdefault(uid, {})[original] = event
-        else:
+        elif uid in masters or len(masters) < limit_events:
             masters[uid] = event
-    found: list[Occurrence] = []
+        else:
+            result.events_skipped += 1
+            result.capped = True
+    result.events = len(masters)
+    # The soonest occurrences are kept when over the cap (they matter most to the heating):
+    # a max-heap on start, never longer than the cap.
+    kept: list[tuple[float, int, Occurrence]] = []
+    feed_budget = _Steps(FEED_STEPS_PER_OCCURRENCE * limit_occ)
+    order = itertools.count()
     for uid, event in masters.items():
         first = _aware(event["DTSTART"].dt, tz)
         length = _duration(event, first, tz)
         cancelled_all = str(event.get("STATUS", "")).upper() == "CANCELLED"
         title = str(event.get("SUMMARY", "")).strip() or "(no title)"
-        for original in _expand(event, first, start - length, end, tz):
+        budget = _Steps(min(EVENT_STEPS_PER_OCCURRENCE * limit_occ, feed_budget.left))
+        for original in _expand(event, first, start - length, end, tz, budget):
             override = moved.get(uid, {}).pop(original, None)
             source = override if override is not None else event
             occ_start = _aware(source["DTSTART"].dt, tz) if override is not None else original
             occ_len = _duration(source, occ_start, tz) if override is not None else length
             if occ_len <= timedelta(0):
                 continue
-            found.append(
-                Occurrence(
-                    _key(uid, original),
-                    str(source.get("SUMMARY", title)).strip() or title,
-                    occ_start.astimezone(UTC),
-                    (occ_start + occ_len).astimezone(UTC),
-                    cancelled_all or str(source.get("STATUS", "")).upper() == "CANCELLED",
-                )
+            occ = Occurrence(
+                _key(uid, original),
+                str(source.get("SUMMARY", title)).strip() or title,
+                occ_start.astimezone(UTC),
+                (occ_start + occ_len).astimezone(UTC),
+                cancelled_all or str(source.get("STATUS", "")).upper() == "CANCELLED",
             )
-    return [o for o in found if o.end > start and o.start < end]
+            if occ.end <= start or occ.start >= end:
+                continue
+            item = (-occ.start.timestamp(), next(order), occ)
+            if len(kept) < limit_occ:
+                heapq.heappush(kept, item)
+                continue
+            result.capped = True
+            if item < kept[0]:  # not sooner than the latest kept
+                if override is None:
+                    break  # nor is the rest of this event: its starts come in order
+                continue
+            heapq.heapreplace(kept, item)
+        feed_budget.left -= budget.used
+        if budget.spent:
+            result.capped = True  # this event repeats beyond what is walked
+        if feed_budget.spent:
+            break
+    result.occurrences = sorted((occ for _, _, occ in kept), key=lambda o: o.start)
+    return result
 
 
-def _expand(event, first: datetime, start: datetime, end: datetime, tz: ZoneInfo) -> list[datetime]:
+class _Steps:
+    """Recurrence steps left (for one event, or one feed)."""
+
+    def __init__(self, steps: int) -> None:
+        self.left = self.start = max(steps, 0)
+
+    @property
+    def used(self) -> int:
+        return self.start - max(self.left, 0)
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def take(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
+
+
+def _expand(
+    event, first: datetime, start: datetime, end: datetime, tz: ZoneInfo, budget: _Steps
+) -> Iterator[datetime]:
+    """The event's original starts in [start, end), in order, lazily (the caller may stop)."""
     if event.get("RRULE") is None and event.get("RDATE") is None:
-        return [first] if first < end and first >= start - timedelta(days=WINDOW_DAYS) else []
+        if first < end and first >= start - timedelta(days=WINDOW_DAYS):
+            yield first
+        return
     rules = rruleset()
     rrule_prop = event.get("RRULE")
-    for prop in rrule_prop if isinstance(rrule_prop, list) else [rrule_prop] if rrule_prop else []:
-        text = prop.to_ical().decode()
-        # dateutil wants UNTIL in UTC when DTSTART is aware; iCal allows a local UNTIL.
-        try:
-            rules.rrule(rrulestr(text, dtstart=first))
-        except ValueError:
-            rules.rrule(rrulestr(text, dtstart=first.replace(tzinfo=None)).replace(dtstart=first))
+    try:
+        for prop in (
+            rrule_prop if isinstance(rrule_prop, list) else [rrule_prop] if rrule_prop else []
+        ):
+            text = prop.to_ical().decode()
+            # dateutil wants UNTIL in UTC when DTSTART is aware; iCal allows a local UNTIL.
+            try:
+                rules.rrule(rrulestr(text, dtstart=first))
+            except ValueError:
+                rules.rrule(
+                    rrulestr(text, dtstart=first.replace(tzinfo=None)).replace(dtstart=first)
+                )
+    except (ValueError, TypeError) as exc:
+        raise IcalError("an event has a recurrence rule that cannot be read") from exc
     for d in _dates(event.get("RDATE"), tz):
         rules.rdate(d)
     for d in _dates(event.get("EXDATE"), tz):
         rules.exdate(d)
-    found = []
-    for occurrence in rules.xafter(start, inc=True):
-        if occurrence >= end or len(found) >= MAX_OCCURRENCES_PER_EVENT:
-            break
-        found.append(_aware(occurrence, tz))
-    return found
+    # Walked step by step (not xafter) so the steps before the window count against the budget.
+    for occurrence in rules:
+        if not budget.take() or occurrence >= end:
+            return
+        if occurrence >= start:
+            yield _aware(occurrence, tz)
 
 
 def sync_zone(zone: Zone, now: datetime | None = None) -> dict[str, int]:
+    """Bring the zone's iCal bookings in line with its feed, in bulk, in one transaction."""
     now = now or timezone.now()
     tz = ZoneInfo(settings.TIME_ZONE)
     start, end = now - timedelta(days=1), now + timedelta(days=WINDOW_DAYS)
-    found = occurrences(fetch(zone.ical_url), start, end, tz)
-    counts = {"created": 0, "updated": 0, "cancelled": 0}
+    feed = expand_feed(fetch(zone.ical_url), start, end, tz)
+    counts = {"created": 0, "updated": 0, "cancelled": 0, "capped": int(feed.capped)}
+    to_create: list[Booking] = []
+    to_update: dict[int, Booking] = {}
+    fields = ["title", "start", "end", "cancelled", "cancelled_at", "cancelled_by"]
     with transaction.atomic():
         existing = {
             b.ical_uid: b
@@ -177,48 +265,67 @@ def sync_zone(zone: Zone, now: datetime | None = None) -> dict[str, int]:
             ).select_for_update()
         }
         seen = set()
-        for occ in found:
+        for occ in feed.occurrences:
             seen.add(occ.key)
             booking = existing.get(occ.key)
             if booking is None:
                 if not occ.cancelled:
-                    Booking.objects.create(
-                        zone=zone,
-                        title=occ.title[:200],
-                        start=occ.start,
-                        end=occ.end,
-                        source=Booking.Source.ICAL,
-                        ical_uid=occ.key,
-                        booked_by="iCal",
+                    to_create.append(
+                        Booking(
+                            zone=zone,
+                            title=occ.title[:200],
+                            start=occ.start,
+                            end=occ.end,
+                            source=Booking.Source.ICAL,
+                            ical_uid=occ.key,
+                            booked_by="iCal",
+                        )
                     )
-                    counts["created"] += 1
                 continue
-            fields = {
-                "title": occ.title[:200],
-                "start": occ.start,
-                "end": occ.end,
-                "cancelled": occ.cancelled,
-            }
-            changed = [k for k, v in fields.items() if getattr(booking, k) != v]
-            if changed:
-                for k in changed:
-                    setattr(booking, k, fields[k])
-                booking.save(update_fields=changed)
-                counts["cancelled" if "cancelled" in changed and occ.cancelled else "updated"] += 1
-        for key, booking in existing.items():
-            if key not in seen and not booking.cancelled:
-                booking.cancelled = True  # gone from the feed: the organiser deleted it
-                booking.save(update_fields=["cancelled"])
-                counts["cancelled"] += 1
+            before = _values(booking)
+            booking.title, booking.start, booking.end = occ.title[:200], occ.start, occ.end
+            if occ.cancelled:
+                _cancel_by_feed(booking, now)
+            elif booking.cancelled and not booking.cancelled_by_person:
+                # The organiser restored it. One a booker or engineer cancelled stays so.
+                booking.cancelled, booking.cancelled_at, booking.cancelled_by = False, None, ""
+            if _values(booking) != before:
+                to_update[booking.pk] = booking
+                became_cancelled = booking.cancelled and not before[3]
+                counts["cancelled" if became_cancelled else "updated"] += 1
+        if not feed.capped:
+            # Gone from the feed: the organiser deleted it. (A capped feed is incomplete:
+            # what is missing from it may still be there, so nothing is cancelled for that.)
+            gone = [b.pk for key, b in existing.items() if key not in seen and not b.cancelled]
+            for i in range(0, len(gone), BULK_BATCH):  # one UPDATE per batch, not per row
+                Booking.objects.filter(pk__in=gone[i : i + BULK_BATCH]).update(
+                    cancelled=True, cancelled_at=now, cancelled_by=CANCELLED_BY_FEED
+                )
+            counts["cancelled"] += len(gone)
+        Booking.objects.bulk_create(to_create, batch_size=BULK_BATCH)
+        Booking.objects.bulk_update(list(to_update.values()), fields, batch_size=BULK_BATCH)
+        counts["created"] = len(to_create)
     return counts
+
+
+def _values(booking: Booking) -> tuple:
+    return (booking.title, booking.start, booking.end, booking.cancelled, booking.cancelled_by)
+
+
+def _cancel_by_feed(booking: Booking, now: datetime) -> None:
+    if not booking.cancelled:
+        booking.cancelled, booking.cancelled_at, booking.cancelled_by = True, now, CANCELLED_BY_FEED
+
+
+def capped_alarm_key(zone_pk: int) -> str:
+    return f"ical-capped:{zone_pk}"
 
 
 def sync_all() -> dict:
     report: dict[str, object] = {}
     for zone in Zone.objects.exclude(ical_url=""):
         try:
-            report[zone.slug] = sync_zone(zone)
-            clear_alarm(f"ical:{zone.pk}")
+            counts = sync_zone(zone)
         except IcalError as exc:
             report[zone.slug] = {"error": str(exc)}
             raise_alarm(
@@ -226,4 +333,18 @@ def sync_all() -> dict:
                 f"Bookings of zone '{zone}' could not be synced from its iCal feed: {exc}",
                 source="control",
             )
+            continue
+        report[zone.slug] = counts
+        clear_alarm(f"ical:{zone.pk}")
+        if counts["capped"]:
+            raise_alarm(
+                capped_alarm_key(zone.pk),
+                f"The iCal feed of zone '{zone}' has more than {max_events()} events or more "
+                f"than {max_occurrences()} occurrences in the next {WINDOW_DAYS} days: only the "
+                "soonest were imported and none were cancelled for missing from it "
+                "(BMS_ICAL_MAX_EVENTS, BMS_ICAL_MAX_OCCURRENCES).",
+                source="control",
+            )
+        else:
+            clear_alarm(capped_alarm_key(zone.pk))
     return report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -155,7 +157,10 @@ class Zone(models.Model):
     )
     bookable = models.BooleanField(default=True)
     ical_url = models.CharField(
-        max_length=500, blank=True, help_text="Subscribe to an .ics URL or file path for bookings."
+        max_length=500,
+        blank=True,
+        help_text="Subscribe to an http(s):// .ics URL for bookings (public hosts only, unless "
+        "BMS_ICAL_ALLOWED_HOSTS names it).",
     )
     enabled = models.BooleanField(default=True)
 
@@ -178,6 +183,36 @@ class Zone(models.Model):
             raise ValidationError(
                 {"setback_setpoint": "Setback must not exceed the comfort setpoint."}
             )
+        if self.ical_url:
+            self._check_ical_url()
+
+    def _check_ical_url(self) -> None:
+        """No file paths, no other schemes, no host inside the server or its LAN (issue #14).
+        The fetch checks again: a name may resolve elsewhere by then."""
+        from control.ical_fetch import FetchRefused, check_addresses, parse, resolve
+
+        try:
+            target = parse(self.ical_url)
+        except FetchRefused as exc:
+            raise ValidationError({"ical_url": str(exc)}) from exc
+        try:
+            addresses = resolve(target.host, target.port)
+        except FetchRefused:
+            # DNS down or a name not yet published: not a reason to refuse saving the zone
+            # (its setpoints, say). The fetch checks the addresses; an error raises `ical:`.
+            return
+        try:
+            check_addresses(target.host, addresses)
+        except FetchRefused as exc:
+            raise ValidationError({"ical_url": str(exc)}) from exc
+
+
+# Who cancelled a booking when its iCal feed cancelled it (a username never has a space).
+CANCELLED_BY_FEED = "iCal feed"
+
+
+def booking_max_days() -> float:
+    return float(getattr(settings, "BMS_BOOKING_MAX_DAYS", 14))
 
 
 class Booking(models.Model):
@@ -201,6 +236,10 @@ class Booking(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.ADMIN)
     ical_uid = models.CharField(max_length=255, blank=True, db_index=True)
     cancelled = models.BooleanField(default=False)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.CharField(
+        max_length=150, blank=True, help_text="Who cancelled it ('iCal feed': its calendar did)."
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -212,10 +251,47 @@ class Booking(models.Model):
         return f"{self.title} {local(self.start):%a %d %b %H:%M}–{local(self.end):%H:%M}"
 
     def clean(self) -> None:
-        if self.start is not None and self.end is not None and self.end <= self.start:
+        """The booking rules, for the staff page, the API and the admin alike."""
+        if self.start is None or self.end is None:
+            return
+        if self.end <= self.start:
             raise ValidationError({"end": "A booking must end after it starts."})
-        if self.zone_id is not None and not self.zone.bookable:
+        max_days = booking_max_days()
+        if self.end - self.start > timedelta(days=max_days):
+            raise ValidationError({"end": f"A booking may last at most {max_days:g} days."})
+        if self.zone_id is None:
+            return
+        if not self.zone.bookable:
             raise ValidationError({"zone": f"Zone '{self.zone}' is not bookable."})
+        if self.setpoint is not None and self.setpoint >= self.zone.max_temperature:
+            raise ValidationError(
+                {
+                    "setpoint": f"Must be below the zone's cut-off of "
+                    f"{self.zone.max_temperature:g} °C."
+                }
+            )
+        if not self.cancelled:
+            clash = self.clashes().first()
+            if clash is not None:
+                raise ValidationError({"start": f"This clashes with {clash}."})
+
+    def clashes(self) -> models.QuerySet[Booking]:
+        """Bookings in force of the same zone that overlap this one."""
+        return Booking.objects.filter(
+            zone_id=self.zone_id, cancelled=False, start__lt=self.end, end__gt=self.start
+        ).exclude(pk=self.pk)
+
+    @property
+    def cancelled_by_person(self) -> bool:
+        """Cancelled by a booker or engineer (an iCal sync must not bring it back)."""
+        return self.cancelled and self.cancelled_by not in ("", CANCELLED_BY_FEED)
+
+    def cancel(self, by: str) -> None:
+        """Cancel, never delete: the audit trail keeps every booking."""
+        if self.cancelled:
+            return
+        self.cancelled, self.cancelled_at, self.cancelled_by = True, timezone.now(), by[:150]
+        self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
 
 
 class Override(models.Model):
@@ -235,6 +311,8 @@ class Override(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     cancelled = models.BooleanField(default=False)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.CharField(max_length=150, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -249,6 +327,13 @@ class Override(models.Model):
             raise ValidationError("An override applies to exactly one actuator or one zone.")
         if self.starts is not None and self.expires is not None and self.expires <= self.starts:
             raise ValidationError({"expires": "An override must expire after it starts."})
+
+    def cancel(self, by: str) -> None:
+        """Cancel, never delete: the audit trail keeps every override."""
+        if self.cancelled:
+            return
+        self.cancelled, self.cancelled_at, self.cancelled_by = True, timezone.now(), by[:150]
+        self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
 
     def is_active(self, at=None) -> bool:
         at = at or timezone.now()

@@ -53,19 +53,38 @@ class ZoneSerializer(ModelCleanSerializer):
 
 
 class BookingSerializer(ModelCleanSerializer):
+    """Who booked and where from are set by the server, not the caller; DELETE cancels.
+    The rules (clashes, length, setpoint) are Booking.clean's, as on the staff page."""
+
     class Meta:
         model = Booking
         fields = ["id", "zone", "title", "start", "end", "booked_by", "setpoint", "source",
-                  "ical_uid", "cancelled", "created"]  # fmt: skip
-        read_only_fields = ["created", "ical_uid"]
+                  "ical_uid", "cancelled", "cancelled_at", "cancelled_by", "created"]  # fmt: skip
+        read_only_fields = ["booked_by", "source", "ical_uid", "cancelled", "cancelled_at",
+                            "cancelled_by", "created"]  # fmt: skip
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is not None:
+            if self.instance.source == Booking.Source.ICAL:
+                raise serializers.ValidationError(
+                    {
+                        "source": "A booking from an iCal feed is changed in its calendar "
+                        "(or cancelled here with DELETE)."
+                    }  # fmt: skip
+                )
+            if self.instance.cancelled:
+                raise serializers.ValidationError(
+                    {"cancelled": "A cancelled booking cannot be changed; make a new one."}
+                )
+        return super().validate(attrs)
 
 
 class OverrideSerializer(ModelCleanSerializer):
     class Meta:
         model = Override
         fields = ["id", "actuator", "zone", "state", "starts", "expires", "reason",
-                  "created_by", "cancelled", "created"]  # fmt: skip
-        read_only_fields = ["created_by", "created"]
+                  "created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]  # fmt: skip
+        read_only_fields = ["created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]
 
 
 class ActuatorCommandSerializer(serializers.ModelSerializer):

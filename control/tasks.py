@@ -1,4 +1,5 @@
-"""Celery tasks of the control app (queue "control", never behind ingest)."""
+"""Celery tasks of the control app: the tick on queue "control" (never behind ingest); the iCal
+sync on "commit" (bms/settings.py CELERY_TASK_ROUTES), so a big feed never delays a tick."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def control_tick() -> dict:
 
 @shared_task(ignore_result=True)
 def sync_ical_feeds() -> dict:
-    """Sync bookings of every zone that subscribes to an iCal URL or file."""
+    """Sync bookings of every zone that subscribes to an iCal URL (on the commit worker)."""
     from control.ical import sync_all
 
     return sync_all()

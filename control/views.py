@@ -122,7 +122,7 @@ def create_override(request: HttpRequest) -> HttpResponse:
 def cancel_override(request: HttpRequest, pk: int) -> HttpResponse:
     if not is_engineer(request.user):
         raise PermissionDenied("Only engineers may cancel overrides.")
-    Override.objects.filter(pk=pk).update(cancelled=True)
+    get_object_or_404(Override, pk=pk).cancel(by=request.user.get_username())
     messages.success(request, "Override cancelled: normal control resumes at the next tick.")
     return redirect("control:status")
 
@@ -297,8 +297,7 @@ def booking_cancel(request: HttpRequest, zone_slug: str, pk: int) -> HttpRespons
     booking = get_object_or_404(Booking, pk=pk, zone=zone)
     if not can_book(request.user):
         raise PermissionDenied("Your role may only read bookings.")
-    booking.cancelled = True
-    booking.save(update_fields=["cancelled"])
+    booking.cancel(by=request.user.get_username())  # kept: an iCal sync keeps it cancelled
     messages.success(request, f"Cancelled: {booking}")
     week = booking.start.astimezone(_tz()).date()
     return redirect(

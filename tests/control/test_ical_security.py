@@ -1,0 +1,384 @@
+"""Issue #14: a zone's iCal URL must not read the server's files or services, nor quote what it
+fetched into alarms; a feed is bounded in bytes, time, events and occurrences.
+
+Real local HTTP servers stand for the services inside the server: each records its requests,
+so a refused URL is proven never fetched.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from control import ical
+from control.ical import IcalError, sync_all, sync_zone
+from control.models import Booking, Zone
+from sensors.models import Alarm
+from tests.control.feed_server import FeedServer
+
+NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
+SECRET = "SECRET_KEY=do-not-show-this-1234"
+
+ONE_EVENT = """BEGIN:VCALENDAR
+VERSION:2.0
+PRODID:-//test//EN
+BEGIN:VEVENT
+UID:one@example.org
+SUMMARY:Choir
+DTSTART:20260321T180000Z
+DTEND:20260321T200000Z
+END:VEVENT
+END:VCALENDAR
+"""
+
+
+def flood(events: int, rule: str = "FREQ=MINUTELY", dtstart: str = "20260320T090000Z") -> str:
+    """The 1.5 KB calendar of issue #14: a few events, each repeating every minute."""
+    body = "".join(
+        f"BEGIN:VEVENT\nUID:flood-{i}@example.org\nSUMMARY:Flood {i}\nDTSTART:{dtstart}\n"
+        f"DURATION:PT1M\nRRULE:{rule}\nEND:VEVENT\n"
+        for i in range(events)
+    )
+    return f"BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//test//EN\n{body}END:VCALENDAR\n"
+
+
+@pytest.fixture
+def inside(tmp_path):
+    """A service inside the server (loopback), holding a secret; not on the allow-list."""
+    (tmp_path / "secret.ics").write_text(SECRET + "\n")
+    (tmp_path / "feed.ics").write_text(ONE_EVENT)
+    with FeedServer(tmp_path) as server:
+        yield server
+
+
+def _zone(url: str) -> Zone:
+    """A zone whose URL was stored without validation (before this fix, or by a migration)."""
+    zone = Zone.objects.create(name="Hall", slug="hall")
+    Zone.objects.filter(pk=zone.pk).update(ical_url=url)
+    zone.refresh_from_db()
+    return zone
+
+
+def _alarm_text(zone: Zone) -> str:
+    return " ".join(Alarm.objects.filter(key__startswith="ical").values_list("message", flat=True))
+
+
+# --- validation when the URL is set (model clean: admin and API alike) ------------------------
+
+
+REFUSED = [
+    ("file:///etc/passwd", "only http"),
+    ("/etc/passwd", "only http"),
+    ("/proc/self/environ", "only http"),
+    ("var/admin-password", "only http"),
+    ("ftp://example.org/feed.ics", "only http"),
+    ("http://169.254.169.254/latest/meta-data/", "link-local"),
+    ("http://[::1]/feed.ics", "loopback"),
+    ("http://[::ffff:127.0.0.1]/feed.ics", "loopback"),
+    ("http://0.0.0.0/feed.ics", "unspecified"),
+    ("http://10.1.2.3/feed.ics", "private"),
+    ("http://192.168.1.20/feed.ics", "private"),
+    ("http://localhost/feed.ics", "loopback"),
+    ("http://user:pw@example.org/feed.ics", "user name or password"),
+]
+
+
+@pytest.mark.parametrize(("url", "why"), REFUSED)
+def test_the_model_refuses_urls_inside_the_server(db, url, why):
+    zone = Zone(name="Hall", slug="hall", ical_url=url)
+    with pytest.raises(ValidationError) as caught:
+        zone.full_clean()
+    assert why in " ".join(caught.value.message_dict["ical_url"])
+
+
+def test_the_api_refuses_a_loopback_url_naming_the_field(engineer_api, inside):
+    zone = Zone.objects.create(name="Hall", slug="hall")
+    response = engineer_api.patch(
+        f"/api/v1/zones/{zone.pk}", {"ical_url": inside.url("secret.ics")}, format="json"
+    )
+    assert response.status_code == 400
+    assert "loopback" in response.json()["fields"]["ical_url"][0]
+    zone.refresh_from_db()
+    assert zone.ical_url == ""
+    assert inside.requests == []
+
+
+def test_the_api_refuses_a_file_path(engineer_api, db):
+    zone = Zone.objects.create(name="Hall", slug="hall")
+    response = engineer_api.patch(
+        f"/api/v1/zones/{zone.pk}", {"ical_url": "/proc/self/environ"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "ical_url" in response.json()["fields"]
+
+
+def test_a_public_url_is_accepted(db):
+    # Not fetched here: clean() resolves the name, and a literal public address needs no DNS.
+    Zone(name="Hall", slug="hall", ical_url="https://93.184.215.14/calendar.ics").full_clean()
+
+
+def test_a_name_that_does_not_resolve_yet_is_saved_and_checked_at_fetch(db):
+    # DNS down must not stop an engineer saving the zone's other settings.
+    zone = Zone(name="Hall", slug="hall", ical_url="https://calendar.invalid/feed.ics")
+    zone.full_clean()
+    zone.save()
+    with pytest.raises(IcalError, match="cannot resolve host calendar.invalid"):
+        sync_zone(zone, now=NOW)
+
+
+# --- the fetch checks again (a URL stored before, DNS that changed) ---------------------------
+
+
+def test_a_loopback_server_never_gets_the_request(db, inside):
+    zone = _zone(inside.url("secret.ics"))
+    report = sync_all()
+    assert "loopback" in report["hall"]["error"]
+    assert inside.requests == []
+    assert SECRET not in _alarm_text(zone)
+
+
+def test_localhost_by_name_is_refused_at_fetch(db, inside):
+    zone = _zone(f"http://localhost:{inside.port}/secret.ics")
+    with pytest.raises(IcalError, match="loopback"):
+        sync_zone(zone, now=NOW)
+    assert inside.requests == []
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "file:///proc/self/environ"])
+def test_a_file_path_is_never_read(db, path):
+    zone = _zone(path)
+    report = sync_all()
+    assert "only http" in report["hall"]["error"]
+    assert "root:" not in _alarm_text(zone) and "SECRET_KEY" not in _alarm_text(zone)
+
+
+def test_a_server_file_is_not_quoted_into_an_alarm(db, tmp_path):
+    secret = tmp_path / "admin-password"
+    secret.write_text(SECRET + "\n")
+    zone = _zone(str(secret))
+    sync_all()
+    assert Alarm.objects.filter(key=f"ical:{zone.pk}", cleared_at__isnull=True).exists()
+    assert SECRET not in _alarm_text(zone)
+
+
+def test_fetched_content_is_never_echoed(db, inside, settings):
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.1"]
+    zone = _zone(inside.url("secret.ics"))
+    report = sync_all()
+    assert report["hall"]["error"] == "the feed is not an iCalendar file"
+    assert inside.requests == ["/secret.ics"]  # allowed, fetched, but not quoted
+    assert SECRET not in _alarm_text(zone)
+
+
+def test_a_redirect_to_loopback_is_refused(db, tmp_path, inside, settings):
+    # The first server is allowed (127.0.0.2 only); it redirects to the one that is not.
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.2"]
+    with FeedServer(tmp_path, host="127.0.0.2") as outer:
+        outer.redirects["/feed.ics"] = inside.url("secret.ics")
+        zone = _zone(outer.url("feed.ics"))
+        with pytest.raises(IcalError, match="loopback"):
+            sync_zone(zone, now=NOW)
+        assert outer.requests == ["/feed.ics"]
+    assert inside.requests == []
+
+
+def test_a_redirect_within_the_allow_list_is_followed(db, tmp_path, settings):
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.0/8"]
+    (tmp_path / "feed.ics").write_text(ONE_EVENT)
+    with FeedServer(tmp_path) as server:
+        server.redirects["/old.ics"] = "/feed.ics"
+        zone = _zone(server.url("old.ics"))
+        assert sync_zone(zone, now=NOW)["created"] == 1
+        assert server.requests == ["/old.ics", "/feed.ics"]
+
+
+def test_the_allow_list_names_a_host(db, tmp_path, settings):
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["localhost"]
+    (tmp_path / "feed.ics").write_text(ONE_EVENT)
+    with FeedServer(tmp_path) as server:
+        zone = Zone(name="Hall", slug="hall", ical_url=f"http://localhost:{server.port}/feed.ics")
+        zone.full_clean()
+        zone.save()
+        assert sync_zone(zone, now=NOW)["created"] == 1
+
+
+def test_an_ipv6_loopback_server_is_refused(db, tmp_path):
+    (tmp_path / "feed.ics").write_text(ONE_EVENT)
+    try:
+        server = FeedServer(tmp_path, host="::1")
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    with server:
+        zone = _zone(server.url("feed.ics"))
+        with pytest.raises(IcalError, match="loopback"):
+            sync_zone(zone, now=NOW)
+        assert server.requests == []
+
+
+# --- bounds: bytes, time ------------------------------------------------------------------------
+
+
+def test_a_feed_over_the_byte_limit_is_refused(db, tmp_path, settings):
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.BMS_ICAL_MAX_BYTES = 4096
+    (tmp_path / "at.ics").write_text(ONE_EVENT.ljust(4096 - 1) + "\n")
+    (tmp_path / "over.ics").write_text(ONE_EVENT.ljust(4096) + "\n")
+    with FeedServer(tmp_path) as server:
+        assert sync_zone(_zone(server.url("at.ics")), now=NOW)["created"] == 1
+        Zone.objects.all().delete()
+        with pytest.raises(IcalError, match="larger than 4096 bytes"):
+            sync_zone(_zone(server.url("over.ics")), now=NOW)
+
+
+@pytest.fixture
+def trickler():
+    """A server that answers one header byte every 0.2 s for 10 s: each read is quick, the
+    whole is not. (A per-read timeout alone would wait all 10 s; a slower server, for ever.)"""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            ends = time.monotonic() + 10
+            while not stop.wait(0.2) and time.monotonic() < ends:
+                try:
+                    conn.sendall(b"X")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    listener.close()
+
+
+def test_a_slow_server_is_cut_off_at_the_total_timeout(db, settings, trickler):
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.BMS_ICAL_TIMEOUT_S = 1.0
+    zone = _zone(f"http://127.0.0.1:{trickler}/feed.ics")
+    started = time.monotonic()
+    with pytest.raises(IcalError):
+        sync_zone(zone, now=NOW)
+    assert time.monotonic() - started < 3.0
+
+
+# --- bounds: events and occurrences -----------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path, settings):
+    settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.1"]
+    with FeedServer(tmp_path) as server:
+        yield tmp_path, server
+
+
+def test_a_minutely_flood_is_capped_and_alarmed(db, served, settings):
+    directory, server = served
+    first = timezone.now().replace(second=0, microsecond=0, tzinfo=UTC)
+    (directory / "flood.ics").write_text(flood(10, dtstart=f"{first:%Y%m%dT%H%M%SZ}"))
+    zone = Zone.objects.create(name="Hall", slug="hall", ical_url=server.url("flood.ics"))
+    started = time.monotonic()
+    report = sync_all()
+    elapsed = time.monotonic() - started
+    made = Booking.objects.filter(zone=zone, source="ical")
+    assert made.count() == settings.BMS_ICAL_MAX_OCCURRENCES == 2000
+    assert report["hall"]["capped"] == 1
+    alarm = Alarm.objects.get(key=f"ical-capped:{zone.pk}", cleared_at__isnull=True)
+    assert "Hall" in alarm.message and "Flood" not in alarm.message
+    # The soonest were kept: 10 events a minute, 2000 of them fill the first 200 minutes.
+    assert made.order_by("-start").first().start == first + timedelta(minutes=199)
+    assert elapsed < 10, elapsed
+    # A feed back within the caps clears the warning.
+    (directory / "flood.ics").write_text(ONE_EVENT)
+    sync_all()
+    assert not Alarm.objects.filter(key=f"ical-capped:{zone.pk}", cleared_at__isnull=True).exists()
+
+
+def test_the_soonest_occurrences_are_kept_over_the_cap(settings):
+    settings.BMS_ICAL_MAX_OCCURRENCES = 50
+    found = ical.expand_feed(flood(3).encode(), NOW, NOW + timedelta(days=1), ZoneInfo("UTC"))
+    assert found.capped and len(found.occurrences) == 50
+    starts = [o.start for o in found.occurrences]
+    # Three events each minute from 09:00: the first 50 are 09:00 to 09:16.
+    assert max(starts) == NOW + timedelta(minutes=16)
+
+
+def test_the_event_cap(db, served, settings):
+    settings.BMS_ICAL_MAX_EVENTS = 5
+    directory, server = served
+    events = "".join(
+        f"BEGIN:VEVENT\nUID:e{i}\nSUMMARY:E{i}\nDTSTART:20260321T{10 + i:02d}0000Z\n"
+        "DURATION:PT30M\nEND:VEVENT\n"
+        for i in range(6)
+    )
+    (directory / "many.ics").write_text(
+        f"BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//t//EN\n{events}END:VCALENDAR\n"
+    )
+    zone = Zone.objects.create(name="Hall", slug="hall", ical_url=server.url("many.ics"))
+    counts = sync_zone(zone, now=NOW)
+    assert counts == {"created": 5, "updated": 0, "cancelled": 0, "capped": 1}
+
+
+def test_a_rule_from_1970_does_not_spin(settings):
+    # Every minute since 1970: 29 million steps before the window. Walked within a budget.
+    started = time.monotonic()
+    found = ical.expand_feed(
+        flood(1, dtstart="19700101T000000Z").encode(),
+        NOW,
+        NOW + timedelta(days=90),
+        ZoneInfo("UTC"),
+    )
+    assert found.capped
+    assert time.monotonic() - started < 5
+
+
+def test_a_capped_feed_cancels_nothing_for_missing(db, served, settings):
+    directory, server = served
+    (directory / "feed.ics").write_text(ONE_EVENT)
+    zone = Zone.objects.create(name="Hall", slug="hall", ical_url=server.url("feed.ics"))
+    sync_zone(zone, now=NOW)
+    settings.BMS_ICAL_MAX_OCCURRENCES = 10
+    (directory / "feed.ics").write_text(flood(2))
+    sync_zone(zone, now=NOW)
+    assert Booking.objects.get(zone=zone, title="Choir").cancelled is False
+
+
+# --- a person's cancellation survives the next sync ---------------------------------------------
+
+
+def test_a_booker_cancelling_an_ical_booking_stays_cancelled(db, served, booker_api, booker):
+    directory, server = served
+    (directory / "feed.ics").write_text(ONE_EVENT)
+    zone = Zone.objects.create(name="Hall", slug="hall", ical_url=server.url("feed.ics"))
+    sync_zone(zone, now=NOW)
+    booking = Booking.objects.get(zone=zone, source="ical")
+    assert booker_api.delete(f"/api/v1/bookings/{booking.pk}").status_code == 204
+    sync_zone(zone, now=NOW)
+    again = Booking.objects.get(zone=zone, ical_uid=booking.ical_uid)
+    assert again.pk == booking.pk
+    assert again.cancelled and again.cancelled_by == booker.username
+
+
+def test_the_feed_restores_what_it_cancelled(db, served):
+    directory, server = served
+    (directory / "feed.ics").write_text(ONE_EVENT)
+    zone = Zone.objects.create(name="Hall", slug="hall", ical_url=server.url("feed.ics"))
+    sync_zone(zone, now=NOW)
+    (directory / "feed.ics").write_text(ONE_EVENT.replace("SUMMARY:Choir", "STATUS:CANCELLED"))
+    sync_zone(zone, now=NOW)
+    assert Booking.objects.get(zone=zone).cancelled_by == "iCal feed"
+    (directory / "feed.ics").write_text(ONE_EVENT)
+    assert sync_zone(zone, now=NOW)["updated"] == 1
+    restored = Booking.objects.get(zone=zone)
+    assert not restored.cancelled and restored.cancelled_by == ""
