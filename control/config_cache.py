@@ -110,7 +110,7 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
     acts = []
     for aid, spec in snapshot.actuators.items():
         data = asdict(spec)
-        for transient in ("is_on", "changed_at", "last_off_at", "fault"):
+        for transient in ("is_on", "changed_at", "last_off_at", "fault", "owner", "released_from"):
             data.pop(transient)
         row = actuators[aid]
         data.update({name: getattr(row, name) for name in _DRIVER_FIELDS})
@@ -221,6 +221,8 @@ def rebuild(config: dict, now: datetime):
             changed_at=state.changed_at,
             last_off_at=state.last_off_at,
             fault=bool(state.fault),
+            owner=state.owner,
+            released_from=state.released_from,
         )
         specs[a["id"]] = ActuatorSpec(**data)
 

@@ -330,6 +330,12 @@ class HeatingPlant(models.Model):
     pump_kick_s = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(600)]
     )
+    has_bypass = models.BooleanField(
+        default=False,
+        help_text="The circuit has a bypass (valve or open loop), so the pump may run with every "
+        "zone valve closed. Unticked: while the pump runs or the boiler fires, the zone valves "
+        "open at the last tick (else those of the first zone) are held open.",
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:

@@ -98,8 +98,9 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     zone_specs = tuple(
         _zone_spec(z, last, bookings.get(z.pk, ()), overrides, actuators) for z in zones
     )
+    disabled = _disabled_zones(actuators) if zone_ids is None else {}
     actuator_specs = {
-        aid: _actuator_spec(a, states[aid], overrides.get(("actuator", aid)))
+        aid: _actuator_spec(a, states[aid], overrides.get(("actuator", aid)), disabled.get(aid))
         for aid, a in actuators.items()
     }
     zone_pks = {z.pk for z in zones}
@@ -112,6 +113,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             zone_ids=tuple(z.pk for z in p.zones.all() if z.pk in zone_pks),
             pump_overrun_s=p.pump_overrun_s,
             kick=KickSpec(p.pump_kick_idle_days * 86400, p.pump_kick_s) if p.pump_kick else None,
+            has_bypass=p.has_bypass,
             outside=_reading(last, p.outside_sensor.feed_id) if p.outside_sensor else None,
             outside_name=str(p.outside_sensor) if p.outside_sensor else "",
             frost_outside_c=p.frost_outside_c,
@@ -200,8 +202,18 @@ def _actuators(zones, plants, solars, overrides, everything: bool) -> dict[int, 
         wanted.add(s.pump_id)
     if everything:
         wanted |= {aid for kind, aid in overrides if kind == "actuator"}
-    # Disabled actuators are never switched: they are simply not in the snapshot.
-    return {a.pk: a for a in Actuator.objects.filter(pk__in=wanted, enabled=True)}
+    # Disabled actuators are never switched: they are simply not in the snapshot. On a full
+    # tick every other one is (issue #15.5): one nothing drives is held at its idle state.
+    found = Actuator.objects.filter(enabled=True)
+    return {a.pk: a for a in (found if everything else found.filter(pk__in=wanted))}
+
+
+def _disabled_zones(actuators: dict[int, Actuator]) -> dict[int, str]:
+    """Actuator id -> the name of a disabled zone it belongs to (for the idle reason)."""
+    through = Zone.actuators.through.objects.filter(
+        zone__enabled=False, actuator_id__in=list(actuators)
+    )
+    return dict(through.values_list("actuator_id", "zone__name").order_by("-zone__name"))
 
 
 def _bookings(zones: list[Zone], now: datetime) -> dict[int, list[BookingSpec]]:
@@ -266,7 +278,9 @@ def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
     )
 
 
-def _actuator_spec(a: Actuator, state: runtime.ActuatorRuntime, override) -> ActuatorSpec:
+def _actuator_spec(
+    a: Actuator, state: runtime.ActuatorRuntime, override, disabled_zone: str | None = None
+) -> ActuatorSpec:
     return ActuatorSpec(
         id=a.pk,
         name=a.name,
@@ -278,4 +292,8 @@ def _actuator_spec(a: Actuator, state: runtime.ActuatorRuntime, override) -> Act
         last_off_at=state.last_off_at,
         override=override,
         fault=bool(state.fault),
+        idle_state=a.idle_state,
+        owner=state.owner,
+        released_from=state.released_from,
+        disabled_zone=disabled_zone or "",
     )

@@ -61,7 +61,8 @@ class ActuatorSerializer(ModelCleanSerializer):
     class Meta:
         model = Actuator
         fields = ["id", "site", "name", "kind", "driver", "host", "port", "device_id", "coil",
-                  "node", "min_on_s", "min_off_s", "feedback_sensor", "enabled", "description"]  # fmt: skip
+                  "node", "min_on_s", "min_off_s", "feedback_sensor", "enabled", "idle_state",
+                  "description"]  # fmt: skip
         # The one-actuator-per-coil constraint is checked by Actuator.clean(), which names the
         # field and the actuator holding the coil; DRF's own validator would only say
         # "non_field_errors". The database constraint stays as the backstop.

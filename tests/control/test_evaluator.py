@@ -13,6 +13,7 @@ from control.state import (
     FROST,
     HEATING_PLANT,
     IDLE,
+    NO_BYPASS,
     OPTIMUM_START,
     OPTIMUM_STOP,
     OVER_TEMPERATURE,
@@ -424,9 +425,76 @@ class TestSolarCircuit:
         assert run([], (pump,), solars=(cooling,)).decisions[30].state is True
 
 
-def test_untouched_actuators_get_no_decision():
-    lone = ActuatorSpec(99, "Spare relay")
-    assert 99 not in run([zone(temp=15.0)], actuators=(valve(), lone)).decisions
+class TestNoBypass:
+    """Issue #15.8: overrun and minimum burner run went on with every zone valve closed."""
+
+    def setup_method(self):
+        self.plant = PlantSpec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1, 2))
+        self.zones = [zone(temp=20.0), zone(temp=20.0, id=2, name="Annex", actuator_ids=(11,))]
+
+    def acts(self, hall_open: bool, annex_open: bool, **boiler):
+        stopped = at(12, 2).timestamp()
+        return (
+            valve(is_on=hall_open),
+            valve(id=11, name="Annex valve", is_on=annex_open),
+            ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, stopped, stopped, **boiler),
+            ActuatorSpec(21, "Pump", "pump", 0, 0, True, at(10).timestamp()),
+        )
+
+    def test_overrun_keeps_the_last_open_valve_open(self):
+        ev = run(self.zones, self.acts(False, True), now=at(12, 5), plants=(self.plant,))
+        assert ev.decisions[21].strategy == PUMP_OVERRUN
+        assert ev.decisions[11].state is True and ev.decisions[11].strategy == NO_BYPASS
+        assert ev.decisions[11].reason.startswith(
+            "Held open: 'Boiler house' has no bypass and its pump runs (Overrun"
+        )
+        assert ev.decisions[10].state is False  # only the valve that was open
+        done = run(self.zones, self.acts(False, True), now=at(12, 9), plants=(self.plant,))
+        assert done.decisions[21].state is False and done.decisions[11].state is False
+
+    def test_with_a_bypass_the_valves_close(self):
+        plant = replace(self.plant, has_bypass=True)
+        ev = run(self.zones, self.acts(False, True), now=at(12, 5), plants=(plant,))
+        assert ev.decisions[21].state is True
+        assert ev.decisions[10].state is False and ev.decisions[11].state is False
+
+    def test_minimum_burner_run_keeps_a_circuit_open(self):
+        acts = list(self.acts(True, False))
+        acts[2] = ActuatorSpec(20, "Boiler", "boiler", 600, 600, True, at(12, 0).timestamp())
+        ev = run(self.zones, acts, now=at(12, 3), plants=(self.plant,))
+        assert ev.decisions[20].state is True and ev.decisions[20].strategy == ANTI_SHORT_CYCLE
+        assert ev.decisions[10].state is True and ev.decisions[10].strategy == NO_BYPASS
+
+    def test_with_no_valve_open_before_the_first_zones_valve_opens(self):
+        idle = NOW.timestamp() - 8 * 86400
+        acts = (
+            valve(),
+            valve(id=11, name="Annex valve"),
+            ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, idle, idle),
+            ActuatorSpec(21, "Pump", "pump", 0, 0, False, idle, idle),
+        )
+        ev = run(self.zones, acts, plants=(self.plant,))
+        assert ev.decisions[21].strategy == PUMP_KICK
+        assert ev.decisions[10].state is True and ev.decisions[11].state is False
+
+    def test_a_valve_an_engineer_closed_stays_closed(self):
+        off = OverrideSpec(False, at(18), "valve head removed")
+        acts = list(self.acts(False, True))
+        acts[1] = replace(acts[1], override=off)
+        ev = run(self.zones, acts, now=at(12, 5), plants=(self.plant,))
+        assert ev.decisions[11].state is False and ev.decisions[11].strategy == OVERRIDE
+        assert ev.decisions[10].state is True  # the index circuit instead
+
+
+def test_an_actuator_nothing_drives_is_held_at_its_idle_state():
+    """Issue #15.5: it used to get no decision at all, so it stayed wherever it was left."""
+    lone = ActuatorSpec(99, "Spare relay", is_on=True)
+    decision = run([zone(temp=15.0)], actuators=(valve(), lone)).decisions[99]
+    assert (decision.state, decision.reason) == (False, "Not controlled: idle state OFF")
+    pump = ActuatorSpec(98, "Pump", is_on=False, idle_state=True, owner="zone 'Hall'")
+    decision = run([], actuators=(pump,)).decisions[98]
+    assert decision.state is True and decision.released_from == "zone 'Hall'"
+    assert decision.reason == "Released from zone 'Hall': idle state ON" and decision.owner == ""
 
 
 def test_unoccupied_reason_in_utc_day():

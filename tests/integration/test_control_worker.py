@@ -75,8 +75,10 @@ def test_a_booking_created_now_switches_on_and_its_end_off_with_pump_overrun(wor
     wait_until(lambda: timezone.now() > booking.end)
     f.set_temperature(zone, 16.0)
     tick()
-    assert board.coils_state(0, 3) == [False, False, True]  # the pump overruns
+    # The pump overruns, and the plant has no bypass: the valve stays open for it (#15.8).
+    assert board.coils_state(0, 3) == [True, False, True]
     assert "Overrun" in runtime.load_actuators([pump.pk])[pump.pk].reason
+    assert runtime.load_actuators([valve.pk])[valve.pk].reason.startswith("Held open: 'Boiler")
 
     time.sleep(3.1)
     f.set_temperature(zone, 16.0)
