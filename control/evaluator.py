@@ -369,17 +369,26 @@ class _Context:
                 )
         following = next((w for w in windows if w.start > self.now), None)
         nxt = f"; next: {following.label}" if following is not None else ""
+        unoccupied = "Unoccupied"
+        if zone.schedule is not None:
+            # Issue #15.8: say which holiday keeps the schedule off, not just "unoccupied".
+            day = schedule.holiday(zone.schedule, self.now.astimezone(self.tz).date())
+            if day is not None:
+                unoccupied = (
+                    f"Unoccupied, holiday '{day.description or 'holiday'}' "
+                    f"(schedule '{zone.schedule.name}')"
+                )
         if zone.setback_setpoint is not None:
             demand = thermostat.calls_for_heat(temp, zone.setback_setpoint, h, was_on)
             return result(
                 demand,
                 SETBACK,
-                f"Unoccupied: {temp:.1f} °C, setback {zone.setback_setpoint:.1f} °C — "
+                f"{unoccupied}: {temp:.1f} °C, setback {zone.setback_setpoint:.1f} °C — "
                 + ("heating" if demand else "satisfied")
                 + nxt,
                 zone.setback_setpoint,
             )
-        return result(False, IDLE, f"Unoccupied: heating off ({temp:.1f} °C){nxt}", None)
+        return result(False, IDLE, f"{unoccupied}: heating off ({temp:.1f} °C){nxt}", None)
 
     def _remember_preheat(
         self, zone: ZoneSpec, window: Window, temp: float, preheat: float

@@ -311,6 +311,46 @@ class TestSchedule:
         )
         ev = run([zone(temp=18.0, schedule=holiday, optimum_start=False)], now=at(12))
         assert ev.decisions[10].state is False
+        # Issue #15.8: the holiday is named.
+        assert ev.decisions[10].reason.startswith(
+            "Unoccupied, holiday 'Closed' (schedule 'Office'): heating off (18.0 °C)"
+        )
+        setback = zone(temp=18.0, schedule=holiday, optimum_start=False, setback_setpoint=16.0)
+        assert (
+            run([setback], now=at(12))
+            .decisions[10]
+            .reason.startswith(
+                "Unoccupied, holiday 'Closed' (schedule 'Office'): 18.0 °C, setback 16.0 °C"
+            )
+        )
+
+    def test_a_night_period_runs_across_midnight(self):
+        """Issue #15.8: a period ending before it starts ends the next day."""
+        night = ScheduleSpec("Night", periods=(PeriodSpec(2, time(22), time(6), 18.0),))  # Wed
+        z = zone(temp=15.0, schedule=night, optimum_start=False)
+        states = [
+            run([z], now=now).decisions[10].state
+            for now in (at(21, 59), at(22), at(23, 59), at(0, 1, day=15), at(5, 59, day=15))
+        ]
+        assert states == [False, True, True, True, True]
+        after = run([z], now=at(6, day=15)).decisions[10]
+        assert after.state is False
+        assert (
+            run([z], now=at(0, 1, day=15))
+            .decisions[10]
+            .reason.startswith("Schedule 'Night' Wed: 15.0 °C, setpoint 18.0 °C")
+        )
+
+    def test_a_holiday_replaces_the_night_that_starts_on_it_not_the_one_ending_on_it(self):
+        night = ScheduleSpec(
+            "Night",
+            periods=(PeriodSpec(2, time(22), time(6)), PeriodSpec(3, time(22), time(6))),
+            exceptions=(ExceptionSpec(date(2026, 1, 15), description="Closure"),),  # Thursday
+        )
+        z = zone(temp=15.0, schedule=night, optimum_start=False)
+        assert run([z], now=at(3, day=15)).decisions[10].state is True  # Wednesday's night
+        thursday = run([z], now=at(23, day=15)).decisions[10]
+        assert thursday.state is False and "holiday 'Closure'" in thursday.reason
 
     def test_special_occupied_day(self):
         special = ScheduleSpec(
