@@ -144,3 +144,21 @@ def test_a_stopped_relay_board_alarms_within_two_ticks_and_other_zones_still_swi
         # Two ticks with a dead board stay within the per-device deadline (3 s each).
         assert time.monotonic() - started < 10
         assert runtime.load_last_tick()["faults"] == 1
+
+
+def test_a_valve_removed_from_its_zone_is_released_to_its_idle_state(worker, board):
+    """Issue #15.5: it stayed ON, unread, with the old booking as its reason."""
+    valve = f.relay("Hall valve", board, coil=9)
+    zone = f.zone("Hall", valve, temp=16.0)
+    now = timezone.now()
+    Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=1))
+    tick()
+    assert board.coil(9) is True
+    zone.actuators.remove(valve)
+    tick()
+    assert board.coil(9) is False
+    state = runtime.load_actuators([valve.pk])[valve.pk]
+    assert state.reason == "Released from zone 'Hall': idle state OFF" and state.confirmed
+    assert state.owner == "" and state.released_from == "zone 'Hall'"
+    board.set_coil(9, True)  # switched by hand: still read back and put back
+    assert tick()["corrected"] == 1 and board.coil(9) is False
