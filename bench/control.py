@@ -50,6 +50,13 @@ def main() -> None:
     parser.add_argument(
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/13")
     )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the runs, profile N steady ticks with cProfile and print the top functions",
+    )
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bms-bench-control-"))
@@ -173,15 +180,21 @@ def run(args, ports, per_board) -> None:
 
     def timed(label: str, prepare=None) -> None:
         totals = []
+        cpu = []
         report = {}
         for _ in range(args.runs):
             if prepare:
                 prepare()
+            # CPU time of this process (all its threads): what the tick costs, whatever else
+            # the machine is doing; wall time is what a site sees.
+            cpu_started = time.process_time()
             report = run_tick()
+            cpu.append((time.process_time() - cpu_started) * 1000)
             assert report.get("faults") == 0, report
             totals.append(report["total_ms"])
         print(
-            f"{label}: median {statistics.median(totals):.0f} ms, max {max(totals):.0f} ms "
+            f"{label}: median {statistics.median(totals):.0f} ms, max {max(totals):.0f} ms, "
+            f"CPU median {statistics.median(cpu):.0f} ms "
             f"over {args.runs} ticks (last: {report['written']} written, "
             f"snapshot {report['snapshot_ms']:.0f} ms, evaluate {report['evaluate_ms']:.0f} ms)"
         )
@@ -200,6 +213,19 @@ def run(args, ports, per_board) -> None:
         flip["on"] = not flip["on"]
 
     timed("tick with 10 % of zones switching", change_tenth)
+
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        for _ in range(args.profile):
+            fresh_temps()
+            profiler.enable()
+            run_tick()
+            profiler.disable()
+        print(f"profile of {args.profile} steady ticks (cumulative, top 25):")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
     fresh_temps()
     from django.utils import timezone

@@ -51,7 +51,18 @@ class HeatingPlantAdmin(admin.ModelAdmin):
     filter_horizontal = ["zones"]
     fieldsets = [
         (None, {"fields": ["site", "name", "enabled", "boiler", "pump", "zones"]}),
-        ("Pump", {"fields": ["pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s"]}),
+        (
+            "Pump",
+            {
+                "fields": [
+                    "pump_overrun_s",
+                    "has_bypass",
+                    "pump_kick",
+                    "pump_kick_idle_days",
+                    "pump_kick_s",
+                ]
+            },
+        ),
         ("Frost protection", {"fields": ["outside_sensor", "frost_outside_c"]}),
     ]
 

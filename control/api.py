@@ -1,6 +1,7 @@
 """CRUD for zones, schedules, bookings, overrides; the command audit log is read-only."""
 
 from rest_framework import mixins, viewsets
+from rest_framework.exceptions import ValidationError
 
 from control.models import (
     ActuatorCommand,
@@ -76,3 +77,23 @@ class ActuatorCommandViewSet(
 
     queryset = ActuatorCommand.objects.select_related("actuator", "user")
     serializer_class = ActuatorCommandSerializer
+
+    def get_queryset(self):
+        """`?actuator=<id>` and `?strategy=<name>` narrow the log (issue #15.8: they were
+        ignored, so a client asking for one relay's history got everyone's)."""
+        queryset = super().get_queryset()
+        params = self.request.query_params
+        if "actuator" in params:
+            raw = params["actuator"]
+            if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+                raise ValidationError({"actuator": "Must be an actuator id (a whole number)."})
+            queryset = queryset.filter(actuator_id=int(raw))
+        if "strategy" in params:
+            strategy = params["strategy"]
+            limit = ActuatorCommand._meta.get_field("strategy").max_length
+            if not strategy or len(strategy) > limit:
+                raise ValidationError(
+                    {"strategy": f"Must be a strategy name of 1–{limit} characters."}
+                )
+            queryset = queryset.filter(strategy=strategy)
+        return queryset

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, fields
+from dataclasses import fields, is_dataclass
 from datetime import date, datetime, time
 from typing import Any
 
@@ -61,7 +61,9 @@ _AUDIT_FIELDS = (
 # --- JSON with dates -------------------------------------------------------------------------
 
 
-def _encode(value: Any) -> Any:
+def _default(value: Any) -> Any:
+    """What json cannot encode itself; the C encoder walks the rest. (A recursive Python
+    encoder and dataclasses.asdict, which deep-copies, were a third of a 500-zone tick.)"""
     # datetime before date: a datetime is a date too.
     if isinstance(value, datetime):
         return {"__dt": value.isoformat()}
@@ -69,11 +71,9 @@ def _encode(value: Any) -> Any:
         return {"__d": value.isoformat()}
     if isinstance(value, time):
         return {"__t": value.isoformat()}
-    if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return vars(value)  # the specs are plain frozen dataclasses: fields are the __dict__
+    raise TypeError(f"cannot cache a {type(value).__name__}")
 
 
 def _decode_hook(obj: dict) -> Any:
@@ -88,7 +88,7 @@ def _decode_hook(obj: dict) -> Any:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(_encode(value))
+    return json.dumps(value, default=_default)
 
 
 def loads(raw: bytes | str) -> Any:
@@ -103,21 +103,21 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
     `feeds` maps ("zone", id) / ("collector", id) / ("tank", id) to the feed to read."""
     zones = []
     for z in snapshot.zones:
-        data = asdict(z)
+        data = dict(vars(z))  # shallow: nested specs are encoded by dumps
         data.pop("reading")
         data["feed_id"] = feeds.get(("zone", z.id))
         zones.append(data)
     acts = []
     for aid, spec in snapshot.actuators.items():
-        data = asdict(spec)
-        for transient in ("is_on", "changed_at", "last_off_at", "fault"):
+        data = dict(vars(spec))
+        for transient in ("is_on", "changed_at", "last_off_at", "fault", "owner", "released_from"):
             data.pop(transient)
         row = actuators[aid]
         data.update({name: getattr(row, name) for name in _DRIVER_FIELDS})
         acts.append(data)
     solars = []
     for s in snapshot.solars:
-        data = asdict(s)
+        data = dict(vars(s))
         data.pop("collector")
         data.pop("tank")
         data["collector_feed_id"] = feeds.get(("collector", s.id))
@@ -134,7 +134,7 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
 
 
 def _plant_config(plant: PlantSpec, feeds: dict) -> dict:
-    data = asdict(plant)
+    data = dict(vars(plant))
     data.pop("outside")
     data["outside_feed_id"] = feeds.get(("outside", plant.id))
     return data
@@ -221,6 +221,8 @@ def rebuild(config: dict, now: datetime):
             changed_at=state.changed_at,
             last_off_at=state.last_off_at,
             fault=bool(state.fault),
+            owner=state.owner,
+            released_from=state.released_from,
         )
         specs[a["id"]] = ActuatorSpec(**data)
 

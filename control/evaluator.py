@@ -11,6 +11,7 @@ control/replay.py (recorded history), and tests build them by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,6 +23,8 @@ from control.state import (
     FROST,
     HEATING_PLANT,
     IDLE,
+    IDLE_STATE,
+    NO_BYPASS,
     OPTIMUM_START,
     OPTIMUM_STOP,
     OVER_TEMPERATURE,
@@ -69,6 +72,9 @@ SOLAR_FALLBACK = (
     "overheat the tank; the collector is built to stagnate)"
 )
 
+# Actuators that open a zone's circuit (what a pump without a bypass needs).
+VALVE_KINDS = frozenset({"valve", "radiator"})
+
 # Decisions from these are applied without waiting for min on/off times.
 _BYPASS_TIMERS = SAFETY_STRATEGIES | {OVERRIDE, PUMP_KICK}
 
@@ -89,18 +95,11 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
         ctx.plant(plant, zone_results, decisions)
     for circuit in snapshot.solars:
         ctx.solar(circuit, decisions)
-    # An actuator no strategy drives is left alone, unless an engineer overrides it.
+    # Issue #15.5: an actuator nothing drives (removed from its zone, its zone disabled, never
+    # assigned) is held at its idle state, not left where the last owner put it.
     for actuator in snapshot.actuators.values():
         if actuator.id not in decisions:
-            active = override_rules.active(actuator.override, snapshot.now)
-            if active is not None:
-                decisions[actuator.id] = Decision(
-                    actuator.id,
-                    active.state,
-                    override_rules.describe(active, tz),
-                    OVERRIDE,
-                    active.user_id,
-                )
+            decisions[actuator.id] = ctx.idle(actuator)
     return Evaluation(decisions, zone_results, memory, events, ctx.alarms)
 
 
@@ -370,17 +369,26 @@ class _Context:
                 )
         following = next((w for w in windows if w.start > self.now), None)
         nxt = f"; next: {following.label}" if following is not None else ""
+        unoccupied = "Unoccupied"
+        if zone.schedule is not None:
+            # Issue #15.8: say which holiday keeps the schedule off, not just "unoccupied".
+            day = schedule.holiday(zone.schedule, self.now.astimezone(self.tz).date())
+            if day is not None:
+                unoccupied = (
+                    f"Unoccupied, holiday '{day.description or 'holiday'}' "
+                    f"(schedule '{zone.schedule.name}')"
+                )
         if zone.setback_setpoint is not None:
             demand = thermostat.calls_for_heat(temp, zone.setback_setpoint, h, was_on)
             return result(
                 demand,
                 SETBACK,
-                f"Unoccupied: {temp:.1f} °C, setback {zone.setback_setpoint:.1f} °C — "
+                f"{unoccupied}: {temp:.1f} °C, setback {zone.setback_setpoint:.1f} °C — "
                 + ("heating" if demand else "satisfied")
                 + nxt,
                 zone.setback_setpoint,
             )
-        return result(False, IDLE, f"Unoccupied: heating off ({temp:.1f} °C){nxt}", None)
+        return result(False, IDLE, f"{unoccupied}: heating off ({temp:.1f} °C){nxt}", None)
 
     def _remember_preheat(
         self, zone: ZoneSpec, window: Window, temp: float, preheat: float
@@ -453,6 +461,22 @@ class _Context:
             )
         return proposal
 
+    def idle(self, actuator: ActuatorSpec) -> Decision:
+        """Nothing drives this actuator: its idle state, after its own override and its min
+        on/off times (a boiler taken out of a plant still must not short-cycle)."""
+        state = "ON" if actuator.idle_state else "OFF"
+        source = actuator.owner or actuator.released_from
+        if actuator.disabled_zone and not source:
+            source = f"zone '{actuator.disabled_zone}'"
+        why = " (zone disabled)" if actuator.disabled_zone else ""
+        reason = (
+            f"Released from {source}{why}: idle state {state}"
+            if source
+            else f"Not controlled: idle state {state}"
+        )
+        proposal = Decision(actuator.id, actuator.idle_state, reason, IDLE_STATE)
+        return replace(self.finalize(actuator, proposal), owner="", released_from=source)
+
     def zone_actuators(
         self, results: dict[int, ZoneResult], decisions: dict[int, Decision]
     ) -> None:
@@ -467,7 +491,10 @@ class _Context:
             zone, res = (calling or entries)[0]
             reason = res.reason if len(entries) == 1 else f"{zone.name}: {res.reason}"
             proposal = Decision(aid, res.demand, reason, res.mode, res.user_id)
-            decisions[aid] = self.finalize(self.snapshot.actuators[aid], proposal)
+            owner = ", ".join(f"'{z.name}'" for z, _ in entries)
+            owner = f"zone {owner}" if len(entries) == 1 else f"zones {owner}"
+            final = self.finalize(self.snapshot.actuators[aid], proposal)
+            decisions[aid] = replace(final, owner=owner)
 
     def plant(self, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
         boiler = self.snapshot.actuators.get(plant.boiler_id)
@@ -484,7 +511,8 @@ class _Context:
             proposal = Decision(boiler.id, True, f"Heat demand from {listed}{more}", strategy)
         else:
             proposal = Decision(boiler.id, False, "No zone calls for heat", HEATING_PLANT)
-        boiler_decision = self.finalize(boiler, proposal)
+        owner = f"heating plant '{plant.name}'"
+        boiler_decision = replace(self.finalize(boiler, proposal), owner=owner)
         decisions[boiler.id] = boiler_decision
 
         pump_act = self.snapshot.actuators.get(plant.pump_id) if plant.pump_id else None
@@ -511,7 +539,49 @@ class _Context:
                 )
             else:
                 proposal = Decision(pump_act.id, False, "Boiler off, overrun done", HEATING_PLANT)
-        decisions[pump_act.id] = self.finalize(pump_act, self._kick(pump_act, plant.kick, proposal))
+        pump_decision = self.finalize(pump_act, self._kick(pump_act, plant.kick, proposal))
+        decisions[pump_act.id] = replace(pump_decision, owner=owner)
+        if not plant.has_bypass and (boiler_decision.state or pump_decision.state):
+            running = pump_decision if pump_decision.state else boiler_decision
+            self._keep_a_circuit_open(plant, decisions, running.reason)
+
+    def _keep_a_circuit_open(self, plant: PlantSpec, decisions: dict, why: str) -> None:
+        """Issue #15.8: a plant without a bypass must not run its pump (overrun, minimum burner
+        run, kick, frost circulation) against closed zone valves. If no valve of its zones is
+        open, the ones open at the last tick stay open; if none was, those of its first zone
+        (the index circuit). A valve a safety limit or an engineer's override closed stays
+        closed."""
+        zones = {z.id: z for z in self.snapshot.zones}
+        valves: list[ActuatorSpec] = []
+        zone_of: dict[int, int] = {}
+        for zid in plant.zone_ids:
+            for aid in zones[zid].actuator_ids if zid in zones else ():
+                act = self.snapshot.actuators.get(aid)
+                if act is not None and act.kind in VALVE_KINDS and aid in decisions:
+                    valves.append(act)
+                    zone_of.setdefault(aid, zid)
+        if not valves or any(decisions[v.id].state for v in valves):
+            return
+        free = [
+            v
+            for v in valves
+            if decisions[v.id].strategy not in SAFETY_STRATEGIES | {OVERRIDE}
+            and override_rules.active(v.override, self.now) is None
+        ]
+        held = [v for v in free if v.is_on]
+        if not held and free:
+            index = zone_of[free[0].id]  # the first of the plant's zones with a free valve
+            held = [v for v in free if zone_of[v.id] == index]
+        for v in held:
+            before = decisions[v.id]
+            decisions[v.id] = replace(
+                before,
+                state=True,
+                reason=f"Held open: '{plant.name}' has no bypass and its pump runs ({why}) "
+                f"(then: {before.reason})",
+                strategy=NO_BYPASS,
+                user_id=None,
+            )
 
     def _kick(self, act: ActuatorSpec, kick: KickSpec | None, proposal: Decision) -> Decision:
         """A pump proposed off gets its weekly kick when it has stood idle long enough."""
@@ -569,7 +639,8 @@ class _Context:
                 if getattr(verdict, flag):
                     self.memory[f"{key}:{flag}"] = True
             proposal = Decision(act.id, verdict.pump_on, verdict.reason, verdict.strategy)
-        decisions[act.id] = self.finalize(act, self._kick(act, circuit.kick, proposal))
+        final = self.finalize(act, self._kick(act, circuit.kick, proposal))
+        decisions[act.id] = replace(final, owner=f"solar circuit '{circuit.name}'")
 
 
 def _utc(seconds: float) -> datetime:

@@ -42,7 +42,9 @@ class SchedulePeriod(models.Model):
     schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="periods")
     weekday = models.PositiveSmallIntegerField(choices=Weekday.choices)
     start = models.TimeField()
-    end = models.TimeField(help_text="Local wall-clock time; must be after the start.")
+    end = models.TimeField(
+        help_text="Local wall-clock time; before the start means the next day (22:00–06:00)."
+    )
     setpoint = models.FloatField(
         null=True,
         blank=True,
@@ -56,24 +58,35 @@ class SchedulePeriod(models.Model):
     def __str__(self) -> str:
         return f"{self.get_weekday_display()} {self.start:%H:%M}–{self.end:%H:%M}"
 
+    def week_minutes(self) -> tuple[int, int]:
+        """[start, end) in minutes from Monday 00:00; an end at or before the start is the
+        next day (a night period), so the end may pass the end of the week."""
+        start = self.weekday * 1440 + self.start.hour * 60 + self.start.minute
+        length = (self.end.hour * 60 + self.end.minute) - (self.start.hour * 60 + self.start.minute)
+        return start, start + (length if length > 0 else length + 1440)
+
     def clean(self) -> None:
-        if self.start is None or self.end is None:
+        if self.start is None or self.end is None or self.weekday is None:
             return
-        if self.end <= self.start:
-            raise ValidationError({"end": "The period must end after it starts."})
+        if self.end == self.start:
+            raise ValidationError(
+                {"end": "The period must not end when it starts (an end before the start "
+                 "means the next day)."}
+            )  # fmt: skip
         if self.schedule_id is None:
             return
-        clashes = SchedulePeriod.objects.filter(
-            schedule_id=self.schedule_id,
-            weekday=self.weekday,
-            start__lt=self.end,
-            end__gt=self.start,
-        ).exclude(pk=self.pk)
-        clash = clashes.first()
-        if clash is not None:
-            raise ValidationError(
-                f"This period overlaps {clash} on the same schedule; periods must not overlap."
-            )
+        # Across midnight a period meets the next day's (and Sunday's meets Monday's): compare
+        # on the week as a circle.
+        week = 7 * 1440
+        start, end = self.week_minutes()
+        for other in SchedulePeriod.objects.filter(schedule_id=self.schedule_id).exclude(
+            pk=self.pk
+        ):
+            o_start, o_end = other.week_minutes()
+            if any(start < o_end + shift and o_start + shift < end for shift in (-week, 0, week)):
+                raise ValidationError(
+                    f"This period overlaps {other} on the same schedule; periods must not overlap."
+                )
 
 
 class ScheduleException(models.Model):
@@ -102,8 +115,10 @@ class ScheduleException(models.Model):
         if self.occupied:
             if self.start is None or self.end is None:
                 raise ValidationError("An occupied exception day needs a start and an end time.")
-            if self.end <= self.start:
-                raise ValidationError({"end": "The exception must end after it starts."})
+            if self.end == self.start:
+                raise ValidationError(
+                    {"end": "It must not end when it starts (before the start: the next day)."}
+                )
 
 
 class Zone(models.Model):
@@ -414,6 +429,12 @@ class HeatingPlant(models.Model):
     )
     pump_kick_s = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(600)]
+    )
+    has_bypass = models.BooleanField(
+        default=False,
+        help_text="The circuit has a bypass (valve or open loop), so the pump may run with every "
+        "zone valve closed. Unticked: while the pump runs or the boiler fires, the zone valves "
+        "open at the last tick (else those of the first zone) are held open.",
     )
     enabled = models.BooleanField(default=True)
 

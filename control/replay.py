@@ -10,12 +10,14 @@ how optimum start would have learned, before they switch a real boiler.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.utils import timezone
 
 from control import snapshot as live
 from control.evaluator import evaluate
@@ -120,9 +122,15 @@ def replay(
     end: datetime,
     step_s: int | None = None,
     short_cycle_s: int = DEFAULT_SHORT_CYCLE_S,
+    now: datetime | None = None,
 ) -> ReplayReport:
     if end <= start:
         raise ValueError("The replay must end after it starts.")
+    # Issue #15.8: history only. Past now there are no readings, so every future occupancy was
+    # counted as a comfort miss and the sensor as stale.
+    end = min(end, now or timezone.now())
+    if end <= start:
+        raise ValueError("The replay must start in the past: there is no history after now.")
     tz = ZoneInfo(settings.TIME_ZONE)
     sensor = zone.temperature_sensor
     feed = sensor.feed if sensor is not None else None
@@ -141,7 +149,7 @@ def replay(
         if feed is not None
         else []
     )
-    values = {int(t_ms // 1000): v for t_ms, v in points}
+    readings = _Sampler(points)
 
     bookings = tuple(
         live.BookingSpec(b.title, b.start, b.end, b.setpoint)
@@ -151,6 +159,12 @@ def replay(
     )
     actuators = {a.pk: a for a in zone.actuators.filter(enabled=True)}
     spec = live._zone_spec(zone, {}, bookings, {}, actuators)
+    # The feed is read in windows of `step` (or whole feed slots a little longer): a reading is
+    # that old by construction, so it is stale only when a whole window had none. With a 900 s
+    # limit, a year's 1,920 s step called a healthy sensor stale at every other window.
+    spec = replace(
+        spec, sensor_stale_after_s=max(spec.sensor_stale_after_s, readings.window_s(step))
+    )
     if zone.schedule is not None:
         exceptions = ScheduleException.objects.filter(
             schedule=zone.schedule,
@@ -180,7 +194,7 @@ def replay(
         for aid, a in actuators.items()
     }
     report = ReplayReport(zone.name, start, end, step, rate_start=spec.heating_rate_min_per_k)
-    _comfort(report, spec, start, end, tz, values, step)
+    _comfort(report, spec, start, end, tz, readings)
 
     memory: dict = {}
     last_reading: Reading | None = None
@@ -188,12 +202,12 @@ def replay(
     moment = start
     while moment < end:
         t = int(moment.timestamp())
-        value = values.get(t, values.get(t - t % step))
         report.samples += 1
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            report.missing_samples += 1
-        else:
-            last_reading = Reading(float(t), float(value))
+        found = readings.at(t)
+        if found is None or t - found.t >= readings.window_s(step):
+            report.missing_samples += 1  # no reading in the window up to this moment
+        if found is not None:
+            last_reading = found
         snap = Snapshot(
             now=moment,
             time_zone=settings.TIME_ZONE,
@@ -230,7 +244,38 @@ def replay(
     return report
 
 
-def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, values, step) -> None:
+class _Sampler:
+    """The latest reading at or before a moment, from the windows the feed returned (each
+    stamped with its start, as feeds.service.read gives them), whatever their alignment."""
+
+    def __init__(self, points: list[list]) -> None:
+        self.times: list[float] = []
+        self.values: list[float] = []
+        self.spacing = 0
+        stamps = [int(t_ms // 1000) for t_ms, _ in points]
+        if len(stamps) > 1:
+            self.spacing = stamps[1] - stamps[0]
+        for t, (_, value) in zip(stamps, points, strict=True):
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                self.times.append(float(t))
+                self.values.append(float(value))
+
+    def window_s(self, step: int) -> int:
+        return max(step, self.spacing)
+
+    def at(self, t: float) -> Reading | None:
+        i = bisect.bisect_right(self.times, t)
+        return Reading(self.times[i - 1], self.values[i - 1]) if i else None
+
+    def after(self, t: float, within_s: float) -> float | None:
+        """The first reading from `t` on (within `within_s`): the temperature at a moment."""
+        i = bisect.bisect_left(self.times, t)
+        if i < len(self.times) and self.times[i] - t < within_s:
+            return self.values[i]
+        return None
+
+
+def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, readings: _Sampler) -> None:
     windows = booking_windows.windows(spec.bookings, start, end, tz, spec.comfort_setpoint)
     if spec.schedule is not None:
         windows += schedule_windows.windows(spec.schedule, start, end, tz, spec.comfort_setpoint)
@@ -240,9 +285,12 @@ def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, values, step)
             starts.setdefault(w.start, w)
     for at, window in sorted(starts.items()):
         report.occupancies += 1
-        t = int(at.timestamp())
-        slot = t - t % step
-        temp = values.get(slot if slot == t else slot + step, values.get(slot))
+        # The window starting at (or first after) the occupancy start, else the one it is in.
+        window_s = readings.window_s(report.step_s)
+        temp = readings.after(at.timestamp(), window_s)
+        if temp is None:
+            held = readings.at(at.timestamp())
+            temp = held.value if held is not None and at.timestamp() - held.t < window_s else None
         if temp is None or temp < window.setpoint - spec.hysteresis:
             report.comfort_misses.append(ComfortMiss(at, window.label, window.setpoint, temp))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -119,20 +119,21 @@ def _tick(now: datetime) -> dict[str, Any]:
             for aid, item in plan.items()
             if live.actuators[aid].driver != Actuator.Driver.NODE_QUEUE
         }
-    commands = _build_commands(plan, live.actuators, now)
+    commands = _build_commands(plan, live.actuators, now, live.runtime)
     if not offline:
         offline = _save_commands(commands)
     results = _send(plan, live.actuators, commands, now)
     corrected = _audit_results(plan, live.actuators, commands, results, now, offline)
     alarms = _relay_alarms_due(now_s)
-    faults = _update_runtime(plan, live, results, now_s, alarms)
+    faults = _update_runtime(plan, live, results, now_s, commands, alarms)
     if not offline:
         faults += _node_overdue(now, alarms)
+        _forget_disabled_faults()
 
     zone_out = {}
     specs = {z.id: z for z in live.snapshot.zones}
     for zid, res in evaluation.zones.items():
-        data = asdict(res)
+        data = dict(vars(res))  # flat fields: no deep copy (asdict) per zone per tick
         if any(results.get(a, _OK).error for a in specs[zid].actuator_ids):
             data["flags"] = sorted(set(data["flags"]) | {"actuator_fault"})
         data["evaluated_at"] = now_s
@@ -194,8 +195,10 @@ def _kind(state: runtime.ActuatorRuntime, decision: Decision, now_s: float, keep
 
 
 def _build_commands(
-    plan, actuators: dict[int, Actuator], now: datetime
+    plan, actuators: dict[int, Actuator], now: datetime, states
 ) -> dict[int, ActuatorCommand]:
+    """The audit rows of this tick: one per state change, keep-alive, and one per fault
+    episode (issue #15.8: a dead relay retried every tick wrote a row every tick)."""
     return {
         aid: ActuatorCommand(
             actuator_id=aid,
@@ -209,6 +212,8 @@ def _build_commands(
         if kind != VERIFY
         # A node's unacknowledged command stays queued: no new one each tick while it waits.
         and not (kind == RETRY and actuators[aid].driver == Actuator.Driver.NODE_QUEUE)
+        # A retry is written to the relay every tick, but audited once per fault episode.
+        and not (kind == RETRY and states[aid].fault_audited)
     }
 
 
@@ -344,7 +349,9 @@ def _relay_alarms_due(now_s: float) -> tuple[bool, bool]:
     return True, recheck
 
 
-def _update_runtime(plan, live, results, now_s: float, alarms: tuple[bool, bool]) -> int:
+def _update_runtime(
+    plan, live, results, now_s: float, audited, alarms: tuple[bool, bool]
+) -> int:
     updated: dict[int, runtime.ActuatorRuntime] = {}
     faults = 0
     may_alarm, recheck = alarms
@@ -369,6 +376,10 @@ def _update_runtime(plan, live, results, now_s: float, alarms: tuple[bool, bool]
             reason=decision.reason,
             strategy=decision.strategy,
             decided_at=now_s,
+            owner=decision.owner,
+            released_from=decision.released_from,
+            # The episode's audit row: written this tick, or already (see _build_commands).
+            fault_audited=bool(fault) and (before.fault_audited or aid in audited),
         )
         if _differs(before, after):
             updated[aid] = after  # an unchanged state is not rewritten: no Redis write per tick
@@ -390,6 +401,26 @@ def _update_runtime(plan, live, results, now_s: float, alarms: tuple[bool, bool]
             _clear(alarm_key(aid))
     runtime.save_actuators(updated)
     return faults
+
+
+def _forget_disabled_faults() -> None:
+    """A disabled actuator is never switched, so its relay alarm no longer applies: clear it
+    (issue #15.5: alarms of actuators out of control stayed open for ever)."""
+    disabled = dict(Actuator.objects.filter(enabled=False).values_list("pk", "name"))
+    if not disabled:
+        return
+    states = runtime.load_actuators(list(disabled))
+    changed = {}
+    for aid, state in states.items():
+        if state.fault or state.owner:
+            if state.fault:
+                _clear(alarm_key(aid))
+            state.fault, state.fault_audited, state.confirmed = "", False, False
+            state.released_from = state.owner or state.released_from
+            state.owner = ""
+            state.reason = "Actuator disabled: never switched, not read back"
+            changed[aid] = state
+    runtime.save_actuators(changed)
 
 
 def _differs(before: runtime.ActuatorRuntime, after: runtime.ActuatorRuntime) -> bool:

@@ -40,12 +40,17 @@ class ActuatorRuntime:
     reason: str = ""
     strategy: str = ""
     decided_at: float | None = None  # when the current decision (state + reason) began
+    owner: str = ""  # who drives it: "zone 'Hall'", "heating plant 'Boiler house'"; "" = nobody
+    released_from: str = ""  # not controlled: the owner it was released from
+    fault_audited: bool = False  # this fault episode has its audit row (one per episode)
 
     @classmethod
     def from_json(cls, raw: bytes | None) -> ActuatorRuntime:
         if not raw:
             return cls()
-        return cls(**json.loads(raw))
+        data = json.loads(raw)
+        # A state written by another version: keep the fields this one knows.
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)

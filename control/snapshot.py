@@ -56,7 +56,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     zones_qs = (
         Zone.objects.filter(enabled=True)
         .select_related("temperature_sensor__node", "schedule", "tuning")
-        .prefetch_related("actuators", "schedule__periods")
+        .prefetch_related("schedule__periods")
     )
     if zone_ids is not None:
         zones_qs = zones_qs.filter(pk__in=zone_ids)
@@ -72,19 +72,21 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         )
     )
     plants = list(
-        HeatingPlant.objects.filter(enabled=True)
-        .select_related("outside_sensor__node")
-        .prefetch_related("zones")
+        HeatingPlant.objects.filter(enabled=True).select_related("outside_sensor__node")
         if zone_ids is None
         else []
     )
+    # Ids from the link tables, not model rows: a prefetch built 1,000 Actuator and 500 Zone
+    # objects per tick only to read their keys (the actuators are loaded once, below).
+    members = _links(Zone.actuators.through, "zone", "actuator", [z.pk for z in zones])
+    plant_zones = _links(HeatingPlant.zones.through, "heatingplant", "zone", [p.pk for p in plants])
     solars = list(
         SolarCircuit.objects.filter(enabled=True).select_related("collector_sensor", "tank_sensor")
         if zone_ids is None
         else []
     )
     overrides = _active_overrides(now)
-    actuators = _actuators(zones, plants, solars, overrides, zone_ids is None)
+    actuators = _actuators(members, plants, solars, overrides, zone_ids is None)
     states = runtime.load_actuators(list(actuators))
 
     feed_ids = {z.temperature_sensor.feed_id for z in zones if z.temperature_sensor}
@@ -94,12 +96,14 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
-    bookings = _bookings(zones, now)
+    bookings = _bookings(zones, now, everything=zone_ids is None)
     zone_specs = tuple(
-        _zone_spec(z, last, bookings.get(z.pk, ()), overrides, actuators) for z in zones
+        _zone_spec(z, last, bookings.get(z.pk, ()), overrides, actuators, members.get(z.pk, []))
+        for z in zones
     )
+    disabled = _disabled_zones(actuators) if zone_ids is None else {}
     actuator_specs = {
-        aid: _actuator_spec(a, states[aid], overrides.get(("actuator", aid)))
+        aid: _actuator_spec(a, states[aid], overrides.get(("actuator", aid)), disabled.get(aid))
         for aid, a in actuators.items()
     }
     zone_pks = {z.pk for z in zones}
@@ -109,9 +113,10 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             name=p.name,
             boiler_id=p.boiler_id,
             pump_id=p.pump_id,
-            zone_ids=tuple(z.pk for z in p.zones.all() if z.pk in zone_pks),
+            zone_ids=tuple(zid for zid in plant_zones.get(p.pk, []) if zid in zone_pks),
             pump_overrun_s=p.pump_overrun_s,
             kick=KickSpec(p.pump_kick_idle_days * 86400, p.pump_kick_s) if p.pump_kick else None,
+            has_bypass=p.has_bypass,
             outside=_reading(last, p.outside_sensor.feed_id) if p.outside_sensor else None,
             outside_name=str(p.outside_sensor) if p.outside_sensor else "",
             frost_outside_c=p.frost_outside_c,
@@ -190,25 +195,57 @@ def _active_overrides(now: datetime) -> dict[tuple[str, int], OverrideSpec]:
     return found
 
 
-def _actuators(zones, plants, solars, overrides, everything: bool) -> dict[int, Actuator]:
+def _links(through, owner: str, member: str, owner_ids: list[int]) -> dict[int, list[int]]:
+    """owner id -> member ids of a many-to-many link, in the member's name order (as the
+    related manager would give them)."""
+    found: dict[int, list[int]] = defaultdict(list)
+    if not owner_ids:
+        return found
+    rows = (
+        through.objects.filter(**{f"{owner}_id__in": owner_ids})
+        .order_by(f"{member}__name", f"{member}_id")
+        .values_list(f"{owner}_id", f"{member}_id")
+    )
+    for owner_id, member_id in rows:
+        found[owner_id].append(member_id)
+    return found
+
+
+def _actuators(members, plants, solars, overrides, everything: bool) -> dict[int, Actuator]:
+    found = Actuator.objects.filter(enabled=True)
+    if everything:
+        # Disabled actuators are never switched: they are simply not in the snapshot. On a
+        # full tick every other one is (issue #15.5): one nothing drives is held at its idle
+        # state.
+        return {a.pk: a for a in found}
     wanted: set[int] = set()
-    for z in zones:
-        wanted |= {a.pk for a in z.actuators.all()}
+    for ids in members.values():
+        wanted |= set(ids)
     for p in plants:
         wanted |= {p.boiler_id} | ({p.pump_id} if p.pump_id else set())
     for s in solars:
         wanted.add(s.pump_id)
-    if everything:
-        wanted |= {aid for kind, aid in overrides if kind == "actuator"}
-    # Disabled actuators are never switched: they are simply not in the snapshot.
-    return {a.pk: a for a in Actuator.objects.filter(pk__in=wanted, enabled=True)}
+    return {a.pk: a for a in found.filter(pk__in=wanted)}
 
 
-def _bookings(zones: list[Zone], now: datetime) -> dict[int, list[BookingSpec]]:
+def _disabled_zones(actuators: dict[int, Actuator]) -> dict[int, str]:
+    """Actuator id -> the name of a disabled zone it belongs to (for the idle reason)."""
+    # Disabled zones are few: no IN list of every actuator on site (a 1,000-id IN clause
+    # costs more to build than the rows it finds).
+    through = Zone.actuators.through.objects.filter(zone__enabled=False)
+    rows = through.values_list("actuator_id", "zone__name").order_by("-zone__name")
+    return {aid: name for aid, name in rows if aid in actuators}
+
+
+def _bookings(
+    zones: list[Zone], now: datetime, everything: bool = False
+) -> dict[int, list[BookingSpec]]:
     horizon = max((z.max_preheat_min for z in zones), default=0)
     found: dict[int, list[BookingSpec]] = defaultdict(list)
+    # Every enabled zone is in a full tick's snapshot: a join, not an IN list of 500 ids.
+    which = {"zone__enabled": True} if everything else {"zone_id__in": [z.pk for z in zones]}
     for b in Booking.objects.filter(
-        zone__in=zones,
+        **which,
         cancelled=False,
         end__gt=now - timedelta(days=1),
         start__lt=now + timedelta(minutes=horizon) + timedelta(days=1),
@@ -217,7 +254,7 @@ def _bookings(zones: list[Zone], now: datetime) -> dict[int, list[BookingSpec]]:
     return found
 
 
-def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
+def _zone_spec(zone: Zone, last, bookings, overrides, actuators, member_ids=None) -> ZoneSpec:
     sensor = zone.temperature_sensor
     try:
         tuning = zone.tuning
@@ -258,7 +295,13 @@ def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
         schedule=schedule,
         bookings=tuple(bookings),
         override=overrides.get(("zone", zone.pk)),
-        actuator_ids=tuple(a.pk for a in zone.actuators.all() if a.pk in actuators),
+        actuator_ids=tuple(
+            aid
+            for aid in (
+                member_ids if member_ids is not None else [a.pk for a in zone.actuators.all()]
+            )
+            if aid in actuators
+        ),
         sensor_name=str(sensor) if sensor is not None else "",
         fallback_duty_pct=conf.fallback_duty_pct(),
         fallback_period_s=conf.fallback_period_s(),
@@ -266,7 +309,9 @@ def _zone_spec(zone: Zone, last, bookings, overrides, actuators) -> ZoneSpec:
     )
 
 
-def _actuator_spec(a: Actuator, state: runtime.ActuatorRuntime, override) -> ActuatorSpec:
+def _actuator_spec(
+    a: Actuator, state: runtime.ActuatorRuntime, override, disabled_zone: str | None = None
+) -> ActuatorSpec:
     return ActuatorSpec(
         id=a.pk,
         name=a.name,
@@ -278,4 +323,8 @@ def _actuator_spec(a: Actuator, state: runtime.ActuatorRuntime, override) -> Act
         last_off_at=state.last_off_at,
         override=override,
         fault=bool(state.fault),
+        idle_state=a.idle_state,
+        owner=state.owner,
+        released_from=state.released_from,
+        disabled_zone=disabled_zone or "",
     )

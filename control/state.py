@@ -31,6 +31,8 @@ SOLAR_EMERGENCY = "solar_emergency_stop"
 SOLAR_ANTIFREEZE = "solar_antifreeze"
 SOLAR_TANK_MAX = "solar_tank_max"
 DISABLED = "disabled"
+IDLE_STATE = "idle_state"  # nothing drives the actuator: it is held at its configured idle state
+NO_BYPASS = "no_bypass"  # a zone valve held open so a plant without a bypass is not dead-headed
 
 # Decisions from these strategies beat a manual override and are never delayed by min on/off.
 SAFETY_STRATEGIES = frozenset(
@@ -141,6 +143,13 @@ class ActuatorSpec:
     last_off_at: float | None = None  # unix seconds it last went off
     override: OverrideSpec | None = None
     fault: bool = False
+    # Issue #15.5: what the relay does when nothing drives it (False = OFF).
+    idle_state: bool = False
+    # Who drove it at the last tick ("zone 'Hall'", "heating plant 'Boiler house'"; "" = nobody)
+    # and, once released, whom it was released from: the idle reason names them.
+    owner: str = ""
+    released_from: str = ""
+    disabled_zone: str = ""  # it belongs to a zone that is disabled (not controlled)
 
 
 @dataclass(frozen=True)
@@ -162,6 +171,8 @@ class PlantSpec:
     pump_id: int | None = None
     pump_overrun_s: int = 360
     kick: KickSpec | None = KickSpec()
+    # Without a bypass the pump must always have an open circuit (issue #15.8).
+    has_bypass: bool = False
     # Plant frost protection from the outside temperature (Siemens RVD/Synco: 1.5 °C).
     outside: Reading | None = None
     outside_name: str = ""
@@ -209,6 +220,8 @@ class Decision:
     reason: str
     strategy: str
     user_id: int | None = None
+    owner: str = ""  # who drives the actuator ("zone 'Hall'"); "" = not controlled
+    released_from: str = ""  # not controlled: whom it was released from
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,15 @@ def _state_label(state: runtime.ActuatorRuntime) -> str:
     return "ON" if state.on else "OFF"
 
 
+def _owner(actuator: Actuator, state: runtime.ActuatorRuntime) -> str:
+    """Who drives it: "zone 'Hall'", "heating plant 'Boiler house'", or nobody (issue #15.5)."""
+    if not actuator.enabled:
+        return "disabled: never switched"
+    if state.owner:
+        return state.owner
+    return f"not controlled — idle state {'ON' if actuator.idle_state else 'OFF'}"
+
+
 def actuator_status(actuators: list[Actuator] | None = None) -> list[dict[str, Any]]:
     if actuators is None:
         actuators = list(Actuator.objects.select_related("node"))
@@ -59,6 +68,7 @@ def actuator_status(actuators: list[Actuator] | None = None) -> list[dict[str, A
             {
                 "actuator": a,
                 "id": a.pk,
+                "owner": _owner(a, s),
                 "name": a.name,
                 "kind": a.get_kind_display(),
                 "driver": a.get_driver_display(),
@@ -98,7 +108,8 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
         feed_id = z.temperature_sensor.feed_id if z.temperature_sensor else None
         reading = last.get(feed_id) if feed_id else None
         actuators = [by_id[a.pk] for a in z.actuators.all()]
-        flags = list(result["flags"]) if result else []
+        # A disabled zone is not evaluated: what its last evaluation flagged is history.
+        flags = list(result["flags"]) if result and z.enabled else []
         if any(a["fault"] for a in actuators) and "actuator_fault" not in flags:
             flags.append("actuator_fault")
         if not z.enabled:

@@ -20,6 +20,7 @@ def _actuator(row: dict) -> dict:
         "confirmed": row["confirmed"],
         "fault": row["fault"],
         "why": row["why"],
+        "owner": row["owner"],
         "strategy": row["strategy"],
         "since": row["since"],
         "override": row["override"].pk if row["override"] else None,

@@ -276,6 +276,11 @@ class Actuator(models.Model):
         Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     enabled = models.BooleanField(default=True, help_text="Disabled actuators are never switched.")
+    idle_state = models.BooleanField(
+        default=False,
+        help_text="State when no zone, plant, solar circuit or override drives it (ticked = ON). "
+        "A relay removed from its zone, or of a disabled zone, is driven to this.",
+    )
     description = models.TextField(blank=True)
 
     class Meta:

@@ -1,3 +1,5 @@
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
 from rest_framework import serializers
 
 from bms.serializers import ModelCleanSerializer
@@ -61,11 +63,40 @@ class ActuatorSerializer(ModelCleanSerializer):
     class Meta:
         model = Actuator
         fields = ["id", "site", "name", "kind", "driver", "host", "port", "device_id", "coil",
-                  "node", "min_on_s", "min_off_s", "feedback_sensor", "enabled", "description"]  # fmt: skip
+                  "node", "min_on_s", "min_off_s", "feedback_sensor", "enabled", "idle_state",
+                  "description"]  # fmt: skip
         # The one-actuator-per-coil constraint is checked by Actuator.clean(), which names the
         # field and the actuator holding the coil; DRF's own validator would only say
         # "non_field_errors". The database constraint stays as the backstop.
         validators: list = []
+
+    def create(self, validated_data: dict) -> Actuator:
+        return self._saved(lambda: super(ActuatorSerializer, self).create(validated_data))
+
+    def update(self, instance: Actuator, validated_data: dict) -> Actuator:
+        return self._saved(lambda: super(ActuatorSerializer, self).update(instance, validated_data))
+
+    def _saved(self, save) -> Actuator:
+        """Issue #15.9: two requests for one coil both pass clean() and the second insert hits
+        the database constraint; answer it with the same 400 on `coil`, not a 500."""
+        try:
+            with transaction.atomic():  # a savepoint: the request's transaction stays usable
+                return save()
+        except IntegrityError as exc:
+            fields = {}
+            if self.instance is not None:
+                fields = {f.attname: getattr(self.instance, f.attname) for f in Actuator._meta.concrete_fields}  # fmt: skip
+            candidate = Actuator(**{**fields, **self.validated_data})
+            if not candidate.same_coil().exists():
+                raise  # another constraint: not ours to explain
+            try:
+                candidate.clean()  # words it as for the first request: who holds the coil
+            except DjangoValidationError as err:
+                if hasattr(err, "error_dict") and "coil" in err.message_dict:
+                    raise serializers.ValidationError({"coil": err.message_dict["coil"]}) from exc
+            raise serializers.ValidationError(
+                {"coil": ["Another enabled actuator already drives this coil."]}
+            ) from exc
 
 
 class AlarmSerializer(serializers.ModelSerializer):

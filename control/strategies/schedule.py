@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from control.state import SCHEDULE, ScheduleSpec, Window
+from control.state import SCHEDULE, ExceptionSpec, ScheduleSpec, Window
 from control.strategies.timefmt import local_instant
 
 WEEKDAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -42,7 +42,7 @@ def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) 
         return [
             Window(
                 local_instant(day, exception.start, tz),
-                local_instant(day, exception.end, tz),
+                local_instant(day + timedelta(days=crosses_midnight(exception)), exception.end, tz),
                 comfort,
                 label,
                 SCHEDULE,
@@ -56,7 +56,7 @@ def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) 
         result.append(
             Window(
                 local_instant(day, period.start, tz),
-                local_instant(day, period.end, tz),
+                local_instant(day + timedelta(days=crosses_midnight(period)), period.end, tz),
                 period.setpoint if period.setpoint is not None else comfort,
                 label,
                 SCHEDULE,
@@ -65,5 +65,13 @@ def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) 
     return result
 
 
-def is_holiday(schedule: ScheduleSpec, day: date) -> bool:
-    return any(e.day == day and not e.occupied for e in schedule.exceptions)
+def crosses_midnight(period) -> bool:
+    """A period (or special day) ending at or before its start ends the next day: 22:00–06:00
+    is a night. It belongs to the day it starts: an exception day replaces the periods that
+    start on it, not the night that ends on it."""
+    return period.end <= period.start
+
+
+def holiday(schedule: ScheduleSpec, day: date) -> ExceptionSpec | None:
+    """The holiday (unoccupied exception day) of `schedule` on `day`, if any."""
+    return next((e for e in schedule.exceptions if e.day == day and not e.occupied), None)

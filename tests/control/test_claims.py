@@ -124,3 +124,38 @@ def test_a_solar_pump_cannot_be_claimed_twice():
     )
     with pytest.raises(Exception, match="already the pump of heating plant 'Boiler house'"):
         circuit.full_clean()
+
+
+@pytest.fixture
+def racer(monkeypatch):
+    """Another request's actuator lands on the coil between our validation and our save: the
+    real insert and the real database constraint, at the moment two requests race."""
+    from sensors.serializers import ActuatorSerializer
+
+    validate = ActuatorSerializer.validate
+    inserted = []
+
+    def validate_then_race(self, attrs):
+        attrs = validate(self, attrs)
+        inserted.append(Actuator.objects.create(**{**BOILER, "name": "Boiler (other request)"}))
+        return attrs
+
+    monkeypatch.setattr(ActuatorSerializer, "validate", validate_then_race)
+    return inserted
+
+
+def test_a_create_racing_another_on_one_coil_is_a_400_on_coil_not_a_500(engineer_api, racer):
+    """Issue #15.9: the loser of the race hit the unique constraint: IntegrityError, 500."""
+    response = engineer_api.post("/api/v1/actuators", BOILER, format="json")
+    assert response.status_code == 400
+    [message] = response.json()["fields"]["coil"]
+    assert "already driven by actuator 'Boiler (other request)'" in message
+    assert list(Actuator.objects.values_list("name", flat=True)) == ["Boiler (other request)"]
+
+
+def test_enabling_a_spare_racing_another_is_a_400_on_coil(engineer_api, racer):
+    spare = Actuator.objects.create(**{**BOILER, "name": "Spare", "enabled": False})
+    response = engineer_api.patch(f"/api/v1/actuators/{spare.pk}", {"enabled": True}, format="json")
+    assert response.status_code == 400 and "coil" in response.json()["fields"]
+    spare.refresh_from_db()
+    assert spare.enabled is False

@@ -55,3 +55,38 @@ def test_evaluator_on_the_autumn_day():
     assert heating_at(datetime(2026, 10, 25, 0, 45, tzinfo=UTC))  # first 01:45 BST
     assert heating_at(datetime(2026, 10, 25, 1, 45, tzinfo=UTC))  # second 01:45 GMT
     assert not heating_at(datetime(2026, 10, 25, 3, 1, tzinfo=UTC))  # 03:01 GMT
+
+
+NIGHTS = ScheduleSpec("Nights", periods=(PeriodSpec(5, time(22), time(6)),))  # Saturday night
+
+
+def test_a_night_period_over_the_spring_forward_is_seven_hours():
+    """Issue #15.8: Sat 28 March 2026 22:00 GMT to Sun 06:00 BST: one window, 7 real hours."""
+    [w] = schedule.windows(
+        NIGHTS, datetime(2026, 3, 28, 12, tzinfo=UTC), datetime(2026, 3, 29, 12, tzinfo=UTC),
+        LONDON, 20.0,
+    )  # fmt: skip
+    assert (w.start, w.end) == (
+        datetime(2026, 3, 28, 22, tzinfo=UTC),
+        datetime(2026, 3, 29, 5, tzinfo=UTC),
+    )
+
+
+def test_a_night_period_over_the_fall_back_is_nine_hours():
+    """Sat 24 October 2026 22:00 BST (21:00 UTC) to Sun 06:00 GMT (06:00 UTC)."""
+    [w] = schedule.windows(
+        NIGHTS, datetime(2026, 10, 24, 12, tzinfo=UTC), datetime(2026, 10, 25, 12, tzinfo=UTC),
+        LONDON, 20.0,
+    )  # fmt: skip
+    assert (w.start, w.end) == (
+        datetime(2026, 10, 24, 21, tzinfo=UTC),
+        datetime(2026, 10, 25, 6, tzinfo=UTC),
+    )
+    # The evaluator heats through the repeated hour 01:00–02:00.
+    snap = Snapshot(
+        now=datetime(2026, 10, 25, 1, 30, tzinfo=UTC),  # 01:30 GMT, the second 01:30
+        zones=(zone(temp=15.0, schedule=NIGHTS, optimum_start=False,
+                    reading=Reading(datetime(2026, 10, 25, 1, 29, tzinfo=UTC).timestamp(), 15.0)),),
+        actuators={10: valve()},
+    )  # fmt: skip
+    assert evaluate(snap).decisions[10].state is True

@@ -13,6 +13,7 @@ from control.state import (
     FROST,
     HEATING_PLANT,
     IDLE,
+    NO_BYPASS,
     OPTIMUM_START,
     OPTIMUM_STOP,
     OVER_TEMPERATURE,
@@ -310,6 +311,46 @@ class TestSchedule:
         )
         ev = run([zone(temp=18.0, schedule=holiday, optimum_start=False)], now=at(12))
         assert ev.decisions[10].state is False
+        # Issue #15.8: the holiday is named.
+        assert ev.decisions[10].reason.startswith(
+            "Unoccupied, holiday 'Closed' (schedule 'Office'): heating off (18.0 °C)"
+        )
+        setback = zone(temp=18.0, schedule=holiday, optimum_start=False, setback_setpoint=16.0)
+        assert (
+            run([setback], now=at(12))
+            .decisions[10]
+            .reason.startswith(
+                "Unoccupied, holiday 'Closed' (schedule 'Office'): 18.0 °C, setback 16.0 °C"
+            )
+        )
+
+    def test_a_night_period_runs_across_midnight(self):
+        """Issue #15.8: a period ending before it starts ends the next day."""
+        night = ScheduleSpec("Night", periods=(PeriodSpec(2, time(22), time(6), 18.0),))  # Wed
+        z = zone(temp=15.0, schedule=night, optimum_start=False)
+        states = [
+            run([z], now=now).decisions[10].state
+            for now in (at(21, 59), at(22), at(23, 59), at(0, 1, day=15), at(5, 59, day=15))
+        ]
+        assert states == [False, True, True, True, True]
+        after = run([z], now=at(6, day=15)).decisions[10]
+        assert after.state is False
+        assert (
+            run([z], now=at(0, 1, day=15))
+            .decisions[10]
+            .reason.startswith("Schedule 'Night' Wed: 15.0 °C, setpoint 18.0 °C")
+        )
+
+    def test_a_holiday_replaces_the_night_that_starts_on_it_not_the_one_ending_on_it(self):
+        night = ScheduleSpec(
+            "Night",
+            periods=(PeriodSpec(2, time(22), time(6)), PeriodSpec(3, time(22), time(6))),
+            exceptions=(ExceptionSpec(date(2026, 1, 15), description="Closure"),),  # Thursday
+        )
+        z = zone(temp=15.0, schedule=night, optimum_start=False)
+        assert run([z], now=at(3, day=15)).decisions[10].state is True  # Wednesday's night
+        thursday = run([z], now=at(23, day=15)).decisions[10]
+        assert thursday.state is False and "holiday 'Closure'" in thursday.reason
 
     def test_special_occupied_day(self):
         special = ScheduleSpec(
@@ -424,9 +465,76 @@ class TestSolarCircuit:
         assert run([], (pump,), solars=(cooling,)).decisions[30].state is True
 
 
-def test_untouched_actuators_get_no_decision():
-    lone = ActuatorSpec(99, "Spare relay")
-    assert 99 not in run([zone(temp=15.0)], actuators=(valve(), lone)).decisions
+class TestNoBypass:
+    """Issue #15.8: overrun and minimum burner run went on with every zone valve closed."""
+
+    def setup_method(self):
+        self.plant = PlantSpec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1, 2))
+        self.zones = [zone(temp=20.0), zone(temp=20.0, id=2, name="Annex", actuator_ids=(11,))]
+
+    def acts(self, hall_open: bool, annex_open: bool, **boiler):
+        stopped = at(12, 2).timestamp()
+        return (
+            valve(is_on=hall_open),
+            valve(id=11, name="Annex valve", is_on=annex_open),
+            ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, stopped, stopped, **boiler),
+            ActuatorSpec(21, "Pump", "pump", 0, 0, True, at(10).timestamp()),
+        )
+
+    def test_overrun_keeps_the_last_open_valve_open(self):
+        ev = run(self.zones, self.acts(False, True), now=at(12, 5), plants=(self.plant,))
+        assert ev.decisions[21].strategy == PUMP_OVERRUN
+        assert ev.decisions[11].state is True and ev.decisions[11].strategy == NO_BYPASS
+        assert ev.decisions[11].reason.startswith(
+            "Held open: 'Boiler house' has no bypass and its pump runs (Overrun"
+        )
+        assert ev.decisions[10].state is False  # only the valve that was open
+        done = run(self.zones, self.acts(False, True), now=at(12, 9), plants=(self.plant,))
+        assert done.decisions[21].state is False and done.decisions[11].state is False
+
+    def test_with_a_bypass_the_valves_close(self):
+        plant = replace(self.plant, has_bypass=True)
+        ev = run(self.zones, self.acts(False, True), now=at(12, 5), plants=(plant,))
+        assert ev.decisions[21].state is True
+        assert ev.decisions[10].state is False and ev.decisions[11].state is False
+
+    def test_minimum_burner_run_keeps_a_circuit_open(self):
+        acts = list(self.acts(True, False))
+        acts[2] = ActuatorSpec(20, "Boiler", "boiler", 600, 600, True, at(12, 0).timestamp())
+        ev = run(self.zones, acts, now=at(12, 3), plants=(self.plant,))
+        assert ev.decisions[20].state is True and ev.decisions[20].strategy == ANTI_SHORT_CYCLE
+        assert ev.decisions[10].state is True and ev.decisions[10].strategy == NO_BYPASS
+
+    def test_with_no_valve_open_before_the_first_zones_valve_opens(self):
+        idle = NOW.timestamp() - 8 * 86400
+        acts = (
+            valve(),
+            valve(id=11, name="Annex valve"),
+            ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, idle, idle),
+            ActuatorSpec(21, "Pump", "pump", 0, 0, False, idle, idle),
+        )
+        ev = run(self.zones, acts, plants=(self.plant,))
+        assert ev.decisions[21].strategy == PUMP_KICK
+        assert ev.decisions[10].state is True and ev.decisions[11].state is False
+
+    def test_a_valve_an_engineer_closed_stays_closed(self):
+        off = OverrideSpec(False, at(18), "valve head removed")
+        acts = list(self.acts(False, True))
+        acts[1] = replace(acts[1], override=off)
+        ev = run(self.zones, acts, now=at(12, 5), plants=(self.plant,))
+        assert ev.decisions[11].state is False and ev.decisions[11].strategy == OVERRIDE
+        assert ev.decisions[10].state is True  # the index circuit instead
+
+
+def test_an_actuator_nothing_drives_is_held_at_its_idle_state():
+    """Issue #15.5: it used to get no decision at all, so it stayed wherever it was left."""
+    lone = ActuatorSpec(99, "Spare relay", is_on=True)
+    decision = run([zone(temp=15.0)], actuators=(valve(), lone)).decisions[99]
+    assert (decision.state, decision.reason) == (False, "Not controlled: idle state OFF")
+    pump = ActuatorSpec(98, "Pump", is_on=False, idle_state=True, owner="zone 'Hall'")
+    decision = run([], actuators=(pump,)).decisions[98]
+    assert decision.state is True and decision.released_from == "zone 'Hall'"
+    assert decision.reason == "Released from zone 'Hall': idle state ON" and decision.owner == ""
 
 
 def test_unoccupied_reason_in_utc_day():

@@ -56,6 +56,25 @@ class TestPlantStatus:
         assert "Hall valve" in page and "Frost protection: 4.0 °C" in page
         assert "Set override" not in page  # viewers cannot override
 
+    def test_it_says_who_controls_each_actuator(self, viewer, redis_client):
+        """Issue #15.5: a released relay showed 'ON, confirmed' and an old booking as why."""
+        with RelayBoard(coils=8) as board:
+            valve = f.relay("Hall valve", board, coil=0)
+            boiler = f.relay("Boiler", board, coil=1, kind="boiler")
+            spare = f.relay("Spare relay", board, coil=2)
+            from control.models import HeatingPlant
+
+            HeatingPlant.objects.create(name="Boiler house", boiler=boiler)
+            zone = f.zone("Hall", valve, temp=4.0)
+            run_tick()
+            zone.actuators.remove(valve)
+            run_tick()
+        page = client_for(viewer).get("/staff/control/").content.decode()
+        assert "heating plant &#x27;Boiler house&#x27;" in page
+        assert "Released from zone &#x27;Hall&#x27;: idle state OFF" in page
+        assert page.count("not controlled — idle state OFF") == 2  # the valve and the spare
+        assert spare.name in page
+
     def test_engineer_sets_and_cancels_an_override(self, engineer, hall):
         c = client_for(engineer)
         response = c.post(

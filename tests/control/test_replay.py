@@ -107,3 +107,53 @@ def test_the_command_prints_a_report_and_json(hall, capsys):
 def test_bad_arguments_are_clear_errors(hall, args, message):
     with pytest.raises(CommandError, match=message):
         call_command("replay_strategy", *args)
+
+
+def test_a_coarse_step_does_not_invent_a_stale_sensor(redis_client):
+    """Issue #15.8: a year's replay steps 1,920 s; with a feed whose slots do not divide the
+    step (45 s) the windows drifted off the steps and a healthy sensor read 'stale'."""
+    from feeds.models import Feed
+
+    valve = Actuator.objects.create(
+        name="Hall valve", kind="valve", host="127.0.0.1", port=1, min_on_s=0, min_off_s=0
+    )
+    zone = f.zone("Hall", valve)
+    Feed.objects.filter(pk=zone.temperature_sensor.feed_id).update(interval=45)
+    zone.temperature_sensor.feed.refresh_from_db()
+    start = DAY
+    feed_id = zone.temperature_sensor.feed_id
+    feed_service.log_points(
+        [(feed_id, int(start.timestamp()) + 45 * i, 19.0) for i in range(2 * 86400 // 45)]
+    )
+    report = replay(zone, start, start + timedelta(days=2), step_s=1920)
+    assert report.samples == 90 and report.missing_samples == 0
+    assert not [s for s in report.switches if "stale" in s.reason]
+    # A real gap of two hours is still a stale sensor.
+    gap = [
+        (feed_id, int(start.timestamp()) + 45 * i, 19.0)
+        for i in range(2 * 86400 // 45)
+        if not 36_000 <= 45 * i < 43_200
+    ]
+    Feed.objects.filter(pk=feed_id).delete()
+    zone.temperature_sensor.feed = Feed.objects.create(name="t2", tag="test", interval=45)
+    zone.temperature_sensor.save()
+    feed_service.log_points([(zone.temperature_sensor.feed_id, t, v) for _, t, v in gap])
+    Booking.objects.create(
+        zone=zone, title="Late", start=DAY + timedelta(hours=10), end=DAY + timedelta(hours=12)
+    )
+    report = replay(zone, start, start + timedelta(days=2), step_s=1920)
+    assert report.missing_samples >= 2
+    assert any("stale" in s.reason for s in report.switches)
+
+
+def test_the_replay_stops_at_now_and_future_bookings_are_not_misses(hall):
+    record(hall, {0: 21.0})
+    now = DAY + timedelta(hours=13)
+    Booking.objects.create(
+        zone=hall, title="Tomorrow", start=DAY + timedelta(hours=34), end=DAY + timedelta(hours=36)
+    )
+    report = replay(hall, DAY, DAY + timedelta(days=3), step_s=60, now=now)
+    assert report.end == now and report.samples == 13 * 60
+    assert report.occupancies == 1 and report.comfort_misses == []  # Yoga at 10:00, warm
+    with pytest.raises(ValueError, match="must start in the past"):
+        replay(hall, now, now + timedelta(days=1), now=now)

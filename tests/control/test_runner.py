@@ -208,3 +208,125 @@ def test_a_refused_coil_faults_only_itself_in_the_boards_words(redis_client, boa
     # Verify-only ticks read the run back: the refused read stays the one coil's fault.
     report = run_tick()
     assert report["faults"] == 1 and rows[valves[1].pk]["fault"] == ""
+
+
+# --- issue #15.5: relays released from control -----------------------------------------------
+
+
+def test_a_valve_removed_from_its_zone_goes_to_its_idle_state_and_is_still_read_back(
+    redis_client, board
+):
+    valve = f.relay("Hall valve", board, coil=8)
+    zone = f.zone("Hall", valve, temp=15.0)
+    now = timezone.now()
+    Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=2))
+    run_tick(now)
+    assert board.coil(8) is True
+    zone.actuators.remove(valve)
+    run_tick(now + timedelta(minutes=1))
+    assert board.coil(8) is False
+    cmd = ActuatorCommand.objects.filter(actuator=valve).first()
+    assert cmd.reason == "Released from zone 'Hall': idle state OFF"
+    assert cmd.strategy == "idle_state" and cmd.confirmed_at is not None
+    [row] = [r for r in actuator_status() if r["id"] == valve.pk]
+    assert row["state"] == "OFF" and row["confirmed"]
+    assert row["owner"] == "not controlled — idle state OFF"
+    assert row["why"] == "Released from zone 'Hall': idle state OFF"
+    # Still read back: a hand-switched relay is put back to its idle state.
+    board.set_coil(8, True)
+    report = run_tick(now + timedelta(minutes=2))
+    assert report["corrected"] == 1 and board.coil(8) is False
+
+
+def test_a_pump_taken_out_of_its_plant_goes_to_its_configured_idle_state(redis_client, board):
+    boiler = f.relay("Boiler", board, coil=12, kind="boiler")
+    pump = f.relay("Pump", board, coil=13, kind="pump", idle_state=True)
+    plant = HeatingPlant.objects.create(name="Boiler house", boiler=boiler, pump=pump)
+    run_tick()
+    assert board.coils_state(12, 2) == [False, False]
+    [row] = [r for r in actuator_status() if r["id"] == pump.pk]
+    assert row["owner"] == "heating plant 'Boiler house'"
+    plant.pump = None
+    plant.save()
+    run_tick()
+    assert board.coil(13) is True
+    assert ActuatorCommand.objects.filter(actuator=pump).first().reason == (
+        "Released from heating plant 'Boiler house': idle state ON"
+    )
+
+
+def test_the_valves_of_a_disabled_zone_are_released_and_their_alarm_clears(
+    redis_client, board, settings
+):
+    settings.BMS_CONTROL_DEVICE_DEADLINE = 1.0
+    valve = f.relay("Hall valve", board, coil=9)
+    zone = f.zone("Hall", valve, temp=4.0)  # frost: ON
+    run_tick()
+    assert board.coil(9) is True
+    board.stop()
+    run_tick()
+    assert Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+    zone.enabled = False
+    zone.save()
+    board.start()
+    board.set_coil(9, True)  # the relay is still ON
+    run_tick()
+    assert board.coil(9) is False
+    assert not Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+    last = ActuatorCommand.objects.filter(actuator=valve).first()
+    assert last.reason == "Released from zone 'Hall' (zone disabled): idle state OFF"
+    [z] = zone_status()
+    assert z["mode"] == "disabled" and "actuator_fault" not in z["flags"]
+    assert z["actuators"][0]["state"] == "OFF" and z["actuators"][0]["confirmed"]
+
+
+def test_a_disabled_actuators_relay_alarm_clears(redis_client, board, settings):
+    settings.BMS_CONTROL_DEVICE_DEADLINE = 1.0
+    valve = f.relay("Hall valve", board, coil=14)
+    f.zone("Hall", valve, temp=4.0)
+    board.stop()
+    run_tick()
+    assert Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+    valve.enabled = False
+    valve.save()
+    run_tick()
+    assert not Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+    [row] = [r for r in actuator_status() if r["id"] == valve.pk]
+    assert row["fault"] == "" and row["owner"] == "disabled: never switched"
+
+
+def test_a_dead_relay_is_audited_once_per_fault_episode_not_every_tick(
+    redis_client, board, settings
+):
+    """Issue #15.8: each retry of a dead relay wrote an audit row, 2,880 a day per relay."""
+    settings.BMS_CONTROL_DEVICE_DEADLINE = 0.5
+    valve = f.relay("Hall valve", board, coil=15)
+    zone = f.zone("Hall", valve, temp=4.0)  # frost: ON
+    board.stop()
+    now = timezone.now()
+    for i in range(4):
+        assert run_tick(now + timedelta(minutes=i))["faults"] == 1
+    [row] = ActuatorCommand.objects.filter(actuator=valve)
+    assert row.state is True and row.error  # the state change, with its fault
+    board.start()
+    run_tick(now + timedelta(minutes=4))  # the retry confirms: no new row
+    assert board.coil(15) is True and ActuatorCommand.objects.filter(actuator=valve).count() == 1
+    # A second episode, found by the read-back of a steady state: one row for it.
+    board.stop()
+    for i in range(5, 9):
+        run_tick(now + timedelta(minutes=i))
+    assert ActuatorCommand.objects.filter(actuator=valve).count() == 2
+    assert (
+        ActuatorCommand.objects.filter(actuator=valve)
+        .first()
+        .reason.startswith("Retry after a fault: Frost protection")
+    )
+    # A state change during the episode is a row of its own.
+    f.set_temperature(zone, 8.0, t=(now + timedelta(minutes=9)).timestamp())
+    run_tick(now + timedelta(minutes=9))
+    run_tick(now + timedelta(minutes=10))
+    assert list(ActuatorCommand.objects.filter(actuator=valve).values_list("state", flat=True)) == [
+        False,
+        True,
+        True,
+    ]

@@ -145,7 +145,7 @@ def test_rotating_a_node_key_invalidates_the_old_one(engineer_api, node):
         ("actuators", lambda f: {"name": "Bad coil", "host": "10.0.0.1", "coil": 70000}, "coil"),
         ("actuators", lambda f: {"name": "No host", "driver": "modbus_coil", "coil": 1}, "host"),
         ("schedule-periods", lambda f: {"schedule": f["schedule"].pk, "weekday": 9, "start": "08:00", "end": "09:00"}, "weekday"),
-        ("schedule-periods", lambda f: {"schedule": f["schedule"].pk, "weekday": 1, "start": "10:00", "end": "09:00"}, "end"),
+        ("schedule-periods", lambda f: {"schedule": f["schedule"].pk, "weekday": 1, "start": "10:00", "end": "10:00"}, "end"),
         ("zones", lambda f: {"name": "Cold", "slug": "cold", "frost_on": 8, "frost_off": 6}, "frost_off"),
         ("nodes", lambda f: {"name": "has spaces!"}, "name"),
         ("nodes", lambda f: {"name": "radio", "node_id": 300}, "node_id"),

@@ -37,10 +37,24 @@ def test_overlapping_schedule_periods_are_refused_and_touching_ones_allowed():
     SchedulePeriod(schedule=schedule, weekday=0, start=time(12), end=time(13)).full_clean()
 
 
-def test_schedule_period_must_end_after_start():
+def test_schedule_period_must_not_end_when_it_starts():
     schedule = Schedule.objects.create(name="Evenings")
-    with pytest.raises(ValidationError, match="end after it starts"):
-        SchedulePeriod(schedule=schedule, weekday=4, start=time(18), end=time(17)).full_clean()
+    with pytest.raises(ValidationError, match="must not end when it starts"):
+        SchedulePeriod(schedule=schedule, weekday=4, start=time(18), end=time(18)).full_clean()
+
+
+def test_a_night_period_crosses_midnight_and_its_overlaps_are_refused():
+    """Issue #15.8: 22:00–06:00 was refused (end before start); it is a night period now."""
+    schedule = Schedule.objects.create(name="Nights")
+    SchedulePeriod(schedule=schedule, weekday=0, start=time(22), end=time(6)).full_clean()
+    SchedulePeriod.objects.create(schedule=schedule, weekday=0, start=time(22), end=time(6))
+    SchedulePeriod.objects.create(schedule=schedule, weekday=6, start=time(23), end=time(1))
+    with pytest.raises(ValidationError, match="overlaps Monday 22:00"):  # Tuesday morning
+        SchedulePeriod(schedule=schedule, weekday=1, start=time(5), end=time(7)).full_clean()
+    with pytest.raises(ValidationError, match="overlaps Sunday 23:00"):  # the week wraps
+        SchedulePeriod(schedule=schedule, weekday=0, start=time(0, 30), end=time(2)).full_clean()
+    SchedulePeriod(schedule=schedule, weekday=1, start=time(6), end=time(7)).full_clean()
+    SchedulePeriod(schedule=schedule, weekday=0, start=time(1), end=time(22)).full_clean()
 
 
 def test_occupied_exception_day_needs_hours():

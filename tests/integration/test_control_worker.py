@@ -75,8 +75,10 @@ def test_a_booking_created_now_switches_on_and_its_end_off_with_pump_overrun(wor
     wait_until(lambda: timezone.now() > booking.end)
     f.set_temperature(zone, 16.0)
     tick()
-    assert board.coils_state(0, 3) == [False, False, True]  # the pump overruns
+    # The pump overruns, and the plant has no bypass: the valve stays open for it (#15.8).
+    assert board.coils_state(0, 3) == [True, False, True]
     assert "Overrun" in runtime.load_actuators([pump.pk])[pump.pk].reason
+    assert runtime.load_actuators([valve.pk])[valve.pk].reason.startswith("Held open: 'Boiler")
 
     time.sleep(3.1)
     f.set_temperature(zone, 16.0)
@@ -142,3 +144,21 @@ def test_a_stopped_relay_board_alarms_within_two_ticks_and_other_zones_still_swi
         # Two ticks with a dead board stay within the per-device deadline (3 s each).
         assert time.monotonic() - started < 10
         assert runtime.load_last_tick()["faults"] == 1
+
+
+def test_a_valve_removed_from_its_zone_is_released_to_its_idle_state(worker, board):
+    """Issue #15.5: it stayed ON, unread, with the old booking as its reason."""
+    valve = f.relay("Hall valve", board, coil=9)
+    zone = f.zone("Hall", valve, temp=16.0)
+    now = timezone.now()
+    Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=1))
+    tick()
+    assert board.coil(9) is True
+    zone.actuators.remove(valve)
+    tick()
+    assert board.coil(9) is False
+    state = runtime.load_actuators([valve.pk])[valve.pk]
+    assert state.reason == "Released from zone 'Hall': idle state OFF" and state.confirmed
+    assert state.owner == "" and state.released_from == "zone 'Hall'"
+    board.set_coil(9, True)  # switched by hand: still read back and put back
+    assert tick()["corrected"] == 1 and board.coil(9) is False
