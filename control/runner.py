@@ -349,9 +349,7 @@ def _relay_alarms_due(now_s: float) -> tuple[bool, bool]:
     return True, recheck
 
 
-def _update_runtime(
-    plan, live, results, now_s: float, audited, alarms: tuple[bool, bool]
-) -> int:
+def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bool, bool]) -> int:
     updated: dict[int, runtime.ActuatorRuntime] = {}
     faults = 0
     may_alarm, recheck = alarms
