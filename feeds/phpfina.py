@@ -48,9 +48,14 @@ MAX_FUTURE_S = 3600
 # Inside the file, write holes of up to this many slots back unchanged instead of splitting the
 # write: they share the same 4 KiB pages, so one pwrite dirties no more than several would.
 COALESCE_SLOTS = 1024
+# Default bound on how far before `now` a point may extend a feed backwards: the first point of
+# a new feed, or a prepend. Without it a new feed could start in 2000 and its next point pad
+# 26 years of NaN (issue #14). Settings: BMS_FEED_MAX_BACKFILL_DAYS (bms/settings.py).
+DEFAULT_MAX_BACKFILL_S = 7 * 86_400
 DEFAULT_MAX_POINTS = 20_000
 CALENDAR_INTERVALS = ("daily", "weekly", "monthly")
 BEFORE_START = f"more than {MAX_PREPEND_S // 86_400} days before the feed's start_time"
+TOO_OLD = "would extend the feed back before now minus the backfill bound"
 
 
 class FeedError(Exception):
@@ -325,6 +330,8 @@ def write_points(
     now: float | None = None,
     fsync: bool = True,
     data_fsync: bool | None = None,
+    max_backfill_s: int | None = None,
+    max_gap_slots: int = MAX_PADDING_SLOTS,
 ) -> WriteReport:
     """Write a block of points, in arrival order (a later point for the same slot wins).
 
@@ -333,6 +340,12 @@ def write_points(
     value. Refused points (bad value, before start, too far ahead, gap too large) are reported
     in the result, not raised, so one bad point never blocks the rest of a block.
     Use `write` for a single point with exceptions.
+
+    Padding is bounded so a point cannot fill the disk with NaN: `max_backfill_s` (None: no
+    bound) refuses a point that would put a feed's first slot earlier than `now` minus that
+    (the first point of a new feed, or a prepend); `max_gap_slots` (at most emoncms's
+    MAX_PADDING_SLOTS) refuses a point past the end that would pad more slots than that.
+    Together with MAX_FUTURE_S a feed's file then only grows as fast as the clock does.
 
     `fsync` covers every file change; `data_fsync=False` leaves this call's .dat pages in the
     page cache for a later `sync_data` (the write buffer syncs less often than it writes, see
@@ -358,12 +371,22 @@ def write_points(
     t, v, j = t[ok], v[ok], j[ok]
     if len(t) == 0:
         return report
+    oldest = None if max_backfill_s is None else now - max_backfill_s
+    max_gap_slots = min(int(max_gap_slots), MAX_PADDING_SLOTS)
 
     if Path(directory).is_dir():
         _recover(directory, feed_id, fsync)
     meta = read_meta(directory, feed_id) or create(directory, feed_id, interval)
     fi = meta.interval
     n = npoints(directory, feed_id)
+    if n == 0 and oldest is not None:
+        # A new feed starts no earlier than the backfill bound: its first slot fixes how much
+        # NaN every later point may pad.
+        old = t < oldest
+        _refuse(report, t[old], TOO_OLD)
+        t, v, j = t[~old], v[~old], j[~old]
+        if len(t) == 0:
+            return report
     if n == 0:
         # The first write fixes start_time (an empty feed may hold a stale one from a crash).
         start = int(t.min()) // fi * fi
@@ -376,6 +399,10 @@ def write_points(
         limit = min(max_prepend_slots(fi), meta.start_time // fi)
         too_early = slots < -limit
         _refuse(report, t[too_early], BEFORE_START)
+        if oldest is not None:
+            too_old = ~too_early & (slots < 0) & (t < oldest)
+            _refuse(report, t[too_old], TOO_OLD)
+            too_early |= too_old
         t, v, j, slots = t[~too_early], v[~too_early], j[~too_early], slots[~too_early]
         if len(t) == 0:
             return report
@@ -390,15 +417,16 @@ def write_points(
     pick = len(slots) - 1 - rev_index
     slots, v, j, t = rev_unique, v[pick].astype(VALUE_DTYPE), j[pick], t[pick]
 
-    # Past the end, each point may pad at most MAX_PADDING_SLOTS from the previous end.
+    # Past the end, one write pads at most max_gap_slots in all (so each gap is at most that,
+    # emoncms's rule when max_gap_slots is MAX_PADDING_SLOTS).
     past = slots >= n
     if past.any():
         p = np.flatnonzero(past)
-        prev_end = np.concatenate(([n], slots[p][:-1] + 1))
-        too_far = np.flatnonzero(slots[p] - prev_end > MAX_PADDING_SLOTS)
+        padding = slots[p] - n - np.arange(len(p))  # NaN slots written up to each point
+        too_far = np.flatnonzero(padding > max_gap_slots)
         if len(too_far):
-            cut = p[too_far[0]]  # this and every later point are at least as far away
-            _refuse(report, t[cut:], f"gap of more than {MAX_PADDING_SLOTS} slots")
+            cut = p[too_far[0]]  # this and every later point pad at least as much
+            _refuse(report, t[cut:], f"gap of more than {max_gap_slots} slots")
             slots, v, j = slots[:cut], v[:cut], j[:cut]
             past = past[:cut]
 
@@ -502,6 +530,7 @@ def write(
         reason = report.refused[0][1]
         exc = {
             BEFORE_START: TimestampBeforeStart,
+            TOO_OLD: TimestampBeforeStart,
             "time is more than an hour in the future": TimestampInFuture,
         }.get(reason)
         if exc is None:
