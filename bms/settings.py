@@ -53,6 +53,11 @@ BMS_ICAL_MAX_OCCURRENCES = env_int("BMS_ICAL_MAX_OCCURRENCES", 2000, minimum=1)
 BMS_BOOKING_MAX_DAYS = env_float("BMS_BOOKING_MAX_DAYS", 14.0, minimum=0.01)
 # Largest number of points one feed read may return (emoncms refuses > 8928 by default).
 BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
+# Padding bounds of the feed store (docs/FEEDS.md): a point may not start a new feed, or move a
+# feed's start, more than this many days before now; one commit pads at most this many slots.
+BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 7, minimum=1)
+# emoncms's own bound is the most (feeds/phpfina.py MAX_PADDING_SLOTS): larger values are cut.
+BMS_FEED_MAX_GAP_SLOTS = env_int("BMS_FEED_MAX_GAP_SLOTS", 15_768_000, minimum=1)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

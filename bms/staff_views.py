@@ -10,20 +10,22 @@ import time
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import NotFound, ValidationError
 
 from bms.api_errors import error_response
 from bms.live import live_every_s, live_json, wants_live
 from bms.permissions import has_staff_role, is_engineer
-from feeds import service
+from feeds import query
 from feeds.models import Feed
 from sensors.alarms import acknowledge, acknowledge_all
 from sensors.models import Alarm
 
 MAX_EXPORT_FEEDS = 20
+EXPORT_PARAMS = ("ids", "start", "end", "interval", "timezone")
 
 
 def staff_required(view):
@@ -53,49 +55,54 @@ class _Echo:
         return value
 
 
-def _int_param(request: HttpRequest, name: str, default: int | None = None) -> int:
-    raw = request.GET.get(name)
-    if raw is None or raw == "":
-        if default is None:
-            raise ValueError(f"'{name}' is required")
-        return default
-    try:
-        return int(float(raw))
-    except ValueError as exc:
-        raise ValueError(f"'{name}' must be a number, got {raw!r}") from exc
+def _export_params(request: HttpRequest) -> dict[str, str]:
+    """The export's parameters with its defaults filled in (the last day, ~1000 rows)."""
+    params = {k: v for k, v in request.GET.items() if k in EXPORT_PARAMS}
+    now = int(time.time())
+    params.setdefault("end", str(now))
+    params.setdefault("start", "")  # below: a day before `end`, once `end` is known good
+    return params
+
+
+def _validation_response(exc: ValidationError, status: int = 400) -> JsonResponse:
+    """The JSON every API error has (bms/api_errors.py), naming the bad parameter."""
+    detail = exc.detail if isinstance(exc.detail, dict) else {"ids": exc.detail}
+    field = next(iter(detail))
+    message = detail[field][0] if isinstance(detail[field], list) else detail[field]
+    return error_response(f"'{field}': {message}", status, field=field, fields=detail)
 
 
 @staff_required
 def feed_export_csv(request: HttpRequest) -> HttpResponse:
-    """CSV of averaged data for the chosen feeds: time, then one column per feed."""
+    """CSV of averaged data for the chosen feeds: time, then one column per feed.
+
+    Parameters, limits and errors are those of /feed/data.json (feeds/query.py): ids, start,
+    end, interval (seconds or daily/weekly/monthly), timezone; at most MAX_EXPORT_FEEDS feeds
+    and BMS_FEED_MAX_POINTS rows. Defaults: the last day, about 1000 rows.
+    """
+    params = _export_params(request)
+    if not params.get("ids"):
+        return error_response("'ids' is required: feed ids separated by commas", 400, field="ids")
     try:
-        ids = [int(x) for x in request.GET.get("ids", "").split(",") if x.strip()]
-    except ValueError:
-        return error_response("'ids' must be a comma-separated list of feed ids", 400)
-    if not ids:
-        return error_response("'ids' is required", 400)
-    if len(ids) > MAX_EXPORT_FEEDS:
-        return error_response(f"'ids': at most {MAX_EXPORT_FEEDS} feeds per export", 400)
-    feeds = {f.pk: f for f in Feed.objects.filter(pk__in=ids)}
-    missing = [i for i in ids if i not in feeds]
-    if missing:
-        return error_response(f"'ids': no feed with id {missing[0]}", 404)
-    now = int(time.time())
-    try:
-        end = _int_param(request, "end", now)
-        start = _int_param(request, "start", end - 86400)
-        interval = _int_param(request, "interval", max(60, (end - start) // 1000))
-    except ValueError as exc:
-        return error_response(str(exc), 400)
-    if end <= start or interval <= 0:
-        return error_response("'end' must be after 'start' and 'interval' positive", 400)
-    try:
-        series = [service.read(i, start, end, interval, average=True) for i in ids]
-    except Exception as exc:  # the feed store's own errors name the problem (too many points...)
-        if exc.__class__.__module__.startswith("feeds"):
-            return error_response(str(exc), 400)
-        raise
-    return _csv_response(ids, feeds, series)
+        ids = query.parse_ids(params)
+        if len(ids) > MAX_EXPORT_FEEDS:
+            raise ValidationError({"ids": [f"at most {MAX_EXPORT_FEEDS} feeds per export"]})
+        end = query.parse_time(params, "end")
+        if not params["start"]:
+            params["start"] = str(max(0, end - 86_400))
+        start = query.parse_time(params, "start")
+        if end <= start:
+            raise ValidationError({"end": ["must be after start"]})
+        if not params.get("interval"):
+            params["interval"] = str(max(60, (end - start) // 1000))
+        q = query.parse_data_query({**params, "average": "1"})
+        feeds = query.readable_feeds(request.user, q.feed_ids)
+        series = query.run(q, feeds)
+    except ValidationError as exc:
+        return _validation_response(exc)
+    except NotFound as exc:
+        return error_response(str(exc.detail), 404, field="ids")
+    return _csv_response(ids, feeds, [series[i] for i in ids])
 
 
 def _csv_response(

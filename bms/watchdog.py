@@ -2,7 +2,8 @@
 
 - feed commit backlog growing (points waiting in Redis, or a buffer that stopped moving),
 - data disk nearly full (or not writable),
-- a Celery queue that no worker consumes (a dead worker), Celery beat not alive.
+- a Celery queue that no worker consumes (a dead worker), Celery beat not alive,
+- points the feed store refused (too old for a new feed, a gap too large: docs/FEEDS.md).
 
 Who runs which check (a dead process cannot report its own death):
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import shutil
 import time
 import uuid
@@ -134,6 +136,48 @@ def check_backlog(now: float | None = None) -> dict:
     return backlog.as_dict()
 
 
+# --- points the feed store refused ---------------------------------------------------------
+
+
+# The count the alarm's message states (below): what staff saw when they acknowledged it.
+REFUSED_COUNT = re.compile(r"Feed \d+: (\d+) points refused")
+
+
+def refused_alarm(feed_id: int) -> str:
+    return f"feed-refused:{feed_id}"
+
+
+def check_refused() -> dict:
+    """One alarm per feed with refused points, its message kept up to date. Once staff have
+    acknowledged it, the points it counted are forgotten and it clears; points refused after
+    that open a new one."""
+    from feeds.service import get_buffer  # bms wires the apps: feeds is below it
+
+    buffer = get_buffer()
+    refused = buffer.refused()
+    for feed_id, (count, last) in refused.items():
+        key = refused_alarm(feed_id)
+        open_alarm = Alarm.objects.filter(key=key, cleared_at__isnull=True).first()
+        if open_alarm is not None and open_alarm.acknowledged_at is not None:
+            seen = int(REFUSED_COUNT.match(open_alarm.message).group(1))
+            buffer.forget_refused(feed_id, seen)
+            clear_alarm(key)
+            count -= seen
+            if count <= 0:
+                continue
+            open_alarm = None
+        message = (
+            f"Feed {feed_id}: {count} points refused by the feed store and not written "
+            f"(latest: t={last}). A sender's clock is wrong, or the points are older than "
+            "BMS_FEED_MAX_BACKFILL_DAYS for a new feed (docs/FEEDS.md)."
+        )
+        if open_alarm is None:
+            raise_alarm(key, message, source="feeds")
+        elif open_alarm.message != message:
+            Alarm.objects.filter(pk=open_alarm.pk).update(message=message)
+    return {str(k): v[0] for k, v in refused.items()}
+
+
 # --- data disk ----------------------------------------------------------------------------
 
 
@@ -224,6 +268,7 @@ def run_all(now: float | None = None) -> dict:
         ("disk", check_disk),
         ("workers", check_workers),
         ("beat", lambda: check_beat(now)),
+        ("refused", check_refused),
     ):
         try:
             results[name] = check()

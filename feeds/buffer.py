@@ -11,6 +11,10 @@ Redis layout (all keys under PREFIX):
                     .dat but not yet fsync'd (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
     synced_at       unix time of the last commit that fsync'd and trimmed
+    refused         a hash feed_id -> points the feed store refused (too old, gap too large...)
+                    since staff last acknowledged it; refused:last: feed_id -> "t reason" of
+                    the latest. bms/watchdog.py raises an alarm from them (refused points are
+                    never written, but never silently dropped either)
 
 Why an append-only string: APPEND is O(1), a block is read with one GETRANGE and parsed by
 numpy in one call, and the committed prefix is removed exactly (records that arrived during
@@ -144,6 +148,10 @@ class FeedBuffer:
         self.written_key = prefix + "written"
         self.boot_key = prefix + "written:boot"
         self.synced_at_key = prefix + "synced_at"
+        self.refused_key = prefix + "refused"
+        self.refused_last_key = prefix + "refused:last"
+        # Bounds passed to phpfina.write_points (max_backfill_s, max_gap_slots); see service.py.
+        self.write_limits: dict = {}
         self._trim = client.register_script(_TRIM)
         self._add = client.register_script(_ADD)
         self._mark_written = client.register_script(_MARK_WRITTEN)
@@ -192,6 +200,20 @@ class FeedBuffer:
                 t, v = raw.split(b" ", 1)
                 out[feed_id] = (int(t), float(v))
         return out
+
+    def refused(self) -> dict[int, tuple[int, str]]:
+        """feed id -> (points refused since last forgotten, "t reason" of the latest)."""
+        counts = self.redis.hgetall(self.refused_key)
+        last = self.redis.hgetall(self.refused_last_key)
+        return {
+            int(k): (int(v), (last.get(k) or b"").decode()) for k, v in counts.items() if int(v) > 0
+        }
+
+    def forget_refused(self, feed_id: int, count: int) -> None:
+        """Take `count` off a feed's refused points (those staff have seen); points refused
+        meanwhile stay counted."""
+        if self.redis.hincrby(self.refused_key, feed_id, -int(count)) <= 0:
+            self.redis.hdel(self.refused_key, feed_id)
 
     # --- committing ------------------------------------------------------------------------
 
@@ -303,10 +325,16 @@ class FeedBuffer:
             now=now,
             fsync=fsync,
             data_fsync=False,  # _sync_and_trim syncs, once per block or per sync interval
+            **self.write_limits,
         )
         report.points += result.written
         if result.refused:
             report.refused[feed_id] = report.refused.get(feed_id, 0) + len(result.refused)
+            t, reason = result.refused[-1]
+            pipe = self.redis.pipeline()
+            pipe.hincrby(self.refused_key, feed_id, len(result.refused))
+            pipe.hset(self.refused_last_key, feed_id, f"{t} {reason}")
+            pipe.execute()
             log.warning(
                 "feed %s: %d points refused, first: t=%s %s",
                 feed_id,

@@ -48,9 +48,14 @@ MAX_FUTURE_S = 3600
 # Inside the file, write holes of up to this many slots back unchanged instead of splitting the
 # write: they share the same 4 KiB pages, so one pwrite dirties no more than several would.
 COALESCE_SLOTS = 1024
+# Default bound on how far before `now` a point may extend a feed backwards: the first point of
+# a new feed, or a prepend. Without it a new feed could start in 2000 and its next point pad
+# 26 years of NaN (issue #14). Settings: BMS_FEED_MAX_BACKFILL_DAYS (bms/settings.py).
+DEFAULT_MAX_BACKFILL_S = 7 * 86_400
 DEFAULT_MAX_POINTS = 20_000
 CALENDAR_INTERVALS = ("daily", "weekly", "monthly")
 BEFORE_START = f"more than {MAX_PREPEND_S // 86_400} days before the feed's start_time"
+TOO_OLD = "would extend the feed back before now minus the backfill bound"
 
 
 class FeedError(Exception):
@@ -325,6 +330,8 @@ def write_points(
     now: float | None = None,
     fsync: bool = True,
     data_fsync: bool | None = None,
+    max_backfill_s: int | None = None,
+    max_gap_slots: int = MAX_PADDING_SLOTS,
 ) -> WriteReport:
     """Write a block of points, in arrival order (a later point for the same slot wins).
 
@@ -333,6 +340,12 @@ def write_points(
     value. Refused points (bad value, before start, too far ahead, gap too large) are reported
     in the result, not raised, so one bad point never blocks the rest of a block.
     Use `write` for a single point with exceptions.
+
+    Padding is bounded so a point cannot fill the disk with NaN: `max_backfill_s` (None: no
+    bound) refuses a point that would put a feed's first slot earlier than `now` minus that
+    (the first point of a new feed, or a prepend); `max_gap_slots` (at most emoncms's
+    MAX_PADDING_SLOTS) refuses a point past the end that would pad more slots than that.
+    Together with MAX_FUTURE_S a feed's file then only grows as fast as the clock does.
 
     `fsync` covers every file change; `data_fsync=False` leaves this call's .dat pages in the
     page cache for a later `sync_data` (the write buffer syncs less often than it writes, see
@@ -358,12 +371,22 @@ def write_points(
     t, v, j = t[ok], v[ok], j[ok]
     if len(t) == 0:
         return report
+    oldest = None if max_backfill_s is None else now - max_backfill_s
+    max_gap_slots = min(int(max_gap_slots), MAX_PADDING_SLOTS)
 
     if Path(directory).is_dir():
         _recover(directory, feed_id, fsync)
     meta = read_meta(directory, feed_id) or create(directory, feed_id, interval)
     fi = meta.interval
     n = npoints(directory, feed_id)
+    if n == 0 and oldest is not None:
+        # A new feed starts no earlier than the backfill bound: its first slot fixes how much
+        # NaN every later point may pad.
+        old = t < oldest
+        _refuse(report, t[old], TOO_OLD)
+        t, v, j = t[~old], v[~old], j[~old]
+        if len(t) == 0:
+            return report
     if n == 0:
         # The first write fixes start_time (an empty feed may hold a stale one from a crash).
         start = int(t.min()) // fi * fi
@@ -376,6 +399,10 @@ def write_points(
         limit = min(max_prepend_slots(fi), meta.start_time // fi)
         too_early = slots < -limit
         _refuse(report, t[too_early], BEFORE_START)
+        if oldest is not None:
+            too_old = ~too_early & (slots < 0) & (t < oldest)
+            _refuse(report, t[too_old], TOO_OLD)
+            too_early |= too_old
         t, v, j, slots = t[~too_early], v[~too_early], j[~too_early], slots[~too_early]
         if len(t) == 0:
             return report
@@ -390,15 +417,16 @@ def write_points(
     pick = len(slots) - 1 - rev_index
     slots, v, j, t = rev_unique, v[pick].astype(VALUE_DTYPE), j[pick], t[pick]
 
-    # Past the end, each point may pad at most MAX_PADDING_SLOTS from the previous end.
+    # Past the end, one write pads at most max_gap_slots in all (so each gap is at most that,
+    # emoncms's rule when max_gap_slots is MAX_PADDING_SLOTS).
     past = slots >= n
     if past.any():
         p = np.flatnonzero(past)
-        prev_end = np.concatenate(([n], slots[p][:-1] + 1))
-        too_far = np.flatnonzero(slots[p] - prev_end > MAX_PADDING_SLOTS)
+        padding = slots[p] - n - np.arange(len(p))  # NaN slots written up to each point
+        too_far = np.flatnonzero(padding > max_gap_slots)
         if len(too_far):
-            cut = p[too_far[0]]  # this and every later point are at least as far away
-            _refuse(report, t[cut:], f"gap of more than {MAX_PADDING_SLOTS} slots")
+            cut = p[too_far[0]]  # this and every later point pad at least as much
+            _refuse(report, t[cut:], f"gap of more than {max_gap_slots} slots")
             slots, v, j = slots[:cut], v[:cut], j[:cut]
             past = past[:cut]
 
@@ -502,6 +530,7 @@ def write(
         reason = report.refused[0][1]
         exc = {
             BEFORE_START: TimestampBeforeStart,
+            TOO_OLD: TimestampBeforeStart,
             "time is more than an hour in the future": TimestampInFuture,
         }.get(reason)
         if exc is None:
@@ -637,42 +666,266 @@ def _window_stats(
     return out
 
 
+# --- bounded reads -----------------------------------------------------------------------------
+#
+# A read's memory must follow the points it returns and the data that exists, never the length
+# of the window asked for (issue #14: `interval=4294967295` once allocated a NaN array over the
+# whole window, gigabytes). So: windows are evaluated over the file clipped to them, in groups
+# of at most READ_CHUNK_SLOTS slots (a window larger than that is reduced chunk by chunk), and
+# buffered points are merged sparsely, window by window, never onto a dense copy of the window.
+
+# At most this many slots are held (with their float64 sums) at once: about 25 MB.
+READ_CHUNK_SLOTS = 1 << 20
+
+
+def _clip(data: np.ndarray, first: int, lo_s: np.ndarray, hi_s: np.ndarray):
+    """Window slot ranges [lo_s, hi_s) as indices into `data` (whose data[0] is slot `first`)."""
+    n = len(data)
+    lo = np.clip(lo_s - first, 0, n)
+    hi = np.maximum(np.clip(hi_s - first, 0, n), lo)
+    return lo, hi
+
+
+def _groups(lo: np.ndarray, hi: np.ndarray):
+    """(i, j): runs of windows (sorted, disjoint) spanning at most READ_CHUNK_SLOTS slots of
+    data, or a single window that alone spans more (the caller reduces it chunk by chunk)."""
+    chunk = READ_CHUNK_SLOTS
+    i, m = 0, len(lo)
+    while i < m:
+        j = max(int(np.searchsorted(hi, lo[i] + chunk, side="right")), i + 1)
+        yield i, j
+        i = j
+
+
+def _sum_count(
+    data: np.ndarray, first: int, lo_s: np.ndarray, hi_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and count of the non-NaN slots of each window [lo_s, hi_s) (sorted, disjoint)."""
+    lo, hi = _clip(data, first, lo_s, hi_s)
+    sums = np.zeros(len(lo), dtype=np.float64)
+    counts = np.zeros(len(lo), dtype=np.int64)
+    for i, j in _groups(lo, hi):
+        base, top = int(lo[i]), int(hi[j - 1])
+        if top <= base:
+            continue
+        if top - base > READ_CHUNK_SLOTS:  # one huge window: reduce it a chunk at a time
+            for c in range(base, top, READ_CHUNK_SLOTS):
+                seg = np.asarray(data[c : min(c + READ_CHUNK_SLOTS, top)])
+                valid = ~np.isnan(seg)
+                sums[i] += float(seg[valid].sum(dtype=np.float64))
+                counts[i] += int(np.count_nonzero(valid))
+            continue
+        seg = np.asarray(data[base:top])
+        valid = ~np.isnan(seg)
+        cs = np.concatenate(([0.0], np.cumsum(np.where(valid, seg, 0.0), dtype=np.float64)))
+        cn = np.concatenate(([0], np.cumsum(valid, dtype=np.int64)))
+        a, b = lo[i:j] - base, hi[i:j] - base
+        sums[i:j] = cs[b] - cs[a]
+        counts[i:j] = cn[b] - cn[a]
+    return sums, counts
+
+
+def _last_valid(
+    data: np.ndarray, first: int, lo_s: np.ndarray, hi_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slot (-1 when none) and value of the last non-NaN slot of each window [lo_s, hi_s)."""
+    lo, hi = _clip(data, first, lo_s, hi_s)
+    slots = np.full(len(lo), -1, dtype=np.int64)
+    values = np.full(len(lo), np.nan, dtype=np.float64)
+    for i, j in _groups(lo, hi):
+        base, top = int(lo[i]), int(hi[j - 1])
+        if top <= base:
+            continue
+        if top - base > READ_CHUNK_SLOTS:  # one huge window: scan back from its end
+            for c in range(top, base, -READ_CHUNK_SLOTS):
+                c0 = max(base, c - READ_CHUNK_SLOTS)
+                found = np.flatnonzero(~np.isnan(np.asarray(data[c0:c])))
+                if len(found):
+                    slots[i] = c0 + int(found[-1])
+                    values[i] = float(data[slots[i]])
+                    break
+            continue
+        idx = np.flatnonzero(~np.isnan(np.asarray(data[base:top]))) + base
+        if len(idx):
+            pos = np.searchsorted(idx, hi[i:j]) - 1
+            ok = pos >= 0
+            ok[ok] &= idx[pos[ok]] >= lo[i:j][ok]
+            slots[i:j][ok] = idx[pos[ok]]
+            values[i:j][ok] = data[idx[pos[ok]]]
+    found = slots >= 0
+    slots[found] += first
+    return slots, values
+
+
+def _file_stats(
+    data: np.ndarray, first: int, bounds: np.ndarray, mode: str, uniform: bool
+) -> np.ndarray:
+    """`_window_stats` over the file, in groups of at most READ_CHUNK_SLOTS slots, so memory
+    follows the slots read, however long the windows are."""
+    m = len(bounds) - 1
+    out = np.full(max(m, 0), np.nan, dtype=np.float64)
+    if m <= 0 or len(data) == 0:
+        return out
+    if mode == "sample":  # one slot per window: nothing to hold
+        return _window_stats(data, first, bounds, mode, uniform)
+    lo, hi = _clip(data, first, bounds[:-1], bounds[1:])
+    for i, j in _groups(lo, hi):
+        if hi[j - 1] <= lo[i]:
+            continue
+        if hi[j - 1] - lo[i] <= READ_CHUNK_SLOTS:
+            out[i:j] = _window_stats(data, first, bounds[i : j + 1], mode, uniform)
+        elif mode == "average":
+            s, c = _sum_count(data, first, bounds[i : i + 1], bounds[i + 1 : i + 2])
+            out[i] = s[0] / c[0] if c[0] else np.nan
+        else:
+            out[i] = _last_valid(data, first, bounds[i : i + 1], bounds[i + 1 : i + 2])[1][0]
+    return out
+
+
 def _last_wins(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rev_unique, rev_index = np.unique(times[::-1], return_index=True)
     return rev_unique, values[len(times) - 1 - rev_index]
 
 
-def _join_fill(
-    data: np.ndarray, slots: np.ndarray, values: np.ndarray, join: np.ndarray, lo: int, hi: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The straight-line fill a commit will write for buffered join points, as (slots, values)
-    within [lo, hi): what _write_past_end does, so a read sees the line before the commit.
+@dataclass
+class _Lines:
+    """Straight lines a commit will write between buffered join points: line k covers slots
+    [a[k], b[k]) on the way from (s0[k], v0[k]) to (s1[k], v1[k])."""
+
+    a: np.ndarray
+    b: np.ndarray
+    s0: np.ndarray
+    v0: np.ndarray
+    s1: np.ndarray
+    v1: np.ndarray
+
+    def at(self, k: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Values at `slots` (on lines `k`), rounded through float32 as the file stores them;
+        each through a two-point np.interp, exactly as the dense fill computed them."""
+        out = np.empty(len(slots), dtype=np.float64)
+        for i, (kk, x) in enumerate(zip(k.tolist(), slots.tolist(), strict=True)):
+            out[i] = np.interp(x, [self.s0[kk], self.s1[kk]], [self.v0[kk], self.v1[kk]])
+        return out.astype(VALUE_DTYPE).astype(np.float64)
+
+    def sums(self, k: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Sum over slots [p, q) of lines `k`, in closed form (no array the length of a gap)."""
+        slope = (self.v1[k] - self.v0[k]) / (self.s1[k] - self.s0[k])
+        cnt = (q - p).astype(np.float64)
+        return cnt * self.v0[k] + slope * ((p - self.s0[k]) + (q - 1 - self.s0[k])) * cnt / 2
+
+
+def _join_lines(
+    data: np.ndarray, first: int, slots: np.ndarray, values: np.ndarray, join: np.ndarray,
+    lo: int, hi: int,
+) -> _Lines:  # fmt: skip
+    """The straight-line fill a commit will write for buffered join points, within [lo, hi):
+    what _write_past_end does, so a read sees the line before the commit.
 
     Only points past the file's end are joined (the commit rewrites earlier slots in place),
     from the file's last value when it has one, else from the previous buffered point.
     """
-    n = len(data)
-    past = slots >= n
+    end = first + len(data)  # the slot after the file's last
+    past = slots >= end
+    empty = np.empty(0, dtype=np.int64)
     if not join[past].any():
-        return np.empty(0, dtype=np.int64), np.empty(0)
+        return _Lines(empty, empty, empty, np.empty(0), empty, np.empty(0))
     s, v, j = slots[past], values[past], join[past]
     order = np.argsort(s, kind="stable")  # arrival order kept among equal slots: last wins
     s, v, j = s[order], v[order], j[order]
     last = np.r_[s[1:] != s[:-1], True]
     s, v, j = s[last], v[last], j[last]
-    if n > 0 and not np.isnan(data[n - 1]):
-        s, v, j = np.r_[n - 1, s], np.r_[float(data[n - 1]), v], np.r_[False, j]
-    fill_s, fill_v = [], []
-    for i in np.flatnonzero(j[1:] & (np.diff(s) > 1)):
-        a, b = max(int(s[i]) + 1, lo), min(int(s[i + 1]), hi)
-        if a < b:
-            h = np.arange(a, b, dtype=np.int64)
-            fill_s.append(h)
-            fill_v.append(np.interp(h, [s[i], s[i + 1]], [v[i], v[i + 1]]))
-    if not fill_s:
-        return np.empty(0, dtype=np.int64), np.empty(0)
-    # Rounded through float32 as the file would store them.
-    return np.concatenate(fill_s), np.concatenate(fill_v).astype(VALUE_DTYPE).astype(np.float64)
+    if len(data) > 0 and not np.isnan(data[-1]):
+        s, v, j = np.r_[end - 1, s], np.r_[float(data[-1]), v], np.r_[False, j]
+    k = np.flatnonzero(j[1:] & (np.diff(s) > 1))
+    a = np.maximum(s[k] + 1, lo)
+    b = np.minimum(s[k + 1], hi)
+    keep = a < b
+    k = k[keep]
+    return _Lines(a[keep], b[keep], s[k], v[k].astype(np.float64), s[k + 1],
+                  v[k + 1].astype(np.float64))  # fmt: skip
+
+
+def _merge_buffered(
+    stats: np.ndarray,
+    data: np.ndarray,
+    first: int,
+    bounds: np.ndarray,
+    slots: np.ndarray,
+    vals: np.ndarray,
+    lines: _Lines,
+    mode: str,
+) -> None:
+    """Recompute in place the windows that hold buffered points or join lines, as if they
+    were in the file. Memory: the points, the lines and the windows, never a window's slots."""
+    m = len(bounds) - 1
+    lo_b, hi_b = bounds[:-1], bounds[1:]
+    pw = np.searchsorted(bounds, slots, side="right") - 1  # window of each point
+    inwin = (pw >= 0) & (pw < m)
+    slots, vals, pw = slots[inwin], vals[inwin], pw[inwin]
+    # Each (line, window) pair: a line crossing many windows counts once in each.
+    la = np.searchsorted(bounds, lines.a, side="right") - 1
+    lb = np.searchsorted(bounds, lines.b - 1, side="right") - 1
+    per_line = lb - la + 1
+    lk = np.repeat(np.arange(len(la)), per_line)
+    lw = la[lk] + np.arange(len(lk)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
+    lp = np.maximum(lo_b[lw], lines.a[lk])  # the pair's slots: [lp, lq)
+    lq = np.minimum(hi_b[lw], lines.b[lk])
+    nonempty = lq > lp  # a zero-length window inside a line's range holds none of it
+    lk, lw, lp, lq = lk[nonempty], lw[nonempty], lp[nonempty], lq[nonempty]
+    if len(pw) == 0 and len(lw) == 0:
+        return
+
+    if mode == "sample":  # the window's first slot: a point there, else a line, else the file
+        on_line = lp == lo_b[lw]
+        stats[lw[on_line]] = lines.at(lk[on_line], lp[on_line])
+        hit = slots == lo_b[pw]
+        stats[pw[hit]] = vals[hit]
+        return
+
+    wins = np.unique(np.concatenate((pw, lw)))
+    at = np.searchsorted(wins, pw)  # position of each point's window in `wins`
+    lat = np.searchsorted(wins, lw)
+    if mode == "average":
+        sums, counts = _sum_count(data, first, lo_b[wins], hi_b[wins])
+        counts = counts.astype(np.float64)
+        # A point on a recorded slot replaces it: take the file's value out first.
+        rel = slots - first
+        inside = (rel >= 0) & (rel < len(data))
+        old = np.asarray(data[rel[inside]], dtype=np.float64)
+        known = ~np.isnan(old)
+        np.subtract.at(sums, at[inside][known], old[known])
+        np.subtract.at(counts, at[inside][known], 1)
+        np.add.at(sums, at, vals)
+        np.add.at(counts, at, 1)
+        if len(lw):
+            np.add.at(sums, lat, lines.sums(lk, lp, lq))
+            np.add.at(counts, lat, (lq - lp).astype(np.float64))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stats[wins] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return
+
+    # "last": the latest slot with a value among the file, the points and the lines.
+    best_slot, best_val = _last_valid(data, first, lo_b[wins], hi_b[wins])
+    # Points are sorted by slot: the last one of each window is its latest (and it beats a
+    # file value on the same slot, which it replaces).
+    tail = np.r_[pw[1:] != pw[:-1], True] if len(pw) else np.zeros(0, dtype=bool)
+    pa, ps, pv = at[tail], slots[tail], vals[tail]
+    better = ps >= best_slot[pa]
+    best_slot[pa[better]], best_val[pa[better]] = ps[better], pv[better]
+    if len(lw):
+        ls = lq - 1
+        lv = lines.at(lk, ls)
+        for pos, s_, v_ in zip(lat.tolist(), ls.tolist(), lv.tolist(), strict=True):
+            if s_ > best_slot[pos]:  # lines never share a slot with the file or a point
+                best_slot[pos], best_val[pos] = s_, v_
+    stats[wins] = best_val
+
+
+def _calendar_estimate(start: int, end: int, interval: str) -> int:
+    """A lower bound on the number of calendar windows (days are at least 23 hours), so a
+    request for too many is refused before their bounds are built."""
+    longest = {"daily": 25 * 3600, "weekly": 7 * 86_400 + 3600, "monthly": 31 * 86_400 + 3600}
+    return (end - start) // longest[interval]
 
 
 def read(
@@ -700,6 +953,9 @@ def read(
     overlay: (times, values[, join flags]) not yet in the file (the write buffer), in arrival
     order; a join point's straight line is filled as the commit will write it.
     feed_interval: the feed's interval when it has no files yet.
+
+    Memory follows the points returned (at most `max_points`), the file's slots inside the
+    windows (READ_CHUNK_SLOTS at a time) and the buffered points, never the window's length.
     """
     if end < start:
         raise BadReadRequest("end", "end is before start")
@@ -708,30 +964,42 @@ def read(
         fi, st = meta.interval, meta.start_time
     else:
         fi, st = int(feed_interval or 0), 0
-    ov_t = ov_v = None
+    first = 0  # the slot of data[0]: more than 0 when buffered points will be prepended
+    ov_t = ov_v = ov_j = None
     if overlay is not None and len(overlay[0]):
         ov_t = np.asarray(overlay[0], dtype=np.int64)
         ov_v = np.asarray(overlay[1], dtype=np.float64)
+        ov_j = np.asarray(overlay[2], dtype=bool) if len(overlay) > 2 else None
+        finite = _finite_mask(ov_v)  # the commit refuses the others: so does the read
+        with np.errstate(over="ignore"):  # as the file will store them (overflow: not finite)
+            ov_v = ov_v.astype(VALUE_DTYPE).astype(np.float64)
+        ov_t, ov_v = ov_t[finite], ov_v[finite]
+        ov_j = ov_j[finite] if ov_j is not None else None
+        if len(ov_t) == 0:
+            ov_t = None
+    if ov_t is not None:
         if fi <= 0:
             raise FeedError(f"feed {feed_id} has buffered points but no interval")
         if len(data) == 0:
             st = int(ov_t.min()) // fi * fi
         else:
             # Buffered points before start_time that the commit will prepend: show them, on
-            # NaN slots before the data as the rebuilt file will have them.
+            # NaN slots before the data as the rebuilt file will have them (no copy: the
+            # data just starts at a later slot).
             limit = min(max_prepend_slots(fi), st // fi)
             early = (ov_t - st) // fi
             early = early[early >= -limit]
             if len(early) and early.min() < 0:
-                grow = int(-early.min())
-                data = np.concatenate((np.full(grow, np.nan, dtype=VALUE_DTYPE), data))
-                st -= grow * fi
+                first = int(-early.min())
+                st -= first * fi
     if fi <= 0:
         return []  # nothing written yet, nothing buffered
 
     if isinstance(interval, str):
         if interval not in CALENDAR_INTERVALS:
             raise BadReadRequest("interval", f"use seconds or one of {CALENDAR_INTERVALS}")
+        if _calendar_estimate(start, end, interval) > max_points:
+            raise TooManyPoints(f"over {max_points} {interval} points requested")
         times = calendar_bounds(start, end, interval, timezone)
         if len(times) - 1 > max_points:
             raise TooManyPoints(f"{len(times) - 1} points requested, at most {max_points}")
@@ -753,30 +1021,19 @@ def read(
     # Slot bounds: the first slot whose time is at or after each window edge.
     bounds = -((st - times) // fi)
     mode = "last" if delta else ("average" if average else "sample")
-    stats = _window_stats(data, 0, bounds, mode, uniform)
+    stats = _file_stats(data, first, bounds, mode, uniform)
 
     if ov_t is not None:
         slots = (ov_t - st) // fi
         keep = slots >= 0  # too far before start_time: the commit will refuse them, so do we
         slots, ov_v = slots[keep], ov_v[keep]
-        if len(overlay) > 2:
-            ov_j = np.asarray(overlay[2], dtype=bool)[keep]
-            fill_s, fill_v = _join_fill(data, slots, ov_v, ov_j, int(bounds[0]), int(bounds[-1]))
-            # Appended after the buffered points: they only ever fill holes between them.
-            slots, ov_v = np.r_[slots, fill_s], np.r_[ov_v, fill_v]
+        if ov_j is not None:
+            lines = _join_lines(data, first, slots, ov_v, ov_j[keep],
+                                int(bounds[0]), int(bounds[-1]))  # fmt: skip
+        else:
+            lines = _join_lines(data, first, slots, ov_v, np.zeros(len(slots), dtype=bool), 0, 0)
         slots, vals = _last_wins(slots, ov_v)
-        lo_w = np.searchsorted(bounds, slots, side="right") - 1
-        inwin = (lo_w >= 0) & (lo_w < len(bounds) - 1)
-        if inwin.any():
-            w0, w1 = int(lo_w[inwin].min()), int(lo_w[inwin].max()) + 1
-            a, b = int(bounds[w0]), int(bounds[w1])
-            patch = np.full(b - a, np.nan, dtype=VALUE_DTYPE)
-            fa, fb = max(a, 0), min(b, len(data))
-            if fb > fa:
-                patch[fa - a : fb - a] = data[fa:fb]
-            sel = (slots >= a) & (slots < b)
-            patch[slots[sel] - a] = vals[sel]
-            stats[w0:w1] = _window_stats(patch, a, bounds[w0 : w1 + 1], mode, uniform)
+        _merge_buffered(stats, data, first, bounds, slots, vals, lines, mode)
 
     if delta:
         prev_idx = np.where(~np.isnan(stats), np.arange(len(stats)), 0)

@@ -36,7 +36,17 @@ def feed_dir():
 
 
 def get_buffer() -> FeedBuffer:
-    return FeedBuffer(get_redis())
+    buffer = FeedBuffer(get_redis())
+    buffer.write_limits = write_limits()
+    return buffer
+
+
+def write_limits() -> dict:
+    """How far a point may pad a feed (docs/FEEDS.md, "Padding bounds")."""
+    return {
+        "max_backfill_s": settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400,
+        "max_gap_slots": settings.BMS_FEED_MAX_GAP_SLOTS,
+    }
 
 
 def _timezone() -> str:

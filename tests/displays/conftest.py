@@ -28,6 +28,14 @@ ROLES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _no_backfill_bound(settings):
+    # These tests write days of readings at fixed 2026 dates and commit at the real clock: the
+    # feed store's backfill bound (a new feed starts at most BMS_FEED_MAX_BACKFILL_DAYS before
+    # now, tests/feeds/test_padding_bounds.py) would refuse them once those dates are past.
+    settings.BMS_FEED_MAX_BACKFILL_DAYS = 100_000
+
+
 def local(*args: int) -> int:
     """Unix seconds of a wall-clock time in Europe/London."""
     return int(datetime(*args, tzinfo=LONDON).timestamp())

@@ -20,6 +20,14 @@ from feeds.buffer import RECORD_SIZE, FeedBuffer, LockLost
 NOW = 2_000_000_000
 
 
+@pytest.fixture(autouse=True)
+def _no_backfill_bound(settings):
+    # These tests write synthetic times (1970, 2001) and commit with a far later `now`: the
+    # backfill bound (a new feed starts at most BMS_FEED_MAX_BACKFILL_DAYS before now) would
+    # refuse them. It has its own tests in test_padding_bounds.py.
+    settings.BMS_FEED_MAX_BACKFILL_DAYS = 100_000
+
+
 def values(feed_dir, feed_id: int = 1) -> list[float]:
     return np.fromfile(feed_dir / f"{feed_id}.dat", "<f4").tolist()
 

@@ -13,6 +13,14 @@ from feeds.models import Feed
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _no_backfill_bound(settings):
+    # These tests write synthetic times (1970, 2001) and commit with a far later `now`: the
+    # backfill bound (a new feed starts at most BMS_FEED_MAX_BACKFILL_DAYS before now) would
+    # refuse them. It has its own tests in test_padding_bounds.py.
+    settings.BMS_FEED_MAX_BACKFILL_DAYS = 100_000
+
+
 @pytest.fixture
 def feed(feed_dir):
     return Feed.objects.create(name="power", interval=10)

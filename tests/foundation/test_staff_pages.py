@@ -63,17 +63,17 @@ def test_acknowledge_needs_post(engineer):
 
 
 @pytest.mark.parametrize(
-    "query, message",
+    "query, status, field, message",
     [
-        ("", "'ids' is required"),
-        ("ids=a,b", "comma-separated"),
-        ("ids=999999", "no feed with id 999999"),
+        ("", 400, "ids", "'ids' is required"),
+        ("ids=a,b", 400, "ids", "not a feed id"),
+        ("ids=999999", 404, "ids", "feed 999999 not found"),
     ],
 )
-def test_csv_export_refuses_bad_parameters_with_json(viewer, query, message):
+def test_csv_export_refuses_bad_parameters_with_json(viewer, query, status, field, message):
     response = _login(viewer).get(f"/staff/feeds/export.csv?{query}")
-    assert response.status_code in (400, 404)
-    assert message in response.json()["error"]
+    assert response.status_code == status
+    assert response.json()["field"] == field and message in response.json()["error"]
 
 
 def test_csv_export_refuses_a_backwards_range(viewer):
@@ -82,7 +82,7 @@ def test_csv_export_refuses_a_backwards_range(viewer):
     feed = Feed.objects.create(name="t", interval=10)
     response = _login(viewer).get(f"/staff/feeds/export.csv?ids={feed.pk}&start=2000&end=1000")
     assert response.status_code == 400
-    assert "'end' must be after 'start'" in response.json()["error"]
+    assert "'end': must be after start" in response.json()["error"]
 
 
 def test_overview_shows_nodes_online_and_silent(viewer, redis_client):

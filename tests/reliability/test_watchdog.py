@@ -114,7 +114,7 @@ def test_the_task_runs_every_check_and_survives_one_failing(redis_client, settin
     settings.BMS_ALARM_DISK_FREE_PCT = 0
     settings.BMS_FEED_DIR = "/nonexistent/feeds"  # the disk check fails; the others still run
     result = system_watchdog.apply().get()
-    assert set(result) == {"backlog", "disk", "workers", "beat"}
+    assert set(result) == {"backlog", "disk", "workers", "beat", "refused"}
     assert "error" in result["disk"] and "points" in result["backlog"]
     assert "celery-beat" in open_keys()  # no beat in this test
 
