@@ -9,9 +9,9 @@ Who is counted:
 - ingest: the node, only once its key has matched (BMS_THROTTLE_INGEST): a node posting too
   fast is slowed, not its neighbours behind the same NAT, and nobody can spend a node's
   allowance without its key. A missing or wrong key is counted against the client address
-  (BMS_THROTTLE_INGEST_FAILED); an address over that allowance is refused before its key is
-  looked up, unless the key is one this process already knows to be good. The ingest views call
-  `failed_key_wait`, `count_failed_key` and `charge_node` (sensors/ingest_views.py).
+  (BMS_THROTTLE_INGEST_FAILED): over that allowance the address gets 429 instead of 401, while
+  a good key from the same address is still accepted. The ingest views call `count_failed_key`
+  and `charge_node` (sensors/ingest_views.py).
 - public: the logged-in user, or the client IP.
 - /api/ (DRF): the user, or the client IP as `client_ip` reads it (never a client's own
   X-Forwarded-For unless BMS_TRUSTED_PROXIES says a proxy wrote it).
@@ -34,7 +34,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import throttling
 
-from bms.redis import REDIS_FAILURES, get_redis, redis_script
+from bms.redis import REDIS_FAILURES, redis_script
 
 log = logging.getLogger(__name__)
 
@@ -94,20 +94,6 @@ def hit(scope: str, ident: str, rate: Rate, now: float | None = None) -> float |
     return max(1.0, (window + 1) * rate.window_s - now)
 
 
-def spent(scope: str, ident: str, rate: Rate, now: float | None = None) -> float | None:
-    """Without counting: None while the allowance has room for one more, else the wait."""
-    now = time.time() if now is None else now
-    key, window = _window_key(scope, ident, rate, now)
-    try:
-        count = int(get_redis().get(key) or 0)
-    except REDIS_FAILURES as exc:
-        log.warning("throttle %s: Redis unavailable, not limiting: %s", scope, exc)
-        return None
-    if count < rate.count:
-        return None
-    return max(1.0, (window + 1) * rate.window_s - now)
-
-
 def client_ip(request: HttpRequest) -> str:
     """REMOTE_ADDR, or behind BMS_TRUSTED_PROXIES reverse proxies the address they saw."""
     proxies = getattr(settings, "BMS_TRUSTED_PROXIES", 0)
@@ -129,14 +115,6 @@ FAILED_KEY_SCOPE = "ingest-badkey"
 
 def _ingest_rate(setting: str) -> Rate | None:
     return _rate_for(getattr(settings, setting, None))
-
-
-def failed_key_wait(request: HttpRequest) -> float | None:
-    """Has this address used up its allowance of failed keys? Then the seconds to wait."""
-    rate = _ingest_rate("BMS_THROTTLE_INGEST_FAILED")
-    if rate is None:
-        return None
-    return spent(FAILED_KEY_SCOPE, "ip:" + client_ip(request), rate)
 
 
 def count_failed_key(request: HttpRequest) -> float | None:

@@ -82,30 +82,26 @@ class Throttled(Exception):
 
 
 def _authenticate(request: HttpRequest, key: str | None) -> NodeIdentity:
-    """The key's node, charged one request; a missing or wrong key charged to the address."""
+    """The key's node, charged one request; a missing or wrong key charged to the address.
+
+    A key is looked up in the database only if some node's key has its prefix (a random key is
+    refused from memory), and that lookup is made even for an address over its allowance of
+    failed keys: a real node behind the same NAT as a misconfigured device keeps posting."""
     identity = node_auth.known(key) if key else None
+    if identity is None and key and node_auth.plausible(key):
+        identity = node_auth.authenticate(key)
+    request.ingest_counted = True  # type: ignore[attr-defined]
     if identity is None:
-        # Not a key this process knows to be good: an address that already sent its allowance
-        # of bad keys is refused before the database is asked about another.
-        wait = throttle.failed_key_wait(request)
+        wait = throttle.count_failed_key(request)
         if wait is not None:
             raise Throttled(wait, BAD_REQUESTS)
-        identity = node_auth.authenticate(key) if key else None
-        if identity is None:
-            request.ingest_counted = True  # type: ignore[attr-defined]
-            wait = throttle.count_failed_key(request)
-            if wait is not None:
-                raise Throttled(wait, BAD_REQUESTS)
-            if not key:
-                raise IngestError(
-                    "missing node key: send 'Authorization: Bearer <key>' (or apikey= on /input/)",
-                    status=401,
-                    field="apikey",
-                )
+        if not key:
             raise IngestError(
-                "node key not recognised (or the node is disabled)", 401, field="apikey"
+                "missing node key: send 'Authorization: Bearer <key>' (or apikey= on /input/)",
+                status=401,
+                field="apikey",
             )
-    request.ingest_counted = True  # type: ignore[attr-defined]
+        raise IngestError("node key not recognised (or the node is disabled)", 401, field="apikey")
     wait = throttle.charge_node(identity.id)
     if wait is not None:
         raise Throttled(wait, "too many requests for this node")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.http import HttpRequest
 
+from sensors import keys
 from sensors.cache import ProcessCache
 from sensors.models import Node
 
@@ -23,6 +24,7 @@ MAX_BAD_KEYS = 1024
 MAX_REFS = 4096
 
 _by_key = ProcessCache()
+_prefixes = ProcessCache()  # one entry: the lookup prefixes of all enabled nodes' keys
 _bad_keys = ProcessCache(ttl_s=NEGATIVE_TTL_S, max_entries=MAX_BAD_KEYS)
 _by_ref = ProcessCache(max_entries=MAX_REFS)
 _MISSING = object()
@@ -68,6 +70,18 @@ def _digest(key: str) -> str:
 def known(key: str) -> NodeIdentity | None:
     """The node of a key this process has already seen accepted (no database, no Redis)."""
     return _by_key.get(_digest(key))
+
+
+def plausible(key: str) -> bool:
+    """Could this be some enabled node's key? False for a key of the wrong length or whose
+    prefix no node has: such a key (a random one, say) is refused without a database query."""
+    if len(key) != keys.KEY_LENGTH:
+        return False
+    prefixes = _prefixes.get("all")
+    if prefixes is None:
+        prefixes = frozenset(Node.objects.filter(enabled=True).values_list("key_prefix", flat=True))
+        _prefixes.set("all", prefixes)
+    return keys.key_prefix(key) in prefixes
 
 
 def authenticate(key: str) -> NodeIdentity | None:
