@@ -207,7 +207,15 @@ def test_another_node_and_no_node_get_the_same_answer(nodes, path):
 # --- bounded key caches -----------------------------------------------------------------------
 
 
-def test_process_cache_drops_the_least_recently_used_at_its_bound():
+@pytest.fixture
+def steady_generation(redis_client, monkeypatch):
+    """Read the config generation now and not again during the test: a change made by an
+    earlier test would otherwise empty every cache at the next check (sensors/cache.py)."""
+    cache.check_generation()
+    monkeypatch.setattr(cache, "GENERATION_CHECK_S", 3600.0)
+
+
+def test_process_cache_drops_the_least_recently_used_at_its_bound(steady_generation):
     bounded = cache.ProcessCache(max_entries=3)
     for k in "abc":
         bounded.set(k, k.upper())
@@ -217,13 +225,13 @@ def test_process_cache_drops_the_least_recently_used_at_its_bound():
     assert bounded.get("b") is None and [bounded.get(k) for k in "acd"] == ["A", "C", "D"]
 
 
-def test_process_cache_drops_expired_entries_when_read():
+def test_process_cache_drops_expired_entries_when_read(steady_generation):
     short = cache.ProcessCache(ttl_s=-1.0)  # every entry is already expired
     short.set("x", 1)
     assert short.get("x", "gone") == "gone" and len(short) == 0
 
 
-def test_random_keys_do_not_grow_the_key_cache_or_push_out_good_keys(nodes):
+def test_random_keys_do_not_grow_the_key_cache_or_push_out_good_keys(nodes, steady_generation):
     """Old: every wrong key stayed in the process's dict until the next config change."""
     alpha, _ = nodes
     assert node_auth.authenticate(alpha) is not None
