@@ -179,6 +179,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BMS_MAX_BODY_BYTES", 1_048_576)
 BMS_INGEST_MAX_ROWS = env_int("BMS_INGEST_MAX_ROWS", 2500, minimum=1)
 BMS_INGEST_MAX_VALUES = env_int("BMS_INGEST_MAX_VALUES", 50000, minimum=1)
 BMS_INGEST_MAX_FUTURE_S = env_int("BMS_INGEST_MAX_FUTURE_S", 900, minimum=0)
+# Inputs (a Sensor and a Feed each) created automatically for unseen keys, per node and per
+# site: beyond them a new key's readings are skipped and an alarm raised (docs/INGEST.md).
+BMS_INGEST_MAX_AUTO_INPUTS_PER_NODE = env_int("BMS_INGEST_MAX_AUTO_INPUTS_PER_NODE", 64, minimum=0)
+BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE = env_int(
+    "BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE", 1000, minimum=0
+)
 
 # --- Throttling (bms/throttle.py, docs/CONFIGURATION.md) ---------------------------------
 # Counts live in Redis so every gunicorn worker shares them. Generous defaults: a real site
@@ -204,7 +210,12 @@ def _throttle_rate(name: str, default: str) -> str | None:
     return value
 
 
-BMS_THROTTLE_INGEST = _throttle_rate("BMS_THROTTLE_INGEST", "60000/minute")  # per node key/IP
+# Ingest per node, counted once its key matched: an emonTx posts every 10 s (6/min), an emonhub
+# gateway a batch every few seconds; 600/min (10/s) leaves 100x headroom for a catch-up after an
+# outage, yet one node cannot fill the shared ingest queue (docs/INGEST.md#limits-and-throttles).
+BMS_THROTTLE_INGEST = _throttle_rate("BMS_THROTTLE_INGEST", "600/minute")
+# Ingest requests with a missing or wrong key, per client address.
+BMS_THROTTLE_INGEST_FAILED = _throttle_rate("BMS_THROTTLE_INGEST_FAILED", "120/minute")
 BMS_THROTTLE_PUBLIC = _throttle_rate("BMS_THROTTLE_PUBLIC", "3000/minute")  # kiosk, feed: per IP
 BMS_THROTTLE_API_ANON = _throttle_rate("BMS_THROTTLE_API_ANON", "1200/minute")  # /api/: per IP
 BMS_THROTTLE_API_USER = _throttle_rate("BMS_THROTTLE_API_USER", "12000/minute")  # /api/: per user
@@ -227,7 +238,8 @@ REST_FRAMEWORK = {
         "bms.throttle.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {"anon": BMS_THROTTLE_API_ANON, "user": BMS_THROTTLE_API_USER},
-    "NUM_PROXIES": BMS_TRUSTED_PROXIES or None,
+    # 0, not None: None makes DRF count by the client's own X-Forwarded-For (bms/throttle.py).
+    "NUM_PROXIES": BMS_TRUSTED_PROXIES,
 }
 
 SPECTACULAR_SETTINGS = {
@@ -343,8 +355,28 @@ BMS_WATCHDOG_WATCH_BEAT = env_bool("BMS_WATCHDOG_WATCH_BEAT", True)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Node keys travel in query strings: mask `apikey=`, `token=` ... values (bms/log_scrub.py).
+    "filters": {"scrub": {"()": "bms.log_scrub.ScrubSecretsFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["scrub"]},
+        # runserver's request lines (Django's own handler, plus the filter).
+        "django.server": {
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["scrub"],
+        },
+    },
+    "loggers": {
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
 

@@ -6,9 +6,15 @@ A fixed-window counter in Redis (INCR + EXPIRE in one round trip), so the limit 
 all gunicorn workers. Over the limit: 429 with a JSON message and Retry-After.
 
 Who is counted:
-- ingest: the node key's first 8 characters (a node posting too fast is slowed, not its
-  neighbours behind the same NAT), or the client IP when the request carries no key;
+- ingest: the node, only once its key has matched (BMS_THROTTLE_INGEST): a node posting too
+  fast is slowed, not its neighbours behind the same NAT, and nobody can spend a node's
+  allowance without its key. A missing or wrong key is counted against the client address
+  (BMS_THROTTLE_INGEST_FAILED): over that allowance the address gets 429 instead of 401, while
+  a good key from the same address is still accepted. The ingest views call `count_failed_key`
+  and `charge_node` (sensors/ingest_views.py).
 - public: the logged-in user, or the client IP.
+- /api/ (DRF): the user, or the client IP as `client_ip` reads it (never a client's own
+  X-Forwarded-For unless BMS_TRUSTED_PROXIES says a proxy wrote it).
 
 If Redis does not answer, requests are let through: throttling protects the site, it must not
 take ingest down with it (the Celery broker failing is reported by the view itself).
@@ -25,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import throttling
 
@@ -34,11 +39,9 @@ from bms.redis import REDIS_FAILURES, redis_script
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "bms:throttle"
-NODE_KEY_PREFIX_CHARS = 8  # as sensors.keys.PREFIX_LENGTH (bms/ must not import the apps)
 _UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600,
           "hour": 3600, "d": 86400, "day": 86400}  # fmt: skip
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+?)s?\s*$")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,15 @@ return count
 """
 
 
+def _window_key(scope: str, ident: str, rate: Rate, now: float) -> tuple[str, int]:
+    window = int(now // rate.window_s)
+    return f"{KEY_PREFIX}:{scope}:{ident}:{window}", window
+
+
 def hit(scope: str, ident: str, rate: Rate, now: float | None = None) -> float | None:
     """Count one request; None when allowed, else the seconds until the window ends."""
     now = time.time() if now is None else now
-    window = int(now // rate.window_s)
-    key = f"{KEY_PREFIX}:{scope}:{ident}:{window}"
+    key, window = _window_key(scope, ident, rate, now)
     try:
         count = redis_script(_COUNT)(keys=[key], args=[rate.window_s + 1])
     except REDIS_FAILURES as exc:
@@ -98,29 +105,32 @@ def client_ip(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR", "unknown")[:64]
 
 
-def _visible_key(request: HttpRequest) -> str | None:
-    """The node key where the ingest views will look for it, without reading a big body."""
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if header[:7].lower() == "bearer ":
-        return header[7:].strip()
-    key = request.GET.get("apikey") or request.GET.get("devicekey")
-    if key:
-        return key
-    form = request.content_type == "application/x-www-form-urlencoded"
-    if request.method == "POST" and form and request.GET.get("cb") != "1":
-        try:  # the view reads the same parsed form; too big or too many fields: its 4xx
-            return request.POST.get("apikey") or request.POST.get("devicekey")
-        except SuspiciousOperation:
-            return None
-    return None
+# --- ingest: a node is charged only after its key matched -------------------------------------
+# Two counts, so that neither a made-up key nor a node's public key prefix can spend a real
+# node's allowance: per client address for requests whose key is missing or wrong, per node
+# (its primary key) for requests whose key matched.
+INGEST_SCOPE = "ingest"
+FAILED_KEY_SCOPE = "ingest-badkey"
 
 
-def ingest_ident(request: HttpRequest) -> str:
-    key = _visible_key(request)
-    prefix = key.strip()[:NODE_KEY_PREFIX_CHARS] if key else ""
-    if _HEX.match(prefix):
-        return "key:" + prefix.lower()
-    return "ip:" + client_ip(request)
+def _ingest_rate(setting: str) -> Rate | None:
+    return _rate_for(getattr(settings, setting, None))
+
+
+def count_failed_key(request: HttpRequest) -> float | None:
+    """Count a missing or wrong key against the client address; the wait if it is now over."""
+    rate = _ingest_rate("BMS_THROTTLE_INGEST_FAILED")
+    if rate is None:
+        return None
+    return hit(FAILED_KEY_SCOPE, "ip:" + client_ip(request), rate)
+
+
+def charge_node(node_pk: int) -> float | None:
+    """Count one request against the node whose key matched; the wait if it is over."""
+    rate = _ingest_rate("BMS_THROTTLE_INGEST")
+    if rate is None:
+        return None
+    return hit(INGEST_SCOPE, f"node:{node_pk}", rate)
 
 
 def public_ident(request: HttpRequest) -> str:
@@ -130,11 +140,10 @@ def public_ident(request: HttpRequest) -> str:
     return "ip:" + client_ip(request)
 
 
-def too_many(scope: str, retry_after: float) -> JsonResponse:
+def too_many(scope: str, retry_after: float, reason: str = "too many requests") -> JsonResponse:
     seconds = math.ceil(retry_after)
     response = JsonResponse(
-        {"success": False, "error": f"too many requests ({scope}): retry in {seconds} s"},
-        status=429,
+        {"success": False, "error": f"{reason} ({scope}): retry in {seconds} s"}, status=429
     )
     response["Retry-After"] = str(seconds)
     return response
@@ -160,10 +169,6 @@ def throttle(
     return decorate
 
 
-def ingest_throttle(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    return throttle("ingest", "BMS_THROTTLE_INGEST", ingest_ident)(view)
-
-
 def public_throttle(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     return throttle("public", "BMS_THROTTLE_PUBLIC", public_ident)(view)
 
@@ -182,12 +187,20 @@ class _FailOpen:
             return True
 
 
-class AnonRateThrottle(_FailOpen, throttling.AnonRateThrottle):
+class _ClientAddress:
+    def get_ident(self, request) -> str:
+        # DRF's own get_ident with NUM_PROXIES=None counts by the client's X-Forwarded-For as
+        # sent: a made-up value per request was never throttled. Ours trusts that header only
+        # behind BMS_TRUSTED_PROXIES proxies (the Nth entry from the right), else the socket.
+        return client_ip(request)
+
+
+class AnonRateThrottle(_ClientAddress, _FailOpen, throttling.AnonRateThrottle):
     """Anonymous API requests per client IP (settings BMS_THROTTLE_API_ANON)."""
 
 
-class UserRateThrottle(_FailOpen, throttling.UserRateThrottle):
-    """Logged-in API requests per user (settings BMS_THROTTLE_API_USER)."""
+class UserRateThrottle(_ClientAddress, _FailOpen, throttling.UserRateThrottle):
+    """Logged-in API requests per user (settings BMS_THROTTLE_API_USER); per IP if anonymous."""
 
 
 class PublicRateThrottle(throttling.BaseThrottle):

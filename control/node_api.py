@@ -22,16 +22,18 @@ from control.runner import alarm_key
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm, Node
 
+# One answer for "no such node", "node disabled" and "wrong key": they are authentication
+# answers, and different ones would tell a caller without a key which node ids exist.
+NOT_AUTHENTICATED = "node key not recognised for this node (or the node is disabled)"
+
 
 def _node(request: HttpRequest, node_id: int) -> Node | JsonResponse:
     header = request.headers.get("Authorization", "")
     if not header.startswith("Bearer ") or not header[7:].strip():
         return error_response("missing node key: send 'Authorization: Bearer <key>'", 401)
     node = Node.objects.filter(pk=node_id, enabled=True).first()
-    if node is None:
-        return error_response(f"no enabled node with id {node_id}", 404)
-    if not node.check_key(header[7:].strip()):
-        return error_response(f"that key is not the key of node {node_id}", 401)
+    if node is None or not node.check_key(header[7:].strip()):
+        return error_response(NOT_AUTHENTICATED, 401)
     return node
 
 
@@ -63,8 +65,10 @@ def acknowledge(request: HttpRequest, node_id: int, command_id: int) -> JsonResp
     if request.content_type == "application/json" and request.body:
         try:
             body = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            return error_response("body: not valid JSON", 400)
+        # RecursionError: deeply nested JSON (`[` x 100,000) exhausts the parser's recursion
+        # limit; it is the client's malformed body, not a server error.
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return error_response("body: not valid JSON", 400, field="body")
         if not isinstance(body, dict):
             return error_response("body: must be a JSON object", 400)
         if "ok" in body and not isinstance(body["ok"], bool):

@@ -5,7 +5,7 @@ set -o errexit -o pipefail -o nounset
 case "${1:-web}" in
   web)
     python manage.py migrate --no-input
-    exec gunicorn bms.wsgi:application --bind 0.0.0.0:8000 \
+    exec gunicorn -c python:bms.gunicorn_conf bms.wsgi:application --bind 0.0.0.0:8000 \
       --workers "${WEB_WORKERS:-3}" --threads 4 --timeout 30 --access-logfile -
     ;;
   worker)

@@ -46,7 +46,7 @@ start() {  # start NAME COMMAND...: run in the background, log to var/log/NAME.l
 }
 
 rm -f "$BMS_ROOT/var/celerybeat.pid"
-start web "$VENV/bin/gunicorn" bms.wsgi:application --bind "$BIND:$PORT" --workers 3 --threads 4 --timeout 30
+start web "$VENV/bin/gunicorn" -c python:bms.gunicorn_conf bms.wsgi:application --bind "$BIND:$PORT" --workers 3 --threads 4 --timeout 30
 # Control gets its own worker so a flood of readings never delays the boiler.
 start worker-control "$VENV/bin/celery" -A bms worker -Q control -c 1 -n control@%h -l INFO
 start worker-ingest "$VENV/bin/celery" -A bms worker -Q ingest,commit -c 2 -n ingest@%h -l INFO

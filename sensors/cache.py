@@ -10,8 +10,10 @@ entries also expire after a TTL in case Redis was unreachable when a bump was du
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from django.db import transaction
@@ -25,6 +27,9 @@ log = logging.getLogger(__name__)
 GENERATION_KEY = "sensors:config-generation"
 GENERATION_CHECK_S = 1.0
 ENTRY_TTL_S = 60.0
+# No cache may grow without bound: lookups keyed by what a client sends (a random key, a
+# made-up node name) would otherwise fill the process's memory until the next config change.
+MAX_ENTRIES = 10_000
 
 
 class _Generation:
@@ -37,25 +42,43 @@ _caches: list[ProcessCache] = []
 
 
 class ProcessCache:
-    """A dict with a TTL per entry, emptied when the config generation changes."""
+    """A dict with a TTL per entry and at most `max_entries` entries (least recently used go
+    first), emptied when the config generation changes."""
 
-    def __init__(self, ttl_s: float = ENTRY_TTL_S) -> None:
+    def __init__(self, ttl_s: float = ENTRY_TTL_S, max_entries: int = MAX_ENTRIES) -> None:
         self.ttl_s = ttl_s
-        self._data: dict[Any, tuple[float, Any]] = {}
+        self.max_entries = max_entries
+        self._data: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
+        # gunicorn runs threads: an OrderedDict reordered by two at once can raise KeyError.
+        self._lock = threading.Lock()
         _caches.append(self)
 
     def get(self, key: Any, default: Any = None) -> Any:
         _check_generation()
-        entry = self._data.get(key)
-        if entry is None or entry[0] < time.monotonic():
-            return default
-        return entry[1]
+        with self._lock:
+            entry = self._data.get(key)
+            if entry is None:
+                return default
+            if entry[0] < time.monotonic():
+                del self._data[key]
+                return default
+            self._data.move_to_end(key)
+            return entry[1]
 
     def set(self, key: Any, value: Any, ttl_s: float | None = None) -> None:
-        self._data[key] = (time.monotonic() + (self.ttl_s if ttl_s is None else ttl_s), value)
+        expires = time.monotonic() + (self.ttl_s if ttl_s is None else ttl_s)
+        with self._lock:
+            self._data[key] = (expires, value)
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
     def clear(self) -> None:
-        self._data.clear()
+        with self._lock:
+            self._data.clear()
 
 
 def clear_all() -> None:

@@ -5,6 +5,9 @@ A request is accepted once it is validated and its whole batch is handed to ONE 
 (`sensors.tasks.ingest_batch`, queue `ingest`): the web process never waits on the feed
 store. Plain Django views, not DRF, because this is the hot path (hundreds of posts a second)
 and every error must have the emoncms-friendly shape of bms.api_errors anyway.
+
+Throttling (bms/throttle.py) is done here, around the key check, not by a decorator: a node is
+charged only once its key matched, and a missing or wrong key is charged to the client address.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
 
+from bms import throttle
 from bms.redis import REDIS_FAILURES
-from bms.throttle import ingest_throttle
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
+from sensors import input_budget, node_auth
 from sensors.ingest import IngestError, Limits, Row, parse_bulk, parse_post, parse_readings
-from sensors.node_auth import NodeIdentity, authenticate, key_from_request, lookup_ref
+from sensors.node_auth import NodeIdentity, key_from_request
 from sensors.publish import publish_ingest_batch
 
 log = logging.getLogger(__name__)
@@ -65,33 +69,76 @@ def _read_body(request: HttpRequest) -> bytes:
     return body
 
 
-def _authenticate(key: str | None) -> NodeIdentity:
-    if not key:
-        raise IngestError(
-            "missing node key: send 'Authorization: Bearer <key>' (or apikey= on /input/)",
-            status=401,
-            field="apikey",
-        )
-    identity = authenticate(key)
+BAD_REQUESTS = "too many requests with a missing or wrong node key or bad input from this address"
+
+
+class Throttled(Exception):
+    """A 429: the node's allowance, or the address's allowance of failed keys, is spent."""
+
+    def __init__(self, retry_after: float, reason: str) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+        self.reason = reason
+
+
+def _authenticate(request: HttpRequest, key: str | None) -> NodeIdentity:
+    """The key's node, charged one request; a missing or wrong key charged to the address.
+
+    A key is looked up in the database only if some node's key has its prefix (a random key is
+    refused from memory), and that lookup is made even for an address over its allowance of
+    failed keys: a real node behind the same NAT as a misconfigured device keeps posting."""
+    identity = node_auth.known(key) if key else None
+    if identity is None and key and node_auth.plausible(key):
+        identity = node_auth.authenticate(key)
+    request.ingest_counted = True  # type: ignore[attr-defined]
     if identity is None:
+        wait = throttle.count_failed_key(request)
+        if wait is not None:
+            raise Throttled(wait, BAD_REQUESTS)
+        if not key:
+            raise IngestError(
+                "missing node key: send 'Authorization: Bearer <key>' (or apikey= on /input/)",
+                status=401,
+                field="apikey",
+            )
         raise IngestError("node key not recognised (or the node is disabled)", 401, field="apikey")
+    wait = throttle.charge_node(identity.id)
+    if wait is not None:
+        raise Throttled(wait, "too many requests for this node")
     return identity
 
 
 def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
-    """Every row must be for the key's own node: one node cannot write another's inputs."""
-    checked: set = set()
+    """Every row must be for the key's own node: one node cannot write another's inputs.
+
+    Whether the named node exists is not said: the answer is the same for another node and for
+    no node, so a key cannot be used to find out which node names exist."""
     for index, row in enumerate(rows):
-        if row.node in checked or identity.matches(row.node):
-            checked.add(row.node)
-            continue
-        other = lookup_ref(row.node)
-        where = {"field": "node", "row": index if len(rows) > 1 else None}
-        if other is None:
-            raise IngestError(f"unknown node {row.node!r}", status=404, **where)
-        raise IngestError(
-            f"this key belongs to node '{identity.name}', not '{other.name}'", status=403, **where
-        )
+        if not identity.matches(row.node):
+            raise IngestError(
+                f"this key writes node '{identity.name}' only, not {str(row.node)[:64]!r}",
+                status=403,
+                field="node",
+                row=index if len(rows) > 1 else None,
+            )
+
+
+def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
+    """REST only: a reading that would create an input beyond the bound is a 409 naming it
+    (emonhub is answered `ok` and the worker skips and records it: sensors/input_budget.py)."""
+    keys = {key for row in rows for key in row.values}
+    over = input_budget.over_budget(identity.id, keys)
+    if not over:
+        return
+    first = next(i for i, row in enumerate(rows) if over[0] in row.values)
+    raise IngestError(
+        f"node '{identity.name}' may not get more automatically created inputs "
+        f"({input_budget.limits_text()}): {input_budget.shown(over)} would be new. "
+        "Configure or delete its inputs in the admin, or stop sending these keys",
+        status=409,
+        field=f"values.{over[0]}",
+        row=first if len(rows) > 1 else None,
+    )
 
 
 def _enqueue(identity: NodeIdentity, rows: list[Row]) -> None:
@@ -108,7 +155,15 @@ def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpReque
         try:
             return view(request)
         except IngestError as exc:
+            if exc.status < 500 and not getattr(request, "ingest_counted", False):
+                # Refused before its key was looked at (a bad body, a wrong method): counted
+                # against the address like a wrong key, so such a flood is throttled too.
+                wait = throttle.count_failed_key(request)
+                if wait is not None:
+                    return throttle.too_many(throttle.INGEST_SCOPE, wait, BAD_REQUESTS)
             return _error(exc)
+        except Throttled as exc:
+            return throttle.too_many(throttle.INGEST_SCOPE, exc.retry_after, exc.reason)
         except DatabaseError as exc:
             # Node keys are cached, but a cache miss (new key, cache refreshed) reads the
             # database: while it is away, the gateway must retry (503), not see a server error.
@@ -120,16 +175,16 @@ def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpReque
     return csrf_exempt(wrapper)
 
 
-@ingest_throttle
 @_guarded
 def readings(request: HttpRequest) -> HttpResponse:
     """POST one reading or a list: {"node": ..., "time": ..., "values": {"key": number}}."""
     if request.method != "POST":
         raise IngestError("use POST", status=405)
     body = _read_body(request)
-    identity = _authenticate(key_from_request(request, allow_params=False))
+    identity = _authenticate(request, key_from_request(request, allow_params=False))
     rows = parse_readings(body, time.time(), limits())
     _check_nodes(rows, identity)
+    _check_input_budget(identity, rows)
     _enqueue(identity, rows)
     n_values = sum(len(r.values) for r in rows)
     return JsonResponse({"success": True, "rows": len(rows), "values": n_values}, status=202)
@@ -162,12 +217,11 @@ def _emoncms_key(request: HttpRequest, params: dict[str, str]) -> str | None:
     return header or params.get("apikey") or params.get("devicekey") or None
 
 
-@ingest_throttle
 @_guarded
 def input_post(request: HttpRequest) -> HttpResponse:
     """emoncms input/post: node, fulljson | json | csv, time. Replies `ok`."""
     params, _ = _emoncms_params(request)
-    identity = _authenticate(_emoncms_key(request, params))
+    identity = _authenticate(request, _emoncms_key(request, params))
     row, fulljson = parse_post(params, time.time(), limits())
     _check_nodes([row], identity)
     _enqueue(identity, [row])
@@ -176,12 +230,11 @@ def input_post(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
-@ingest_throttle
 @_guarded
 def input_bulk(request: HttpRequest) -> HttpResponse:
     """emoncms input/bulk: data=[[t, node, v1, ...], ...] with sentat/offset/time. Replies `ok`."""
     params, _ = _emoncms_params(request)
-    identity = _authenticate(_emoncms_key(request, params))
+    identity = _authenticate(request, _emoncms_key(request, params))
     rows = parse_bulk(params, time.time(), limits())
     _check_nodes(rows, identity)
     if rows:

@@ -12,14 +12,21 @@ from dataclasses import dataclass
 
 from django.http import HttpRequest
 
+from sensors import keys
 from sensors.cache import ProcessCache
 from sensors.models import Node
 
 # Wrong keys are remembered briefly so a misconfigured device cannot hammer the database.
 NEGATIVE_TTL_S = 5.0
+# Wrong keys are what a client makes up: their cache is kept apart from the good keys and small,
+# so a flood of random keys neither grows memory nor pushes the real nodes' keys out.
+MAX_BAD_KEYS = 1024
+MAX_REFS = 4096
 
 _by_key = ProcessCache()
-_by_ref = ProcessCache()
+_prefixes = ProcessCache()  # one entry: the lookup prefixes of all enabled nodes' keys
+_bad_keys = ProcessCache(ttl_s=NEGATIVE_TTL_S, max_entries=MAX_BAD_KEYS)
+_by_ref = ProcessCache(max_entries=MAX_REFS)
 _MISSING = object()
 
 
@@ -56,14 +63,40 @@ def key_from_request(request: HttpRequest, *, allow_params: bool) -> str | None:
     return None
 
 
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def known(key: str) -> NodeIdentity | None:
+    """The node of a key this process has already seen accepted (no database, no Redis)."""
+    return _by_key.get(_digest(key))
+
+
+def plausible(key: str) -> bool:
+    """Could this be some enabled node's key? False for a key of the wrong length or whose
+    prefix no node has: such a key (a random one, say) is refused without a database query."""
+    if len(key) != keys.KEY_LENGTH:
+        return False
+    prefixes = _prefixes.get("all")
+    if prefixes is None:
+        prefixes = frozenset(Node.objects.filter(enabled=True).values_list("key_prefix", flat=True))
+        _prefixes.set("all", prefixes)
+    return keys.key_prefix(key) in prefixes
+
+
 def authenticate(key: str) -> NodeIdentity | None:
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    cached = _by_key.get(digest, _MISSING)
-    if cached is not _MISSING:
-        return cached
+    digest = _digest(key)
+    identity = _by_key.get(digest)
+    if identity is not None:
+        return identity
+    if _bad_keys.get(digest, False):
+        return None
     node = Node.for_key(key)
-    identity = NodeIdentity.of(node) if node is not None else None
-    _by_key.set(digest, identity, None if identity else NEGATIVE_TTL_S)
+    if node is None:
+        _bad_keys.set(digest, True)
+        return None
+    identity = NodeIdentity.of(node)
+    _by_key.set(digest, identity)
     return identity
 
 

@@ -3,7 +3,8 @@
 Called by the Celery task `sensors.tasks.ingest_batch` (and directly by the Modbus poller,
 which already runs in a worker). Rows are `[t, {key: number}]`, validated by the web
 process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
-`<node>:<key>` logged with log_to_feed, so nothing is dropped before it is configured.
+`<node>:<key>` logged with log_to_feed, so nothing is dropped before it is configured, up to
+the bound of sensors/input_budget.py: beyond it a new key's readings are skipped (with an alarm).
 
 Per batch: one cached sensor map, one Redis pipeline for pulse state, one call to
 feeds.service.process_inputs (which pipelines the feed buffer), one pipeline for node state.
@@ -21,7 +22,7 @@ from bms.redis import get_redis
 from feeds.models import Feed
 from feeds.processes import ACCUMULATING
 from sensors import conversions as cv
-from sensors import state
+from sensors import input_budget, state
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.cache import ProcessCache, bump_generation, check_generation
 from sensors.models import Node, Sensor
@@ -75,6 +76,7 @@ class IngestReport:
     values: int = 0
     items: int = 0
     created_sensors: list[str] = field(default_factory=list)
+    skipped_keys: list[str] = field(default_factory=list)
     conversion_errors: int = 0
 
 
@@ -115,7 +117,11 @@ def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
 def _create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
     existing = set(Sensor.objects.filter(node=node, key__in=keys).values_list("key", flat=True))
     created = []
-    for key in sorted(keys - existing):
+    # Counted under the node's lock; two nodes of one site creating at once may pass the site
+    # bound by what one batch creates, never more.
+    wanted = sorted(keys - existing)
+    allowed = wanted[: input_budget.room(node.pk, node.site_id)]
+    for key in allowed:
         with transaction.atomic():
             feed, _ = Feed.objects.get_or_create(
                 tag=node.name, name=key, defaults={"interval": node.interval}
@@ -133,7 +139,8 @@ def _create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
         if was_created:
             created.append(key)
             log.info("new input %s:%s -> sensor and feed %s created", node.name, key, feed.pk)
-    bump_generation()
+    if created:
+        bump_generation()
     return created
 
 
@@ -184,6 +191,15 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
         report.created_sensors = create_auto_sensors(node, unseen)
         _sensor_maps.clear()
         specs = sensor_map(node_id)
+        skipped = sorted(keys - specs.keys())
+        if skipped:
+            # Beyond the auto-created input bound: these keys' readings are dropped, the
+            # node's known inputs are processed as usual (sensors/input_budget.py).
+            points = sum(1 for _, values in rows for k in values if k not in specs)
+            rows = [[t, {k: v for k, v in values.items() if k in specs}] for t, values in rows]
+            report.skipped_keys = skipped
+            input_budget.record_skipped(node, skipped, points)
+            keys -= set(skipped)
 
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
     if not pulse_specs:
@@ -243,7 +259,7 @@ def _convert_and_process(
     report.items = len(items)
     if items:
         service.process_inputs(items)
-    _store_node_state(node_id, now, last, pulse_states, pulse_specs)
+    _store_node_state(node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys))
     if latest_checked:
         _range_alarms(node_id, latest_checked, out_of_range)
     return report
@@ -261,6 +277,7 @@ def _store_node_state(
     last: dict[str, tuple[int, float]],
     pulse_states: dict[int, cv.PulseState | None],
     pulse_specs: list[SensorSpec],
+    skipped_inputs: bool = False,
 ) -> None:
     pipe = get_redis().pipeline(transaction=False)
     pipe.hset(state.SEEN_KEY, str(node_id), int(now))
@@ -273,11 +290,18 @@ def _store_node_state(
                 state.pulse_key(spec.id),
                 mapping={"t": ps.t, "count": ps.count, "total": repr(ps.total)},
             )
+    if not skipped_inputs:
+        pipe.srem(input_budget.CAPPED_SET, str(node_id))
     pipe.srem(state.SILENT_KEY, str(node_id))
-    *_, was_silent = pipe.execute()
+    results = pipe.execute()
+    was_silent = results[-1]
+    was_capped = 0 if skipped_inputs else results[-2]
     if was_silent:
         # The node is back: close its silent alarm now rather than at the next check.
         clear_alarm(f"node-silent:{node_id}")
+    if was_capped:
+        # A batch with no input beyond the bound: the condition has ended.
+        clear_alarm(input_budget.alarm_key(node_id))
 
 
 def _range_alarms(

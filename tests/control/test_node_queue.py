@@ -110,7 +110,7 @@ def test_a_node_that_never_picks_up_raises_an_alarm(heater, settings):
     "headers, status, message",
     [
         ({}, 401, "missing node key"),
-        ({"HTTP_AUTHORIZATION": "Bearer " + "0" * 32}, 401, "not the key of node"),
+        ({"HTTP_AUTHORIZATION": "Bearer " + "0" * 32}, 401, "node key not recognised"),
     ],
 )
 def test_bad_keys(heater, headers, status, message):
@@ -123,8 +123,11 @@ def test_another_nodes_key_and_unknown_ids(heater):
     node, key, act = heater
     other, other_key = f.node("other")
     c = Client()
-    assert c.get(f"/api/v1/nodes/{node.pk}/commands", **auth(other_key)).status_code == 401
-    assert c.get("/api/v1/nodes/9999/commands", **auth(key)).status_code == 404
+    wrong_key = c.get(f"/api/v1/nodes/{node.pk}/commands", **auth(other_key))
+    no_node = c.get("/api/v1/nodes/9999/commands", **auth(key))
+    # One answer for both: a caller cannot tell which node ids exist (issue #14).
+    assert wrong_key.status_code == no_node.status_code == 401
+    assert wrong_key.json() == no_node.json()
     override(act)
     run_tick()
     cmd = NodeCommand.objects.get()
@@ -148,3 +151,19 @@ def test_another_nodes_key_and_unknown_ids(heater):
     )
     assert bad.status_code == 400 and bad.json()["error"].startswith("ok:")
     assert c.post(f"/api/v1/nodes/{node.pk}/commands", **auth(key)).status_code == 405
+
+
+def test_deeply_nested_ack_body_is_a_400(heater):
+    """`[` x 100,000 made json.loads raise RecursionError: a 500 (issue #14)."""
+    node, key, act = heater
+    override(act)
+    run_tick()
+    cmd = NodeCommand.objects.get()
+    response = Client().post(
+        f"/api/v1/nodes/{node.pk}/commands/{cmd.pk}/ack", "[" * 100_000,
+        content_type="application/json", **auth(key),
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert response.json() == {"success": False, "error": "body: not valid JSON", "field": "body"}
+    cmd.refresh_from_db()
+    assert cmd.acknowledged_at is None  # nothing recorded from a refused body

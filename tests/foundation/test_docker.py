@@ -85,7 +85,8 @@ def test_data_lives_in_volumes(compose):
 
 def test_web_runs_gunicorn_and_only_one_beat(compose):
     entry = (DOCKER / "entrypoint.sh").read_text()
-    assert "gunicorn bms.wsgi" in entry
+    # With the config that masks node keys in the access log (bms/gunicorn_conf.py).
+    assert "gunicorn -c python:bms.gunicorn_conf bms.wsgi:application" in entry
     beats = [name for name, svc in compose["services"].items() if svc.get("command") == ["beat"]]
     assert beats == ["beat"]
     assert "replicas" not in str(compose["services"]["beat"])

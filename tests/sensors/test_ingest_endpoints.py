@@ -83,7 +83,7 @@ def test_radio_node_id_names_the_node(client, node_and_key, redis_client):
         ({"values": {"a": 1}, "time": "2024-05-01T12:00:00"}, 400, "time", None),
         ([{"values": {"a": 1}}, {"values": {"a": "x"}}], 400, "values.a", 1),
         ([{"values": {"a": 1}}, 7], 400, "body", 1),
-        ({"node": "nosuchnode", "values": {"a": 1}}, 404, "node", None),
+        ({"node": "nosuchnode", "values": {"a": 1}}, 403, "node", None),
         ({"node": {"x": 1}, "values": {"a": 1}}, 400, "node", None),
     ],
 )
@@ -177,7 +177,7 @@ def test_input_post_accepts_devicekey(client, node_and_key, redis_client):
         ({"node": "emontx1"}, 400, "fulljson|json|csv|data"),
         ({"csv": "1", "time": "soon"}, 400, "time"),
         ({"csv": "1", "time": "12"}, 400, "time"),
-        ({"csv": "1", "node": "ghost"}, 404, "node"),
+        ({"csv": "1", "node": "ghost"}, 403, "node"),
     ],
 )
 def test_input_post_bad_input(client, node_and_key, redis_client, params, status, field):
@@ -251,7 +251,7 @@ def test_bulk_zlib_body_with_cb(client, node_and_key, redis_client):
         ("[[0,10,1],[1,10,1]]", {"time": "12"}, 400, "data[0]", 0),
         ("[[0,10,1],[99999,10,1]]", {"time": str(int(time.time()))}, 400, "data[0]", 1),
         ("[[0,10,1]]", {"sentat": "noon"}, 400, "sentat", None),
-        ("[[0,10,1],[1,99,1]]", {"time": "1700000000"}, 404, "node", 1),
+        ("[[0,10,1],[1,99,1]]", {"time": "1700000000"}, 403, "node", 1),
         ("[[0,10,1],[1,11,1]]", {"time": "1700000000"}, 403, "node", 1),
     ],
 )
