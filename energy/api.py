@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -151,6 +153,14 @@ def _site(params) -> Site:
 class LeagueView(APIView):
     """Buildings of a site by kWh/m² over start..end, with DEC rating and change."""
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("site", int, required=True),
+            OpenApiParameter("start", OpenApiTypes.DATE),
+            OpenApiParameter("end", OpenApiTypes.DATE),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request):
         site = _site(request.query_params)
         first, last = parse_range(request.query_params, default_days=365)
@@ -165,6 +175,7 @@ class RefreshView(APIView):
 
     MAX_DAYS = 400
 
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request):
         site = _site(request.data)
         first, last = parse_range(request.data, default_days=3)
