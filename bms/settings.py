@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "feeds",
     "sensors",
     "control",
+    "energy",
     "displays",
 ]
 
@@ -303,6 +304,7 @@ CELERY_TASK_ROUTES = {
     "control.tasks.sync_ical_feeds": {"queue": "commit"},
     "control.tasks.*": {"queue": "control"},
     "bms.tasks.*": {"queue": "control"},
+    "energy.tasks.*": {"queue": "commit"},
 }
 CELERY_BEAT_SCHEDULE = {
     "commit-feed-buffer": {
@@ -317,6 +319,8 @@ CELERY_BEAT_SCHEDULE = {
     "system-watchdog": {"task": "bms.tasks.system_watchdog", "schedule": 60.0},
     # Ingest batches the broker lost (a worker killed as it took one): sensors/publish.py.
     "requeue-lost-ingest": {"task": "sensors.tasks.requeue_lost_batches", "schedule": 10.0},
+    # Daily use per meter for the energy page (energy/refresh.py, docs/ENERGY.md).
+    "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
 }
 # An ingest batch in no queue, no worker and no retry this long after publishing is pushed again.
 BMS_INGEST_LOST_AFTER_S = env_float("BMS_INGEST_LOST_AFTER_S", 30.0, minimum=1.0)

@@ -16,9 +16,11 @@ urlpatterns = [
     path("api/v1/", include("sensors.api_urls")),
     path("api/v1/", include("control.api_urls")),
     path("api/v1/", include("displays.api_urls")),
+    path("api/v1/", include("energy.api_urls")),
     path("", include("feeds.urls")),
     path("", include("sensors.urls")),
     path("", include("control.urls")),
     path("", include("displays.urls")),
+    path("", include("energy.urls")),
     path("", include("bms.page_urls")),
 ]

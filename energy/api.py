@@ -1,0 +1,186 @@
+"""REST API under /api/v1/energy/ (docs/API.md, docs/ENERGY.md).
+
+Staff roles read, engineers write (bms.permissions.GroupPermission, the project default).
+Figures: GET nodes/<id>/consumption, nodes/<id>/performance, league; model import: POST
+expected/upload (CSV); recompute days from the feeds: POST refresh.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from energy import benchmarks, consumption, model_csv, refresh, report
+from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
+from energy.serializers import (
+    EnergySiteSerializer,
+    ExpectedUseSerializer,
+    FuelRateSerializer,
+    MeterNodeSerializer,
+    MeterSerializer,
+)
+from sensors.models import Site
+
+
+def _bad(field: str, message: str) -> ValidationError:
+    return ValidationError({field: [message]})
+
+
+def parse_range(params, default_days: int = 30) -> tuple[date, date]:
+    """start/end (ISO dates, end inclusive); at most report.MAX_RANGE_DAYS days."""
+    try:
+        last = date.fromisoformat(params["end"]) if params.get("end") else date.today()
+    except ValueError:
+        raise _bad("end", f"{params.get('end')!r} is not a date (YYYY-MM-DD)") from None
+    try:
+        first = (
+            date.fromisoformat(params["start"])
+            if params.get("start")
+            else last - timedelta(days=default_days - 1)
+        )
+    except ValueError:
+        raise _bad("start", f"{params.get('start')!r} is not a date (YYYY-MM-DD)") from None
+    if last < first:
+        raise _bad("end", "must not be before start")
+    if (last - first).days + 1 > report.MAX_RANGE_DAYS:
+        raise _bad("end", f"at most {report.MAX_RANGE_DAYS} days from start")
+    return first, last
+
+
+def parse_choice(params, name: str, choices, default: str | None) -> str:
+    raw = params.get(name) or default
+    if raw not in choices:
+        raise _bad(name, f"{raw!r}: use one of {', '.join(choices)}")
+    return raw
+
+
+class MeterNodeViewSet(viewsets.ModelViewSet):
+    queryset = MeterNode.objects.select_related("site")
+    serializer_class = MeterNodeSerializer
+
+    @action(detail=True, methods=["get"])
+    def consumption(self, request, pk=None):
+        node = self.get_object()
+        first, last = parse_range(request.query_params)
+        period = parse_choice(request.query_params, "period", consumption.PERIODS, "day")
+        tree = report.Tree.load(node.site)
+        fuels = tree.fuels(node.pk)
+        fuel = parse_choice(
+            request.query_params, "fuel", benchmarks.FUELS, fuels[0] if fuels else "electricity"
+        )
+        return Response(report.node_report(tree, node, fuel, first, last, period))
+
+    @action(detail=True, methods=["get"])
+    def performance(self, request, pk=None):
+        node = self.get_object()
+        fuel = parse_choice(request.query_params, "fuel", benchmarks.FUELS, benchmarks.GAS)
+        line = report.performance_line(report.Tree.load(node.site), node, fuel)
+        if line is None:
+            return Response({"node": node.pk, "fuel": fuel, "line": None,
+                             "reason": "needs baseline_start, baseline_end, an outside temperature "
+                                       "feed and at least 3 days with use and degree days"})  # fmt: skip
+        return Response(
+            {"node": node.pk, "fuel": fuel,
+             "line": {"slope_per_hdd": line.slope, "base_load_per_day": line.base_load,
+                      "r2": line.r2, "days": line.n}}
+        )  # fmt: skip
+
+
+class MeterViewSet(viewsets.ModelViewSet):
+    queryset = Meter.objects.select_related("node", "node__site", "feed").prefetch_related("terms")
+    serializer_class = MeterSerializer
+
+
+class UploadSerializer(serializers.Serializer):
+    site = serializers.PrimaryKeyRelatedField(queryset=Site.objects.all())
+    file = serializers.FileField()
+
+
+class ExpectedUseViewSet(viewsets.ModelViewSet):
+    queryset = ExpectedUse.objects.select_related("node")
+    serializer_class = ExpectedUseSerializer
+
+    @action(detail=False, methods=["post"], parser_classes=[MultiPartParser, FormParser])
+    def upload(self, request):
+        form = UploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        if upload.size > model_csv.MAX_BYTES:
+            raise _bad("file", f"larger than {model_csv.MAX_BYTES} bytes")
+        try:
+            rows = model_csv.parse(
+                upload.read(model_csv.MAX_BYTES + 1), form.validated_data["site"]
+            )
+            stored = model_csv.store(rows)
+        except model_csv.BadModelCsv as exc:
+            body = {"file": [str(exc)]}
+            if exc.row is not None:
+                body["row"] = [str(exc.row)]
+            raise ValidationError(body) from None
+        return Response({"stored": stored}, status=201)
+
+
+class FuelRateViewSet(viewsets.ModelViewSet):
+    queryset = FuelRate.objects.all()
+    serializer_class = FuelRateSerializer
+
+
+class EnergySiteViewSet(viewsets.ModelViewSet):
+    queryset = EnergySite.objects.all()
+    serializer_class = EnergySiteSerializer
+
+
+def _site(params) -> Site:
+    raw = params.get("site")
+    if not raw:
+        raise _bad("site", "required: a site id")
+    try:
+        return Site.objects.get(pk=int(raw))
+    except (ValueError, OverflowError):
+        raise _bad("site", f"{raw!r} is not a site id") from None
+    except Site.DoesNotExist:
+        raise _bad("site", f"no site {raw}") from None
+
+
+class LeagueView(APIView):
+    """Buildings of a site by kWh/m² over start..end, with DEC rating and change."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("site", int, required=True),
+            OpenApiParameter("start", OpenApiTypes.DATE),
+            OpenApiParameter("end", OpenApiTypes.DATE),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request):
+        site = _site(request.query_params)
+        first, last = parse_range(request.query_params, default_days=365)
+        return Response(
+            {"site": site.pk, "first": first.isoformat(), "last": last.isoformat(),
+             "buildings": report.league(report.Tree.load(site), first, last)}
+        )  # fmt: skip
+
+
+class RefreshView(APIView):
+    """POST site, start, end: recompute the days of every meter of the site from the feeds."""
+
+    MAX_DAYS = 400
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request):
+        site = _site(request.data)
+        first, last = parse_range(request.data, default_days=3)
+        if (last - first).days + 1 > self.MAX_DAYS:
+            raise _bad("end", f"at most {self.MAX_DAYS} days per refresh request")
+        meters = Meter.objects.filter(node__site=site).select_related("node__site", "feed")
+        written = refresh.refresh(meters, first, last)
+        return Response({"site": site.pk, "days_written": written})

@@ -1,0 +1,24 @@
+from django.urls import path
+
+from bms.routers import OptionalSlashRouter
+from energy.api import (
+    EnergySiteViewSet,
+    ExpectedUseViewSet,
+    FuelRateViewSet,
+    LeagueView,
+    MeterNodeViewSet,
+    MeterViewSet,
+    RefreshView,
+)
+
+router = OptionalSlashRouter()
+router.register("energy/nodes", MeterNodeViewSet)
+router.register("energy/meters", MeterViewSet)
+router.register("energy/expected", ExpectedUseViewSet)
+router.register("energy/fuel-rates", FuelRateViewSet)
+router.register("energy/sites", EnergySiteViewSet)
+
+urlpatterns = router.urls + [
+    path("energy/league", LeagueView.as_view(), name="energy-league"),
+    path("energy/refresh", RefreshView.as_view(), name="energy-refresh"),
+]

@@ -1,0 +1,115 @@
+"""Tables and arithmetic for benchmarks, money and carbon: pure, no Django (docs/ENERGY.md).
+
+TM46_TYPICAL: CIBSE TM46:2008 "Energy benchmarks", Table 1, typical annual use per m² of
+floor area (electricity, fossil-thermal) for a few common categories. TM46 publishes typical
+values only; it has no "good practice" column (good practice figures come from older guides
+such as ECON 19 and are not used here).
+
+DEFAULT_FACTORS: kg CO2e per kWh (water: per m³), UK Government GHG Conversion Factors for
+Company Reporting 2024 (DESNZ), scope 1/2 generation factors, gross calorific value. Each site
+can override them (energy.models.FuelRate).
+
+The Display Energy Certificate operational rating (CIBSE TM47, DCLG "The Government's
+methodology for the production of Operational Ratings"): 100 x the building's CO2 per m²
+divided by the CO2 per m² of the typical building of its category, both from the same
+emission factors. The statutory rating also adjusts the benchmark for weather, occupancy
+hours and separable uses; we do not (docs/ENERGY.md says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Fuels a meter may measure; the unit each counts in.
+ELECTRICITY = "electricity"
+GAS = "gas"
+HEAT = "heat"
+OIL = "oil"
+WATER = "water"
+GENERATION = "generation"
+FUELS = (ELECTRICITY, GAS, HEAT, OIL, WATER, GENERATION)
+UNIT = {ELECTRICITY: "kWh", GAS: "kWh", HEAT: "kWh", OIL: "kWh", WATER: "m³", GENERATION: "kWh"}
+# Quantities that may be added and subtracted in a virtual meter: electricity bought and
+# electricity generated are the same quantity (house = import + PV - export); gas and
+# electricity are not, even though both count kWh.
+QUANTITY = {
+    ELECTRICITY: "electricity",
+    GENERATION: "electricity",
+    GAS: "gas",
+    HEAT: "heat",
+    OIL: "oil",
+    WATER: "water",
+}
+# TM46 splits use into electricity and fossil-thermal (gas, oil; heat bought counts as
+# thermal). Water and generation are not energy use of the building.
+TM46_CLASS = {ELECTRICITY: "electricity", GAS: "fossil", OIL: "fossil", HEAT: "fossil"}
+
+DEFAULT_FACTORS = {  # kg CO2e per unit
+    ELECTRICITY: 0.20705,  # UK electricity, 2024
+    GAS: 0.18290,  # natural gas, kWh gross CV, 2024
+    OIL: 0.24677,  # burning oil (kerosene), kWh gross CV
+    HEAT: 0.17965,  # heat and steam, district heat
+    WATER: 0.1913,  # water supply, per m³
+    GENERATION: 0.0,  # on-site renewables: no emissions
+}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    category: str
+    label: str
+    electricity: float  # kWh/m² per year, typical
+    fossil: float  # kWh/m² per year, typical
+
+
+TM46_TYPICAL = {
+    b.category: b
+    for b in (
+        Benchmark("general_office", "General office", 95, 120),
+        Benchmark("schools", "Schools and seasonal public buildings", 40, 150),
+        Benchmark("university", "University campus", 80, 240),
+        Benchmark("cultural", "Cultural activities", 70, 200),
+        Benchmark("public_light", "Public buildings with light usage", 20, 105),
+        Benchmark("dry_sports", "Dry sports and leisure facility", 95, 330),
+        Benchmark("swimming_pool", "Swimming pool centre", 245, 1130),
+        Benchmark("workshop", "Workshop", 35, 180),
+        Benchmark("storage", "Storage facility", 35, 160),
+        Benchmark("hotel", "Hotel", 105, 330),
+    )
+}
+TM46_CHOICES = [(b.category, b.label) for b in TM46_TYPICAL.values()]
+
+
+def per_m2(kwh: float | None, area_m2: float | None) -> float | None:
+    if kwh is None or not area_m2:
+        return None
+    return kwh / area_m2
+
+
+def operational_rating(
+    electricity_kwh: float,
+    fossil_kwh: float,
+    area_m2: float,
+    category: str,
+    electricity_factor: float,
+    fossil_factor: float,
+) -> float | None:
+    """DEC operational rating: 100 = typical for the category, lower is better."""
+    bench = TM46_TYPICAL.get(category)
+    if bench is None or not area_m2:
+        return None
+    typical = bench.electricity * electricity_factor + bench.fossil * fossil_factor
+    if typical <= 0:
+        return None
+    actual = (electricity_kwh * electricity_factor + fossil_kwh * fossil_factor) / area_m2
+    return 100.0 * actual / typical
+
+
+def dec_grade(rating: float | None) -> str | None:
+    """A (0-25) to G (over 150), the DEC bands."""
+    if rating is None:
+        return None
+    for limit, grade in ((25, "A"), (50, "B"), (75, "C"), (100, "D"), (125, "E"), (150, "F")):
+        if rating <= limit:
+            return grade
+    return "G"

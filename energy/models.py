@@ -1,0 +1,227 @@
+"""The metering tree and the site energy model (docs/ENERGY.md).
+
+Site (sensors.Site) -> MeterNode (building, floor, room, circuit ...) -> Meter. A meter reads a
+feed (a cumulative register or a power feed) or is virtual: a signed sum of other meters kept
+as VirtualTerm rows. MeterDay caches each meter's use per local day (energy/refresh.py fills
+it from the feeds); ExpectedUse is the site's energy model, per building, fuel and period.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from energy import benchmarks
+from energy.consumption import ESTIMATED, GAP, MEASURED
+from energy.degree_days import DEFAULT_BASE_C
+from feeds.models import Feed
+from sensors.models import Site
+
+FUEL_CHOICES = [(f, f) for f in benchmarks.FUELS]
+MAX_TREE_DEPTH = 8
+MAX_TERMS = 50
+MAX_AREA_M2 = 10_000_000
+
+
+class EnergySite(models.Model):
+    """Energy settings of a site: where its outside temperature comes from."""
+
+    site = models.OneToOneField(Site, on_delete=models.CASCADE, related_name="energy")
+    outside_temperature_feed = models.ForeignKey(
+        Feed, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Outside air temperature (°C) for heating degree days.",
+    )  # fmt: skip
+    hdd_base_c = models.FloatField(
+        default=DEFAULT_BASE_C,
+        validators=[MinValueValidator(-10), MaxValueValidator(30)],
+        help_text="Base temperature of heating degree days (UK convention 15.5 °C).",
+    )
+    currency = models.CharField(max_length=3, default="GBP")
+
+    def __str__(self) -> str:
+        return f"energy settings of {self.site}"
+
+
+class FuelRate(models.Model):
+    """Tariff and emission factor of one fuel at one site (defaults: energy/benchmarks.py)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="fuel_rates")
+    fuel = models.CharField(max_length=16, choices=FUEL_CHOICES)
+    price_per_unit = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0), MaxValueValidator(1000)],
+        help_text="Money per kWh (water: per m³).",
+    )
+    kg_co2e_per_unit = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(10)],
+        help_text="Blank: the UK 2024 default for the fuel (docs/ENERGY.md).",
+    )  # fmt: skip
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "fuel"], name="fuelrate_site_fuel")]
+
+    def __str__(self) -> str:
+        return f"{self.site} {self.fuel}"
+
+    @property
+    def factor(self) -> float:
+        if self.kg_co2e_per_unit is not None:
+            return self.kg_co2e_per_unit
+        return benchmarks.DEFAULT_FACTORS[self.fuel]
+
+
+class MeterNode(models.Model):
+    class Kind(models.TextChoices):
+        BUILDING = "building"
+        FLOOR = "floor"
+        ROOM = "room"
+        CIRCUIT = "circuit"
+        PLANT = "plant"
+        OTHER = "other"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="meter_nodes")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.BUILDING)
+    floor_area_m2 = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_AREA_M2)],
+        help_text="Gross internal floor area (buildings): kWh/m² and the DEC rating.",
+    )  # fmt: skip
+    tm46_category = models.CharField(
+        max_length=32, blank=True, choices=benchmarks.TM46_CHOICES,
+        help_text="CIBSE TM46 benchmark category (buildings).",
+    )  # fmt: skip
+    baseline_start = models.DateField(null=True, blank=True)
+    baseline_end = models.DateField(
+        null=True, blank=True, help_text="Last day of the baseline (the performance line)."
+    )
+
+    class Meta:
+        ordering = ["site__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["site", "parent", "name"], name="meternode_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors = {}
+        if self.parent_id is not None:
+            parent = self.parent
+            if parent.site_id != self.site_id:
+                errors["parent"] = f"'{parent}' belongs to another site"
+            seen, node, depth = {self.pk}, parent, 1
+            while node is not None:
+                if node.pk in seen and node.pk is not None:
+                    errors["parent"] = f"'{parent}' is inside '{self}': the tree would loop"
+                    break
+                seen.add(node.pk)
+                depth += 1
+                node = node.parent
+            if depth > MAX_TREE_DEPTH and "parent" not in errors:
+                errors["parent"] = f"the tree may be at most {MAX_TREE_DEPTH} levels deep"
+        if self.baseline_start and self.baseline_end and self.baseline_end < self.baseline_start:
+            errors["baseline_end"] = "must not be before baseline_start"
+        if errors:
+            raise ValidationError(errors)
+
+
+class Meter(models.Model):
+    class Source(models.TextChoices):
+        CUMULATIVE = "cumulative", "cumulative register (kWh, water m³)"
+        POWER = "power", "power (W), integrated over time"
+        VIRTUAL = "virtual", "virtual: sum and difference of other meters"
+
+    node = models.ForeignKey(MeterNode, on_delete=models.CASCADE, related_name="meters")
+    name = models.CharField(max_length=100)
+    fuel = models.CharField(max_length=16, choices=FUEL_CHOICES)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    feed = models.ForeignKey(
+        Feed, null=True, blank=True, on_delete=models.SET_NULL, related_name="energy_meters"
+    )
+    counts_to_node = models.BooleanField(
+        default=True,
+        help_text="Adds to its node's total (untick for a sub-meter used only in a virtual).",
+    )
+    max_fill_hours = models.PositiveIntegerField(
+        default=48, validators=[MaxValueValidator(744)],
+        help_text="Holes in the data up to this long are filled and shown as estimated.",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["node__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["node", "name"], name="meter_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def unit(self) -> str:
+        return benchmarks.UNIT[self.fuel]
+
+    def clean(self) -> None:
+        errors = {}
+        if self.source == self.Source.VIRTUAL and self.feed_id is not None:
+            errors["feed"] = "a virtual meter has terms, not a feed"
+        if self.source != self.Source.VIRTUAL and self.feed_id is None:
+            errors["feed"] = f"a {self.source} meter needs a feed"
+        if self.source == self.Source.POWER and self.fuel == benchmarks.WATER:
+            errors["source"] = "water is metered by a cumulative register (m³), not power"
+        if errors:
+            raise ValidationError(errors)
+
+
+class VirtualTerm(models.Model):
+    meter = models.ForeignKey(Meter, on_delete=models.CASCADE, related_name="terms")
+    source = models.ForeignKey(Meter, on_delete=models.PROTECT, related_name="used_in")
+    sign = models.SmallIntegerField(choices=[(1, "+"), (-1, "−")], default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["meter", "source"], name="virtualterm_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{'+' if self.sign > 0 else '−'} {self.source}"
+
+
+class MeterDay(models.Model):
+    """A meter's use on one local day: value None exactly when status is gap."""
+
+    STATUS_CHOICES = [(MEASURED, MEASURED), (ESTIMATED, ESTIMATED), (GAP, GAP)]
+    meter = models.ForeignKey(Meter, on_delete=models.CASCADE, related_name="days")
+    day = models.DateField()
+    value = models.FloatField(null=True)
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["meter", "day"], name="meterday_unique")]
+
+
+class ExpectedUse(models.Model):
+    """The site energy model: expected use of a building and fuel over [start, end] (days)."""
+
+    node = models.ForeignKey(MeterNode, on_delete=models.CASCADE, related_name="expected")
+    fuel = models.CharField(max_length=16, choices=FUEL_CHOICES)
+    start = models.DateField()
+    end = models.DateField(help_text="Last day of the period (inclusive).")
+    value = models.FloatField(validators=[MinValueValidator(0), MaxValueValidator(1e12)])
+
+    class Meta:
+        ordering = ["node__name", "fuel", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "fuel", "start"], name="expected_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node} {self.fuel} {self.start}..{self.end}"
+
+    def clean(self) -> None:
+        if self.start and self.end and self.end < self.start:
+            raise ValidationError({"end": "must not be before start"})
+        if self.start and self.end and (self.end - self.start).days > 366:
+            raise ValidationError({"end": "a model period is at most a year"})

@@ -1,0 +1,170 @@
+"""Fill MeterDay from the feeds (read-only, through feeds.service.read) and virtual terms.
+
+Reads hourly windows (quarter-hours in zones whose offset is not whole hours) so local
+midnights, DST days included, fall on window edges: a cumulative feed is read as the change
+per window (delta), a power feed as the mean W per window. energy/consumption.py turns those
+into days. Run by the beat task energy.tasks.refresh_recent and `manage.py energy_refresh`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import transaction
+
+from energy import consumption
+from energy.models import Meter, MeterDay, VirtualTerm
+from feeds import service
+
+HOUR = 3600
+QUARTER = 900
+MAX_REFRESH_DAYS = 1100  # three years: bounds a request's CPU and memory
+
+
+def site_zone(site) -> str:
+    return getattr(site, "time_zone", None) or settings.TIME_ZONE
+
+
+def window_step(tz_name: str, bounds: list[int]) -> int:
+    """Whole hours when every local midnight is on a UTC hour, else quarter hours."""
+    return HOUR if all(b % HOUR == 0 for b in bounds) else QUARTER
+
+
+def read_windows(
+    feed_id: int, start: int, end: int, step: int, *, average: bool, delta: bool, tz: str
+) -> tuple[list[int], list[float | None]]:
+    """Window starts (unix s) and values for [start, end), in chunks under the point limit."""
+    chunk = max(1, min(10_000, settings.BMS_FEED_MAX_POINTS - 2)) * step
+    times: list[int] = []
+    values: list[float | None] = []
+    t = start
+    while t < end:
+        stop = min(end, t + chunk) - step  # read() includes the window starting at `end`
+        points = service.read(
+            feed_id, t, stop, step, average=average, delta=delta, timezone=tz,
+            feed_interval=None,
+        )  # fmt: skip
+        for t_ms, value in points:
+            if t <= t_ms // 1000 < t + chunk:
+                times.append(t_ms // 1000)
+                values.append(value)
+        t += chunk
+    return times, values
+
+
+def feed_days(meter: Meter, first: date, last: date, tz: str, now: float | None = None) -> list:
+    """[(day, value, status)] for first..last from the meter's feed."""
+    bounds = consumption.local_bounds(first, last, tz)
+    days = [first + timedelta(days=i) for i in range(len(bounds) - 1)]
+    if meter.feed_id is None:
+        return [(d, None, consumption.GAP) for d in days]
+    step = window_step(tz, bounds)
+    fill = meter.max_fill_hours * HOUR
+    margin = (fill // step + 1) * step
+    now = time.time() if now is None else now
+    start = bounds[0] - margin
+    end = min(bounds[-1] + margin, (int(now) // step + 1) * step)
+    if meter.source == Meter.Source.POWER:
+        t, v = read_windows(meter.feed_id, start, end, step, average=True, delta=False, tz=tz)
+        usage = consumption.power_usage(t, v, step, bounds, max_fill_s=fill)
+    else:
+        t, d = read_windows(meter.feed_id, start, end, step, average=False, delta=True, tz=tz)
+        # delta = last reading of the window minus the last one before it: a running sum of
+        # the deltas is the register (less its first value), read at each window's end.
+        times, regs, total = [], [], 0.0
+        for i, (ws, dv) in enumerate(zip(t, d, strict=True)):
+            if dv is None:
+                continue
+            if not times and i == 0:
+                times.append(ws)
+                regs.append(0.0)
+            total += dv
+            times.append(ws + step)
+            regs.append(total)
+        interval = meter.feed.interval if meter.feed else step
+        usage = consumption.cumulative_usage(
+            times, regs, bounds, resolution_s=max(step, interval), max_fill_s=fill
+        )
+    future = int(now)
+    out = []
+    for day, u in zip(days, usage, strict=True):
+        if u.start >= future:
+            out.append((day, None, consumption.GAP))  # not yet: nothing to say
+        else:
+            out.append((day, u.value, u.status))
+    return out
+
+
+def dependency_order(meters: Iterable[Meter]) -> list[Meter]:
+    """Physical meters first, then each virtual after the meters it adds."""
+    meters = list(meters)
+    by_id = {m.pk: m for m in meters}
+    deps: dict[int, set[int]] = {m.pk: set() for m in meters}
+    for owner, src in VirtualTerm.objects.filter(meter__in=by_id).values_list("meter", "source"):
+        if src in by_id:
+            deps[owner].add(src)
+    out, done = [], set()
+    while len(out) < len(meters):
+        ready = [by_id[i] for i, d in deps.items() if i not in done and d <= done]
+        if not ready:  # a cycle slipped past validation: leave those meters out, never loop
+            break
+        for m in ready:
+            out.append(m)
+            done.add(m.pk)
+    return out
+
+
+def refresh(meters: Iterable[Meter], first: date, last: date, now: float | None = None) -> int:
+    """Recompute MeterDay rows first..last for the meters; returns the rows written."""
+    if (last - first).days + 1 > MAX_REFRESH_DAYS:
+        raise ValueError(f"at most {MAX_REFRESH_DAYS} days per refresh")
+    written = 0
+    series: dict[int, list] = {}
+    for meter in dependency_order(meters):
+        tz = site_zone(meter.node.site)
+        if meter.source == Meter.Source.VIRTUAL:
+            terms = list(meter.terms.all())
+            parts = []
+            for term in terms:
+                src = series.get(term.source_id)
+                if src is None:
+                    src = stored_days(term.source_id, first, last)
+                parts.append((term.sign, [(v, s) for _d, v, s in src]))
+            combined = consumption.combine(parts)
+            days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+            rows = [(d, v, s) for d, (v, s) in zip(days, combined, strict=True)] if parts else []
+        else:
+            rows = feed_days(meter, first, last, tz, now=now)
+        series[meter.pk] = rows
+        with transaction.atomic():
+            MeterDay.objects.filter(meter=meter, day__gte=first, day__lte=last).delete()
+            MeterDay.objects.bulk_create(
+                [MeterDay(meter=meter, day=d, value=v, status=s) for d, v, s in rows],
+                batch_size=1000,
+            )
+        written += len(rows)
+    return written
+
+
+def stored_days(meter_id: int, first: date, last: date) -> list:
+    have = {
+        d: (v, s)
+        for d, v, s in MeterDay.objects.filter(
+            meter_id=meter_id, day__gte=first, day__lte=last
+        ).values_list("day", "value", "status")
+    }
+    out = []
+    day = first
+    while day <= last:
+        v, s = have.get(day, (None, consumption.GAP))
+        out.append((day, v, s))
+        day += timedelta(days=1)
+    return out
+
+
+def local_today(tz: str, now: float | None = None) -> date:
+    return datetime.fromtimestamp(time.time() if now is None else now, ZoneInfo(tz)).date()

@@ -1,0 +1,133 @@
+"""DRF serializers: the models' own clean() and the virtual-meter checks give the 400s."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from rest_framework import serializers
+
+from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode, VirtualTerm
+from energy.validation import check_expected_overlap, check_fuel_change, check_terms
+
+
+def _drf(exc: DjangoValidationError) -> serializers.ValidationError:
+    return serializers.ValidationError(
+        exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+    )
+
+
+class CleanedSerializer(serializers.ModelSerializer):
+    """Runs Model.clean() on the would-be instance, so admin and API refuse the same things."""
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        instance = self.Meta.model(
+            **{**(self._current() if self.instance else {}), **self._plain(attrs)}
+        )
+        if self.instance is not None:
+            instance.pk = self.instance.pk
+        try:
+            instance.clean()
+            self.extra_checks(instance)
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return attrs
+
+    def _plain(self, attrs):
+        return {k: v for k, v in attrs.items() if k in self._concrete()}
+
+    def _concrete(self):
+        return {f.name for f in self.Meta.model._meta.concrete_fields}
+
+    def _current(self):
+        return {f: getattr(self.instance, f) for f in self._concrete() if f != "id"}
+
+    def extra_checks(self, instance) -> None:
+        pass
+
+
+class MeterNodeSerializer(CleanedSerializer):
+    class Meta:
+        model = MeterNode
+        fields = [
+            "id", "site", "parent", "name", "kind", "floor_area_m2", "tm46_category",
+            "baseline_start", "baseline_end",
+        ]  # fmt: skip
+
+
+class TermSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = VirtualTerm
+        fields = ["source", "sign"]
+
+
+class MeterSerializer(CleanedSerializer):
+    terms = TermSerializer(many=True, required=False)
+    unit = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Meter
+        fields = [
+            "id", "node", "name", "fuel", "unit", "source", "feed", "counts_to_node",
+            "max_fill_hours", "terms",
+        ]  # fmt: skip
+
+    def extra_checks(self, instance) -> None:
+        check_fuel_change(instance)
+        if self._validated_terms is None and self.instance is not None:
+            terms = [(t.source, t.sign) for t in self.instance.terms.select_related("source")]
+        else:
+            terms = [(t["source"], t["sign"]) for t in self._validated_terms or []]
+        check_terms(instance, terms)
+
+    def validate(self, attrs):
+        self._validated_terms = attrs.get("terms")  # None: not given
+        return super().validate(attrs)
+
+    def _write_terms(self, meter: Meter, terms) -> None:
+        if terms is None:
+            return
+        meter.terms.all().delete()
+        VirtualTerm.objects.bulk_create(
+            [VirtualTerm(meter=meter, source=t["source"], sign=t["sign"]) for t in terms]
+        )
+
+    def create(self, validated_data):
+        terms = validated_data.pop("terms", [])
+        with transaction.atomic():
+            meter = Meter.objects.create(**validated_data)
+            self._write_terms(meter, terms)
+        return meter
+
+    def update(self, instance, validated_data):
+        terms = validated_data.pop("terms", None)
+        with transaction.atomic():
+            for k, v in validated_data.items():
+                setattr(instance, k, v)
+            instance.save()
+            if instance.source != Meter.Source.VIRTUAL:
+                instance.terms.all().delete()
+            else:
+                self._write_terms(instance, terms)
+        return instance
+
+
+class ExpectedUseSerializer(CleanedSerializer):
+    class Meta:
+        model = ExpectedUse
+        fields = ["id", "node", "fuel", "start", "end", "value"]
+
+    def extra_checks(self, instance) -> None:
+        check_expected_overlap(instance)
+
+
+class FuelRateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = FuelRate
+        fields = ["id", "site", "fuel", "price_per_unit", "kg_co2e_per_unit"]
+
+
+class EnergySiteSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = EnergySite
+        fields = ["id", "site", "outside_temperature_feed", "hdd_base_c", "currency"]
