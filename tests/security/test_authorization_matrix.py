@@ -23,6 +23,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from bms.roles import OUR_APPS
 from tests.security.conftest import HIDDEN, World
 
 ANON, NODE, OTHER_NODE = "anonymous", "node key", "other node's key"
@@ -161,6 +162,8 @@ ROWS: list[Row] = [
     Row("staff/alarms/", "GET", lambda w: "/staff/alarms/", STAFF),
     Row("staff/alarms/<int:pk>/acknowledge", "POST",
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
+    Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",
+        WRITERS, OK | VALIDATION, lambda w: {}, form=True),
 ]  # fmt: skip
 
 
@@ -274,7 +277,6 @@ def test_matrix_writes(row: Row, world: World):
 # --- admin -------------------------------------------------------------------------------------
 
 ADMIN_MODELS = sorted((m._meta.app_label, m._meta.model_name) for m in admin.site._registry)
-OUR_APPS = {"sensors", "feeds", "control", "displays"}
 
 
 def _superuser_request():
