@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from bms.api_errors import error_response
@@ -145,7 +146,17 @@ def alarm_acknowledge(request: HttpRequest, pk: int) -> HttpResponse:
     alarm = get_object_or_404(Alarm, pk=pk)
     acknowledge(alarm, request.user)
     messages.info(request, f"Acknowledged: {alarm.message}")
-    return redirect(request.POST.get("next") or "staff-alarms")
+    return redirect(_safe_next(request) or "staff-alarms")
+
+
+def _safe_next(request: HttpRequest) -> str | None:
+    """`next` only if it stays on this site: never an open redirect to another host."""
+    target = request.POST.get("next")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return None
 
 
 @staff_required
