@@ -64,12 +64,12 @@ INSTALLED_APPS = [
     "knox",  # staff API tokens: stored hashed, with an expiry (bms/authentication.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",  # login lockout (bms/login_lockout.py); before bms, whose admin.py amends its admin
     "bms",
     "feeds",
     "sensors",
     "control",
     "displays",
-    "axes",  # login lockout (bms/login_lockout.py)
 ]
 
 MIDDLEWARE = [
