@@ -182,7 +182,8 @@ AXES_FAILURE_LIMIT = env_int("BMS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("BMS_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True  # a right password clears the count for that username and IP
-AXES_CLIENT_IP_CALLABLE = "bms.throttle.client_ip"  # honours BMS_TRUSTED_PROXIES
+AXES_CLIENT_IP_CALLABLE = "bms.login_lockout.client_ip"  # honours BMS_TRUSTED_PROXIES
+AXES_USERNAME_CALLABLE = "bms.login_lockout.username_of"
 AXES_SENSITIVE_PARAMETERS = ["password"]
 
 # Requests: ingest bodies are bounded here and again per endpoint.
