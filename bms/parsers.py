@@ -1,26 +1,19 @@
-"""The JSON parser of every DRF endpoint: bounded in size and in nesting depth.
+"""The JSON parser of every DRF endpoint: bounded in nesting depth.
 
-DRF reads the request stream itself, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE check, and
-Python's json raises RecursionError (not ValueError) on deep nesting: `[` x 100,000 was a 500
-on every write. Here a body over the size limit is a 413 and one nested deeper than
-BMS_JSON_MAX_DEPTH (or too deep for the parser) a 400, before any view sees it.
+Python's json raises RecursionError (not ValueError) on deep nesting, which DRF's parser does
+not catch: `[` x 100,000 was a 500 on every write. Here a body nested deeper than
+BMS_JSON_MAX_DEPTH (or too deep for the json module at all) is a 400 before any view sees it.
+The body's size is bounded before parsing: DRF reads it through Django's request.body, which
+enforces DATA_UPLOAD_MAX_MEMORY_SIZE (a 413 from bms/api_errors.py).
 """
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from django.conf import settings
-from rest_framework import status
-from rest_framework.exceptions import APIException, ParseError
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
-
-
-class BodyTooLarge(APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "Request body too large."
-    default_code = "body_too_large"
 
 
 def nesting_depth_exceeds(value: Any, limit: int) -> bool:
@@ -40,12 +33,8 @@ def nesting_depth_exceeds(value: Any, limit: int) -> bool:
 
 class BoundedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        raw = stream.read() if limit is None else stream.read(limit + 1)
-        if limit is not None and len(raw) > limit:
-            raise BodyTooLarge(f"Request body larger than {limit} bytes.")
         try:
-            data = super().parse(io.BytesIO(raw), media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error - nested too deeply.") from None
         max_depth = settings.BMS_JSON_MAX_DEPTH

@@ -241,7 +241,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_THROTTLE_RATES": {"anon": BMS_THROTTLE_API_ANON, "user": BMS_THROTTLE_API_USER},
     "NUM_PROXIES": BMS_TRUSTED_PROXIES or None,
-    # JSON that nests too deep or is too big is a 400/413, never a 500 (bms/parsers.py).
+    # JSON that nests too deep is a 400, never a 500 (bms/parsers.py); too big a 413.
     "DEFAULT_PARSER_CLASSES": [
         "bms.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
