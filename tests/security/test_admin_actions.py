@@ -186,3 +186,11 @@ def test_delete_selected_from_both_sides(world, role, app, model, key, allowed):
     _post_action(role, f"/admin/{app}/{model}/", DELETE, [pk], post="yes")
     deleted = not model_class.objects.filter(pk=pk).exists()
     assert deleted is (role in allowed), f"{role} deleted {model}: {deleted}"
+
+
+def test_rotating_through_the_api_is_logged_with_the_user_too(world: World, engineer_api):
+    node_id = world.ids["node-a"]
+    assert engineer_api.post(f"/api/v1/nodes/{node_id}/rotate-key").status_code == 200
+    entry = LogEntry.objects.get(object_id=str(node_id))
+    assert entry.user.username == "engineer"
+    assert "write key" in entry.get_change_message()
