@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -136,24 +136,31 @@ def run(label: str, env: dict, args) -> None:
         reader.start()
         started = time.monotonic()
         with ThreadPoolExecutor(args.clients) as pool:
-            results = sorted(
-                pool.map(lambda n: wrong_login(port, cookie, token, n), range(args.attempts))
-            )
+            # in the order they were answered, to see how many got through before the lockout
+            futures = [
+                pool.submit(wrong_login, port, cookie, token, n) for n in range(args.attempts)
+            ]
+            results = [f.result() for f in as_completed(futures)]
         flood_s = time.monotonic() - started
         stop.set()
         reader.join()
         statuses = [status for _, status in results]
         checked = statuses.count(200)  # the form again with "wrong password": a hash was run
-        first_429 = next((n for n, s in results if s == 429), None)
+        first_429 = next((i for i, (_, s) in enumerate(results) if s == 429), None)
+        others = sorted({s for s in statuses if s not in (200, 429)})
         print(f"\n== {label}")
         print(f"   {args.attempts} wrong passwords, {args.clients} at a time, in {flood_s:.1f} s")
         print(
             f"   answered 200 (password checked): {checked}; 429 (locked): "
             f"{statuses.count(429)}; other: {len(statuses) - checked - statuses.count(429)}"
         )
-        print(f"   first 429 at attempt #{first_429 + 1 if first_429 is not None else '-'}")
+        print(f"   first 429 as answer #{first_429 + 1 if first_429 is not None else '-'}")
         print(f"   kiosk before: {summary(baseline)}")
         print(f"   kiosk during: {summary(during)}")
+        if others:
+            errors = [line for line in (scratch / "gunicorn.log").read_text().splitlines()
+                      if "Error" in line or "error" in line]  # fmt: skip
+            print("   server errors:", *sorted(set(errors))[-5:], sep="\n     ")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
