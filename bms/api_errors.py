@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db.models import ProtectedError, RestrictedError
 from django.http import JsonResponse
 from rest_framework import status
@@ -43,6 +45,13 @@ def _protected_conflict(exc: ProtectedError | RestrictedError) -> Response:
 def json_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ProtectedError | RestrictedError):
         return _protected_conflict(exc)
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own answer is an HTML 400; an API client gets JSON and the right status.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"success": False, "error": f"Request body larger than {limit} bytes."},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     response = exception_handler(exc, context)
     if response is None:
         return None

@@ -1,4 +1,7 @@
-"""/healthz: is every part the site needs alive? 200 when all are, 503 when one is not."""
+"""/healthz: is every part the site needs alive? 200 when all are, 503 when one is not.
+
+Anyone sees ok/fail per part; the details (errors, paths, worker names) only staff.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
 from bms.celery import BEAT_HEARTBEAT_KEY, app
+from bms.permissions import has_staff_role
 from bms.redis import get_redis
 
 # Beat stamps every 10 s; three missed stamps means it is gone.
@@ -79,4 +83,8 @@ def run_checks() -> dict[str, dict]:
 def healthz(request):
     results = run_checks()
     healthy = all(r["ok"] for r in results.values())
+    if not has_staff_role(request.user):
+        # Host names, paths, worker names and error texts are for staff: a monitor needs only
+        # which part is up (issue #14).
+        results = {name: {"ok": r["ok"]} for name, r in results.items()}
     return JsonResponse({"ok": healthy, "checks": results}, status=200 if healthy else 503)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -22,6 +23,12 @@ read_dotenv(BASE_DIR / ".env")
 DEBUG = env_bool("DEBUG", False)
 _INSECURE_DEV_KEY = "insecure-dev-key-set-SECRET_KEY-in-production"
 SECRET_KEY = env_str("SECRET_KEY", _INSECURE_DEV_KEY)
+if not SECRET_KEY.strip():
+    # Django only complains when a request first signs something: every page a 500. Refuse to
+    # start instead; a developer with DEBUG on gets the dev key as if it were unset.
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY is empty: set it, or leave it unset with DEBUG=true")
+    SECRET_KEY = _INSECURE_DEV_KEY
 if SECRET_KEY == _INSECURE_DEV_KEY and not DEBUG and env_bool("BMS_PRODUCTION", False):
     raise ImproperlyConfigured("SECRET_KEY must be set when BMS_PRODUCTION is true")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
@@ -67,9 +74,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",  # staff API tokens: stored hashed, with an expiry (bms/authentication.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",  # login lockout (bms/login_lockout.py); before bms, whose admin.py amends its admin
     "bms",
     "feeds",
     "sensors",
@@ -87,6 +95,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "bms.urls"
@@ -117,7 +127,10 @@ def _database_config(url: str) -> dict:
             config["NAME"] = str(BASE_DIR / name)
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
         # Web, worker and beat share one SQLite file: wait for locks instead of failing.
-        config["OPTIONS"] = {"timeout": 20}
+        # IMMEDIATE: a transaction takes the write lock when it begins, so one that reads and
+        # then writes (the login lockout's select_for_update) waits its turn instead of failing
+        # at once with "database is locked" (a login flood made 58 of 100 logins a 500).
+        config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
         config["CONN_MAX_AGE"] = 0
     elif config["ENGINE"] == "django.db.backends.postgresql":
         # No process may wait forever on a database that stopped answering (a dead host, a
@@ -173,6 +186,22 @@ WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "/admin/login/"
 LOGIN_REDIRECT_URL = "/staff/"
+
+# --- Login lockout (django-axes; bms/login_lockout.py, docs/CONFIGURATION.md) -------------
+# Every password check goes through the lockout backend first: after BMS_LOGIN_FAILURE_LIMIT
+# wrong passwords for one username from one client IP, that pair is refused (HTTP 429)
+# without checking the password until BMS_LOGIN_COOLOFF_MINUTES have passed.
+AUTHENTICATION_BACKENDS = [
+    "bms.login_lockout.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("BMS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("BMS_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a right password clears the count for that username and IP
+AXES_CLIENT_IP_CALLABLE = "bms.login_lockout.client_ip"  # honours BMS_TRUSTED_PROXIES
+AXES_USERNAME_CALLABLE = "bms.login_lockout.username_of"
+AXES_SENSITIVE_PARAMETERS = ["password"]
 
 # Requests: ingest bodies are bounded here and again per endpoint.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BMS_MAX_BODY_BYTES", 1_048_576)
@@ -241,7 +270,20 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {"anon": BMS_THROTTLE_API_ANON, "user": BMS_THROTTLE_API_USER},
     # 0, not None: None makes DRF count by the client's own X-Forwarded-For (bms/throttle.py).
     "NUM_PROXIES": BMS_TRUSTED_PROXIES,
+    # JSON that nests too deep is a 400, never a 500 (bms/parsers.py); too big a 413.
+    "DEFAULT_PARSER_CLASSES": [
+        "bms.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
+# Deepest JSON nesting a DRF write may send (real bodies: 3, a sensor's process list).
+BMS_JSON_MAX_DEPTH = env_int("BMS_JSON_MAX_DEPTH", 32, minimum=2)
+
+# Staff API tokens (django-rest-knox): only a SHA-512 hash is stored; each expires.
+BMS_API_TOKEN_TTL_DAYS = env_int("BMS_API_TOKEN_TTL_DAYS", 90, minimum=1)
+BMS_API_TOKENS_PER_USER = env_int("BMS_API_TOKENS_PER_USER", 10, minimum=1)
+REST_KNOX = {"TOKEN_TTL": timedelta(days=BMS_API_TOKEN_TTL_DAYS), "AUTO_REFRESH": False}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Open BMS API",

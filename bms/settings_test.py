@@ -22,6 +22,10 @@ from bms.settings import BMS_DATA_DIR, DATABASES
 # The test database must be a file (not :memory:) so a real worker process can share it.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BMS_DATA_DIR / "test_db.sqlite3")}
+    # The site begins SQLite transactions IMMEDIATE (bms/settings.py). pytest-django wraps each
+    # `db` test in one transaction: IMMEDIATE, it would hold the write lock for the whole test
+    # against the processes the test starts (the docs harness runs manage.py commands).
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "DEFERRED"
 elif os.environ.get("BMS_TEST_DB_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["BMS_TEST_DB_NAME"]}
 # Fast hashing: the suite creates many users.

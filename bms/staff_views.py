@@ -159,11 +159,7 @@ def alarm_acknowledge(request: HttpRequest, pk: int) -> HttpResponse:
     alarm = get_object_or_404(Alarm, pk=pk)
     acknowledge(alarm, request.user)
     messages.info(request, f"Acknowledged: {alarm.message}")
-    target = request.POST.get("next", "")
-    # Back to the page the button was on, never off this site.
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
-        target = "staff-alarms"
-    return redirect(target or "staff-alarms")
+    return redirect(_safe_next(request) or "staff-alarms")
 
 
 @require_POST
@@ -178,6 +174,16 @@ def alarm_acknowledge_all(request: HttpRequest) -> HttpResponse:
     count = acknowledge_all(request.user, int(raw))
     messages.info(request, f"Acknowledged {count} alarm{'s' if count != 1 else ''}.")
     return redirect("staff-alarms")
+
+
+def _safe_next(request: HttpRequest) -> str | None:
+    """`next` only if it stays on this site: never an open redirect to another host."""
+    target = request.POST.get("next")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return None
 
 
 @staff_required

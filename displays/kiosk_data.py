@@ -1,7 +1,8 @@
 """The kiosk's JSON: a display, its panels and what each panel shows now.
 
 Access rule (see docs/DISPLAYS.md): without login a display must be public, and of its
-panels' feeds only those marked public are read; a logged-in staff user sees everything.
+panels' feeds only those marked public are read; a logged-in user in a staff role group
+(bms/roles.py) or a superuser sees everything.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 
+from bms.permissions import has_staff_role
 from displays import panel_data
 from displays.models import Display, Panel
 from displays.options import validate_options
@@ -28,11 +30,13 @@ def displays_with_panels():
 
 
 def can_view(display: Display, user) -> bool:
-    return display.public or is_staff(user)
+    return display.public or is_staff_reader(user)
 
 
-def is_staff(user) -> bool:
-    return bool(user and user.is_authenticated and user.is_staff)
+def is_staff_reader(user) -> bool:
+    """In a role group (or superuser), as for every staff page: not Django's `is_staff` flag,
+    which stays set when a person's role is taken away (issue #14)."""
+    return has_staff_role(user)
 
 
 def visible_feeds(panel: Panel, public_only: bool) -> tuple[list[Feed], int]:

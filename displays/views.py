@@ -63,7 +63,7 @@ def kiosk(request: HttpRequest, slug: str) -> HttpResponse:
         refresh = _refresh_override(request)
     except BadParameter as exc:
         return _bad_request(str(exc))
-    public_only = not kiosk_data.is_staff(request.user)
+    public_only = not kiosk_data.is_staff_reader(request.user)
     layout = kiosk_data.describe(display, public_only)
     config = {
         "dataUrl": f"/kiosk/{display.slug}/data.json",
@@ -82,7 +82,7 @@ def kiosk_json(request: HttpRequest, slug: str) -> JsonResponse:
     display = kiosk_data.displays_with_panels().filter(slug=slug).first()
     if display is None or not kiosk_data.can_view(display, request.user):
         return error_response(f"No display '{slug}'.", 404)
-    data = kiosk_data.build(display, public_only=not kiosk_data.is_staff(request.user))
+    data = kiosk_data.build(display, public_only=not kiosk_data.is_staff_reader(request.user))
     return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
 
 
@@ -97,7 +97,7 @@ def kiosk_index(request: HttpRequest) -> HttpResponse:
     rotate = request.GET.get("rotate")
     if rotate is None:
         displays = kiosk_data.displays_with_panels()
-        if not kiosk_data.is_staff(request.user):
+        if not kiosk_data.is_staff_reader(request.user):
             displays = displays.filter(public=True)
         return render(request, "displays/index.html", {"displays": displays})
     slugs = [s.strip() for s in rotate.split(",") if s.strip()]

@@ -87,11 +87,16 @@ class NodeAdmin(admin.ModelAdmin):
              for key, (t, value) in values),
         )  # fmt: skip
 
-    @admin.action(description="Rotate write key (the old key stops working)")
+    # permissions=: without it any role that may view nodes (viewers, bookers) could run it,
+    # be shown the new key and post as the node (issue #14).
+    @admin.action(
+        description="Rotate write key (the old key stops working)", permissions=["change"]
+    )
     def rotate_write_key(self, request, queryset):
         for node in queryset:
             key = node.set_new_key()
             node.save(update_fields=["key_prefix", "key_hash"])
+            self.log_change(request, node, "Rotated the write key.")  # who did it, in the log
             self.message_user(
                 request,
                 f"New write key for '{node.name}': {key} — shown only once.",
@@ -145,7 +150,8 @@ class AlarmAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # alarms are raised by the system, not typed in
 
-    @admin.action(description="Acknowledge selected alarms")
+    # Engineers only (change_alarm), as POST /api/v1/alarms/<id>/acknowledge.
+    @admin.action(description="Acknowledge selected alarms", permissions=["change"])
     def acknowledge_selected(self, request, queryset):
         for alarm in queryset.filter(acknowledged_at__isnull=True):
             acknowledge(alarm, request.user)

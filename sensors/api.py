@@ -1,5 +1,6 @@
 """CRUD for sites, nodes, sensors, Modbus registers, actuators; alarms (read + acknowledge)."""
 
+from django.contrib.admin.models import CHANGE, LogEntry
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
@@ -33,6 +34,10 @@ class NodeViewSet(viewsets.ModelViewSet):
         node = self.get_object()
         node._new_write_key = node.set_new_key()
         node.save(update_fields=["key_prefix", "key_hash"])
+        # The admin's history names who rotated a key, whichever way it was done.
+        LogEntry.objects.log_actions(
+            request.user.pk, [node], CHANGE, change_message="Rotated the write key (API)."
+        )
         return Response(self.get_serializer(node).data)
 
 

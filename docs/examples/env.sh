@@ -7,13 +7,13 @@
 #   BMS=https://bms.example.org BMS_USER=alice . docs/examples/env.sh
 #
 # BMS       the site's base URL                     (default http://127.0.0.1:8000)
-# TOKEN     an API token of the staff user $BMS_USER (default admin), made once, then reused
+# TOKEN     a new API token of the staff user $BMS_USER (default admin); each sourcing makes one
 # NODE      a node's name                           (default the demo's PV node, emontx-pv)
 # NODE_KEY  that node's write key, from the demo's key file ($BMS_DATA_DIR/demo/keys.json);
 #           for your own node: the last line `manage.py createnode` printed
 # FEED      the id of that node's power feed, KWH_FEED its energy (kWh) feed
 BMS=${BMS:-http://127.0.0.1:8000}
-TOKEN=${TOKEN:-$(.venv/bin/python manage.py drf_create_token "${BMS_USER:-admin}" | awk '{print $3}')}
+TOKEN=${TOKEN:-$(.venv/bin/python manage.py create_api_token "${BMS_USER:-admin}" | tail -n 1)}
 NODE=${NODE:-emontx-pv}
 NODE_KEY=${NODE_KEY:-$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
   "${BMS_DATA_DIR:-var}/demo/keys.json" "$NODE")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from feeds import service
@@ -209,10 +209,10 @@ def test_api_data_endpoints(viewer_api, feeds):
 
 def test_an_emoncms_apikey_parameter_authenticates_a_staff_token(viewer, feeds):
     _, private = feeds
-    token = Token.objects.create(user=viewer)
+    _, token = AuthToken.objects.create(user=viewer)
     client = APIClient()
     assert client.get(data_url(private)).status_code == 401
-    assert client.get(data_url(private, apikey=token.key)).status_code == 200
+    assert client.get(data_url(private, apikey=token)).status_code == 200
     assert client.get(data_url(private, apikey="wrong")).status_code == 401
 
 

@@ -14,7 +14,8 @@ def _closed_port() -> int:
 
 
 @pytest.mark.django_db
-def test_reports_redis_down_on_a_closed_port_with_503(client, settings):
+def test_reports_redis_down_on_a_closed_port_with_503(client, settings, viewer):
+    client.force_login(viewer)  # the details are for staff
     settings.REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
     response = client.get("/healthz")
     assert response.status_code == 503
@@ -49,10 +50,43 @@ def test_unwritable_data_dir_is_reported(client, settings, tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_all_green_with_a_real_worker_and_beat_heartbeat(client, celery_worker, redis_client):
+def test_all_green_with_a_real_worker_and_beat_heartbeat(
+    client, celery_worker, redis_client, engineer
+):
     import time
 
+    client.force_login(engineer)
     redis_client.set(BEAT_HEARTBEAT_KEY, int(time.time()))
     response = client.get("/healthz")
     assert response.status_code == 200, response.json()
     assert response.json()["checks"]["worker"]["workers"]
+
+
+@pytest.mark.django_db
+def test_anonymous_callers_see_only_ok_or_fail_per_part(client, settings, tmp_path):
+    """Issue #14: host names, the data path and error texts were shown to anyone."""
+    settings.REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
+    settings.BMS_FEED_DIR = tmp_path / "does-not-exist"
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert set(body["checks"]) == {"database", "redis", "worker", "beat", "data_dir"}
+    assert all(set(check) == {"ok"} for check in body["checks"].values()), body
+    assert body["checks"]["redis"] == {"ok": False}
+    assert body["checks"]["data_dir"] == {"ok": False}
+    assert body["checks"]["database"] == {"ok": True}
+    assert "does-not-exist" not in response.content.decode()
+    assert str(settings.BMS_DATA_DIR) not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_user_without_a_role_sees_no_details_and_staff_do(client, settings, viewer):
+    from django.contrib.auth.models import User
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
+    client.force_login(User.objects.create_user("norole", is_staff=True))
+    assert client.get("/healthz").json()["checks"]["data_dir"] == {"ok": True}
+    client.force_login(viewer)
+    checks = client.get("/healthz").json()["checks"]
+    assert checks["data_dir"]["path"] == str(settings.BMS_DATA_DIR)
+    assert "Connection" in checks["redis"]["error"]

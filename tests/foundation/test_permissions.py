@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from control.models import Booking, Zone
@@ -99,9 +99,9 @@ def test_engineer_writes_zones_and_overrides(engineer_api, zone):
 
 
 def test_token_auth_works_and_a_bad_token_does_not(engineer, zone):
-    token = Token.objects.create(user=engineer)
+    _, token = AuthToken.objects.create(user=engineer)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     assert client.get("/api/v1/zones").status_code == 200
     client.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
     assert client.get("/api/v1/zones").status_code == 401

@@ -17,7 +17,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from tests.fuzz.profiles import API_FUZZ
 
@@ -48,7 +48,7 @@ def keep_test_connection():
 
 @pytest.fixture
 def engineer_token(engineer) -> str:
-    return Token.objects.create(user=engineer).key
+    return AuthToken.objects.create(user=engineer)[1]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from bms import throttle
 from displays.models import Display
@@ -210,7 +210,7 @@ def low_api_rates(monkeypatch):
 
 
 def test_api_user_throttle_counts_in_redis(engineer, redis_client, low_api_rates):
-    token = Token.objects.create(user=engineer).key
+    token = AuthToken.objects.create(user=engineer)[1]
     client = Client(HTTP_AUTHORIZATION=f"Token {token}")
     assert [client.get("/api/v1/zones").status_code for _ in range(3)] == [200, 200, 200]
     _assert_429(client.get("/api/v1/zones"))
@@ -237,7 +237,7 @@ def test_api_throttle_lets_requests_through_when_redis_is_down(
     # Nothing listens on port 1: every cache call fails at once.
     dead = RedisCache("redis://127.0.0.1:1/0", {"OPTIONS": {"socket_connect_timeout": 1}})
     monkeypatch.setattr(throttle.UserRateThrottle, "cache", dead)
-    token = Token.objects.create(user=engineer).key
+    token = AuthToken.objects.create(user=engineer)[1]
     client = Client(HTTP_AUTHORIZATION=f"Token {token}")
     assert {client.get("/api/v1/zones").status_code for _ in range(5)} == {200}
 
@@ -257,7 +257,7 @@ def test_oversized_bodies_are_refused_before_parsing(nodes, engineer, settings):
     assert response.status_code == 413 and response.json()["field"] == "body"
     response = client.post("/input/bulk", {"data": "[" + "1," * 6000 + "1]", "apikey": alpha})
     assert response.status_code == 413
-    token = Token.objects.create(user=engineer).key
+    token = AuthToken.objects.create(user=engineer)[1]
     response = Client(HTTP_AUTHORIZATION=f"Token {token}", raise_request_exception=False).post(
         "/api/v1/zones", json.dumps({"name": "x" * 20_000, "slug": "x"}),
         content_type="application/json",

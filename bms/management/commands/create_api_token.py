@@ -1,0 +1,53 @@
+"""`manage.py create_api_token <username>`: a new staff API token, printed once.
+
+Only its hash is stored, so it cannot be shown again. It expires after BMS_API_TOKEN_TTL_DAYS
+(or --days). A user keeps at most BMS_API_TOKENS_PER_USER tokens: the oldest go first.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+from knox.models import AuthToken
+
+MAX_DAYS = 3650
+
+
+class Command(BaseCommand):
+    help = __doc__.split("\n\n")[0]
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--days", type=int, default=None, help="Lifetime in days")
+        parser.add_argument(
+            "--revoke-all", action="store_true", help="Delete the user's tokens, issue none"
+        )
+
+    def handle(self, *args, **opts) -> None:
+        try:
+            user = get_user_model().objects.get(username=opts["username"])
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"No user named '{opts['username']}'.") from None
+        tokens = AuthToken.objects.filter(user=user)
+        if opts["revoke_all"]:
+            count, _ = tokens.delete()
+            self.stdout.write(f"Deleted {count} token(s) of {user.username}.")
+            return
+        days = opts["days"] if opts["days"] is not None else settings.BMS_API_TOKEN_TTL_DAYS
+        if not 1 <= days <= MAX_DAYS:
+            raise CommandError(f"--days must be between 1 and {MAX_DAYS}.")
+        tokens.filter(expiry__lt=timezone.now()).delete()
+        keep = settings.BMS_API_TOKENS_PER_USER - 1
+        old = list(tokens.order_by("-created").values_list("digest", flat=True)[keep:])
+        AuthToken.objects.filter(digest__in=old).delete()
+        instance, token = AuthToken.objects.create(user=user, expiry=timedelta(days=days))
+        self.stdout.write(
+            f"API token for {user.username}, expires {instance.expiry:%Y-%m-%d %H:%M %Z}"
+            + (f" ({len(old)} older token(s) deleted)" if old else "")
+            + ". Shown only once:"
+        )
+        self.stdout.write(token)

@@ -1,0 +1,196 @@
+"""Admin actions x roles, from both sides (issue #14, finding 2).
+
+A viewer could run "Rotate write key" from the node changelist, was shown the new key and
+posted a fake 2 °C as the node; admin actions without `permissions=` are open to every role
+that may view the list. Here every action of every registered ModelAdmin has a row naming
+the roles that may run it (a new action without a row fails test_every_admin_action_has_a_row),
+and each action is run with a real POST to the changelist by every role, checking that its
+effect happened for the allowed roles only.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib import admin
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import User
+from django.test import Client, RequestFactory
+from django.utils import timezone
+
+from tests.security.conftest import World
+
+VIEWER, BOOKER, ENGINEER, SUPER = "viewer", "booker", "engineer", "superuser"
+ROLES = (VIEWER, BOOKER, ENGINEER, SUPER)
+USERNAMES = {VIEWER: "viewer", BOOKER: "booker", ENGINEER: "engineer", SUPER: "root"}
+WRITERS = frozenset({ENGINEER, SUPER})
+ONLY_SUPER = frozenset({SUPER})
+NOBODY: frozenset[str] = frozenset()
+
+# (model, action) -> roles that may run it. delete_selected is Django's own action on every
+# model, allowed with the delete permission: engineers on our apps' models, bookers also on
+# bookings, only superusers on users, groups, tokens and the lockout log; the command audit
+# log nobody.
+DELETE = "delete_selected"
+MATRIX: dict[tuple[str, str], frozenset[str]] = {
+    ("sensors.node", "rotate_write_key"): WRITERS,
+    ("sensors.alarm", "acknowledge_selected"): WRITERS,
+    ("axes.accessattempt", "cleanup_expired_attempts"): ONLY_SUPER,
+    **{
+        (model, DELETE): WRITERS
+        for model in (
+            "control.booking",
+            "control.heatingplant",
+            "control.nodecommand",
+            "control.optimumstartlog",
+            "control.override",
+            "control.schedule",
+            "control.solarcircuit",
+            "control.zone",
+            "control.zonetuning",
+            "displays.display",
+            "displays.panel",
+            "feeds.feed",
+            "sensors.actuator",
+            "sensors.alarm",
+            "sensors.modbusregister",
+            "sensors.node",
+            "sensors.sensor",
+            "sensors.site",
+        )
+    },  # fmt: skip
+    ("control.booking", DELETE): frozenset({BOOKER, ENGINEER, SUPER}),
+    ("control.actuatorcommand", DELETE): NOBODY,
+    **{
+        (model, DELETE): ONLY_SUPER
+        for model in (
+            "auth.group",
+            "auth.user",
+            "axes.accessattempt",
+            "axes.accessfailurelog",
+            "axes.accesslog",
+            "knox.authtoken",
+        )
+    },  # fmt: skip
+}
+
+
+def _actions_for(model_admin, user: User) -> set[str]:
+    request = RequestFactory().get("/admin/")
+    request.user = user
+    return set(model_admin.get_actions(request))
+
+
+def test_every_admin_action_has_a_row_and_only_its_roles_get_it(world: World):
+    users = {role: User.objects.get(username=name) for role, name in USERNAMES.items()}
+    seen: set[tuple[str, str]] = set()
+    wrong = []
+    for model, model_admin in admin.site._registry.items():
+        label = model._meta.label_lower
+        offered = {role: _actions_for(model_admin, user) for role, user in users.items()}
+        names = set().union(*offered.values()) | {name for name, _ in admin.site.actions}
+        names |= {a if isinstance(a, str) else a.__name__ for a in model_admin.actions or ()}
+        for name in names:
+            seen.add((label, name))
+            allowed = MATRIX.get((label, name))
+            if allowed is None:
+                wrong.append(f"{label}: action {name!r} has no row in MATRIX")
+                continue
+            got = {role for role in ROLES if name in offered[role]}
+            if got != allowed:
+                wrong.append(f"{label}.{name}: offered to {sorted(got)}, want {sorted(allowed)}")
+    wrong += [f"{label}.{name}: row for no action" for label, name in set(MATRIX) - seen]
+    assert not wrong, "\n".join(wrong)
+
+
+def _login(role: str) -> Client:
+    client = Client()
+    client.force_login(User.objects.get(username=USERNAMES[role]))
+    return client
+
+
+def _post_action(role: str, url: str, action: str, pks: list[int], **extra) -> Client:
+    client = _login(role)
+    data = {"action": action, "_selected_action": [str(pk) for pk in pks], "index": "0", **extra}
+    client.last_response = client.post(url, data, follow=True)  # type: ignore[attr-defined]
+    return client
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_rotate_write_key_only_for_engineers_and_the_log_names_who(world: World, role: str):
+    from sensors.models import Node
+
+    node = Node.objects.get(pk=world.ids["node-a"])
+    old_hash = node.key_hash
+    client = _post_action(role, "/admin/sensors/node/", "rotate_write_key", [node.pk])
+    page = client.last_response.content.decode()  # type: ignore[attr-defined]
+    node.refresh_from_db()
+    rotated = node.key_hash != old_hash
+    assert rotated is (role in WRITERS), f"{role} rotated={rotated}"
+    assert ("New write key" in page) is (role in WRITERS)
+    entries = LogEntry.objects.filter(object_id=str(node.pk), change_message__contains="write key")
+    if role in WRITERS:
+        assert list(entries.values_list("user__username", flat=True)) == [USERNAMES[role]]
+    else:
+        assert not entries.exists()
+        # the old key still works: the node is not locked out
+        response = Client().get(
+            "/input/post", {"node": "node-a", "json": "t:21", "apikey": world.keys["node-a"]}
+        )
+        assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_acknowledge_selected_only_for_engineers_as_in_the_api(world: World, role: str):
+    from sensors.models import Alarm
+
+    alarm_id = world.ids["alarm"]
+    _post_action(role, "/admin/sensors/alarm/", "acknowledge_selected", [alarm_id])
+    alarm = Alarm.objects.get(pk=alarm_id)
+    if role in WRITERS:
+        assert alarm.acknowledged_by is not None
+        assert alarm.acknowledged_by.username == USERNAMES[role]
+    else:
+        assert alarm.acknowledged_at is None and alarm.acknowledged_by is None
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_cleanup_expired_login_attempts_only_for_superusers(world: World, role: str):
+    from axes.models import AccessAttempt
+
+    client = _login(role)  # before the attempt exists: each login cleans expired ones too
+    old = timezone.now() - timezone.timedelta(days=2)
+    attempt = AccessAttempt.objects.create(
+        username="x", ip_address="192.0.2.1", user_agent="", failures_since_start=3
+    )
+    AccessAttempt.objects.filter(pk=attempt.pk).update(attempt_time=old)
+    data = {"action": "cleanup_expired_attempts", "_selected_action": [attempt.pk], "index": "0"}
+    client.post("/admin/axes/accessattempt/", data, follow=True)
+    gone = not AccessAttempt.objects.filter(pk=attempt.pk).exists()
+    assert gone is (role == SUPER)
+
+
+DELETE_CASES = [
+    ("control", "booking", "booking", frozenset({BOOKER, ENGINEER, SUPER})),
+    ("sensors", "node", "node-b", WRITERS),
+    ("control", "actuatorcommand", "command", NOBODY),
+]
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize(("app", "model", "key", "allowed"), DELETE_CASES)
+def test_delete_selected_from_both_sides(world, role, app, model, key, allowed):
+    from django.apps import apps
+
+    model_class = apps.get_model(app, model)
+    pk = world.ids[key]
+    _post_action(role, f"/admin/{app}/{model}/", DELETE, [pk], post="yes")
+    deleted = not model_class.objects.filter(pk=pk).exists()
+    assert deleted is (role in allowed), f"{role} deleted {model}: {deleted}"
+
+
+def test_rotating_through_the_api_is_logged_with_the_user_too(world: World, engineer_api):
+    node_id = world.ids["node-a"]
+    assert engineer_api.post(f"/api/v1/nodes/{node_id}/rotate-key").status_code == 200
+    entry = LogEntry.objects.get(object_id=str(node_id))
+    assert entry.user.username == "engineer"
+    assert "write key" in entry.get_change_message()
