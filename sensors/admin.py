@@ -135,7 +135,9 @@ class GatewayKeyAdmin(admin.ModelAdmin):
             )
         super().save_model(request, obj, form, change)
 
-    @admin.action(description="Rotate gateway key (the old key stops working)", permissions=["change"])
+    @admin.action(
+        description="Rotate gateway key (the old key stops working)", permissions=["change"]
+    )
     def rotate_gateway_key(self, request, queryset):
         for gateway in queryset:
             key = gateway.set_new_key()
