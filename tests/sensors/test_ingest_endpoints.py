@@ -333,3 +333,23 @@ def test_bulk_corrupt_or_bomb_zlib_body(client, node_and_key, redis_client, sett
     r = client.post(f"/input/bulk?cb=1&apikey={key}", bomb, content_type=FORM)
     assert r.status_code == 413 and r.json()["field"] == "cb"
     assert queued_batches(redis_client) == []
+
+
+def test_bulk_cb_raw_zlib_json_and_c_hex_as_emoncms_reads_them(client, node_and_key, redis_client):
+    """emoncms bulk(): `cb` -> the raw body is zlib(JSON), no form; `c` -> `data` is hex of it.
+    Names keep spaces and accents (emoncms's [\\p{N}\\p{L}_\\s\\-.]); other characters go."""
+    node, key = node_and_key
+    t = int(time.time()) - 30
+    rows = [[t, "emontx1", {"external temperature": 18.7, "température!": 20.5}, 3]]
+    raw = zlib.compress(json.dumps(rows).encode())
+    r = client.generic("POST", f"/input/bulk.json?sentat={t}&cb=1", raw, **bearer(key))
+    assert r.content == b"ok", r.content
+    r = client.get("/input/bulk.json", {"c": "1", "data": raw.hex(), "time": 0, "apikey": key})
+    assert r.content == b"ok", r.content
+    expected = {"external temperature": 18.7, "température": 20.5, "1": 3.0}
+    (first, second) = queued_batches(redis_client)
+    assert first[0] == node.pk and first[1][0][1] == expected
+    assert abs(first[1][0][0] - int(time.time())) <= 1  # t + (now - sentat), sentat == t
+    assert second == [node.pk, [[t, expected]]]
+    r = client.get("/input/bulk.json", {"c": "1", "data": "zz", "apikey": key})
+    assert r.status_code == 400 and r.json()["field"] == "c"
