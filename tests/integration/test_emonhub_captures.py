@@ -104,13 +104,17 @@ def stored_inputs() -> dict[tuple[str, str], tuple[int, float]]:
 
 
 def wait_until_stored(wanted: dict, window: dict, timeout_s: float = 30):
-    """Once the worker has stored every (node, input) of one request, what it stored."""
+    """Once the worker has stored every (node, input) of one request, what it stored (a time
+    alone cannot tell two requests apart: the captures' rows are 1-3 s apart and so are the
+    replays, so the value must match too)."""
     deadline = time.monotonic() + timeout_s
     while True:
         got = stored_inputs()
         done = all(
-            where in got and window[where][0] <= got[where][0] <= window[where][1]
-            for where in wanted
+            where in got
+            and window[where][0] <= got[where][0] <= window[where][1]
+            and got[where][1] == pytest.approx(value)
+            for where, value in wanted.items()
         )
         if done or time.monotonic() > deadline:
             return got
