@@ -133,6 +133,15 @@ def charge_node(node_pk: int) -> float | None:
     return hit(INGEST_SCOPE, f"node:{node_pk}", rate)
 
 
+def charge_gateway(gateway_pk: int) -> float | None:
+    """Count one request against a site's gateway key (sensors.models.GatewayKey): the same
+    rate as a node, since one emonhub posts one batch every few seconds for all its nodes."""
+    rate = _ingest_rate("BMS_THROTTLE_INGEST")
+    if rate is None:
+        return None
+    return hit(INGEST_SCOPE, f"gateway:{gateway_pk}", rate)
+
+
 def public_ident(request: HttpRequest) -> str:
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:

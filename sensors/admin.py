@@ -5,9 +5,9 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from sensors import state
+from sensors import input_errors, state
 from sensors.alarms import acknowledge
-from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+from sensors.models import Actuator, Alarm, GatewayKey, ModbusRegister, Node, Sensor, Site
 
 
 @admin.register(Site)
@@ -51,7 +51,7 @@ class NodeAdmin(admin.ModelAdmin):
     ]
     list_filter = ["protocol", "enabled", "site"]
     search_fields = ["name", "location", "description"]
-    readonly_fields = ["key_prefix", "created"]
+    readonly_fields = ["key_prefix", "created", "input_errors"]
     inlines = [SensorInline, ModbusRegisterInline]
     actions = ["rotate_write_key"]
 
@@ -75,6 +75,20 @@ class NodeAdmin(admin.ModelAdmin):
         if state.is_silent(seen, node.interval, time.time()):
             return format_html('<strong style="color:#c0262d">silent · {}</strong>', label)
         return label
+
+    @admin.display(description="input errors")
+    def input_errors(self, node: Node) -> str:
+        """Values skipped from accepted emoncms batches (sensors/input_errors.py)."""
+        record = input_errors.summary(input_errors.node_subject(node.pk))
+        if not record:
+            return "none"
+        at = datetime.fromtimestamp(int(record.get("at", 0)), UTC)
+        return format_html(
+            "{} skipped, last at {}: <code>{}</code>",
+            record.get("count", "0"),
+            timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S"),
+            record.get("last", ""),
+        )
 
     @admin.display(description="last values (converted)")
     def last_values(self, node: Node) -> str:
@@ -102,6 +116,41 @@ class NodeAdmin(admin.ModelAdmin):
                 f"New write key for '{node.name}': {key} — shown only once.",
                 messages.WARNING,
             )
+
+
+@admin.register(GatewayKey)
+class GatewayKeyAdmin(admin.ModelAdmin):
+    """A site's key for a gateway (emonhub): it writes any node of its site. Engineers only:
+    creating and rotating need the change/add permission, which viewers and bookers lack."""
+
+    list_display = ["name", "site", "enabled", "key_prefix", "created"]
+    list_filter = ["enabled", "site"]
+    search_fields = ["name"]
+    readonly_fields = ["key_prefix", "created"]
+    actions = ["rotate_gateway_key"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            key = obj.set_new_key()
+            self.message_user(
+                request,
+                f"Gateway key '{obj.name}' for site '{obj.site}': {key} — copy it now, it is "
+                "shown only once.",
+                messages.WARNING,
+            )
+        super().save_model(request, obj, form, change)
+
+    @admin.action(
+        description="Rotate gateway key (the old key stops working)", permissions=["change"]
+    )
+    def rotate_gateway_key(self, request, queryset):
+        for gateway in queryset:
+            key = gateway.set_new_key()
+            gateway.save(update_fields=["key_prefix", "key_hash"])
+            self.message_user(
+                request, f"New gateway key for '{gateway.name}': {key} — shown only once.",
+                messages.WARNING,
+            )  # fmt: skip
 
 
 @admin.register(Sensor)

@@ -122,9 +122,9 @@ def _on_config_change(sender, **kwargs) -> None:
 
 
 def connect_signals() -> None:
-    from sensors.models import ModbusRegister, Node, Sensor
+    from sensors.models import GatewayKey, ModbusRegister, Node, Sensor
 
-    for model in (Node, Sensor, ModbusRegister):
+    for model in (Node, Sensor, ModbusRegister, GatewayKey):
         uid = f"sensors-cache-{model.__name__}"
         post_save.connect(_on_config_change, sender=model, dispatch_uid=uid + "-save")
         post_delete.connect(_on_config_change, sender=model, dispatch_uid=uid + "-delete")

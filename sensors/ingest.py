@@ -24,8 +24,7 @@ from typing import Any
 
 # 2000-01-01T00:00:00Z: nothing we ingest is older (a node with an unset clock posts 1970).
 MIN_TIME = 946_684_800
-KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-NODE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+MAX_NAME_LENGTH = 64  # Sensor.key and Node.name columns
 # Largest magnitude a PHPFina float32 slot can hold.
 MAX_ABS_VALUE = 3.4e38
 
@@ -68,6 +67,18 @@ class Row:
     values: dict[str, float] = field(default_factory=dict)
 
 
+def emoncms_name(raw: str) -> str:
+    """A name as emoncms stores it: only letters, numbers (any script), `_`, whitespace, `-`, `.`
+    (emoncms's `[\\p{N}\\p{L}_\\s\\-.]`; str.isalnum is Unicode letters and numbers)."""
+    return "".join(c for c in raw if c.isalnum() or c in "_-." or c.isspace())
+
+
+def is_emoncms_name(name: str) -> bool:
+    """1-64 of emoncms's name characters, not only whitespace: `external temperature`,
+    `température` and `emon.pi` are names."""
+    return 0 < len(name) <= MAX_NAME_LENGTH and bool(name.strip()) and emoncms_name(name) == name
+
+
 # --- Shared checks -------------------------------------------------------------------------------
 
 
@@ -87,9 +98,10 @@ def check_key(key: Any, where: str, row: int | None = None) -> str:
     if not isinstance(key, str | int) or isinstance(key, bool):
         raise IngestError(f"{where}: input key must be a string", field=where, row=row)
     key = str(key)
-    if not KEY_PATTERN.match(key):
+    if not is_emoncms_name(key):
         raise IngestError(
-            f"{where}: input key {key[:70]!r} must be 1-64 letters, digits, '_', '-' or '.'",
+            f"{where}: input key {key[:70]!r} must be 1-64 letters, digits, spaces, '_', '-' "
+            "or '.'",
             field=where,
             row=row,
         )
@@ -192,7 +204,7 @@ def check_node_ref(raw: Any, where: str, row: int | None = None) -> NodeRef:
         raise IngestError(f"{where}: node must be a name or a number", field=where, row=row)
     if isinstance(raw, int):
         return raw
-    if not NODE_PATTERN.match(raw):
+    if not is_emoncms_name(raw) or raw != raw.strip():
         raise IngestError(
             f"{where}: node {raw[:70]!r} is not a valid node name", field=where, row=row
         )

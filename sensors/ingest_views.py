@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError
+from django.db import DatabaseError, IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
@@ -26,9 +26,11 @@ from kombu.exceptions import OperationalError
 from bms import throttle
 from bms.redis import REDIS_FAILURES
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import input_budget, node_auth
-from sensors.ingest import IngestError, Limits, Row, parse_bulk, parse_post, parse_readings
-from sensors.node_auth import NodeIdentity, key_from_request
+from sensors import emoncms_input, input_budget, input_errors, node_auth
+from sensors.emoncms_input import BulkBatch, Skipped
+from sensors.ingest import IngestError, Limits, Row, parse_post, parse_readings
+from sensors.models import Node
+from sensors.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
 from sensors.publish import publish_ingest_batch
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,10 @@ def _read_body(request: HttpRequest) -> bytes:
     return body
 
 
+# A node registered by a gateway key: emonTH-class nodes post every minute; an engineer sets
+# the real interval (the silent alarm is 3 intervals).
+AUTO_NODE_INTERVAL_S = 60
+
 BAD_REQUESTS = "too many requests with a missing or wrong node key or bad input from this address"
 
 
@@ -81,7 +87,7 @@ class Throttled(Exception):
         self.reason = reason
 
 
-def _authenticate(request: HttpRequest, key: str | None) -> NodeIdentity:
+def _authenticate(request: HttpRequest, key: str | None) -> Identity:
     """The key's node, charged one request; a missing or wrong key charged to the address.
 
     A key is looked up in the database only if some node's key has its prefix (a random key is
@@ -102,7 +108,10 @@ def _authenticate(request: HttpRequest, key: str | None) -> NodeIdentity:
                 field="apikey",
             )
         raise IngestError("node key not recognised (or the node is disabled)", 401, field="apikey")
-    wait = throttle.charge_node(identity.id)
+    if isinstance(identity, GatewayIdentity):
+        wait = throttle.charge_gateway(identity.id)
+    else:
+        wait = throttle.charge_node(identity.id)
     if wait is not None:
         raise Throttled(wait, "too many requests for this node")
     return identity
@@ -182,6 +191,13 @@ def readings(request: HttpRequest) -> HttpResponse:
         raise IngestError("use POST", status=405)
     body = _read_body(request)
     identity = _authenticate(request, key_from_request(request, allow_params=False))
+    if isinstance(identity, GatewayIdentity):
+        raise IngestError(
+            "a gateway key posts to /input/bulk or /input/post (emoncms API); use the node's "
+            "own key here",
+            status=403,
+            field="apikey",
+        )
     rows = parse_readings(body, time.time(), limits())
     _check_nodes(rows, identity)
     _check_input_budget(identity, rows)
@@ -190,31 +206,117 @@ def readings(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"success": True, "rows": len(rows), "values": n_values}, status=202)
 
 
-def _emoncms_params(request: HttpRequest) -> tuple[dict[str, str], QueryDict | None]:
-    """GET and POST parameters merged (POST wins); with `cb=1` the body is zlib form data."""
+def _emoncms_params(request: HttpRequest) -> tuple[dict[str, str], bytes | None]:
+    """GET and POST parameters merged (POST wins), and the raw body when `cb` says it is the
+    compressed data (emoncms reads it from php://input then, never as a form)."""
     params = {k: request.GET[k] for k in request.GET}
-    form: QueryDict | None = None
-    if request.method == "POST":
-        body = _read_body(request)
-        if request.GET.get("cb") == "1":
-            from sensors.ingest import decompress_body
-
-            raw = decompress_body(body, limits())
-            try:
-                form = QueryDict(raw, encoding="utf-8")
-            except UnicodeDecodeError:
-                raise IngestError("body: not UTF-8 form data", field="body") from None
-        else:
-            form = request.POST
-        params.update({k: form[k] for k in form})
-    elif request.method != "GET":
+    if request.method == "GET":
+        return params, None
+    if request.method != "POST":
         raise IngestError("use GET or POST", status=405)
-    return params, form
+    body = _read_body(request)
+    if "cb" in params:
+        return params, body
+    params.update({k: request.POST[k] for k in request.POST})
+    return params, None
 
 
 def _emoncms_key(request: HttpRequest, params: dict[str, str]) -> str | None:
     header = key_from_request(request, allow_params=False)
     return header or params.get("apikey") or params.get("devicekey") or None
+
+
+def _bulk_text(request: HttpRequest, params: dict[str, str], body: bytes | None) -> str:
+    """The bulk JSON. With `cb`, the body decompresses to the JSON itself (emoncms, emonhub);
+    our earlier clients compressed the whole form (`data=...&apikey=...`): still read."""
+    text = emoncms_input.bulk_text(params, body, limits())
+    if body is not None and not text.lstrip().startswith("["):
+        form = QueryDict(text, encoding="utf-8")
+        params.update({k: form[k] for k in form if k != "cb"})
+        if "data" not in form:
+            raise IngestError("body: cb=1 data is neither a JSON list nor a form", field="cb")
+        return form["data"]
+    return text
+
+
+def _resolve_for_gateway(
+    gateway: GatewayIdentity, ref: str | int
+) -> tuple[NodeIdentity | None, str]:
+    """The node a gateway row names, registered as new if the site has none by that name.
+
+    A new node counts against the site's bound of auto-created inputs (sensors/input_budget.py):
+    it is only made while the site has room for one more input, so the nodes a key can create
+    are bounded by the same figure as its inputs."""
+    identity = node_auth.lookup_ref(ref)
+    if identity is not None:
+        if identity.site_id != gateway.site_id:
+            return None, f"node {str(ref)[:64]!r} is not a node of this gateway's site"
+        if not identity.enabled:
+            return None, f"node {str(ref)[:64]!r} is disabled"
+        return identity, ""
+    if input_budget.site_room(gateway.site_id) <= 0:
+        return None, (
+            f"node {str(ref)[:64]!r} is new but the site may not get more automatically created "
+            f"inputs ({input_budget.limits_text()})"
+        )
+    radio_id = ref if isinstance(ref, int) and ref <= 255 else None
+    node = Node(
+        name=str(ref), node_id=radio_id, site_id=gateway.site_id,
+        protocol=Node.Protocol.EMONCMS, interval=AUTO_NODE_INTERVAL_S,
+        description=f"Registered by gateway key '{gateway.name}' when it first posted for it.",
+    )  # fmt: skip
+    try:
+        with transaction.atomic():
+            node.save()
+    except IntegrityError:
+        # Another request registered it a moment ago, or a node holds this radio id.
+        node_auth.forget_ref(ref)
+        identity = node_auth.lookup_ref(ref)
+        if identity is None or identity.site_id != gateway.site_id:
+            return None, f"node {str(ref)[:64]!r} is not a node of this gateway's site"
+        return identity, ""
+    log.info("gateway %s registered new node %s", gateway.name, node.name)
+    identity = NodeIdentity.of(node)
+    node_auth.remember_ref(ref, identity)
+    return identity, ""
+
+
+def _split_by_node(identity: Identity, batch: BulkBatch) -> list[tuple[NodeIdentity, list[Row]]]:
+    """Each node's rows, in the order the nodes first appear; rows that cannot go to a node are
+    added to batch.skipped. A node key keeps the strict rule of our API (403 for another node)."""
+    if isinstance(identity, NodeIdentity):
+        _check_nodes(batch.rows, identity)
+        return [(identity, batch.rows)] if batch.rows else []
+    groups: dict[int, tuple[NodeIdentity, list[Row]]] = {}
+    resolved: dict[str | int, tuple[NodeIdentity | None, str]] = {}
+    for index, row in enumerate(batch.rows):
+        if row.node is None:
+            batch.skipped.append(Skipped(index, "data[1]", "a gateway key needs the node"))
+            continue
+        if row.node not in resolved:
+            resolved[row.node] = _resolve_for_gateway(identity, row.node)
+        node, why = resolved[row.node]
+        if node is None:
+            batch.skipped.append(Skipped(index, "data[1]", why))
+            continue
+        groups.setdefault(node.id, (node, []))[1].append(row)
+    return list(groups.values())
+
+
+def _deliver(identity: Identity, batch: BulkBatch) -> None:
+    """Queue each node's rows (one publish per node) and record what was skipped."""
+    groups = _split_by_node(identity, batch)
+    for node, rows in groups:
+        _enqueue(node, rows)
+    if isinstance(identity, NodeIdentity):
+        subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
+    else:
+        subject = input_errors.gateway_subject(identity.id)
+        label = f"Gateway key '{identity.name}'"
+    if batch.skipped:
+        input_errors.record(subject, label, batch.skipped)
+    else:
+        input_errors.clean([subject])
 
 
 @_guarded
@@ -223,8 +325,7 @@ def input_post(request: HttpRequest) -> HttpResponse:
     params, _ = _emoncms_params(request)
     identity = _authenticate(request, _emoncms_key(request, params))
     row, fulljson = parse_post(params, time.time(), limits())
-    _check_nodes([row], identity)
-    _enqueue(identity, [row])
+    _deliver(identity, BulkBatch(rows=[row]))
     if fulljson:
         return JsonResponse({"success": True})
     return HttpResponse("ok", content_type="text/plain")
@@ -232,13 +333,13 @@ def input_post(request: HttpRequest) -> HttpResponse:
 
 @_guarded
 def input_bulk(request: HttpRequest) -> HttpResponse:
-    """emoncms input/bulk: data=[[t, node, v1, ...], ...] with sentat/offset/time. Replies `ok`."""
-    params, _ = _emoncms_params(request)
+    """emoncms input/bulk: data=[[t, node, v1 | {"name": v}, ...], ...] as form, `cb` raw zlib
+    JSON body or `c` hex; sentat/offset/time. Replies `ok`, skipping (and recording) bad values."""
+    params, body = _emoncms_params(request)
+    text = _bulk_text(request, params, body)
     identity = _authenticate(request, _emoncms_key(request, params))
-    rows = parse_bulk(params, time.time(), limits())
-    _check_nodes(rows, identity)
-    if rows:
-        _enqueue(identity, rows)
+    batch = emoncms_input.parse_bulk(text, params, time.time(), limits())
+    _deliver(identity, batch)
     if "fulljson" in params:
         return JsonResponse({"success": True})
     return HttpResponse("ok", content_type="text/plain")

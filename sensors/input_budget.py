@@ -65,6 +65,14 @@ def room(node_id: int, site_id: int | None) -> int:
     return max(0, min(per_node() - on_node, per_site() - on_site))
 
 
+def site_room(site_id: int | None) -> int:
+    """How many more inputs may be created automatically on a site (one COUNT query)."""
+    auto = Sensor.objects.filter(auto_created=True)
+    if site_id is None:
+        return max(0, per_site() - auto.filter(node__site__isnull=True).count())
+    return max(0, per_site() - auto.filter(node__site_id=site_id).count())
+
+
 def limits_text() -> str:
     return f"{per_node()} per node, {per_site()} per site"
 

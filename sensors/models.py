@@ -4,7 +4,7 @@ actuators (things we switch) and alarms."""
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -48,6 +48,15 @@ class Site(models.Model):
             raise ValidationError({"time_zone": f"Unknown time zone '{self.time_zone}'."}) from exc
 
 
+# Node names as emoncms allows them (letters and numbers of any script, `_`, whitespace, `-`,
+# `.`): emonhub sends `emon.pi` or a name with a space unchanged, and a gateway key creates the
+# node under the name it was sent with (sensors/emoncms_input.py).
+node_name_validator = RegexValidator(
+    r"^[\w\s.\-]+$",
+    "Use letters, digits, '_', '-', '.' and spaces (emoncms's node name characters).",
+)
+
+
 class Node(models.Model):
     class Protocol(models.TextChoices):
         EMONCMS = "emoncms", "emonTx / emonPi / emonhub (HTTP)"
@@ -60,9 +69,10 @@ class Node(models.Model):
     site = models.ForeignKey(
         Site, on_delete=models.PROTECT, related_name="nodes", null=True, blank=True
     )
-    name = models.SlugField(
+    name = models.CharField(
         max_length=64,
         unique=True,
+        validators=[node_name_validator],
         help_text="The node name used by emoncms/emonhub (the `node` parameter), e.g. 'emontx1'.",
     )
     node_id = models.PositiveIntegerField(
@@ -122,6 +132,51 @@ class Node(models.Model):
     def clean(self) -> None:
         if self.protocol == self.Protocol.MODBUS and not self.modbus_host:
             raise ValidationError({"modbus_host": "A Modbus meter needs a host to poll."})
+
+
+class GatewayKey(models.Model):
+    """A site's write key for a gateway (emonhub, an emonPi): posts for any node of its site.
+
+    emonhub sends every radio node it hears in one bulk request with one key. A node key writes
+    its own node only; a gateway key writes any node of its site and registers an unknown node
+    or input as new (auto-created, within the site's bound: sensors/input_budget.py). Stored as
+    a hash like node keys (sensors/keys.py); shown once when created or rotated."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="gateway_keys")
+    name = models.CharField(max_length=100, help_text="Which gateway, e.g. 'emonPi, plant room'.")
+    enabled = models.BooleanField(default=True)
+    key_prefix = models.CharField(max_length=keys.PREFIX_LENGTH, db_index=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["site__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["site", "name"], name="gatewaykey_unique_site_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.site})"
+
+    def set_new_key(self) -> str:
+        """A fresh write key; returned once, only its hash is kept."""
+        key = keys.generate_key()
+        self.key_prefix = keys.key_prefix(key)
+        self.key_hash = keys.hash_key(key)
+        return key
+
+    def check_key(self, key: str) -> bool:
+        return bool(self.key_hash) and keys.key_matches(key, self.key_hash)
+
+    @classmethod
+    def for_key(cls, key: str) -> GatewayKey | None:
+        """The enabled gateway key matching `key`, or None."""
+        if len(key) != keys.KEY_LENGTH:
+            return None
+        for gateway in cls.objects.filter(key_prefix=keys.key_prefix(key), enabled=True):
+            if gateway.check_key(key):
+                return gateway
+        return None
 
 
 class Sensor(models.Model):

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 
 from sensors import keys
 from sensors.cache import ProcessCache
-from sensors.models import Node
+from sensors.models import GatewayKey, Node
 
 # Wrong keys are remembered briefly so a misconfigured device cannot hammer the database.
 NEGATIVE_TTL_S = 5.0
@@ -36,10 +36,11 @@ class NodeIdentity:
     name: str
     node_id: int | None
     enabled: bool = True
+    site_id: int | None = None
 
     @classmethod
     def of(cls, node: Node) -> NodeIdentity:
-        return cls(node.pk, node.name, node.node_id, node.enabled)
+        return cls(node.pk, node.name, node.node_id, node.enabled, node.site_id)
 
     def matches(self, ref: str | int | None) -> bool:
         """Does a `node` field in a post name this node (by name or radio node id)?"""
@@ -48,6 +49,22 @@ class NodeIdentity:
         if isinstance(ref, int):
             return ref == self.node_id or str(ref) == self.name
         return ref == self.name
+
+
+@dataclass(frozen=True)
+class GatewayIdentity:
+    """A site's gateway key: may post for any node of its site (models.GatewayKey)."""
+
+    id: int
+    name: str
+    site_id: int
+
+    @classmethod
+    def of(cls, gateway: GatewayKey) -> GatewayIdentity:
+        return cls(gateway.pk, gateway.name, gateway.site_id)
+
+
+Identity = NodeIdentity | GatewayIdentity
 
 
 def key_from_request(request: HttpRequest, *, allow_params: bool) -> str | None:
@@ -67,7 +84,7 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def known(key: str) -> NodeIdentity | None:
+def known(key: str) -> Identity | None:
     """The node of a key this process has already seen accepted (no database, no Redis)."""
     return _by_key.get(_digest(key))
 
@@ -79,12 +96,15 @@ def plausible(key: str) -> bool:
         return False
     prefixes = _prefixes.get("all")
     if prefixes is None:
-        prefixes = frozenset(Node.objects.filter(enabled=True).values_list("key_prefix", flat=True))
+        prefixes = frozenset(
+            Node.objects.filter(enabled=True).values_list("key_prefix", flat=True)
+        ) | frozenset(GatewayKey.objects.filter(enabled=True).values_list("key_prefix", flat=True))
         _prefixes.set("all", prefixes)
     return keys.key_prefix(key) in prefixes
 
 
-def authenticate(key: str) -> NodeIdentity | None:
+def authenticate(key: str) -> Identity | None:
+    """A node's key, else a site's gateway key (both random 128-bit: they cannot collide)."""
     digest = _digest(key)
     identity = _by_key.get(digest)
     if identity is not None:
@@ -92,10 +112,14 @@ def authenticate(key: str) -> NodeIdentity | None:
     if _bad_keys.get(digest, False):
         return None
     node = Node.for_key(key)
-    if node is None:
-        _bad_keys.set(digest, True)
-        return None
-    identity = NodeIdentity.of(node)
+    if node is not None:
+        identity = NodeIdentity.of(node)
+    else:
+        gateway = GatewayKey.for_key(key)
+        if gateway is None:
+            _bad_keys.set(digest, True)
+            return None
+        identity = GatewayIdentity.of(gateway)
     _by_key.set(digest, identity)
     return identity
 
@@ -115,3 +139,12 @@ def lookup_ref(ref: str | int) -> NodeIdentity | None:
     identity = NodeIdentity.of(node) if node is not None else None
     _by_ref.set(ref, identity, None if identity else NEGATIVE_TTL_S)
     return identity
+
+
+def remember_ref(ref: str | int, identity: NodeIdentity) -> None:
+    """A node this process just registered: found at once, not after the negative TTL."""
+    _by_ref.set(ref, identity)
+
+
+def forget_ref(ref: str | int) -> None:
+    _by_ref.set(ref, _MISSING, 0.0)

@@ -218,16 +218,17 @@ def test_site_time_zone_directory_is_a_400(engineer_api):
 
 
 @pytest.mark.parametrize(
-    ("path", "params"),
+    ("path", "params", "status"),
     [
-        ("/input/post", {"node": "fuzz-node", "fulljson": '{"power": 1%s}' % ("0" * 400)}),
-        ("/input/bulk", {"data": '[[0, "fuzz-node", 1%s]]' % ("0" * 400)}),
+        ("/input/post", {"node": "fuzz-node", "fulljson": '{"power": 1%s}' % ("0" * 400)}, 400),
+        # /input/bulk skips the value and records it (emonhub resends anything but `ok`).
+        ("/input/bulk", {"data": '[[0, "fuzz-node", 1%s]]' % ("0" * 400)}, 200),
     ],
 )
-def test_huge_integer_value_is_a_400_over_http(world, path, params):
+def test_huge_integer_value_is_a_400_over_http(world, path, params, status):
     client = Client(raise_request_exception=False)
     response = client.post(path, {**params, "apikey": world["key"]})
-    assert response.status_code == 400, response.status_code
+    assert response.status_code == status, response.status_code
 
 
 def test_deleting_a_site_in_use_is_a_409_naming_what_blocks_it(engineer_api):

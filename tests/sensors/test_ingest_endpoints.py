@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
+from sensors import input_errors
+from sensors.models import Alarm
 from tests.sensors.conftest import make_node, queued_batches
 
 pytestmark = pytest.mark.django_db
@@ -242,20 +244,14 @@ def test_bulk_zlib_body_with_cb(client, node_and_key, redis_client):
         ("[[1,2", {}, 400, "data", None),
         ("[]", {}, 400, "data", None),
         ("{}", {}, 400, "data", None),
-        ("[[0,10,1],[5]]", {"time": "1700000000"}, 400, "data", 1),
-        ('[[0,10,1],["x",10,1]]', {"time": "1700000000"}, 400, "data[0]", 1),
-        ('[[0,10,1],[1,10,"abc"]]', {"time": "1700000000"}, 400, "data[2]", 1),
-        ("[[0,10,1],[1,10,NaN]]", {"time": "1700000000"}, 400, "data", None),
-        ("[[0,10,1],[1,10,[1]]]", {"time": "1700000000"}, 400, "data[2]", 1),
-        ("[[0,10,1],[1,{},1]]", {"time": "1700000000"}, 400, "data[1]", 1),
-        ("[[0,10,1],[1,10,1]]", {"time": "12"}, 400, "data[0]", 0),
-        ("[[0,10,1],[99999,10,1]]", {"time": str(int(time.time()))}, 400, "data[0]", 1),
         ("[[0,10,1]]", {"sentat": "noon"}, 400, "sentat", None),
         ("[[0,10,1],[1,99,1]]", {"time": "1700000000"}, 403, "node", 1),
         ("[[0,10,1],[1,11,1]]", {"time": "1700000000"}, 403, "node", 1),
     ],
 )
-def test_bulk_bad_input(client, node_and_key, redis_client, data, extra, status, field, row):
+def test_bulk_refused_whole(client, node_and_key, redis_client, data, extra, status, field, row):
+    """What emoncms answers with an error too (emonhub never sends it), and a node key writing
+    another node (our rule: a hub uses a gateway key)."""
     _, key = node_and_key
     make_node("emontx2", node_id=11)
     r = client.post("/input/bulk", {"data": data, "apikey": key, **extra})
@@ -263,6 +259,62 @@ def test_bulk_bad_input(client, node_and_key, redis_client, data, extra, status,
     body = r.json()
     assert body["success"] is False and body.get("field") == field and body.get("row") == row
     assert queued_batches(redis_client) == []
+
+
+T0 = 1_700_000_000
+
+
+@pytest.mark.parametrize(
+    ("data", "extra", "kept", "skipped"),
+    [
+        # A row too short to hold a value is passed over without a record (emoncms: count <= 2).
+        ("[[0,10,1],[5]]", {"time": str(T0)}, [[T0, {"1": 1.0}]], []),
+        ('[[0,10,1],["x",10,1]]', {"time": str(T0)}, [[T0, {"1": 1.0}]], ["row 1 data[0]"]),
+        (
+            '[[0,10,1],[1,10,"abc",2]]',
+            {"time": str(T0)},
+            [[T0, {"1": 1.0}], [T0 + 1, {"2": 2.0}]],
+            ["row 1 data[2] (input 1): text 'abc'"],
+        ),
+        (
+            '[[0,10,1],[1,10,NaN,true,null,"",[1],"2.5"]]',
+            {"time": str(T0)},
+            [[T0, {"1": 1.0}], [T0 + 1, {"6": 2.5}]],
+            ["row 1 data[2]", "row 1 data[3]", "row 1 data[4]", "row 1 data[5]", "row 1 data[6]"],
+        ),
+        ("[[0,10,1],[1,{},1]]", {"time": str(T0)}, [[T0, {"1": 1.0}]], ["row 1 data[1]"]),
+        ("[[0,10,1],[1,10,1]]", {"time": "12"}, None, ["row 0 data[0]", "row 1 data[0]"]),
+        (
+            "[[0,10,1],[99999,10,1]]",
+            {"time": str(int(time.time()) - 60)},
+            "first",
+            ["row 1 data[0]: time"],
+        ),
+    ],
+)
+def test_bulk_bad_values_are_skipped_and_recorded_and_answered_ok(
+    client, node_and_key, redis_client, data, extra, kept, skipped
+):
+    """emonhub resends anything but `ok` forever: the good values are queued, each bad one is
+    counted in the node's input errors and named in its alarm."""
+    node, key = node_and_key
+    r = client.post("/input/bulk", {"data": data, "apikey": key, **extra})
+    assert r.status_code == 200 and r.content == b"ok", r.content
+    batches = queued_batches(redis_client)
+    if kept is None:
+        assert batches == []
+    elif kept == "first":
+        assert [b[0] for b in batches] == [node.pk] and len(batches[0][1]) == 1
+    else:
+        assert batches == [[node.pk, kept]]
+    record = input_errors.summary(input_errors.node_subject(node.pk))
+    alarm = Alarm.objects.filter(key=f"node-input-errors:{node.pk}", cleared_at=None).first()
+    if not skipped:
+        assert record == {} and alarm is None
+        return
+    assert int(record["count"]) == len(skipped)
+    for text in skipped:
+        assert text in record["last"] and text in alarm.message
 
 
 def test_bulk_too_many_rows(client, node_and_key, redis_client, settings):
@@ -281,3 +333,23 @@ def test_bulk_corrupt_or_bomb_zlib_body(client, node_and_key, redis_client, sett
     r = client.post(f"/input/bulk?cb=1&apikey={key}", bomb, content_type=FORM)
     assert r.status_code == 413 and r.json()["field"] == "cb"
     assert queued_batches(redis_client) == []
+
+
+def test_bulk_cb_raw_zlib_json_and_c_hex_as_emoncms_reads_them(client, node_and_key, redis_client):
+    """emoncms bulk(): `cb` -> the raw body is zlib(JSON), no form; `c` -> `data` is hex of it.
+    Names keep spaces and accents (emoncms's [\\p{N}\\p{L}_\\s\\-.]); other characters go."""
+    node, key = node_and_key
+    t = int(time.time()) - 30
+    rows = [[t, "emontx1", {"external temperature": 18.7, "température!": 20.5}, 3]]
+    raw = zlib.compress(json.dumps(rows).encode())
+    r = client.generic("POST", f"/input/bulk.json?sentat={t}&cb=1", raw, **bearer(key))
+    assert r.content == b"ok", r.content
+    r = client.get("/input/bulk.json", {"c": "1", "data": raw.hex(), "time": 0, "apikey": key})
+    assert r.content == b"ok", r.content
+    expected = {"external temperature": 18.7, "température": 20.5, "1": 3.0}
+    (first, second) = queued_batches(redis_client)
+    assert first[0] == node.pk and first[1][0][1] == expected
+    assert abs(first[1][0][0] - int(time.time())) <= 1  # t + (now - sentat), sentat == t
+    assert second == [node.pk, [[t, expected]]]
+    r = client.get("/input/bulk.json", {"c": "1", "data": "zz", "apikey": key})
+    assert r.status_code == 400 and r.json()["field"] == "c"

@@ -1,0 +1,257 @@
+"""The emoncms input API as emoncms answers it: `/input/bulk` bodies and names.
+
+emonhub keeps a batch until the reply is exactly `ok` and resends anything else forever, so one
+bad value must never refuse a batch here. Compared with sensors/ingest.py (strict, used by our
+own REST API, a request with any bad row refused whole):
+
+- the body may be raw zlib JSON (`cb=1`, emonhub with `sendnames = 1` or `compress = 1`), hex
+  of zlib JSON in `data` (`c=1`), or `data=` form/query text, as emoncms's bulk() reads them;
+- node and input names are kept as emoncms keeps them: characters outside
+  `[\\p{N}\\p{L}_\\s\\-.]` are removed (emoncms's process_node does the same), so
+  `external temperature`, `température` and `emon.pi` are names;
+- a value that is `null`, `""`, text that is not a number, a boolean, nested, non-finite or too
+  large for a feed is SKIPPED and reported (emoncms casts it with `(float)`, storing a made-up
+  0 or 1); a row whose time or node is unusable is skipped the same way. The caller records
+  the skips where staff see them (sensors/input_errors.py) and still answers `ok`.
+
+What is still refused whole (4xx): a body that is not zlib/hex/JSON, not a list of rows, or over
+the bounds (rows, values, decompressed size). emoncms answers such a request with an error text
+that emonhub retries too, so no batch emonhub can produce is refused.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sensors.ingest import (
+    MAX_ABS_VALUE,
+    MAX_NAME_LENGTH,
+    MIN_TIME,
+    IngestError,
+    Limits,
+    Row,
+    decompress_body,
+    emoncms_name,
+    finite_float,
+)
+
+SHOWN_CHARS = 40  # of a skipped value, in the record
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """`NaN` / `Infinity` in the JSON (Python's json.dumps writes them; emonhub is Python): a
+    value to skip, not a reason to refuse the batch."""
+
+    literal: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """One value (or row) left out of an accepted batch, and why."""
+
+    row: int
+    where: str
+    reason: str
+
+    def text(self) -> str:
+        return f"row {self.row} {self.where}: {self.reason}"
+
+
+@dataclass
+class BulkBatch:
+    rows: list[Row] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+
+
+def lenient_value(value: Any) -> tuple[float | None, str]:
+    """(number, "") for a usable value, else (None, why it was skipped)."""
+    if value is None:
+        return None, "null"
+    if isinstance(value, NonFinite):
+        return None, f"{value.literal} is not a finite number"
+    if isinstance(value, bool):
+        return None, f"boolean {value!r}"
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None, "empty text"
+        number = finite_float(text)
+        if number is None:
+            return None, f"text {_shown(value)} is not a number"
+    elif isinstance(value, int | float):
+        number = finite_float(value)
+        if number is None:
+            return None, f"{_shown(value)} is not a finite number"
+    else:
+        return None, f"{type(value).__name__} is not a number"
+    if abs(number) > MAX_ABS_VALUE:
+        return None, f"{_shown(value)} is too large for a feed (float32)"
+    return number, ""
+
+
+def node_ref(raw: Any) -> tuple[str | int | None, str]:
+    """(node name or radio id, "") or (None, why) for a row's second item."""
+    if raw is None or raw == "":
+        return None, ""
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        return None, f"node {_shown(raw)} is not a name or a number"
+    if isinstance(raw, float):
+        if not raw.is_integer():
+            return None, f"node {_shown(raw)} is not a whole number"
+        raw = int(raw)
+    if isinstance(raw, int):
+        return (raw, "") if raw >= 0 else (None, f"node {raw} is negative")
+    name = emoncms_name(raw).strip()
+    if not name:
+        return None, f"node {_shown(raw)} has no letter or digit"
+    if len(name) > MAX_NAME_LENGTH:
+        return None, f"node name longer than {MAX_NAME_LENGTH} characters"
+    return (int(name) if name.isdigit() else name), ""
+
+
+def bulk_text(params: dict[str, str], body: bytes | None, limits: Limits) -> str:
+    """The bulk JSON text of a request, as emoncms's bulk() finds it.
+
+    `cb` (any value, as emoncms tests only that it exists): the raw request body is zlib data.
+    `c`: `data` is hex of zlib data. Otherwise `data` is the JSON text."""
+    if "cb" in params:
+        if body is None:
+            raise IngestError("cb: the compressed data must be the POST body", field="cb")
+        raw = decompress_body(body, limits)
+    elif "c" in params:
+        hex_text = params.get("data", "").strip()
+        if len(hex_text) > 2 * limits.max_decompressed_bytes:
+            raise IngestError("data: compressed hex too long", status=413, field="data")
+        try:
+            compressed = binascii.unhexlify(hex_text)
+        except (binascii.Error, ValueError):
+            raise IngestError("data: not hexadecimal with c=1", field="c") from None
+        raw = decompress_body(compressed, limits)
+    else:
+        text = params.get("data")
+        if text is None or not text.strip():
+            raise IngestError("data: missing (data=[[t, node, v1, ...], ...])", field="data")
+        return text
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise IngestError("body: decompressed data is not UTF-8 JSON", field="data") from None
+
+
+def _reference(params: dict[str, str], name: str) -> float:
+    value = finite_float(params[name].strip())
+    if value is None:
+        raise IngestError(f"{name}: must be unix seconds, got {params[name][:40]!r}", field=name)
+    return value
+
+
+def _time_ref(params: dict[str, str], doc: list, now: float) -> float:
+    """emoncms: sentat and offset mean "the hub's clock read this when it sent", so
+    t + (server now - sentat) corrects the hub's clock; time= is an absolute base; with none,
+    the last row is taken to have arrived now."""
+    if params.get("sentat", "").strip():
+        return now - _reference(params, "sentat")
+    if params.get("offset", "").strip():
+        return now - _reference(params, "offset")
+    if params.get("time", "").strip():
+        return _reference(params, "time")
+    last = doc[-1]
+    first = last[0] if isinstance(last, list) and last else None
+    t_last = first if isinstance(first, int | float) and not isinstance(first, bool) else None
+    return now - (finite_float(t_last) or 0.0) if t_last is not None else now
+
+
+def _row_values(item: list, index: int, batch: BulkBatch) -> dict[str, float]:
+    values: dict[str, float] = {}
+    position = 1
+    for offset, value in enumerate(item[2:], start=2):
+        where = f"data[{offset}]"
+        if isinstance(value, dict):
+            for raw_key, v in value.items():
+                key = emoncms_name(str(raw_key))
+                shown = f"{where}.{str(raw_key)[:SHOWN_CHARS]}"
+                if not key.strip() or len(key) > MAX_NAME_LENGTH:
+                    batch.skipped.append(Skipped(index, shown, "input name not usable"))
+                    continue
+                number, why = lenient_value(v)
+                if number is None:
+                    batch.skipped.append(Skipped(index, shown, why))
+                else:
+                    values[key] = number
+            continue
+        # A positional value takes the next key (1, 2, ...) even when skipped, so the values
+        # after it keep their emoncms input numbers.
+        number, why = lenient_value(value)
+        if number is None:
+            batch.skipped.append(Skipped(index, f"{where} (input {position})", why))
+        else:
+            values[str(position)] = number
+        position += 1
+    return values
+
+
+def parse_bulk(text: str, params: dict[str, str], now: float, limits: Limits) -> BulkBatch:
+    """Rows of `data=[[t, node, v1 | {"name": v}, ...], ...]`; bad values and rows skipped."""
+    try:
+        doc = json.loads(text, parse_constant=NonFinite)
+    except (ValueError, RecursionError) as exc:
+        raise IngestError(f"data: malformed JSON ({exc})", field="data") from exc
+    if not isinstance(doc, list) or not doc:
+        raise IngestError("data: must be a non-empty JSON list of rows", field="data")
+    if len(doc) > limits.max_rows:
+        raise IngestError(
+            f"too many rows: {len(doc)} (limit {limits.max_rows}); split the batch",
+            status=413,
+            field="data",
+        )
+    time_ref = _time_ref(params, doc, now)
+    batch = BulkBatch()
+    total = 0
+    for index, item in enumerate(doc):
+        if not isinstance(item, list):
+            batch.skipped.append(Skipped(index, "data", "a row must be a list [t, node, ...]"))
+            continue
+        if len(item) <= 2:
+            continue  # emoncms skips rows without values
+        t_raw = item[0]
+        t_number = (
+            finite_float(t_raw)
+            if isinstance(t_raw, int | float) and not isinstance(t_raw, bool)
+            else None
+        )
+        if t_number is None:
+            batch.skipped.append(Skipped(index, "data[0]", f"time {_shown(t_raw)} not a number"))
+            continue
+        t = int(math.floor(time_ref + t_number))
+        if t < MIN_TIME or t > now + limits.max_future_s:
+            batch.skipped.append(
+                Skipped(index, "data[0]", f"time {t} before 2000 or more than "
+                        f"{limits.max_future_s} s ahead; check the hub clock")
+            )  # fmt: skip
+            continue
+        node, why = node_ref(item[1])
+        if why:
+            batch.skipped.append(Skipped(index, "data[1]", why))
+            continue
+        values = _row_values(item, index, batch)
+        if not values:
+            continue
+        total += len(values)
+        if total > limits.max_values:
+            raise IngestError(
+                f"too many values: more than {limits.max_values}; split the batch",
+                status=413,
+                field="data",
+            )
+        batch.rows.append(Row(node, t, values))
+    return batch

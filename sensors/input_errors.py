@@ -1,0 +1,102 @@
+"""A node's input errors: values left out of a batch that was accepted (`ok`) anyway.
+
+emonhub resends a refused batch forever, so the emoncms endpoints keep a batch's good values
+and skip the bad ones (`null`, text, booleans, a row without a usable time or node:
+sensors/emoncms_input.py). Each skip is recorded where staff see it:
+
+- Redis hash `sensors:input-errors:<subject>`: `count` (values skipped so far), `last` (the
+  newest skips, named by row, position and reason), `at` (unix seconds). The node admin page
+  shows it ("input errors").
+- An alarm `node-input-errors:<node id>` (or `gateway-input-errors:<gateway key id>` for rows
+  that name no usable node) opens on the first skip, on the overview and /staff/ like every
+  alarm. It clears when the subject posts a batch with nothing skipped at least CLEAR_AFTER_S
+  after its last skip, so a device that sends a null now and then does not open and close
+  (and email) an alarm on every post.
+
+The set of subjects with an open alarm is a Redis sorted set (subject -> last skip time): a
+clean batch costs one pipelined ZSCORE per request, no database query.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from bms.redis import get_redis
+from sensors.alarms import clear_alarm, raise_alarm
+from sensors.emoncms_input import Skipped
+
+log = logging.getLogger(__name__)
+
+OPEN_KEY = "sensors:input-errors:open"
+CLEAR_AFTER_S = 3600
+SHOWN = 5  # skips named in the record and the alarm
+MAX_TEXT = 1000  # characters of the `last` record
+
+
+def node_subject(node_pk: int) -> str:
+    return f"node:{node_pk}"
+
+
+def gateway_subject(gateway_pk: int) -> str:
+    return f"gateway:{gateway_pk}"
+
+
+def record_key(subject: str) -> str:
+    return f"sensors:input-errors:{subject}"
+
+
+def alarm_key(subject: str) -> str:
+    kind, _, pk = subject.partition(":")
+    return f"{kind}-input-errors:{pk}"
+
+
+def describe(skipped: list[Skipped]) -> str:
+    text = "; ".join(s.text() for s in skipped[:SHOWN])
+    if len(skipped) > SHOWN:
+        text += f"; and {len(skipped) - SHOWN} more"
+    return text[:MAX_TEXT]
+
+
+def record(subject: str, label: str, skipped: list[Skipped], now: float | None = None) -> None:
+    """Count the skipped values of one accepted batch and keep the alarm open."""
+    if not skipped:
+        return
+    now = time.time() if now is None else now
+    text = describe(skipped)
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.hincrby(record_key(subject), "count", len(skipped))
+    pipe.hset(record_key(subject), mapping={"last": text, "at": int(now)})
+    pipe.zadd(OPEN_KEY, {subject: now})
+    newly_open = pipe.execute()[-1]
+    log.warning("%s: %d value(s) skipped in an accepted batch: %s", label, len(skipped), text)
+    if newly_open:
+        raise_alarm(
+            alarm_key(subject),
+            f"{label} sends values that are not numbers; they are skipped, the rest is stored: "
+            f"{text}",
+            source="node",
+        )
+
+
+def clean(subjects: Iterable[str], now: float | None = None) -> None:
+    """Batches with nothing skipped arrived for these subjects: close alarms that are due."""
+    subjects = list(subjects)
+    if not subjects:
+        return
+    now = time.time() if now is None else now
+    redis = get_redis()
+    pipe = redis.pipeline(transaction=False)
+    for subject in subjects:
+        pipe.zscore(OPEN_KEY, subject)
+    for subject, since in zip(subjects, pipe.execute(), strict=True):
+        if since is not None and now - float(since) >= CLEAR_AFTER_S:
+            if redis.zrem(OPEN_KEY, subject):
+                clear_alarm(alarm_key(subject))
+
+
+def summary(subject: str) -> dict[str, str]:
+    """{count, last, at} of a subject's input errors (empty when it never had one)."""
+    raw = get_redis().hgetall(record_key(subject))
+    return {k.decode(): v.decode() for k, v in raw.items()}
