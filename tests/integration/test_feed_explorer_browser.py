@@ -224,7 +224,11 @@ def test_a_link_restores_the_view(ny_page, server, site_data):
     page.click('button[data-span="21600"]')
     page.select_option("#interval", "300")
     page.wait_for_function(f"window.bmsExplorer.loaded > {loaded}")
-    page.wait_for_function("window.bmsExplorer.state.interval === 300")
+    # The last load asked for is the one drawn (each click starts one).
+    page.wait_for_function(
+        "window.bmsExplorer.state.interval === 300"
+        " && window.bmsExplorer.loaded === window.bmsExplorer.state.loads"
+    )
     before = page.evaluate(CHART_STATE)
     link = page.evaluate("document.getElementById('share').href")
     assert "interval=300" in link and f"{site_data['temp']}" in link

@@ -281,6 +281,7 @@
     errorBox.textContent = "";
     if (typeof p.interval === "number" && (p.end - p.start) / p.interval > MAX_POINTS) {
       errorBox.textContent = `${every} over this range is more than ${MAX_POINTS} points: choose a longer interval.`;
+      window.bmsExplorer.loaded = loadNo;
       return;
     }
     const units = [...new Set(feeds.map((f) => f.unit))];
