@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import time
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -26,6 +27,18 @@ from sensors.models import Alarm
 
 MAX_EXPORT_FEEDS = 20
 EXPORT_PARAMS = ("ids", "start", "end", "interval", "timezone")
+RAW = "raw"  # interval=raw: each feed's stored values at its own interval, not averaged
+# The explorer's export choices: (value, label); "" is the plotted interval.
+EXPORT_INTERVALS = [
+    ("", "as plotted"),
+    (RAW, "raw values"),
+    ("60", "1 min"),
+    ("900", "15 min"),
+    ("3600", "1 hour"),
+    ("daily", "daily"),
+    ("weekly", "weekly"),
+    ("monthly", "monthly"),
+]
 
 
 def staff_required(view):
@@ -44,8 +57,19 @@ def staff_required(view):
 
 @staff_required
 def feed_explorer(request: HttpRequest) -> HttpResponse:
+    """The chart page; feeds listed by tag (the node they came from). The view itself (feeds,
+    range, interval) lives in the URL's hash, so a link restores it (bms/static/bms/feeds.js)."""
     feeds = Feed.objects.order_by("tag", "name")
-    return render(request, "bms/feeds.html", {"nav": "feeds", "feeds": feeds})
+    context = {
+        "nav": "feeds",
+        "feeds": feeds,
+        # Labels and ticks in the site's zone, not the browser's: "15:01" on the overview is
+        # 15:01 here too when the person's laptop is set to New York.
+        "time_zone": settings.TIME_ZONE,
+        "max_points": settings.BMS_FEED_MAX_POINTS,
+        "export_intervals": EXPORT_INTERVALS,
+    }
+    return render(request, "bms/feeds.html", context)
 
 
 class _Echo:
@@ -74,11 +98,12 @@ def _validation_response(exc: ValidationError, status: int = 400) -> JsonRespons
 
 @staff_required
 def feed_export_csv(request: HttpRequest) -> HttpResponse:
-    """CSV of averaged data for the chosen feeds: time, then one column per feed.
+    """CSV of the chosen feeds: time, then one column per feed.
 
     Parameters, limits and errors are those of /feed/data.json (feeds/query.py): ids, start,
-    end, interval (seconds or daily/weekly/monthly), timezone; at most MAX_EXPORT_FEEDS feeds
-    and BMS_FEED_MAX_POINTS rows. Defaults: the last day, about 1000 rows.
+    end, interval (seconds or daily/weekly/monthly: averages over each window; `raw`: each
+    feed's stored values at its own interval), timezone; at most MAX_EXPORT_FEEDS feeds and
+    BMS_FEED_MAX_POINTS rows per feed. Defaults: the last day, about 1000 rows.
     """
     params = _export_params(request)
     if not params.get("ids"):
@@ -93,9 +118,13 @@ def feed_export_csv(request: HttpRequest) -> HttpResponse:
         start = query.parse_time(params, "start")
         if end <= start:
             raise ValidationError({"end": ["must be after start"]})
-        if not params.get("interval"):
-            params["interval"] = str(max(60, (end - start) // 1000))
-        q = query.parse_data_query({**params, "average": "1"})
+        if params.get("interval") == RAW:
+            # No interval: each feed's own (feeds/query.run), values as stored.
+            q = query.parse_data_query({**params, "interval": "", "average": "0"})
+        else:
+            if not params.get("interval"):
+                params["interval"] = str(max(60, (end - start) // 1000))
+            q = query.parse_data_query({**params, "average": "1"})
         feeds = query.readable_feeds(request.user, q.feed_ids)
         series = query.run(q, feeds)
     except ValidationError as exc:

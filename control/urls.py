@@ -1,6 +1,6 @@
 from django.urls import path
 
-from control import views
+from control import schematic_views, views
 
 app_name = "control"
 
@@ -9,6 +9,8 @@ urlpatterns = [
     path("staff/control/overrides/", views.create_override, name="override-create"),
     path("staff/control/overrides/<int:pk>/cancel/", views.cancel_override, name="override-cancel"),
     path("staff/control/replay/<slug:zone_slug>/", views.replay_view, name="replay"),
+    path("staff/control/plant/<int:pk>/", schematic_views.heating_plant, name="plant-schematic"),
+    path("staff/control/solar/<int:pk>/", schematic_views.solar_circuit, name="solar-schematic"),
     path("staff/bookings/", views.booking_index, name="booking-index"),
     path("staff/bookings/<slug:zone_slug>/", views.booking_calendar, name="bookings"),
     path("staff/bookings/<slug:zone_slug>/<int:pk>/", views.booking_edit, name="booking-edit"),

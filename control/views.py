@@ -27,7 +27,7 @@ from bms.permissions import has_staff_role, is_engineer, user_groups
 from bms.roles import BOOKERS
 from control import runtime
 from control.forms import BookingForm, OverrideForm, ReplayForm
-from control.models import Booking, Override, Zone
+from control.models import Booking, HeatingPlant, Override, SolarCircuit, Zone
 from control.replay import replay
 from control.status import actuator_status, zone_status
 from feeds.phpfina import FeedError
@@ -71,6 +71,10 @@ def plant_status(request: HttpRequest) -> HttpResponse:
     if wants_live(request):
         return live_json(request, "control/_status_live.html", context)
     context.update(form=OverrideForm() if is_engineer(request.user) else None)
+    # Links to each plant's schematic (control/schematic_views.py).
+    context.update(
+        plants=HeatingPlant.objects.order_by("name"), circuits=SolarCircuit.objects.order_by("name")
+    )
     return render(request, "control/status.html", context)
 
 
