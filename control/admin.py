@@ -104,12 +104,12 @@ class ZoneAdmin(admin.ModelAdmin):
         return zone_status_links(zone)
 
 
-def _cancel_selected(modeladmin, request, queryset) -> None:
+# The change permission, not just view: a viewer must not cancel a booking or an override
+# from the changelist (admin actions are offered to everyone who may see the list otherwise).
+@admin.action(description="Cancel selected (kept in the audit trail)", permissions=["change"])
+def cancel_selected(modeladmin, request, queryset) -> None:
     for obj in queryset.filter(cancelled=False):
         obj.cancel(by=request.user.get_username())
-
-
-_cancel_selected.short_description = "Cancel selected (kept in the audit trail)"
 
 
 @admin.register(Booking)
@@ -124,7 +124,7 @@ class BookingAdmin(admin.ModelAdmin):
     readonly_fields = [
         "booked_by", "source", "ical_uid", "cancelled", "cancelled_at", "cancelled_by", "created"
     ]  # fmt: skip
-    actions = [_cancel_selected]
+    actions = [cancel_selected]
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -152,7 +152,7 @@ class OverrideAdmin(admin.ModelAdmin):
     list_filter = ["state", "cancelled"]
     search_fields = ["reason"]
     readonly_fields = ["created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]
-    actions = [_cancel_selected]
+    actions = [cancel_selected]
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # cancelled instead: the audit trail keeps every override

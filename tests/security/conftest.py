@@ -25,11 +25,13 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     from control.models import (
         ActuatorCommand,
         Booking,
+        HeatingPlant,
         NodeCommand,
         Override,
         Schedule,
         ScheduleException,
         SchedulePeriod,
+        SolarCircuit,
         Zone,
     )  # fmt: skip
     from displays.models import Display, Panel
@@ -77,6 +79,14 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         override=override.pk, command=command.pk, node_command=node_command.pk,
         panel=panel.pk, display=private_display.pk,
     )  # fmt: skip
+    # Plant for the schematic pages: each actuator on its own coil (one per coil, #15.1).
+    boiler = Actuator.objects.create(name=f"{HIDDEN} boiler", coil=1)
+    plant = HeatingPlant.objects.create(name=f"{HIDDEN} plant", boiler=boiler)
+    solar = SolarCircuit.objects.create(
+        name=f"{HIDDEN} solar", collector_sensor=sensor, tank_sensor=sensor,
+        pump=Actuator.objects.create(name=f"{HIDDEN} solar pump", coil=2),
+    )  # fmt: skip
+    w.ids.update(plant=plant.pk, solar=solar.pk)
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()
