@@ -221,6 +221,11 @@ def node_report(
         "last": last.isoformat(),
         "rows": rows,
         "total": _r(sum(v for _d, v, _s in use if v is not None)),
+        "expected_total": _r(sum(known))
+        if (known := [e for e, _src in expected if e is not None])
+        else None,
+        # the CUSUM at the end of the range: the last period that has one
+        "cusum": _r(next((c for c in reversed(cus) if c is not None), None)),
         "gap_days": sum(1 for _d, v, _s in use if v is None),
         "estimated_days": sum(1 for _d, _v, s in use if s == consumption.ESTIMATED),
         "savings": {"kwh": _r(saved), "money": _r(saved * price), "kg_co2e": _r(saved * factor)},
