@@ -42,6 +42,19 @@ FIRST, LAST = date(2025, 1, 1), date(2025, 12, 31)
 TARGET_S = 1.0
 
 
+def cpu_model() -> str:
+    """What lscpu calls "Model name"."""
+    with open("/proc/cpuinfo") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def build_site() -> dict:
     """The site, its tree, a year of MeterDay rows, the model and the temperature feed."""
     from django.conf import settings
@@ -248,13 +261,14 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     redis_client = get_redis()
     redis_client.flushdb()
-    print(f"data dir {base}; database {connection.vendor}; Redis db {args.redis_db}; "
-          f"nproc {os.cpu_count()}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+    print(f"data dir {base}; database {connection.vendor}; Redis db {args.redis_db}")
+    print(f"machine: nproc {os.cpu_count()}, {cpu_model()}, load {load()}")
     try:
         data = build_site()
         ok = run(data, args.repeat)
         if args.profile:
             profile(data, args.profile)
+        print(f"load at the end {load()}")
         print("\nall under the target" if ok else "\nSOME CASES OVER THE TARGET")
     finally:
         redis_client.flushdb()
