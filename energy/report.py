@@ -221,6 +221,11 @@ def node_report(
         "last": last.isoformat(),
         "rows": rows,
         "total": _r(sum(v for _d, v, _s in use if v is not None)),
+        "expected_total": _r(sum(known))
+        if (known := [e for e, _src in expected if e is not None])
+        else None,
+        # the CUSUM at the end of the range: the last period that has one
+        "cusum": _r(next((c for c in reversed(cus) if c is not None), None)),
         "gap_days": sum(1 for _d, v, _s in use if v is None),
         "estimated_days": sum(1 for _d, _v, s in use if s == consumption.ESTIMATED),
         "savings": {"kwh": _r(saved), "money": _r(saved * price), "kg_co2e": _r(saved * factor)},
@@ -250,8 +255,10 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
         .annotate(total=Sum("value"), gaps=Count("pk", filter=Q(status=consumption.GAP)))
     }
     factors = rates(tree.site)
+    buildings = tree.buildings()
+    models = _expected_rows(buildings, first, last)  # one query, not one per building
     out = []
-    for node in tree.buildings():
+    for node in buildings:
         per_fuel, gaps = {}, 0
         for fuel in ENERGY_FUELS:
             ids = tree.meters_for(node.pk, fuel)
@@ -269,7 +276,7 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
                 elec * annual, fossil * annual, node.floor_area_m2, node.tm46_category,
                 factors[benchmarks.ELECTRICITY][1], fossil_factor,
             )  # fmt: skip
-        exp_total = _expected_total(node, first, last)
+        exp_total = _expected_total(models.get(node.pk, ()), first, last)
         bench = benchmarks.TM46_TYPICAL.get(node.tm46_category)
         out.append(
             {
@@ -302,12 +309,19 @@ def _weighted_fossil_factor(per_fuel: dict, factors: dict) -> float:
     return sum(factors[f][1] * v for f, v in fossil.items()) / total
 
 
-def _expected_total(node: MeterNode, first: date, last: date) -> float | None:
+def _expected_rows(nodes: list[MeterNode], first: date, last: date) -> dict[int, list]:
+    """The model rows (energy fuels) of the nodes that overlap first..last, by node."""
+    rows: dict[int, list[ExpectedUse]] = defaultdict(list)
+    for row in ExpectedUse.objects.filter(
+        node__in=[n.pk for n in nodes], fuel__in=ENERGY_FUELS, start__lte=last, end__gte=first
+    ):
+        rows[row.node_id].append(row)
+    return rows
+
+
+def _expected_total(rows, first: date, last: date) -> float | None:
     """The imported model's expected energy for the range (periods pro rata), if it has any."""
     total, found = 0.0, False
-    rows = ExpectedUse.objects.filter(
-        node=node, fuel__in=ENERGY_FUELS, start__lte=last, end__gte=first
-    )
     for row in rows:
         n = (row.end - row.start).days + 1
         overlap = (min(row.end, last) - max(row.start, first)).days + 1

@@ -145,6 +145,8 @@ def test_performance_line_savings_and_league(site, building, viewer_api, redis_c
     assert r["savings"]["money"] == pytest.approx(4.4, abs=0.01)
     assert r["savings"]["kg_co2e"] == pytest.approx(8.8, abs=0.01)
     assert r["rows"][-1]["cusum"] == pytest.approx(-44.0, abs=0.01)
+    assert r["cusum"] == pytest.approx(-44.0, abs=0.01)  # the end of the range
+    assert r["expected_total"] == pytest.approx(220.0, abs=0.01)  # the baseline line's days
     assert r["rows"][0]["hdd"] == pytest.approx(10.0)  # 11 Jan is day 10: HDD 10
 
     # The imported model wins over the baseline line where it covers the days.

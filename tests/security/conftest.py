@@ -35,6 +35,7 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         Zone,
     )  # fmt: skip
     from displays.models import Display, Panel
+    from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
     from feeds.models import Feed
     from sensors import cache
     from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
@@ -72,12 +73,24 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     private_display = Display.objects.create(slug="hidden-display", title=HIDDEN, public=False)
     public_display = Display.objects.create(slug="pv", title="PV", public=True)
     panel = Panel.objects.create(display=private_display, kind="live_value", label=HIDDEN)
+    energy_site = EnergySite.objects.create(site=site, outside_temperature_feed=private)
+    building = MeterNode.objects.create(
+        site=site, name=f"{HIDDEN} building", kind=MeterNode.Kind.BUILDING, floor_area_m2=1000
+    )
+    meter = Meter.objects.create(
+        node=building, name=f"{HIDDEN} meter", fuel="electricity", source="cumulative", feed=private
+    )
+    expected = ExpectedUse.objects.create(
+        node=building, fuel="electricity", start=date(2031, 1, 1), end=date(2031, 1, 31), value=9
+    )
+    fuel_rate = FuelRate.objects.create(site=site, fuel="electricity", price_per_unit=0.25)
     w.ids.update(
         site=site.pk, private_feed=private.pk, public_feed=public.pk, sensor=sensor.pk,
         register=register.pk, actuator=actuator.pk, alarm=alarm.pk, zone=zone.pk,
         schedule=schedule.pk, period=period.pk, exception=exception.pk, booking=booking.pk,
         override=override.pk, command=command.pk, node_command=node_command.pk,
-        panel=panel.pk, display=private_display.pk,
+        panel=panel.pk, display=private_display.pk, energy_site=energy_site.pk,
+        energy_node=building.pk, meter=meter.pk, expected=expected.pk, fuel_rate=fuel_rate.pk,
     )  # fmt: skip
     # Plant for the schematic pages: each actuator on its own coil (one per coil, #15.1).
     boiler = Actuator.objects.create(name=f"{HIDDEN} boiler", coil=1)

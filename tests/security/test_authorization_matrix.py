@@ -168,6 +168,23 @@ ROWS: list[Row] = [
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
     Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",
         WRITERS, OK | VALIDATION, lambda w: {}, form=True),
+    # energy (docs/ENERGY.md): staff roles read, engineers write, bookers only read
+    *_api("energy/nodes", "energy_node"),
+    Row("api/v1/^energy/nodes/(?P<pk>[^/.]+)/consumption/?$", "GET",
+        lambda w: f"/api/v1/energy/nodes/{w.ids['energy_node']}/consumption", STAFF),
+    Row("api/v1/^energy/nodes/(?P<pk>[^/.]+)/performance/?$", "GET",
+        lambda w: f"/api/v1/energy/nodes/{w.ids['energy_node']}/performance", STAFF),
+    *_api("energy/meters", "meter"),
+    *_api("energy/expected", "expected"),
+    Row("api/v1/^energy/expected/upload/?$", "POST", lambda w: "/api/v1/energy/expected/upload",
+        WRITERS, VALIDATION, lambda w: {}, form=True),
+    *_api("energy/fuel-rates", "fuel_rate"),
+    *_api("energy/sites", "energy_site"),
+    Row("api/v1/energy/league", "GET", lambda w: f"/api/v1/energy/league?site={w.ids['site']}",
+        STAFF),
+    Row("api/v1/energy/refresh", "POST", lambda w: "/api/v1/energy/refresh", WRITERS,
+        VALIDATION, lambda w: {}),
+    Row("staff/energy/", "GET", lambda w: f"/staff/energy/?site={w.ids['site']}", STAFF),
 ]  # fmt: skip
 
 
