@@ -7,6 +7,7 @@ expected/upload (CSV); recompute days from the feeds: POST refresh.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date, timedelta
 
 from drf_spectacular.types import OpenApiTypes
@@ -38,7 +39,7 @@ def parse_range(params, default_days: int = 30) -> tuple[date, date]:
     """start/end (ISO dates, end inclusive); at most report.MAX_RANGE_DAYS days."""
     try:
         last = date.fromisoformat(params["end"]) if params.get("end") else date.today()
-    except ValueError:
+    except (ValueError, TypeError):
         raise _bad("end", f"{params.get('end')!r} is not a date (YYYY-MM-DD)") from None
     try:
         first = (
@@ -46,7 +47,7 @@ def parse_range(params, default_days: int = 30) -> tuple[date, date]:
             if params.get("start")
             else last - timedelta(days=default_days - 1)
         )
-    except ValueError:
+    except (ValueError, TypeError):
         raise _bad("start", f"{params.get('start')!r} is not a date (YYYY-MM-DD)") from None
     if last < first:
         raise _bad("end", "must not be before start")
@@ -142,6 +143,8 @@ def _site(params) -> Site:
     raw = params.get("site")
     if not raw:
         raise _bad("site", "required: a site id")
+    if not isinstance(raw, (str, int)) or isinstance(raw, bool) or len(str(raw)) > 18:
+        raise _bad("site", f"{str(raw)[:40]!r} is not a site id")
     try:
         return Site.objects.get(pk=int(raw))
     except (ValueError, OverflowError):
@@ -177,6 +180,8 @@ class RefreshView(APIView):
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request):
+        if not isinstance(request.data, Mapping):  # a JSON list or scalar, not the object asked
+            raise _bad("body", "a JSON object with site, start and end is required")
         site = _site(request.data)
         first, last = parse_range(request.data, default_days=3)
         if (last - first).days + 1 > self.MAX_DAYS:

@@ -213,3 +213,24 @@ def test_refresh_is_for_engineers(viewer_api, engineer_api, site):
         format="json",
     )
     assert too_long.status_code == 400 and "at most 400 days" in too_long.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ([None, None], "body"),  # found by schemathesis: a JSON list was a 500
+        ("site", "body"),
+        ({"site": [1]}, "site"),
+        ({"site": {"a": 1}}, "site"),
+        ({"site": "9" * 19}, "site"),
+        ({"site": True}, "site"),
+        ({"site": "SITE", "start": 20240101}, "start"),
+        ({"site": "SITE", "end": ["2024-01-01"]}, "end"),
+    ],
+)
+def test_refresh_refuses_malformed_bodies_naming_the_field(engineer_api, site, body, field):
+    if isinstance(body, dict) and body.get("site") == "SITE":
+        body = {**body, "site": site.pk}
+    r = engineer_api.post(f"{API}/refresh", body, format="json")
+    assert r.status_code == 400, r.content[:200]
+    assert field in r.json()["fields"]
