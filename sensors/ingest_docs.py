@@ -68,7 +68,7 @@ READING_LIST = serializers.ListSerializer(child=READING, help_text="up to 2,500 
 
 OK_TEXT = OpenApiResponse(
     OpenApiTypes.STR,
-    description="Exactly `ok` (text/plain); `{\"success\": true}` when `fulljson` was used.",
+    description='Exactly `ok` (text/plain); `{"success": true}` when `fulljson` was used.',
     examples=[OpenApiExample("ok", value="ok", response_only=True)],
 )
 
