@@ -229,6 +229,8 @@ class RefreshView(APIView):
         ],
     )  # fmt: skip
     def post(self, request):
+        if not isinstance(request.data, dict):  # a JSON list or number: not a 500
+            raise _bad("body", "must be an object with site, start, end")
         site = _site(request.data)
         first, last = parse_range(request.data, default_days=3)
         if (last - first).days + 1 > self.MAX_DAYS:
