@@ -32,8 +32,7 @@ STAFF_READ = (
     "Without credentials 401; a user in none of the role groups 403."
 )
 ENGINEERS_WRITE = (
-    "Who may call: engineers and superusers; viewers and bookers get 403, "
-    "anonymous callers 401."
+    "Who may call: engineers and superusers; viewers and bookers get 403, anonymous callers 401."
 )
 BOOKERS_WRITE = (
     "Who may call: bookers, engineers and superusers; viewers get 403, anonymous callers 401."
@@ -54,7 +53,10 @@ FEED_READERS = (
 )
 
 TAGS = [
-    ("ingest", "Readings from nodes (node write key): the first endpoint a device developer needs."),
+    (
+        "ingest",
+        "Readings from nodes (node write key): the first endpoint a device developer needs.",
+    ),
     ("emoncms-compatible", "emoncms input and feed paths, unchanged for emonTx/emonPi/emonhub."),
     ("node-commands", "The command queue an HTTP node polls and acknowledges (node write key)."),
     ("sites", "Sites: time zone, location, grid carbon intensity."),
