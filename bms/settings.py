@@ -287,13 +287,18 @@ REST_KNOX = {"TOKEN_TTL": timedelta(days=BMS_API_TOKEN_TTL_DAYS), "AUTO_REFRESH"
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Open BMS API",
-    "DESCRIPTION": "Building management: sites, nodes, sensors, feeds, zones, bookings, displays.",
+    "DESCRIPTION": "Building management: sites, nodes, sensors, feeds, zones, bookings, displays. "
+    "Roles and authentication: docs/API.md; node ingest: docs/INGEST.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI from our own static files (sidecar), never a CDN: sites may be offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Plain Django views (ingest, node commands) documented by each app, and tag descriptions:
+    # bms/openapi.py. Tags are set per operation, so no path prefix is needed to group them.
+    "PREPROCESSING_HOOKS": ["bms.openapi.add_plain_views"],
+    "POSTPROCESSING_HOOKS": ["bms.openapi.describe_schema"],
 }
 
 # --- MQTT ingest (manage.py bms_mqtt, sensors/mqtt_auth.py, docs/GATEWAYS.md) ---------------

@@ -1,8 +1,11 @@
 """CRUD for zones, schedules, bookings, overrides; the command audit log is read-only."""
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import ValidationError
 
+from bms.openapi import BOOKERS_WRITE, document_viewset
 from control.models import (
     ActuatorCommand,
     Booking,
@@ -23,26 +26,68 @@ from control.serializers import (
 )
 
 
+@document_viewset("control", "zone", "zones")
 class ZoneViewSet(viewsets.ModelViewSet):
     queryset = Zone.objects.prefetch_related("actuators")
     serializer_class = ZoneSerializer
 
 
+@document_viewset("control", "weekly schedule", "weekly schedules")
 class ScheduleViewSet(viewsets.ModelViewSet):
     queryset = Schedule.objects.prefetch_related("periods", "exceptions")
     serializer_class = ScheduleSerializer
 
 
+@document_viewset("control", "schedule period", "schedule periods")
 class SchedulePeriodViewSet(viewsets.ModelViewSet):
     queryset = SchedulePeriod.objects.all()
     serializer_class = SchedulePeriodSerializer
 
 
+@document_viewset(
+    "control",
+    "schedule exception",
+    "schedule exceptions (holidays)",
+)
 class ScheduleExceptionViewSet(viewsets.ModelViewSet):
     queryset = ScheduleException.objects.all()
     serializer_class = ScheduleExceptionSerializer
 
 
+BOOKING = {"zone": 3, "title": "Yoga", "start": "2030-01-07T10:00:00Z",
+           "end": "2030-01-07T12:00:00Z", "setpoint": 20.0}  # fmt: skip
+BOOKED = {**BOOKING, "id": 12, "booked_by": "booker", "source": "api", "ical_uid": "",
+          "cancelled": False, "cancelled_at": None, "cancelled_by": "",
+          "created": "2030-01-01T09:00:00Z"}  # fmt: skip
+
+
+@document_viewset(
+    "bookings",
+    "booking",
+    "bookings",
+    write=BOOKERS_WRITE,
+    about="A booking ends after it starts, lasts at most BMS_BOOKING_MAX_DAYS, has a setpoint "
+    "of 5-30 °C (if any) and does not overlap another booking of the zone; each refusal is a "
+    "400 naming the field. `booked_by`, `source` and `cancelled*` are set by the server.",
+    create={
+        "examples": [
+            OpenApiExample("book a room", value=BOOKING, request_only=True),
+            OpenApiExample("booked", value=BOOKED, response_only=True, status_codes=["201"]),
+            OpenApiExample(
+                "clash",
+                value={"success": False, "error": "start: clashes with 'Choir'",
+                       "fields": {"start": ["clashes with 'Choir'"]}},
+                response_only=True,
+                status_codes=["400"],
+            ),
+        ]
+    },
+    destroy={
+        "summary": "Cancel a booking",
+        "description": "The booking is kept, marked cancelled with who and when; control "
+        "ignores it. Also for iCal bookings (the next sync keeps it cancelled).",
+    },
+)  # fmt: skip
 class BookingViewSet(viewsets.ModelViewSet):
     """DELETE cancels (kept, marked who and when): the audit trail never loses a booking."""
 
@@ -57,6 +102,35 @@ class BookingViewSet(viewsets.ModelViewSet):
         instance.cancel(by=self.request.user.get_username())
 
 
+OVERRIDE = {"actuator": 4, "state": True, "expires": "2030-01-07T18:00:00Z",
+            "reason": "Boiler service test"}  # fmt: skip
+
+
+@document_viewset(
+    "overrides",
+    "override",
+    "overrides",
+    about="A manual override: an actuator (or a zone) forced on or off until `expires`. "
+    "`created_by` and `cancelled*` are set by the server.",
+    create={
+        "examples": [
+            OpenApiExample("force a boiler on", value=OVERRIDE, request_only=True),
+            OpenApiExample(
+                "created",
+                value={**OVERRIDE, "id": 5, "zone": None, "starts": "2030-01-07T14:00:00Z",
+                       "created_by": 2, "cancelled": False, "cancelled_at": None,
+                       "cancelled_by": "", "created": "2030-01-07T14:00:00Z"},
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ]
+    },
+    destroy={
+        "summary": "Cancel an override",
+        "description": "The override is kept, marked cancelled with who and when; control "
+        "returns to the schedule at its next tick.",
+    },
+)  # fmt: skip
 class OverrideViewSet(viewsets.ModelViewSet):
     """DELETE cancels (kept, marked who and when): the audit trail never loses an override."""
 
@@ -70,6 +144,19 @@ class OverrideViewSet(viewsets.ModelViewSet):
         instance.cancel(by=self.request.user.get_username())
 
 
+@document_viewset(
+    "control",
+    "actuator command",
+    "actuator commands (the audit log)",
+    about="Every command sent to an actuator, why, and what it answered. Never edited.",
+    list={
+        "parameters": [
+            OpenApiParameter("actuator", OpenApiTypes.INT, description="only this actuator"),
+            OpenApiParameter("strategy", OpenApiTypes.STR,
+                             description="only this strategy, e.g. frost_protection"),
+        ]
+    },
+)  # fmt: skip
 class ActuatorCommandViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):

@@ -15,9 +15,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from bms.api_errors import error_response
+from bms.openapi import documented_by
 from control import runtime
 from control.drivers import node_queue
 from control.models import ActuatorCommand, NodeCommand
+from control.node_api_docs import NodeCommandAckDoc, NodeCommandsDoc
 from control.runner import alarm_key
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm, Node
@@ -37,6 +39,7 @@ def _node(request: HttpRequest, node_id: int) -> Node | JsonResponse:
     return node
 
 
+@documented_by(NodeCommandsDoc)
 @require_GET
 def commands(request: HttpRequest, node_id: int) -> JsonResponse:
     node = _node(request, node_id)
@@ -50,6 +53,7 @@ def commands(request: HttpRequest, node_id: int) -> JsonResponse:
     )
 
 
+@documented_by(NodeCommandAckDoc)
 @csrf_exempt
 @require_POST
 def acknowledge(request: HttpRequest, node_id: int, command_id: int) -> JsonResponse:

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bms.openapi import STAFF_READ
 from control import runtime
 from control.status import actuator_status, zone_status
 
@@ -30,7 +31,10 @@ def _actuator(row: dict) -> dict:
 class ControlStatusView(APIView):
     @extend_schema(
         responses=OpenApiTypes.OBJECT,
-        description="Zones and actuators with their state and the reason for it (last tick).",
+        tags=["control"],
+        summary="Plant status: why each zone heats or not",
+        description="Zones and actuators with their state and the reason for it (last tick). "
+        + STAFF_READ,
     )
     def get(self, request: Request) -> Response:
         zones = zone_status()

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -19,6 +19,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bms.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
 from energy import benchmarks, consumption, model_csv, refresh, report
 from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
 from energy.serializers import (
@@ -63,10 +64,24 @@ def parse_choice(params, name: str, choices, default: str | None) -> str:
     return raw
 
 
+@document_viewset("energy", "metering tree node", "metering tree nodes")
 class MeterNodeViewSet(viewsets.ModelViewSet):
     queryset = MeterNode.objects.select_related("site")
     serializer_class = MeterNodeSerializer
 
+    @extend_schema(
+        tags=["energy"],
+        summary="Consumption of a metering node",
+        description="Use per period (day/week/month) over start..end for one fuel, against "
+        "the expected use. " + STAFF_READ,
+        parameters=[
+            OpenApiParameter("start", OpenApiTypes.DATE),
+            OpenApiParameter("end", OpenApiTypes.DATE),
+            OpenApiParameter("period", OpenApiTypes.STR, enum=list(consumption.PERIODS)),
+            OpenApiParameter("fuel", OpenApiTypes.STR, enum=list(benchmarks.FUELS)),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
     @action(detail=True, methods=["get"])
     def consumption(self, request, pk=None):
         node = self.get_object()
@@ -79,6 +94,15 @@ class MeterNodeViewSet(viewsets.ModelViewSet):
         )
         return Response(report.node_report(tree, node, fuel, first, last, period))
 
+    @extend_schema(
+        tags=["energy"],
+        summary="Performance line of a metering node",
+        description="Use against heating degree days over the baseline: slope per HDD, base "
+        "load per day, r². `line` is null (with the reason) until there is enough data. "
+        + STAFF_READ,
+        parameters=[OpenApiParameter("fuel", OpenApiTypes.STR, enum=list(benchmarks.FUELS))],
+        responses=OpenApiTypes.OBJECT,
+    )
     @action(detail=True, methods=["get"])
     def performance(self, request, pk=None):
         node = self.get_object()
@@ -95,6 +119,7 @@ class MeterNodeViewSet(viewsets.ModelViewSet):
         )  # fmt: skip
 
 
+@document_viewset("energy", "meter", "meters")
 class MeterViewSet(viewsets.ModelViewSet):
     queryset = Meter.objects.select_related("node", "node__site", "feed").prefetch_related("terms")
     serializer_class = MeterSerializer
@@ -105,10 +130,19 @@ class UploadSerializer(serializers.Serializer):
     file = serializers.FileField()
 
 
+@document_viewset("energy", "expected-use row", "expected-use rows (energy model)")
 class ExpectedUseViewSet(viewsets.ModelViewSet):
     queryset = ExpectedUse.objects.select_related("node")
     serializer_class = ExpectedUseSerializer
 
+    @extend_schema(
+        tags=["energy"],
+        summary="Upload an energy model (CSV)",
+        description="Replaces expected use from a CSV file (docs/ENERGY.md); a bad row is a 400 "
+        "naming `file` and `row`. " + ENGINEERS_WRITE,
+        request={"multipart/form-data": UploadSerializer},
+        responses={201: OpenApiTypes.OBJECT},
+    )
     @action(detail=False, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request):
         form = UploadSerializer(data=request.data)
@@ -129,11 +163,13 @@ class ExpectedUseViewSet(viewsets.ModelViewSet):
         return Response({"stored": stored}, status=201)
 
 
+@document_viewset("energy", "fuel rate", "fuel rates (tariffs)")
 class FuelRateViewSet(viewsets.ModelViewSet):
     queryset = FuelRate.objects.all()
     serializer_class = FuelRateSerializer
 
 
+@document_viewset("energy", "energy site", "energy sites")
 class EnergySiteViewSet(viewsets.ModelViewSet):
     queryset = EnergySite.objects.all()
     serializer_class = EnergySiteSerializer
@@ -163,6 +199,10 @@ class LeagueView(APIView):
             OpenApiParameter("end", OpenApiTypes.DATE),
         ],
         responses=OpenApiTypes.OBJECT,
+        tags=["energy"],
+        summary="League of buildings",
+        description="Buildings of a site by kWh/m² over start..end (default the last year), "
+        "with DEC rating and change. " + STAFF_READ,
     )
     def get(self, request):
         site = _site(request.query_params)
@@ -178,7 +218,19 @@ class RefreshView(APIView):
 
     MAX_DAYS = 400
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses=OpenApiTypes.OBJECT,
+        tags=["energy"],
+        summary="Recompute energy days from the feeds",
+        description="For every meter of `site`, recompute the days start..end (at most 400, "
+        "default the last 3) from the feeds. " + ENGINEERS_WRITE,
+        examples=[
+            OpenApiExample("last week", value={"site": 1, "start": "2030-01-01",
+                                               "end": "2030-01-07"}, request_only=True),
+            OpenApiExample("done", value={"site": 1, "days_written": 14}, response_only=True),
+        ],
+    )  # fmt: skip
     def post(self, request):
         if not isinstance(request.data, Mapping):  # a JSON list or scalar, not the object asked
             raise _bad("body", "a JSON object with site, start and end is required")

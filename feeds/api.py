@@ -2,10 +2,17 @@
 
 from rest_framework import viewsets
 
+from bms.openapi import document_viewset
 from feeds.models import Feed
 from feeds.serializers import FeedSerializer
 
 
+@document_viewset(
+    "feeds",
+    "feed",
+    "feeds",
+    about="Feed configuration; data: /api/v1/feeds/<id>/data and the emoncms /feed/*.json.",
+)
 class FeedViewSet(viewsets.ModelViewSet):
     queryset = Feed.objects.all()
     serializer_class = FeedSerializer

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
@@ -21,6 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bms.openapi import FEED_READERS
 from feeds import query, service
 
 Q = OpenApiParameter.QUERY
@@ -78,7 +80,16 @@ class FeedData(FeedDataBase):
     @extend_schema(
         operation_id="feeds_data_read",
         summary="Data of one feed",
+        description="Points of one feed between start and end, optionally averaged or "
+        "differenced per interval (docs/FEEDS.md#reading). " + FEED_READERS,
         parameters=DATA_PARAMETERS,
+        examples=[
+            OpenApiExample(
+                "10-minute means",
+                value={"id": 1, "data": [[1714564800000, 1520.5], [1714565400000, None]]},
+                response_only=True,
+            )
+        ],
         responses={200: FeedSeriesSerializer, **ERRORS},
         tags=["feeds"],
     )
@@ -92,6 +103,18 @@ class FeedsData(FeedDataBase):
     @extend_schema(
         operation_id="feeds_data_many",
         summary="Data of several feeds",
+        description="The same window for several feeds at once, in the order asked. "
+        + FEED_READERS,
+        examples=[
+            OpenApiExample(
+                "two feeds",
+                value=[
+                    {"id": 1, "data": [[1714564800000, 1520.5]]},
+                    {"id": 2, "data": [[1714564800000, 21.4]]},
+                ],
+                response_only=True,
+            )
+        ],
         parameters=[
             OpenApiParameter(
                 "ids",
@@ -117,7 +140,15 @@ class FeedsData(FeedDataBase):
 class FeedTimeValue(FeedDataBase):
     @extend_schema(
         operation_id="feeds_timevalue",
-        summary="Last time and value of a feed (including not yet committed points)",
+        summary="Last time and value of a feed",
+        description="The newest point, including points not yet committed to disk. " + FEED_READERS,
+        examples=[
+            OpenApiExample(
+                "last value",
+                value={"id": 1, "time": 1714564800, "value": 1520.5},
+                response_only=True,
+            )
+        ],
         responses={200: TIMEVALUE, **ERRORS},
         tags=["feeds"],
     )

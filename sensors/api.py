@@ -1,11 +1,12 @@
 """CRUD for sites, nodes, sensors, Modbus registers, actuators; alarms (read + acknowledge)."""
 
 from django.contrib.admin.models import CHANGE, LogEntry
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from bms.openapi import ENGINEERS_WRITE, document_viewset
 from sensors.alarms import acknowledge
 from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
 from sensors.serializers import (
@@ -18,16 +19,30 @@ from sensors.serializers import (
 )
 
 
+@document_viewset("sites", "site", "sites")
 class SiteViewSet(viewsets.ModelViewSet):
     queryset = Site.objects.all()
     serializer_class = SiteSerializer
 
 
+@document_viewset(
+    "nodes",
+    "node",
+    "nodes",
+    create={"description": "The answer holds `write_key` once; it is stored only as a hash."},
+)
 class NodeViewSet(viewsets.ModelViewSet):
     queryset = Node.objects.select_related("site")
     serializer_class = NodeSerializer
 
-    @extend_schema(request=None, responses=NodeSerializer)
+    @extend_schema(
+        request=None,
+        responses=NodeSerializer,
+        tags=["nodes"],
+        summary="Rotate a node's write key",
+        description="Issues a new write key (in `write_key`, shown once); the old one stops "
+        "working at once. The admin history names who rotated it. " + ENGINEERS_WRITE,
+    )
     @action(detail=True, methods=["post"], url_path="rotate-key")
     def rotate_key(self, request, pk=None):
         """Issue a new write key; the old one stops working at once."""
@@ -41,26 +56,59 @@ class NodeViewSet(viewsets.ModelViewSet):
         return Response(self.get_serializer(node).data)
 
 
+@document_viewset("sensors", "sensor", "sensors")
 class SensorViewSet(viewsets.ModelViewSet):
     queryset = Sensor.objects.select_related("node", "feed")
     serializer_class = SensorSerializer
 
 
+@document_viewset("sensors", "Modbus register", "Modbus registers")
 class ModbusRegisterViewSet(viewsets.ModelViewSet):
     queryset = ModbusRegister.objects.select_related("node")
     serializer_class = ModbusRegisterSerializer
 
 
+@document_viewset("control", "actuator", "actuators")
 class ActuatorViewSet(viewsets.ModelViewSet):
     queryset = Actuator.objects.all()
     serializer_class = ActuatorSerializer
 
 
+@document_viewset(
+    "alarms",
+    "alarm",
+    "alarms",
+    list={"description": "Open alarms have `cleared_at: null`."},
+)
 class AlarmViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     queryset = Alarm.objects.select_related("acknowledged_by")
     serializer_class = AlarmSerializer
 
-    @extend_schema(request=None, responses=AlarmSerializer)
+    @extend_schema(
+        request=None,
+        responses=AlarmSerializer,
+        tags=["alarms"],
+        summary="Acknowledge an alarm",
+        description="Marks the alarm acknowledged by the caller (who and when are kept); the "
+        "alarm itself is never edited. Acknowledging again changes nothing. " + ENGINEERS_WRITE,
+        examples=[
+            OpenApiExample(
+                "acknowledged",
+                value={
+                    "id": 7,
+                    "key": "node-silent:7",
+                    "severity": "warning",
+                    "source": "node",
+                    "message": "Node 'emontx-pv' has not posted for 3 intervals",
+                    "raised_at": "2030-01-07T09:40:00Z",
+                    "acknowledged_at": "2030-01-07T10:02:00Z",
+                    "acknowledged_by": 3,
+                    "cleared_at": None,
+                },
+                response_only=True,
+            )
+        ],
+    )
     @action(detail=True, methods=["post"])
     def acknowledge(self, request, pk=None):
         alarm = self.get_object()

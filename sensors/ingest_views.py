@@ -24,11 +24,13 @@ from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError
 
 from bms import throttle
+from bms.openapi import documented_by
 from bms.redis import REDIS_FAILURES
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import emoncms_input, input_budget, input_errors, node_auth
 from sensors.emoncms_input import BulkBatch, Skipped
 from sensors.ingest import IngestError, Limits, Row, parse_post, parse_readings
+from sensors.ingest_docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.models import Node
 from sensors.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
 from sensors.publish import publish_ingest_batch
@@ -184,6 +186,7 @@ def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpReque
     return csrf_exempt(wrapper)
 
 
+@documented_by(ReadingsDoc)
 @_guarded
 def readings(request: HttpRequest) -> HttpResponse:
     """POST one reading or a list: {"node": ..., "time": ..., "values": {"key": number}}."""
@@ -319,6 +322,7 @@ def _deliver(identity: Identity, batch: BulkBatch) -> None:
         input_errors.clean([subject])
 
 
+@documented_by(InputPostDoc)
 @_guarded
 def input_post(request: HttpRequest) -> HttpResponse:
     """emoncms input/post: node, fulljson | json | csv, time. Replies `ok`."""
@@ -331,6 +335,7 @@ def input_post(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
+@documented_by(InputBulkDoc)
 @_guarded
 def input_bulk(request: HttpRequest) -> HttpResponse:
     """emoncms input/bulk: data=[[t, node, v1 | {"name": v}, ...], ...] as form, `cb` raw zlib
