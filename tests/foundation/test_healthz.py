@@ -56,3 +56,17 @@ def test_all_green_with_a_real_worker_and_beat_heartbeat(client, celery_worker, 
     response = client.get("/healthz")
     assert response.status_code == 200, response.json()
     assert response.json()["checks"]["worker"]["workers"]
+
+
+@pytest.mark.django_db
+def test_the_ingest_backlog_is_reported_and_fails_above_its_bound(client, redis_client, settings):
+    from sensors import ingest_stream
+
+    settings.BMS_INGEST_BACKLOG_ALARM = 2
+    for t in range(2):
+        ingest_stream.append(5, [[1_700_000_000 + t, {"p": 1.0}]])
+    check = client.get("/healthz").json()["checks"]["ingest"]
+    assert check == {"ok": True, "waiting": 2, "alarm_above": 2}
+    ingest_stream.append(5, [[1_700_000_002, {"p": 1.0}]])
+    check = client.get("/healthz").json()["checks"]["ingest"]
+    assert check == {"ok": False, "waiting": 3, "alarm_above": 2}

@@ -43,11 +43,11 @@ def test_redis_restarted_twice_during_ingest_loses_nothing(fault_site):
 
 
 def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
-    """Redis stopped while the worker runs an ingest task (acks_late: the message is delivered,
-    not acknowledged) and has a BRPOP in flight for its other slot: kombu's channel close used to
-    die with AttributeError and the worker exited for good (bms/broker.py). The batch is held
-    running by the node's pulse lock, which the test takes first (a batch with a pulse input
-    waits for it, sensors/processing.py)."""
+    """Redis stopped while the worker drains a request (read from its stream, not acknowledged)
+    and has a BRPOP in flight for its other slot: kombu's channel close once died with
+    AttributeError there and the worker exited for good. The request is held running by the
+    node's pulse lock, which the test takes first (a batch with a pulse input waits for it,
+    sensors/processing.py); after the restart a new drain takes it over from the stream."""
     import time
 
     from sensors.models import Sensor
@@ -64,7 +64,12 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     (t, values), log = gateway.rows[0], fault_site.log_dir / "worker.log"
     body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
-    wait_until(lambda: client.hlen("unacked") == 1, 30, "the worker to take the batch")
+    stream = f"sensors:ingest:stream:{gateway.node.pk}"
+    wait_until(
+        lambda: client.exists(stream) and client.xpending(stream, "drain")["pending"] == 1,
+        30,
+        "the worker to take the batch",
+    )
     time.sleep(0.5)  # past the moment it takes the message: its other slot waits in BRPOP
 
     fault_site.redis.stop()
