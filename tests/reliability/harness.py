@@ -227,6 +227,15 @@ def ingest_waiting(client: redis.Redis) -> int:
     return sum(client.xlen(key) for key in client.scan_iter(match="sensors:ingest:stream:*"))
 
 
+def drain_pending(client: redis.Redis, stream: str) -> int:
+    """Requests of a node stream read by a drain and not acknowledged (0 before any drain made
+    the stream's consumer group)."""
+    try:
+        return client.xpending(stream, "drain")["pending"]
+    except redis.ResponseError:  # NOGROUP: no drain has looked at the stream yet
+        return 0
+
+
 def queues_idle(client: redis.Redis, queues=("ingest", "commit")) -> bool:
     """No message waiting, none delivered-but-unacknowledged (kombu's `unacked` hash) and no
     accepted ingest request still in its node's stream."""

@@ -51,7 +51,7 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     import time
 
     from sensors.models import Sensor
-    from tests.reliability.harness import queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("held", 1, start_time(1))
@@ -66,7 +66,7 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
     stream = f"sensors:ingest:stream:{gateway.node.pk}"
     wait_until(
-        lambda: client.exists(stream) and client.xpending(stream, "drain")["pending"] == 1,
+        lambda: drain_pending(client, stream) == 1,
         30,
         "the worker to take the batch",
     )

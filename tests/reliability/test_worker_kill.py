@@ -69,7 +69,7 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     import time
 
     from sensors.models import Sensor
-    from tests.reliability.harness import queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("killed-mid-batch", 1, start_time(1))
@@ -87,7 +87,7 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
     stream = f"sensors:ingest:stream:{gateway.node.pk}"
     wait_until(
-        lambda: client.exists(stream) and client.xpending(stream, "drain")["pending"] == 1,
+        lambda: drain_pending(client, stream) == 1,
         30,
         "a drain to read the request",
     )
