@@ -326,6 +326,8 @@ BMS_INGEST_SHARDS = env_int("BMS_INGEST_SHARDS", 8, minimum=1)
 BMS_INGEST_LEASE_S = env_float("BMS_INGEST_LEASE_S", 5.0, minimum=1.0)
 BMS_INGEST_SLICE = env_int("BMS_INGEST_SLICE", 20, minimum=1)
 BMS_INGEST_DRAIN_BUDGET_S = env_float("BMS_INGEST_DRAIN_BUDGET_S", 20.0, minimum=1.0)
+# An emptied drain waits this long for more before it ends (no Celery message per single post).
+BMS_INGEST_LINGER_S = env_float("BMS_INGEST_LINGER_S", 0.2, minimum=0.0)
 BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1)
 # beat keeps its schedule state under the data dir, not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError)
 CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lease renewals
 NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
+LINGER_POLL_S = 0.01  # a lingering drain looks for new requests this often
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -64,6 +65,10 @@ return 0
 
 def lease_s() -> float:
     return float(getattr(settings, "BMS_INGEST_LEASE_S", 5.0))
+
+
+def linger_s() -> float:
+    return float(getattr(settings, "BMS_INGEST_LINGER_S", 0.2))
 
 
 def slice_size() -> int:
@@ -253,8 +258,7 @@ def drain_shard(
             return drain.report
         before = drain.report.requests + drain.report.dropped
         try:
-            while time.monotonic() < deadline and drain.run_pass():
-                pass
+            _run_until_idle(drain, deadline)
         except TRANSIENT_ERRORS as exc:
             drain.report.stopped = f"transient: {type(exc).__name__}: {exc}"
             log.warning("ingest drain of shard %s stopped, entries kept: %s", shard, exc)
@@ -282,6 +286,23 @@ def drain_shard(
             if client.set(stream.kick_key(shard), 1, nx=True, ex=stream.KICK_TTL_S):
                 stream.kick(shard)
             return drain.report
+
+
+def _run_until_idle(drain: Drain, deadline: float) -> None:
+    """Passes until the shard has been empty for linger_s(): while a drain lingers, the kick
+    flag stays taken, so a steady trickle of single posts is drained without one Celery message
+    per post (apply_async costs the web ~0.5 ms of CPU)."""
+    idle_until = None
+    while time.monotonic() < deadline:
+        if drain.run_pass():
+            idle_until = None
+            continue
+        now = time.monotonic()
+        if idle_until is None:
+            idle_until = now + linger_s()
+        if now >= idle_until:
+            return
+        time.sleep(LINGER_POLL_S)
 
 
 def _release_quietly(drain: Drain) -> None:

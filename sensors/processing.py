@@ -81,7 +81,6 @@ def sensor_map(node_id: int) -> dict[str, SensorSpec]:
 
 
 AUTO_CREATE_LOCK_S = 30
-PULSE_LOCK_S = 30
 
 
 def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
@@ -187,17 +186,11 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
             input_budget.record_skipped(node, skipped, points)
             keys -= set(skipped)
 
+    # A pulse counter's state is read here and written after the feed store took the batch. No
+    # lock: one drain at a time processes a node's requests (sensors/ingest_drain.py), and a
+    # replayed reading is not newer than the state, so it is not counted again.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
-    if not pulse_specs:
-        return _convert_and_process(node_id, rows, now, specs, [], report)
-    # A pulse counter's state is read here and written after the feed store took the
-    # batch: two tasks for the node running at once would both count the same pulses.
-    # Held per node, only by batches carrying a pulse input; the timeout frees it if the
-    # worker dies, and a LockError makes Celery retry the task.
-    with get_redis().lock(
-        f"sensors:pulse-lock:{node_id}", timeout=PULSE_LOCK_S, blocking_timeout=PULSE_LOCK_S
-    ):
-        return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
+    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
 
 
 def _convert_and_process(

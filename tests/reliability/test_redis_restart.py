@@ -46,18 +46,16 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     """Redis stopped while the worker drains a request (read from its stream, not acknowledged)
     and has a BRPOP in flight for its other slot: kombu's channel close once died with
     AttributeError there and the worker exited for good. The request is held running by the
-    node's pulse lock, which the test takes first (a batch with a pulse input waits for it,
-    sensors/processing.py); after the restart a new drain takes it over from the stream."""
+    node's auto-create lock, which the test takes first (a batch with a new input key waits for
+    it, sensors/processing.py); after the restart a new drain takes it over from the stream."""
     import time
 
-    from sensors.models import Sensor
     from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("held", 1, start_time(1))
-    Sensor.objects.create(node=gateway.node, key="n", kind=Sensor.Kind.PULSE)
     client = fault_site.redis.client()
-    lock = f"sensors:pulse-lock:{gateway.node.pk}"
+    lock = f"sensors:autocreate:{gateway.node.pk}"
     client.set(lock, "held by the test", ex=600)
     fault_site.start_web()
     fault_site.start_worker()  # no beat yet: nothing else takes the worker's second slot

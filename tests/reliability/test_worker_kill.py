@@ -68,16 +68,14 @@ TAKEOVER_WITHIN_S = 10.0
 def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     import time
 
-    from sensors.models import Sensor
     from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("killed-mid-batch", 1, start_time(1))
-    Sensor.objects.create(node=gateway.node, key="n", kind=Sensor.Kind.PULSE)
     client = fault_site.redis.client()
-    # The batch carries a pulse input, so the drain waits for the node's pulse lock, which the
-    # test holds: the worker is killed with the request read and not acknowledged.
-    lock = f"sensors:pulse-lock:{gateway.node.pk}"
+    # The batch carries a new input key ("n"), so the drain waits for the node's auto-create
+    # lock, which the test holds: the worker is killed with the request read and not acknowledged.
+    lock = f"sensors:autocreate:{gateway.node.pk}"
     client.set(lock, "held by the test", ex=600)
     fault_site.start_web()
     fault_site.start_worker()
