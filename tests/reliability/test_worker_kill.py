@@ -52,6 +52,9 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
 # batch's points, which then counted as replays and were skipped: 20 kWh slots missing. Fixed
 # by running each node's batches in the order they were accepted ("Per-node order" in
 # sensors/publish.py; tests/integration/test_ingest_order.py).
+# Issue #19 replaced both (and the modules named) with node streams drained one drain per shard
+# at a time (sensors/ingest_stream.py, sensors/ingest_drain.py): a request stays in its stream
+# until processed, and a node's requests are processed in order by one drain.
 
 
 def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
