@@ -46,6 +46,16 @@ def check_beat() -> dict:
     return {"ok": age < BEAT_STALE_AFTER_S, "last_heartbeat_s_ago": round(age, 1)}
 
 
+def check_ingest() -> dict:
+    """Accepted ingest requests not processed yet (sensors/ingest_stream.py); not ok above the
+    backlog alarm's bound (BMS_INGEST_BACKLOG_ALARM), where workers are falling behind."""
+    from sensors.ingest_drain import backlog
+
+    waiting = sum(backlog().values())
+    limit = settings.BMS_INGEST_BACKLOG_ALARM
+    return {"ok": waiting <= limit, "waiting": waiting, "alarm_above": limit}
+
+
 def check_data_dir() -> dict:
     probe = settings.BMS_FEED_DIR / f".healthz-{uuid.uuid4().hex}"
     probe.write_bytes(b"ok")
@@ -58,12 +68,13 @@ CHECKS = {
     "redis": check_redis,
     "worker": check_worker,
     "beat": check_beat,
+    "ingest": check_ingest,
     "data_dir": check_data_dir,
 }
 
 
 # Worker and beat are reached through Redis: with Redis down, asking them would only hang.
-NEEDS_REDIS = {"worker", "beat"}
+NEEDS_REDIS = {"worker", "beat", "ingest"}
 
 
 def run_checks() -> dict[str, dict]:

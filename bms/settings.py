@@ -338,10 +338,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": 5,
     "socket_connect_timeout": 5,
 }
-# kombu's Redis transport with a fix: a Redis restart while a task ran stopped the worker for
-# good (bms/broker.py). rediss:// keeps kombu's own (naming a class drops its TLS defaults).
-if CELERY_BROKER_URL.startswith("redis://"):
-    CELERY_BROKER_TRANSPORT = "bms.broker:Transport"
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 # Separate queues so a flood of readings never delays the boiler.
 CELERY_TASK_ROUTES = {
@@ -364,16 +360,26 @@ CELERY_BEAT_SCHEDULE = {
     "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
     "worker-heartbeat": {"task": "bms.tasks.heartbeat", "schedule": 15.0},
     "system-watchdog": {"task": "bms.tasks.system_watchdog", "schedule": 60.0},
-    # Ingest batches the broker lost (a worker killed as it took one): sensors/publish.py.
-    "requeue-lost-ingest": {"task": "sensors.tasks.requeue_lost_batches", "schedule": 10.0},
     # Daily use per meter for the energy page (energy/refresh.py, docs/ENERGY.md).
     "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
+    # The safety net of the web's drain kicks (sensors/ingest_stream.py): a shard with waiting
+    # requests and no drain gets one within this long (a drain killed, an outage ended).
+    "kick-ingest-drains": {
+        "task": "sensors.tasks.kick_ingest_drains",
+        "schedule": env_float("BMS_INGEST_KICK_EVERY_S", 2.0, minimum=0.5),
+    },
 }
-# An ingest batch in no queue, no worker and no retry this long after publishing is pushed again.
-BMS_INGEST_LOST_AFTER_S = env_float("BMS_INGEST_LOST_AFTER_S", 30.0, minimum=1.0)
-# A node's batch waits at most this long for an older batch of the same node (per-node order,
-# sensors/publish.py); then it runs anyway.
-BMS_INGEST_ORDER_HOLD_S = env_float("BMS_INGEST_ORDER_HOLD_S", 300.0, minimum=0.0)
+# Ingest on Redis Streams (docs/INGEST.md): shards (node id % N) drained one drain at a time
+# each; a drain's lease (a killed drain's requests are taken over once it runs out); requests
+# per node per pass (fairness); a drain task's time before it hands over to a fresh one; the
+# backlog (requests waiting) that raises the ingest-backlog alarm.
+BMS_INGEST_SHARDS = env_int("BMS_INGEST_SHARDS", 8, minimum=1)
+BMS_INGEST_LEASE_S = env_float("BMS_INGEST_LEASE_S", 5.0, minimum=1.0)
+BMS_INGEST_SLICE = env_int("BMS_INGEST_SLICE", 20, minimum=1)
+BMS_INGEST_DRAIN_BUDGET_S = env_float("BMS_INGEST_DRAIN_BUDGET_S", 20.0, minimum=1.0)
+# An emptied drain waits this long for more before it ends (no Celery message per single post).
+BMS_INGEST_LINGER_S = env_float("BMS_INGEST_LINGER_S", 0.2, minimum=0.0)
+BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1)
 # beat keeps its schedule state under the data dir, not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
 

@@ -1,9 +1,9 @@
 """The ingest endpoints: REST `/api/v1/readings` and emoncms-compatible `/input/post`,
 `/input/bulk` (also with `.json`, as emonhub posts).
 
-A request is accepted once it is validated and its whole batch is handed to ONE Celery task
-(`sensors.tasks.ingest_batch`, queue `ingest`): the web process never waits on the feed
-store. Plain Django views, not DRF, because this is the hot path (hundreds of posts a second)
+A request is accepted once it is validated and its whole batch is appended to its node's
+Redis Stream (sensors/ingest_stream.py), which workers drain: the web process never waits on
+the feed store. Plain Django views, not DRF, because this is the hot path (hundreds of posts a second)
 and every error must have the emoncms-friendly shape of bms.api_errors anyway.
 
 Throttling (bms/throttle.py) is done here, around the key check, not by a decorator: a node is
@@ -21,19 +21,17 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
-from kombu.exceptions import OperationalError
 
 from bms import throttle
 from bms.openapi import documented_by
 from bms.redis import REDIS_FAILURES
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import emoncms_input, input_budget, input_errors, node_auth
+from sensors import emoncms_input, ingest_stream, input_budget, input_errors, node_auth
 from sensors.emoncms_input import BulkBatch, Skipped
 from sensors.ingest import IngestError, Limits, Row, parse_post, parse_readings
 from sensors.ingest_docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.models import Node
 from sensors.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
-from sensors.publish import publish_ingest_batch
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +152,8 @@ def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
 
 def _enqueue(identity: NodeIdentity, rows: list[Row]) -> None:
     try:
-        # One LPUSH of the task message Celery would send (sensors/publish.py says why).
-        publish_ingest_batch(identity.id, [[row.t, row.values] for row in rows])
-    except (OperationalError, *REDIS_FAILURES) as exc:
+        ingest_stream.append(identity.id, [[row.t, row.values] for row in rows])
+    except REDIS_FAILURES as exc:
         log.error("could not queue a batch for node %s: %s", identity.name, exc)
         raise IngestError("ingest queue unavailable, try again", status=503) from exc
 

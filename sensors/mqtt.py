@@ -138,7 +138,7 @@ class MqttIngestor:
         self.batcher.add(node, int(time.time()), values, time.monotonic())
 
     def flush(self, *, all_: bool = False) -> int:
-        from sensors.publish import publish_ingest_batch
+        from sensors import ingest_stream
 
         sent = 0
         for ref, rows in self.batcher.due(time.monotonic(), all_=all_):
@@ -153,7 +153,7 @@ class MqttIngestor:
                 self.stats.disabled_nodes += 1
                 log.warning("MQTT readings for disabled node %s dropped", identity.name)
                 continue
-            publish_ingest_batch(identity.id, rows)  # outbox and per-node order, as over HTTP
+            ingest_stream.append(identity.id, rows)  # the node's stream, as over HTTP
             self.stats.batches += 1
             sent += 1
         return sent

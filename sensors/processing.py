@@ -1,6 +1,7 @@
 """The worker side of ingest: (node, key) -> Sensor -> conversion -> input processes.
 
-Called by the Celery task `sensors.tasks.ingest_batch` (and directly by the Modbus poller,
+Called by the ingest drain (sensors/ingest_drain.py, in the Celery task
+`sensors.tasks.drain_ingest_shard`) (and directly by the Modbus poller,
 which already runs in a worker). Rows are `[t, {key: number}]`, validated by the web
 process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
 `<node>:<key>` logged with log_to_feed, so nothing is dropped before it is configured, up to
@@ -20,7 +21,6 @@ from django.db import transaction
 
 from bms.redis import get_redis
 from feeds.models import Feed
-from feeds.processes import ACCUMULATING
 from sensors import conversions as cv
 from sensors import input_budget, state
 from sensors.alarms import clear_alarm, raise_alarm
@@ -61,14 +61,6 @@ class SensorSpec:
             sensor.max_valid,
         )
 
-    @property
-    def order_matters(self) -> bool:
-        """Whether this sensor's readings must be processed in time order: a pulse counter or an
-        accumulating process skips a point older than the last it saw (sensors/ingest_order.py)."""
-        return self.kind == cv.PULSE_KIND or any(
-            isinstance(step, dict) and step.get("process") in ACCUMULATING for step in self.steps
-        )
-
 
 @dataclass
 class IngestReport:
@@ -88,14 +80,7 @@ def sensor_map(node_id: int) -> dict[str, SensorSpec]:
     return specs
 
 
-def node_needs_order(node_id: int) -> bool:
-    """Whether the node's batches must run in the order they were accepted (any sensor whose
-    order matters). A node that only logs need not wait: a slot is a slot whatever the order."""
-    return any(spec.order_matters for spec in sensor_map(node_id).values())
-
-
 AUTO_CREATE_LOCK_S = 30
-PULSE_LOCK_S = 30
 
 
 def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
@@ -201,17 +186,11 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
             input_budget.record_skipped(node, skipped, points)
             keys -= set(skipped)
 
+    # A pulse counter's state is read here and written after the feed store took the batch. No
+    # lock: one drain at a time processes a node's requests (sensors/ingest_drain.py), and a
+    # replayed reading is not newer than the state, so it is not counted again.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
-    if not pulse_specs:
-        return _convert_and_process(node_id, rows, now, specs, [], report)
-    # A pulse counter's state is read here and written after the feed store took the
-    # batch: two tasks for the node running at once would both count the same pulses.
-    # Held per node, only by batches carrying a pulse input; the timeout frees it if the
-    # worker dies, and a LockError makes Celery retry the task.
-    with get_redis().lock(
-        f"sensors:pulse-lock:{node_id}", timeout=PULSE_LOCK_S, blocking_timeout=PULSE_LOCK_S
-    ):
-        return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
+    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
 
 
 def _convert_and_process(

@@ -1,6 +1,8 @@
 """Celery tasks of the sensors app (queue `ingest`, routed by module in settings).
 
-- ingest_batch: one per HTTP request; the whole batch of rows for one node.
+- drain_ingest_shard: processes the requests the web appended to a shard's streams
+  (sensors/ingest_stream.py, sensors/ingest_drain.py); queued by the web and by
+- kick_ingest_drains (beat): the safety net, and the ingest backlog alarm.
 - check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
 - poll_modbus_meters (beat): hands each due Modbus meter to its own short poll task.
 """
@@ -13,13 +15,11 @@ from datetime import UTC, datetime
 
 from celery import shared_task
 from django.conf import settings
-from django.db import DatabaseError
 from django.utils import timezone
-from redis.exceptions import LockError, RedisError
 
 from bms.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import ingest_order, publish, state
+from sensors import state
 from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
 from sensors.models import Alarm, Node
 
@@ -29,64 +29,54 @@ MODBUS_TIMEOUT_S = 2.0
 MODBUS_FAILURES_BEFORE_ALARM = 2
 
 
-# Transient failures (database locked or restarting, Redis briefly away) must not lose an
-# accepted batch: retry it with backoff. Retrying is safe for the reason given below.
-TRANSIENT_ERRORS = (DatabaseError, RedisError, LockError)
-
-
-RETRY_BACKOFF_MAX_S = 60
-
-
 @shared_task(
-    bind=True,
-    name="sensors.tasks.ingest_batch",
+    name="sensors.tasks.drain_ingest_shard",
     ignore_result=True,
-    acks_late=True,
-    autoretry_for=TRANSIENT_ERRORS,
-    retry_backoff=1,
-    retry_backoff_max=RETRY_BACKOFF_MAX_S,
-    retry_jitter=True,
-    max_retries=10,
+    # The requests are in their streams until processed (sensors/ingest_drain.py): a drain task
+    # lost with its worker is replaced by the next kick or beat's safety net, so the message
+    # needs no redelivery.
+    acks_late=False,
 )
-def ingest_batch(self, node_id: int, rows: list[list]) -> dict:
-    """Rows `[t, {key: number}]` for one node -> sensors -> conversions -> feeds.
+def drain_ingest_shard(shard: int) -> dict:
+    """Process the shard's accepted requests: streams -> sensors -> conversions -> feeds."""
+    from sensors.ingest_drain import drain_shard
 
-    Safe to redeliver or retry: feed slots are overwritten with the same values, and pulse
-    counters and accumulating processes ignore points not newer than the last they processed.
-    That is also why a node's batches run in the order they were accepted: a batch parks
-    until its node's older ones have run (sensors/ingest_order.py). The batch leaves the
-    web's outbox only once it has run.
-    """
-    from sensors.processing import ingest_rows, node_needs_order
-
-    task_id = self.request.id
-    try:
-        # Only a node with pulse counters or accumulating processes waits for its older
-        # batches: ordering a node that only logs would serialise it for nothing.
-        if node_needs_order(node_id):
-            waited_for = ingest_order.park_if_waiting(node_id, task_id)
-            if waited_for is not None:
-                # Parked: it runs when the node's older batch is done.
-                log.info(
-                    "ingest batch %s of node %s parked behind an older batch accepted %.1f s ago",
-                    task_id,
-                    node_id,
-                    waited_for,
-                )
-                return {"parked": True}
-        report = ingest_rows(node_id, rows)
-    except TRANSIENT_ERRORS:
-        # Celery retries it after a countdown of up to RETRY_BACKOFF_MAX_S: not lost.
-        publish.hold_batch(task_id, RETRY_BACKOFF_MAX_S + publish.lost_after_s())
-        raise
-    ingest_order.finish(task_id, node_id)
-    return {"rows": report.rows, "items": report.items, "created": report.created_sensors}
+    return drain_shard(shard).as_dict()
 
 
-@shared_task(name="sensors.tasks.requeue_lost_batches", ignore_result=True)
-def requeue_lost_batches() -> dict:
-    """Beat: push again the ingest batches the broker lost (see sensors/publish.py)."""
-    return publish.requeue_lost()
+BACKLOG_ALARM_KEY = "ingest-backlog"
+
+
+@shared_task(name="sensors.tasks.kick_ingest_drains", ignore_result=True, acks_late=False)
+def kick_ingest_drains() -> dict:
+    """Beat, every few seconds: the safety net of the web's kicks. Queue a drain for every shard
+    with waiting requests and no drain holding it (a kicked task lost with its worker, a drain
+    stopped by an outage or killed), and raise an alarm when the backlog passes
+    BMS_INGEST_BACKLOG_ALARM requests (cleared below half of it)."""
+    from sensors import ingest_stream as stream
+    from sensors.ingest_drain import backlog
+
+    redis = get_redis()
+    per_shard = backlog()
+    pipe = redis.pipeline(transaction=False)
+    for shard in per_shard:
+        pipe.exists(stream.lease_key(shard))
+    held = dict(zip(per_shard, pipe.execute(), strict=True))
+    kicked = [s for s, n in per_shard.items() if n and not held[s]]
+    for shard in kicked:
+        redis.set(stream.kick_key(shard), 1, ex=stream.KICK_TTL_S)
+        stream.kick(shard)
+    total = sum(per_shard.values())
+    limit = int(getattr(settings, "BMS_INGEST_BACKLOG_ALARM", 20_000))
+    if total > limit:
+        raise_alarm(
+            BACKLOG_ALARM_KEY,
+            f"{total} ingest requests waiting (alarm above {limit}): workers are behind",
+            source="system",
+        )
+    elif total < limit // 2:
+        clear_alarm(BACKLOG_ALARM_KEY)
+    return {"kicked": kicked, "backlog": total}
 
 
 @shared_task(name="sensors.tasks.check_silent_nodes", ignore_result=True)

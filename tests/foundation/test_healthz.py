@@ -70,7 +70,7 @@ def test_anonymous_callers_see_only_ok_or_fail_per_part(client, settings, tmp_pa
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
-    assert set(body["checks"]) == {"database", "redis", "worker", "beat", "data_dir"}
+    assert set(body["checks"]) == {"database", "redis", "worker", "beat", "data_dir", "ingest"}
     assert all(set(check) == {"ok"} for check in body["checks"].values()), body
     assert body["checks"]["redis"] == {"ok": False}
     assert body["checks"]["data_dir"] == {"ok": False}
@@ -90,3 +90,21 @@ def test_a_user_without_a_role_sees_no_details_and_staff_do(client, settings, vi
     checks = client.get("/healthz").json()["checks"]
     assert checks["data_dir"]["path"] == str(settings.BMS_DATA_DIR)
     assert "Connection" in checks["redis"]["error"]
+
+
+@pytest.mark.django_db
+def test_the_ingest_backlog_is_reported_and_fails_above_its_bound(
+    client, redis_client, settings, viewer
+):
+    from sensors import ingest_stream
+
+    client.force_login(viewer)  # the figures are for staff; anonymous callers see ok/fail
+
+    settings.BMS_INGEST_BACKLOG_ALARM = 2
+    for t in range(2):
+        ingest_stream.append(5, [[1_700_000_000 + t, {"p": 1.0}]])
+    check = client.get("/healthz").json()["checks"]["ingest"]
+    assert check == {"ok": True, "waiting": 2, "alarm_above": 2}
+    ingest_stream.append(5, [[1_700_000_002, {"p": 1.0}]])
+    check = client.get("/healthz").json()["checks"]["ingest"]
+    assert check == {"ok": False, "waiting": 3, "alarm_above": 2}

@@ -14,9 +14,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 
-# Look for ingest batches the broker lost (sensors/publish.py) every second, 2 s after publishing.
-BMS_INGEST_LOST_AFTER_S = 2.0
+# A killed drain's requests are taken over within seconds: a short lease, beat's safety net
+# every second (sensors/ingest_drain.py).
+BMS_INGEST_LEASE_S = 2.0
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,  # noqa: F405
-    "requeue-lost-ingest": {"task": "sensors.tasks.requeue_lost_batches", "schedule": 1.0},
+    "kick-ingest-drains": {"task": "sensors.tasks.kick_ingest_drains", "schedule": 1.0},
 }

@@ -222,15 +222,28 @@ class Site:
             self.stop(name)
 
 
+def ingest_waiting(client: redis.Redis) -> int:
+    """Requests in the node streams not processed yet (sensors/ingest_stream.py)."""
+    return sum(client.xlen(key) for key in client.scan_iter(match="sensors:ingest:stream:*"))
+
+
+def drain_pending(client: redis.Redis, stream: str) -> int:
+    """Requests of a node stream read by a drain and not acknowledged (0 before any drain made
+    the stream's consumer group)."""
+    try:
+        return client.xpending(stream, "drain")["pending"]
+    except redis.ResponseError:  # NOGROUP: no drain has looked at the stream yet
+        return 0
+
+
 def queues_idle(client: redis.Redis, queues=("ingest", "commit")) -> bool:
     """No message waiting, none delivered-but-unacknowledged (kombu's `unacked` hash) and no
-    ingest batch still in the web's outbox (published, its task not run yet)."""
+    accepted ingest request still in its node's stream."""
     pipe = client.pipeline(transaction=False)
     for queue in queues:
         pipe.llen(queue)
     pipe.hlen("unacked")
-    pipe.hlen("sensors:ingest:outbox")
-    return not any(pipe.execute())
+    return not any(pipe.execute()) and ingest_waiting(client) == 0
 
 
 def queue_state(client: redis.Redis) -> dict:
@@ -247,10 +260,10 @@ def queue_state(client: redis.Redis) -> dict:
         "unacked": client.hlen("unacked"),
         "unacked_ages_s": ages("unacked_index"),  # oldest first: kombu restores after its timeout
         "unacked_mutex_ttl_s": client.ttl("unacked_mutex"),  # kombu's restore sweep lock
-        "outbox": client.hlen("sensors:ingest:outbox"),
-        # negative: overdue for the requeue task's look
-        "outbox_due_in_s": [-a for a in ages("sensors:ingest:outbox:due")],
-        "outbox_requeued": client.hlen("sensors:ingest:outbox:requeued"),
+        "ingest_streams": ingest_waiting(client),
+        "ingest_leases_ttl_ms": [
+            client.pttl(k) for k in client.scan_iter(match="sensors:ingest:lease:*")
+        ],
         "dirty_feeds": client.scard("feeds:dirty"),
         "commit_lock_ttl_s": client.ttl("feeds:commit:lock"),
         "beat_age_s": _age(client.get("bms:health:beat"), now),

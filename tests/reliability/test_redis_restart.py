@@ -35,7 +35,8 @@ def run_restarts(fault_site, restarts: int, readings: int, down_s: float = 2.0):
 
 
 # Was intermittent on PostgreSQL in the full suite (xfail). A restart while the worker held a
-# task stopped the worker for good (bms/broker.py); one during a feed commit left the commit
+# task stopped the worker for good (bms/broker.py, removed with issue #19: ingest no longer
+# holds acks_late messages); one during a feed commit left the commit
 # lock held for its 120 s TTL (feeds/buffer.py); either kept the site from settling. And a new
 # feed's first points arriving during a commit were dropped as "no such feed" (commit_all).
 def test_redis_restarted_twice_during_ingest_loses_nothing(fault_site):
@@ -43,28 +44,31 @@ def test_redis_restarted_twice_during_ingest_loses_nothing(fault_site):
 
 
 def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
-    """Redis stopped while the worker runs an ingest task (acks_late: the message is delivered,
-    not acknowledged) and has a BRPOP in flight for its other slot: kombu's channel close used to
-    die with AttributeError and the worker exited for good (bms/broker.py). The batch is held
-    running by the node's pulse lock, which the test takes first (a batch with a pulse input
-    waits for it, sensors/processing.py)."""
+    """Redis stopped while the worker drains a request (read from its stream, not acknowledged)
+    and has a BRPOP in flight for its other slot: kombu's channel close once died with
+    AttributeError there and the worker exited for good. The request is held running by the
+    node's auto-create lock, which the test takes first (a batch with a new input key waits for
+    it, sensors/processing.py); after the restart a new drain takes it over from the stream."""
     import time
 
-    from sensors.models import Sensor
-    from tests.reliability.harness import queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("held", 1, start_time(1))
-    Sensor.objects.create(node=gateway.node, key="n", kind=Sensor.Kind.PULSE)
     client = fault_site.redis.client()
-    lock = f"sensors:pulse-lock:{gateway.node.pk}"
+    lock = f"sensors:autocreate:{gateway.node.pk}"
     client.set(lock, "held by the test", ex=600)
     fault_site.start_web()
     fault_site.start_worker()  # no beat yet: nothing else takes the worker's second slot
     (t, values), log = gateway.rows[0], fault_site.log_dir / "worker.log"
     body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
-    wait_until(lambda: client.hlen("unacked") == 1, 30, "the worker to take the batch")
+    stream = f"sensors:ingest:stream:{gateway.node.pk}"
+    wait_until(
+        lambda: drain_pending(client, stream) == 1,
+        30,
+        "the worker to take the batch",
+    )
     time.sleep(0.5)  # past the moment it takes the message: its other slot waits in BRPOP
 
     fault_site.redis.stop()

@@ -52,7 +52,60 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
 # batch's points, which then counted as replays and were skipped: 20 kWh slots missing. Fixed
 # by running each node's batches in the order they were accepted ("Per-node order" in
 # sensors/publish.py; tests/integration/test_ingest_order.py).
+# Issue #19 replaced both (and the modules named) with node streams drained one drain per shard
+# at a time (sensors/ingest_stream.py, sensors/ingest_drain.py): a request stays in its stream
+# until processed, and a node's requests are processed in order by one drain.
 
 
 def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))
+
+
+# Issue #19: a drain killed mid-batch leaves its requests pending in the node's stream, under
+# the shard's lease. Once the lease runs out (BMS_INGEST_LEASE_S: 2 s here, 5 s by default)
+# beat's safety net (every 1 s here, 2 s by default) queues a drain that takes them over with
+# XAUTOCLAIM: within seconds, not kombu's 300 s visibility timeout.
+TAKEOVER_WITHIN_S = 10.0
+
+
+def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
+    import time
+
+    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
+    from tests.reliability.scenarios import Result, check_files
+
+    gateway = make_gateway("killed-mid-batch", 1, start_time(1))
+    client = fault_site.redis.client()
+    # The batch carries a new input key ("n"), so the drain waits for the node's auto-create
+    # lock, which the test holds: the worker is killed with the request read and not acknowledged.
+    lock = f"sensors:autocreate:{gateway.node.pk}"
+    client.set(lock, "held by the test", ex=600)
+    fault_site.start_web()
+    fault_site.start_worker()
+    fault_site.start_beat(BMS_FEED_COMMIT_INTERVAL="1")
+    (t, values) = gateway.rows[0]
+    body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
+    assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
+    stream = f"sensors:ingest:stream:{gateway.node.pk}"
+    wait_until(
+        lambda: drain_pending(client, stream) == 1,
+        30,
+        "a drain to read the request",
+    )
+    killed_consumer = client.xpending_range(stream, "drain", "-", "+", 1)[0]["consumer"]
+
+    fault_site.kill("worker")
+    killed_at = time.monotonic()
+    client.delete(lock)
+    fault_site.start_worker()  # a replacement, as docker's restart policy starts one
+    wait_until(lambda: client.xlen(stream) == 0, 30, "the request to be taken over")
+    took_s = time.monotonic() - killed_at
+    print(f"drain killed mid-batch: taken over and processed {took_s:.1f} s after the kill")
+    assert took_s <= TAKEOVER_WITHIN_S
+    consumers = {c["name"] for c in client.xinfo_consumers(stream, "drain")}
+    assert len(consumers - {killed_consumer}) >= 1  # another consumer claimed it
+
+    wait_until(lambda: settled(client), 60, "the site to settle", state=lambda: queue_state(client))
+    result = Result()
+    check_files(gateway, gateway.rows, result)
+    assert result.found == 1 and result.wrong == 0 and result.kwh_points == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 import pytest
@@ -32,11 +31,14 @@ def node_and_key(db):
 
 
 def queued_batches(redis_client) -> list[list]:
-    """The ingest_batch tasks waiting in the real broker queue, oldest first."""
-    batches = []
-    for raw in reversed(redis_client.lrange("ingest", 0, -1)):
-        message = json.loads(raw)
-        assert message["headers"]["task"] == "sensors.tasks.ingest_batch"
-        args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
-        batches.append(args)
-    return batches
+    """The requests waiting in the node streams (sensors/ingest_stream.py) as [node, rows]: a
+    node's in the order they were accepted (across nodes, only to the millisecond)."""
+    from sensors import ingest_stream
+
+    entries = []
+    for key in redis_client.scan_iter(match=ingest_stream.STREAM_PREFIX + "*"):
+        node_id = ingest_stream.node_of(key)
+        for entry_id, fields in redis_client.xrange(key):
+            ms, seq = (int(x) for x in entry_id.decode().split("-"))
+            entries.append(((ms, seq), [node_id, json.loads(fields[b"r"])]))
+    return [batch for _, batch in sorted(entries, key=lambda e: e[0])]

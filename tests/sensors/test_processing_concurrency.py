@@ -1,20 +1,24 @@
-"""Parallel ingest tasks for the same node count every reading once.
+"""Parallel drains of one node's requests count every reading once.
 
-Worker concurrency 2, two posts from one node close together, or a redelivered task beside
-the original: ingest_rows runs for the same inputs at the same time. Four threads process
-the same ordered batches at once for one node; a twin node gets them once, in order. The
-pulse total and the kWh integral (accumulating state in Redis) must come out identical.
+Worker concurrency 2 and the web's kicks beside beat's safety net start several drains of one
+shard at once (sensors/ingest_drain.py). Four threads drain the same node's requests at once;
+a twin node gets them once, in order, straight through ingest_rows. The pulse total and the
+kWh integral (accumulating state in Redis) must come out identical: the shard's lease lets
+one drain at a time process a node, and no request is processed twice or skipped.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
 
 from feeds import service
 from feeds.models import Feed
+from sensors import ingest_stream
+from sensors.ingest_drain import drain_shard
 from sensors.models import Sensor
 from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node
@@ -50,20 +54,27 @@ def buffered(feed_id: int) -> list[tuple[int, float]]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_parallel_tasks_for_one_node_equal_one_task_at_a_time(redis_client):
+def test_parallel_drains_of_one_node_equal_one_at_a_time(redis_client):
     ref_node, ref_gas, ref_kwh = configured_node("reference", 20)
     node, gas, kwh = configured_node("parallel", 21)
     for batch in batches():
         ingest_rows(ref_node.pk, batch)
 
+    for batch in batches():
+        ingest_stream.append(node.pk, batch)
+    stream = ingest_stream.stream_key(node.pk)
     start = threading.Barrier(THREADS)
     errors: list[BaseException] = []
+    drained = []
 
     def worker() -> None:
         try:
             start.wait()
-            for batch in batches():
-                ingest_rows(node.pk, batch)
+            while redis_client.xlen(stream):
+                report = drain_shard(ingest_stream.shard_of(node.pk), budget_s=0.5)
+                drained.append(report)
+                if report.busy:
+                    time.sleep(0.005)  # another thread's drain holds the shard
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
         finally:
@@ -75,6 +86,8 @@ def test_parallel_tasks_for_one_node_equal_one_task_at_a_time(redis_client):
     for th in threads:
         th.join(timeout=120)
     assert errors == []
+    assert sum(r.requests for r in drained) == len(batches())  # each request once
+    assert sum(r.dropped for r in drained) == 0
     assert len(buffered(kwh)) == len(buffered(ref_kwh)) == 300
     assert buffered(kwh) == buffered(ref_kwh)
     assert buffered(gas) == buffered(ref_gas)

@@ -1,0 +1,328 @@
+"""Step 2 of ingest, in a Celery worker: drain one shard's node streams into the feed buffer.
+
+One drain at a time per shard (a lease, `SET NX PX`, renewed as it goes), so one node's
+requests are processed in the order they were accepted, by one process: accumulating processes
+and pulse counters then see their points in time order and need no lock of their own.
+
+A pass over the shard, for every node with entries (its `ready` set):
+1. `XAUTOCLAIM ... 0` takes over, oldest first, what earlier consumers left pending: a drain
+   killed mid-batch (its lease ran out: `BMS_INGEST_LEASE_S`), or this one after a transient
+   error. Holding the lease means nobody else is working on them.
+2. Nodes with nothing pending read new entries with one multi-stream `XREADGROUP`.
+   Both take at most `BMS_INGEST_SLICE` requests per node: a flooding node waits behind
+   itself, and every other node of the shard gets its slice in the same pass.
+3. Each node's slice goes to sensors.processing.ingest_rows in chunks of at most CHUNK_ROWS
+   rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer.
+A point processed twice (a chunk done but not acknowledged when its drain died) is harmless:
+feed slots are overwritten with the same value, and accumulating processes and pulse counters
+skip a point not newer than the last they processed (feeds/processes.py, sensors/conversions.py).
+
+Transient failures (database or Redis away) stop the drain with the entries left pending; they
+are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
+Any other failure of a request is logged and the request dropped, as a failed Celery task was.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError
+from redis.exceptions import LockError
+
+from bms.redis import get_redis, redis_script
+from sensors import ingest_stream as stream
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError)
+CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lease renewals
+NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
+LINGER_POLL_S = 0.01  # a lingering drain looks for new requests this often
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+# The node leaves the shard's ready set once its stream is empty; atomic against the web's
+# MULTI (XADD + SADD), so a request appended meanwhile keeps its node ready.
+_FORGET_IF_EMPTY = """
+if redis.call('XLEN', KEYS[1]) == 0 then return redis.call('SREM', KEYS[2], ARGV[1]) end
+return 0
+"""
+
+
+def lease_s() -> float:
+    return float(getattr(settings, "BMS_INGEST_LEASE_S", 5.0))
+
+
+def linger_s() -> float:
+    return float(getattr(settings, "BMS_INGEST_LINGER_S", 0.2))
+
+
+def slice_size() -> int:
+    return int(getattr(settings, "BMS_INGEST_SLICE", 20))
+
+
+@dataclass
+class DrainReport:
+    passes: int = 0
+    requests: int = 0
+    rows: int = 0
+    claimed: int = 0  # entries taken over from an earlier consumer
+    dropped: int = 0
+    busy: bool = False  # another drain held the shard
+    stopped: str = ""  # why the drain stopped early ("transient: ...", "lease lost", "budget")
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class LeaseLost(Exception):
+    """Another drain holds the shard now (ours ran out): stop without acknowledging."""
+
+
+class Drain:
+    def __init__(self, shard: int, consumer: str | None = None) -> None:
+        self.shard = shard
+        self.client = get_redis()
+        self.consumer = consumer or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.token = self.consumer
+        self.groups: set[int] = set()  # node streams known to have the consumer group
+        self.report = DrainReport()
+
+    # --- the lease ------------------------------------------------------------------------------
+
+    def acquire(self) -> bool:
+        ms = int(lease_s() * 1000)
+        return bool(self.client.set(stream.lease_key(self.shard), self.token, nx=True, px=ms))
+
+    def renew(self) -> None:
+        ms = int(lease_s() * 1000)
+        if not redis_script(_RENEW)(keys=[stream.lease_key(self.shard)], args=[self.token, ms]):
+            raise LeaseLost(self.shard)
+
+    def release(self) -> None:
+        redis_script(_RELEASE)(keys=[stream.lease_key(self.shard)], args=[self.token])
+
+    # --- a pass ---------------------------------------------------------------------------------
+
+    def run_pass(self) -> int:
+        """One pass over the shard; the number of requests processed."""
+        nodes = sorted(int(n) for n in self.client.smembers(stream.ready_key(self.shard)))
+        if not nodes:
+            return 0
+        self.report.passes += 1
+        self._ensure_groups(nodes)
+        slices: dict[int, list] = {}
+        for start in range(0, len(nodes), NODES_PER_READ):
+            slices.update(self._read(nodes[start : start + NODES_PER_READ]))
+        done = 0
+        for node_id in nodes:
+            entries = slices.get(node_id)
+            if entries:
+                done += self._process(node_id, entries)
+        pipe = self.client.pipeline(transaction=False)
+        forget = redis_script(_FORGET_IF_EMPTY)
+        for node_id in nodes:
+            forget(
+                keys=[stream.stream_key(node_id), stream.ready_key(self.shard)],
+                args=[node_id],
+                client=pipe,
+            )
+        pipe.execute()
+        return done
+
+    def _ensure_groups(self, nodes: list[int]) -> None:
+        missing = [n for n in nodes if n not in self.groups]
+        if not missing:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for node_id in missing:
+            pipe.xgroup_create(stream.stream_key(node_id), stream.GROUP, id="0", mkstream=True)
+        for node_id, result in zip(missing, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
+                raise result
+            self.groups.add(node_id)
+
+    def _read(self, nodes: list[int]) -> dict[int, list]:
+        """node -> up to slice_size() entries: its pending ones first (taken over), else new."""
+        count = slice_size()
+        pipe = self.client.pipeline(transaction=False)
+        for node_id in nodes:
+            pipe.xautoclaim(
+                stream.stream_key(node_id), stream.GROUP, self.consumer, 0, "0-0", count=count
+            )
+        slices: dict[int, list] = {}
+        lost = set()
+        for node_id, claimed in zip(nodes, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(claimed, Exception):
+                if "NOGROUP" not in str(claimed):
+                    raise claimed
+                # The stream or its group is gone (Redis restarted without AOF, or flushed):
+                # made again on the next pass.
+                self.groups.discard(node_id)
+                lost.add(node_id)
+                continue
+            entries = [(i, f) for i, f in claimed[1] if f]  # deleted entries come back empty
+            if entries:
+                slices[node_id] = entries
+                self.report.claimed += len(entries)
+        fresh = [n for n in nodes if n not in slices and n not in lost]
+        if fresh:
+            try:
+                got = self.client.xreadgroup(
+                    stream.GROUP,
+                    self.consumer,
+                    {stream.stream_key(n): ">" for n in fresh},
+                    count=count,
+                )
+            except redis.ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                self.groups.clear()  # the streams were lost (a Redis without AOF restarted)
+                return slices
+            for key, entries in got or []:
+                slices[stream.node_of(key)] = entries
+        return slices
+
+    def _process(self, node_id: int, entries: list) -> int:
+        from sensors.processing import ingest_rows
+
+        chunk_ids: list = []
+        chunk_rows: list[list] = []
+        for index, (entry_id, fields) in enumerate(entries):
+            try:
+                rows = json.loads(fields[stream.FIELD.encode()])
+            except (KeyError, ValueError) as exc:
+                log.error(
+                    "ingest entry %s of node %s is unreadable, dropped: %s", entry_id, node_id, exc
+                )
+                self.report.dropped += 1
+                rows = []
+            chunk_ids.append(entry_id)
+            chunk_rows.extend(rows)
+            last = index == len(entries) - 1
+            if len(chunk_rows) < CHUNK_ROWS and not last:
+                continue
+            self.renew()  # still ours: nobody else is working on these entries
+            try:
+                if chunk_rows:
+                    ingest_rows(node_id, chunk_rows)
+            except TRANSIENT_ERRORS:
+                raise  # left pending; the next drain takes them over
+            except Exception:
+                # A bug or bad data, not a passing outage: retrying would stop the node for good.
+                log.exception(
+                    "ingest of node %s failed: %d request(s) dropped", node_id, len(chunk_ids)
+                )
+                self.report.dropped += len(chunk_ids)
+            pipe = self.client.pipeline(transaction=True)
+            pipe.xack(stream.stream_key(node_id), stream.GROUP, *chunk_ids)
+            pipe.xdel(stream.stream_key(node_id), *chunk_ids)
+            pipe.execute()
+            self.report.requests += len(chunk_ids)
+            self.report.rows += len(chunk_rows)
+            chunk_ids, chunk_rows = [], []
+        return len(entries)
+
+
+def drain_shard(
+    shard: int, budget_s: float | None = None, consumer: str | None = None
+) -> DrainReport:
+    """Drain the shard until it is empty or budget_s has passed (then a fresh drain is queued,
+    so one task stays well inside Celery's time limit and other shards get their turn)."""
+    budget_s = (
+        float(getattr(settings, "BMS_INGEST_DRAIN_BUDGET_S", 20.0))
+        if budget_s is None
+        else budget_s
+    )
+    drain = Drain(shard, consumer)
+    deadline = time.monotonic() + budget_s
+    client = drain.client
+    idle_rounds = 0
+    while True:
+        if not drain.acquire():
+            drain.report.busy = True  # the holder looks at the ready set again when it ends
+            return drain.report
+        before = drain.report.requests + drain.report.dropped
+        try:
+            _run_until_idle(drain, deadline)
+        except TRANSIENT_ERRORS as exc:
+            drain.report.stopped = f"transient: {type(exc).__name__}: {exc}"
+            log.warning("ingest drain of shard %s stopped, entries kept: %s", shard, exc)
+            _release_quietly(drain)
+            return drain.report
+        except LeaseLost:
+            drain.report.stopped = "lease lost"
+            log.warning(
+                "ingest drain of shard %s lost its lease (ran past %.1f s)", shard, lease_s()
+            )
+            return drain.report
+        drain.release()
+        # Released first, then the flag, then a last look: a request appended after the last
+        # pass either is seen here or finds the flag free and queues a new drain.
+        client.delete(stream.kick_key(shard))
+        if not client.scard(stream.ready_key(shard)):
+            return drain.report
+        idle_rounds = (
+            idle_rounds + 1 if drain.report.requests + drain.report.dropped == before else 0
+        )
+        if idle_rounds > 2:  # ready but nothing to read: beat's next look, not a spin
+            return drain.report
+        if time.monotonic() >= deadline:
+            drain.report.stopped = "budget"
+            if client.set(stream.kick_key(shard), 1, nx=True, ex=stream.KICK_TTL_S):
+                stream.kick(shard)
+            return drain.report
+
+
+def _run_until_idle(drain: Drain, deadline: float) -> None:
+    """Passes until the shard has been empty for linger_s(): while a drain lingers, the kick
+    flag stays taken, so a steady trickle of single posts is drained without one Celery message
+    per post (apply_async costs the web ~0.5 ms of CPU)."""
+    idle_until = None
+    while time.monotonic() < deadline:
+        if drain.run_pass():
+            idle_until = None
+            continue
+        now = time.monotonic()
+        if idle_until is None:
+            idle_until = now + linger_s()
+        if now >= idle_until:
+            return
+        time.sleep(LINGER_POLL_S)
+
+
+def _release_quietly(drain: Drain) -> None:
+    try:
+        drain.release()
+    except redis.RedisError as exc:  # Redis away: the lease runs out by itself
+        log.warning("could not release the lease of shard %s: %s", drain.shard, exc)
+
+
+def backlog() -> dict:
+    """Requests waiting per shard (stream entries, processed or not yet acknowledged)."""
+    client = get_redis()
+    per_shard = {}
+    for shard in range(stream.shards()):
+        nodes = [int(n) for n in client.smembers(stream.ready_key(shard))]
+        if not nodes:
+            per_shard[shard] = 0
+            continue
+        pipe = client.pipeline(transaction=False)
+        for node_id in nodes:
+            pipe.xlen(stream.stream_key(node_id))
+        per_shard[shard] = sum(pipe.execute())
+    return per_shard
