@@ -151,7 +151,8 @@ def check_addresses(host: str, addresses: Iterable[Address]) -> None:
         problem = address_problem(address)
         if problem is not None:
             raise FetchRefused(
-                f"host {host} is at a {problem} address ({address}); only public addresses "
+                f"host {host} is at {_article(problem)} {problem} address ({address}); only public "
+                "addresses "
                 "may be fetched unless BMS_ICAL_ALLOWED_HOSTS names the host or address"
             )
 
@@ -239,3 +240,7 @@ def fetch(url: str) -> bytes:
                 watchdog.cancel()
             conn.close()
     raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"

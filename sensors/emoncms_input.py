@@ -204,7 +204,9 @@ def parse_bulk(text: str, params: dict[str, str], now: float, limits: Limits) ->
     """Rows of `data=[[t, node, v1 | {"name": v}, ...], ...]`; bad values and rows skipped."""
     try:
         doc = json.loads(text, parse_constant=NonFinite)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:  # the parser's own words name its stack, not the body
+        raise IngestError("data: JSON nested too deeply", field="data") from exc
+    except ValueError as exc:
         raise IngestError(f"data: malformed JSON ({exc})", field="data") from exc
     if not isinstance(doc, list) or not doc:
         raise IngestError("data: must be a non-empty JSON list of rows", field="data")

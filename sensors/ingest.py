@@ -90,7 +90,9 @@ def loads_strict(text: str | bytes, field_name: str) -> Any:
     """json.loads that refuses NaN/Infinity (Python accepts them; JSON does not)."""
     try:
         return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:  # the parser's own words name its stack, not the body
+        raise IngestError(f"{field_name}: JSON nested too deeply", field=field_name) from exc
+    except ValueError as exc:
         raise IngestError(f"{field_name}: malformed JSON ({exc})", field=field_name) from exc
 
 

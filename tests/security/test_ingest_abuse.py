@@ -251,6 +251,8 @@ def test_deeply_nested_readings_body_is_a_400(nodes):
         HTTP_AUTHORIZATION=f"Bearer {alpha}",
     )  # fmt: skip
     assert response.status_code == 400 and response.json()["field"] == "body"
+    assert "nested too deeply" in response.json()["error"]
+    assert "recursion" not in response.content.decode()  # not the parser's own words
 
 
 @pytest.mark.parametrize(("path", "field"), [("/input/post", "fulljson"), ("/input/bulk", "data")])
@@ -259,6 +261,7 @@ def test_deeply_nested_emoncms_parameters_are_a_400(nodes, path, field):
     form = urlencode({field: DEEP, "apikey": alpha})
     response = Client().post(path, form, content_type="application/x-www-form-urlencoded")
     assert response.status_code == 400 and response.json()["field"] == field
+    assert "recursion" not in response.content.decode()
 
 
 def test_public_feed_is_untouched_by_ingest_throttles(db, redis_client, settings):
