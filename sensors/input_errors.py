@@ -35,12 +35,13 @@ SHOWN = 5  # skips named in the record and the alarm
 MAX_TEXT = 1000  # characters of the `last` record
 
 
+# A subject (whose skipped values are recorded) is named by its alarm's key: one name for both.
 def node_subject(node_pk: int) -> str:
-    return f"node:{node_pk}"
+    return f"node-input-errors:{node_pk}"
 
 
 def gateway_subject(gateway_pk: int) -> str:
-    return f"gateway:{gateway_pk}"
+    return f"gateway-input-errors:{gateway_pk}"
 
 
 def record_key(subject: str) -> str:
@@ -48,8 +49,7 @@ def record_key(subject: str) -> str:
 
 
 def alarm_key(subject: str) -> str:
-    kind, _, pk = subject.partition(":")
-    return f"{kind}-input-errors:{pk}"
+    return subject
 
 
 def describe(skipped: list[Skipped]) -> str:
