@@ -3,6 +3,8 @@ actuators (things we switch) and alarms."""
 
 from __future__ import annotations
 
+from typing import Self
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -57,7 +59,36 @@ node_name_validator = RegexValidator(
 )
 
 
-class Node(models.Model):
+class WriteKeyHolder:
+    """A write key kept as a short lookup prefix and a hash (sensors/keys.py): node keys and
+    gateway keys alike. The model has `key_prefix`, `key_hash` and `enabled` fields."""
+
+    key_prefix: str
+    key_hash: str
+
+    def set_new_key(self) -> str:
+        """A fresh write key; returned once (the only time it is visible), only its hash kept."""
+        key = keys.generate_key()
+        self.key_prefix = keys.key_prefix(key)
+        self.key_hash = keys.hash_key(key)
+        return key
+
+    def check_key(self, key: str) -> bool:
+        return bool(self.key_hash) and keys.key_matches(key, self.key_hash)
+
+    @classmethod
+    def for_key(cls, key: str) -> Self | None:
+        """The enabled holder of this write key, or None."""
+        if len(key) != keys.KEY_LENGTH:
+            return None
+        holders = cls.objects.filter(key_prefix=keys.key_prefix(key), enabled=True)  # type: ignore[attr-defined]
+        for holder in holders:
+            if holder.check_key(key):
+                return holder
+        return None
+
+
+class Node(WriteKeyHolder, models.Model):
     class Protocol(models.TextChoices):
         EMONCMS = "emoncms", "emonTx / emonPi / emonhub (HTTP)"
         HTTP = "http", "HTTP JSON (REST readings API)"
@@ -109,32 +140,12 @@ class Node(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def set_new_key(self) -> str:
-        """Give the node a fresh write key; return it (the only time it is visible)."""
-        key = keys.generate_key()
-        self.key_prefix = keys.key_prefix(key)
-        self.key_hash = keys.hash_key(key)
-        return key
-
-    def check_key(self, key: str) -> bool:
-        return bool(self.key_hash) and keys.key_matches(key, self.key_hash)
-
-    @classmethod
-    def for_key(cls, key: str) -> Node | None:
-        """The enabled node owning this write key, or None."""
-        if len(key) != keys.KEY_LENGTH:
-            return None
-        for node in cls.objects.filter(key_prefix=keys.key_prefix(key), enabled=True):
-            if node.check_key(key):
-                return node
-        return None
-
     def clean(self) -> None:
         if self.protocol == self.Protocol.MODBUS and not self.modbus_host:
             raise ValidationError({"modbus_host": "A Modbus meter needs a host to poll."})
 
 
-class GatewayKey(models.Model):
+class GatewayKey(WriteKeyHolder, models.Model):
     """A site's write key for a gateway (emonhub, an emonPi): posts for any node of its site.
 
     emonhub sends every radio node it hears in one bulk request with one key. A node key writes
@@ -157,26 +168,6 @@ class GatewayKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.site})"
-
-    def set_new_key(self) -> str:
-        """A fresh write key; returned once, only its hash is kept."""
-        key = keys.generate_key()
-        self.key_prefix = keys.key_prefix(key)
-        self.key_hash = keys.hash_key(key)
-        return key
-
-    def check_key(self, key: str) -> bool:
-        return bool(self.key_hash) and keys.key_matches(key, self.key_hash)
-
-    @classmethod
-    def for_key(cls, key: str) -> GatewayKey | None:
-        """The enabled gateway key matching `key`, or None."""
-        if len(key) != keys.KEY_LENGTH:
-            return None
-        for gateway in cls.objects.filter(key_prefix=keys.key_prefix(key), enabled=True):
-            if gateway.check_key(key):
-                return gateway
-        return None
 
 
 class Sensor(models.Model):
