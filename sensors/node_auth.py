@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.http import HttpRequest
 
 from sensors import keys
-from sensors.cache import ProcessCache
+from sensors.cache import ProcessCache, check_generation
 from sensors.models import GatewayKey, Node
 
 # Wrong keys are remembered briefly so a misconfigured device cannot hammer the database.
@@ -94,13 +94,24 @@ def plausible(key: str) -> bool:
     prefix no node has: such a key (a random one, say) is refused without a database query."""
     if len(key) != keys.KEY_LENGTH:
         return False
+    prefix = keys.key_prefix(key)
+    if prefix in _known_prefixes():
+        return True
+    # A key just issued by another process (a rotation, a new node) is not in this process's
+    # set until it next reads the config generation (once a second): read it now before
+    # refusing, so a new key is never refused (one Redis GET, only for unknown prefixes).
+    check_generation()
+    return prefix in _known_prefixes()
+
+
+def _known_prefixes() -> frozenset[str]:
     prefixes = _prefixes.get("all")
     if prefixes is None:
         prefixes = frozenset(
             Node.objects.filter(enabled=True).values_list("key_prefix", flat=True)
         ) | frozenset(GatewayKey.objects.filter(enabled=True).values_list("key_prefix", flat=True))
         _prefixes.set("all", prefixes)
-    return keys.key_prefix(key) in prefixes
+    return prefixes
 
 
 def authenticate(key: str) -> Identity | None:

@@ -154,3 +154,26 @@ def test_rotate_gateway_key_engineer_allowed_viewer_refused(engineer, viewer, si
     _admin(engineer).post("/admin/sensors/gatewaykey/", action, follow=True)
     gateway.refresh_from_db()
     assert not gateway.check_key(old)
+
+
+@pytest.mark.django_db
+def test_a_key_issued_by_another_process_is_accepted_at_once(redis_client, site_gateway):
+    """An outside run: for up to 0.6 s after a rotation in one gunicorn worker, the others
+    refused the new key (their set of key prefixes was read before it)."""
+    from bms.redis import get_redis
+    from sensors import cache, node_auth
+
+    site, _gateway, _key = site_gateway
+    node = Node(name="emontx9", node_id=29, site=site)
+    node.set_new_key()
+    node.save()
+    assert not node_auth.plausible("x" * keys.KEY_LENGTH)  # this process's prefix set is warm
+    # Another process rotates the key: the row changes and the generation moves, but nothing
+    # clears this process's caches (update() sends no signal).
+    new_key = keys.generate_key()
+    Node.objects.filter(pk=node.pk).update(
+        key_prefix=keys.key_prefix(new_key), key_hash=keys.hash_key(new_key)
+    )
+    get_redis().set(cache.GENERATION_KEY, "changed by another process")
+    identity = node_auth.authenticate(new_key) if node_auth.plausible(new_key) else None
+    assert identity is not None and identity.id == node.pk
