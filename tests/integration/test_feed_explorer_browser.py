@@ -17,11 +17,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from bms.roles import ENGINEERS
 from feeds import service
 from feeds.models import Feed
+from tests.browser import logged_in_page
 from tests.integration import test_staff_browser as _base
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -62,31 +63,14 @@ def site_data(redis_client) -> dict:
     return {name: feed.pk for name, feed in feeds.items()}
 
 
-def _login(page: Page, url: str) -> None:
-    page.goto(f"{url}/admin/login/?next=/staff/")
-    page.fill("#id_username", "estates")
-    page.fill("#id_password", _base.PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_url("**/staff/")
-
-
 @pytest.fixture
 def ny_page(server) -> Iterator[tuple[Page, dict]]:
     """A logged-in engineer whose browser is set to New York (the site is in London)."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=_base.CHROMIUM, args=_base.CHROMIUM_ARGS
-        )
-        context = browser.new_context(
-            viewport={"width": 1280, "height": 900}, timezone_id="America/New_York"
-        )
-        page = context.new_page()
-        seen = {"errors": []}
-        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        _login(page, server.url)
-        yield page, seen
-        browser.close()
+    viewport = {"width": 1280, "height": 900}
+    with logged_in_page(
+        server.url, "estates", _base.PASSWORD, "/staff/", viewport, "America/New_York"
+    ) as opened:
+        yield opened
 
 
 def wait_loaded(page: Page, after: int) -> int:

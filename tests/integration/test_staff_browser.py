@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
 from bms.roles import ENGINEERS
 from control.models import Booking, Zone
@@ -19,12 +19,11 @@ from feeds import service
 from feeds.models import Feed
 from sensors.alarms import raise_alarm
 from sensors.models import Node, Sensor
+from tests.browser import logged_in_page
 from tests.live_http import KioskServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PASSWORD = "browser-test-pw"
 
 
@@ -56,21 +55,9 @@ def server(site_data) -> Iterator[KioskServer]:
 
 @pytest.fixture
 def page(server) -> Iterator[tuple[Page, dict]]:
-    # Playwright's sync API runs an event loop in this thread: start it after the ORM work.
-    with sync_playwright() as playwright:
-        browser: Browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        seen = {"errors": [], "hosts": set()}
-        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        page.on("request", lambda r: seen["hosts"].add(urlparse(r.url).netloc))
-        page.goto(f"{server.url}/admin/login/?next=/staff/")
-        page.fill("#id_username", "estates")
-        page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit]")
-        page.wait_for_url("**/staff/")
-        yield page, seen
-        browser.close()
+    viewport = {"width": 1400, "height": 1000}
+    with logged_in_page(server.url, "estates", PASSWORD, "/staff/", viewport) as opened:
+        yield opened
 
 
 STAFF_PAGES = {

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from bms.roles import VIEWERS
 from energy import refresh
@@ -22,7 +22,7 @@ from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
 from feeds import phpfina
 from feeds.models import Feed
 from sensors.models import Site
-from tests.integration.test_staff_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.browser import logged_in_page
 from tests.integration.test_staff_ux_browser import shoot
 from tests.live_http import KioskServer
 
@@ -133,20 +133,9 @@ def server(tree) -> Iterator[KioskServer]:
 @pytest.fixture
 def page(server) -> Iterator[tuple[Page, dict]]:
     """Chromium logged in as a viewer (read only) through the real login form."""
-    with sync_playwright() as playwright:
-        browser: Browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
-        seen = {"errors": [], "hosts": set()}
-        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        page.on("request", lambda r: seen["hosts"].add(urlparse(r.url).netloc))
-        page.goto(f"{server.url}/admin/login/?next=/staff/energy/")
-        page.fill("#id_username", "facilities")
-        page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit]")
-        page.wait_for_url("**/staff/energy/")
-        yield page, seen
-        browser.close()
+    viewport = {"width": 1100, "height": 900}
+    with logged_in_page(server.url, "facilities", PASSWORD, "/staff/energy/", viewport) as opened:
+        yield opened
 
 
 def _kwh(x: float, digits: int = 1) -> str:

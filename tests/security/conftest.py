@@ -103,3 +103,20 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()
+
+
+@pytest.fixture
+def nodes(db, redis_client):
+    """Write keys of two nodes, alpha and beta (the ingest abuse and throttle tests)."""
+    from sensors import cache
+    from sensors.models import Node
+
+    cache.clear_all()
+    made = []
+    for i, name in enumerate(("alpha", "beta")):
+        node = Node(name=name, node_id=30 + i)
+        key = node.set_new_key()
+        node.save()
+        made.append(key)
+    yield made
+    cache.clear_all()

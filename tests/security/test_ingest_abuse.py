@@ -15,23 +15,9 @@ from django.test import Client
 from bms import throttle
 from feeds.models import Feed
 from sensors import cache, node_auth
-from sensors.models import Node
 
 FIXED_NOW = 1_800_000_000.0  # a window start: no minute boundary can fall inside a test
 DEEP = "[" * 100_000
-
-
-@pytest.fixture
-def nodes(db, redis_client):
-    cache.clear_all()
-    made = []
-    for i, name in enumerate(("alpha", "beta")):
-        node = Node(name=name, node_id=30 + i)
-        key = node.set_new_key()
-        node.save()
-        made.append(key)
-    yield made
-    cache.clear_all()
 
 
 @pytest.fixture

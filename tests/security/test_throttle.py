@@ -17,21 +17,6 @@ from knox.models import AuthToken
 from bms import throttle
 from displays.models import Display
 from feeds.models import Feed
-from sensors import cache
-from sensors.models import Node
-
-
-@pytest.fixture
-def nodes(db, redis_client):
-    cache.clear_all()
-    made = []
-    for i, name in enumerate(("alpha", "beta")):
-        node = Node(name=name, node_id=30 + i)
-        key = node.set_new_key()
-        node.save()
-        made.append(key)
-    yield made
-    cache.clear_all()
 
 
 def _assert_429(response) -> None:

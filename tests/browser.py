@@ -1,0 +1,47 @@
+"""Real Chromium for the staff browser tests: Debian's binary (never a download), logged in
+through the real login form, with console errors and requested hosts collected."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlparse
+
+from playwright.sync_api import Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def staff_login(page: Page, url: str, username: str, password: str, next_path: str) -> None:
+    page.goto(f"{url}/admin/login/?next={next_path}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"**{next_path}")
+
+
+@contextmanager
+def logged_in_page(
+    url: str,
+    username: str,
+    password: str,
+    next_path: str,
+    viewport: dict[str, int],
+    timezone_id: str | None = None,
+) -> Iterator[tuple[Page, dict]]:
+    """(page, seen): seen["errors"] holds console and page errors, seen["hosts"] every host
+    a request went to. Playwright's sync API runs an event loop in this thread: enter it after
+    the ORM work."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context(viewport=viewport, timezone_id=timezone_id).new_page()
+        seen: dict = {"errors": [], "hosts": set()}
+        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+        page.on("request", lambda r: seen["hosts"].add(urlparse(r.url).netloc))
+        staff_login(page, url, username, password, next_path)
+        try:
+            yield page, seen
+        finally:
+            browser.close()
