@@ -7,9 +7,13 @@ Measures, each over --runs ticks:
   2. steady tick: nothing changes, every coil is still read back (the fault/reboot check);
   3. tick with 10 % of the zones changing;
   4. the evaluator alone (pure, no I/O): per zone and for the whole site.
+With --weather N (default 8) weather-compensated plants as well: half write a holding register
+(an analogue output module), half drive a three-point valve (two relays), each with its own
+boiler relay and flow sensor, fed by every N-th zone. Their valve pulses run between ticks (as
+with a 30 s tick); the bench waits for them outside the timed tick.
 Target: one tick for 500 zones / 1,000 actuators < 1 s.
 
-    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--runs 5] [--redis-url URL]
+    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--runs 5]
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
+        "--weather", type=int, default=8, help="weather-compensated plants (at most --boards)"
+    )
+    parser.add_argument(
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/13")
     )
     parser.add_argument(
@@ -83,7 +90,7 @@ def main() -> None:
     ports = [free_port() for _ in range(args.boards)]
     ready, stop = multiprocessing.Event(), multiprocessing.Event()
     server = multiprocessing.Process(
-        target=serve_boards, args=(ports, per_board, ready, stop), daemon=True
+        target=serve_boards, args=(ports, per_board + 3, ready, stop), daemon=True
     )
     server.start()
     ready.wait(30)
@@ -92,6 +99,44 @@ def main() -> None:
     finally:
         stop.set()
         server.join(10)
+
+
+def build_weather_plants(n: int, zones, ports: list[int], per_board: int) -> list:
+    """n weather-compensated plants on the spare coils (per_board …+2) and holding register 0
+    of boards 0…n-1; flow 50 °C, the curve's value at 0 °C outside: after the first valve
+    movements the loops settle, as a site does."""
+    from control.models import HeatingPlant, WeatherCompensation
+    from feeds.models import Feed
+    from sensors.models import Actuator, Node, Sensor
+
+    node = Node.objects.get(name="bench")
+    feeds = Feed.objects.bulk_create(
+        Feed(name=f"w{i}", tag="bench", interval=10) for i in range(n + 1)
+    )
+    outside = Sensor.objects.create(node=node, key="outside", kind="temperature", feed=feeds[0])
+    for j in range(n):
+        flow = Sensor.objects.create(
+            node=node, key=f"flow{j}", kind="temperature", feed=feeds[j + 1]
+        )
+
+        def relay(name: str, offset: int, kind: str = "relay", j: int = j) -> Actuator:
+            return Actuator.objects.create(
+                name=f"{name}{j}", kind=kind, host="127.0.0.1", port=ports[j],
+                coil=per_board + offset, min_on_s=0, min_off_s=0,
+            )  # fmt: skip
+
+        plant = HeatingPlant.objects.create(
+            name=f"weather{j}", boiler=relay("wboiler", 0, "boiler"), outside_sensor=outside,
+            flow_sensor=flow, has_bypass=True,
+        )  # fmt: skip
+        plant.zones.set(zones[j::n])
+        if j % 2:
+            extra = {"output": "three_point", "open_actuator": relay("open", 1),
+                     "close_actuator": relay("close", 2), "run_time_s": 10.0}  # fmt: skip
+        else:
+            extra = {"register_host": "127.0.0.1", "register_port": ports[j]}
+        WeatherCompensation.objects.create(plant=plant, **extra)
+    return feeds
 
 
 def build_site(zones_n: int, ports: list[int], per_board: int):
@@ -155,19 +200,37 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
 
 def run(args, ports, per_board) -> None:
     from control import snapshot as snapshot_builder
+    from control.drivers import three_point
     from control.evaluator import evaluate
     from control.models import ActuatorCommand, Booking
     from control.runner import run_tick
     from feeds import service as feed_service
+    from sensors.models import Actuator
 
     zones, feeds = build_site(args.zones, ports, per_board)
-    n_act = args.zones * 2 + 1
+    weather = min(args.weather, len(ports))
+    weather_feeds = build_weather_plants(weather, zones, ports, per_board) if weather else []
+    n_act = Actuator.objects.count()
     print(
-        f"Site: {args.zones} zones, {n_act} actuators on {len(ports)} relay boards ({per_board} coils each)"
+        f"Site: {args.zones} zones, {n_act} actuators on {len(ports)} relay boards "
+        f"({per_board} coils each + 3), {weather} weather-compensated plants"
     )
 
     def fresh_temps() -> None:
-        feed_service.log_points((f.pk, int(time.time()), 16.0) for f in feeds)
+        t = int(time.time())
+        feed_service.log_points((f.pk, t, 16.0) for f in feeds)
+        if weather_feeds:
+            # Outside 0 °C; each flow at 50 °C, the curve's value for a 20 °C room.
+            feed_service.log_points(
+                [(weather_feeds[0].pk, t, 0.0)] + [(f.pk, t, 50.0) for f in weather_feeds[1:]]
+            )
+
+    def pulses_done() -> None:
+        # A site ticks every 30 s; a pulse (at most 0.6 × the tick) has ended by the next one.
+        while three_point.in_flight():
+            time.sleep(0.02)
+
+    fresh_temps()
 
     first = run_tick()
     assert first["faults"] == 0, first
@@ -185,6 +248,7 @@ def run(args, ports, per_board) -> None:
         for _ in range(args.runs):
             if prepare:
                 prepare()
+            pulses_done()
             # CPU time of this process (all its threads): what the tick costs, whatever else
             # the machine is doing; wall time is what a site sees.
             cpu_started = time.process_time()
@@ -196,6 +260,7 @@ def run(args, ports, per_board) -> None:
             f"{label}: median {statistics.median(totals):.0f} ms, max {max(totals):.0f} ms, "
             f"CPU median {statistics.median(cpu):.0f} ms "
             f"over {args.runs} ticks (last: {report['written']} written, "
+            f"{report.get('outputs', 0)} outputs, {report.get('pulses', 0)} pulses, "
             f"snapshot {report['snapshot_ms']:.0f} ms, evaluate {report['evaluate_ms']:.0f} ms)"
         )
 

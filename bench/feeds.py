@@ -5,6 +5,9 @@
              public feed, full middleware and DRF stack). Targets: median <= 5 ms / <= 25 ms.
   2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
              Target >= 1,000,000 values/s.
+  2b. shards: the same commit split over 1, 2 and 4 shard writers (feeds/shards.py), each a
+             process of its own under its own lock, as one worker per shard queue runs it:
+             wall time from the start of the first to the end of the last.
   3. load:   bytes dirtied per second (/proc/self/io write_bytes) committing the seed's workload
              (25 feeds at 60 s, 20 feeds at 10 s) in simulated time, at commit intervals of
              1 s, 60 s, 5 min, 30 min. Targets <= 5.95, 3.2, 0.77, 0.14 kB/s. Each commit
@@ -118,6 +121,54 @@ def bench_commit(redis_client, base: Path) -> None:
               f"= {total / seconds:,.0f} values/s")  # fmt: skip
 
 
+def _commit_one_shard(url: str, shard: int, shards: int, directory: str, feeds: int) -> int:
+    """One shard's writer in its own process: its own Redis connection, lock and directory."""
+    import redis
+
+    from feeds.buffer import FeedBuffer
+
+    buffer = FeedBuffer(redis.Redis.from_url(url), shard=shard, shards=shards)
+    report = buffer.commit(directory, dict.fromkeys(range(1, feeds + 1), 10), now=2e9)
+    assert not report.skipped
+    return report.points
+
+
+def bench_sharded_commit(redis_client, base: Path, url: str) -> None:
+    import multiprocessing
+
+    from feeds.buffer import FeedBuffer
+
+    buffer = FeedBuffer(redis_client)
+    cores = os.cpu_count()
+    print(
+        f"\n2b. sharded commit: one process per shard, {cores} cores, load {os.getloadavg()[0]:.1f}"
+    )
+    context = multiprocessing.get_context("spawn")  # a clean process, as a worker would be
+    for feeds, per_feed in ((20, 100_000), (2000, 1_000)):
+        for shards in (1, 2, 4):
+            dirs = [base / f"sharded-{feeds}-{shards}" / f"shard-{k}" for k in range(shards)]
+            for d in dirs:
+                d.mkdir(parents=True)
+            redis_client.flushdb()
+            pipe = redis_client.pipeline(transaction=False)
+            for feed_id in range(1, feeds + 1):
+                rows = [(feed_id, START + 10 * i, float(i % 1000), False) for i in range(per_feed)]
+                buffer.add(rows, pipe)
+            pipe.execute()
+            total = feeds * per_feed
+            with context.Pool(shards) as pool:
+                pool.apply(os.getpid)  # start the processes before the clock
+                t0 = time.perf_counter()
+                done = pool.starmap(
+                    _commit_one_shard,
+                    [(url, k, shards, str(dirs[k]), feeds) for k in range(shards)],
+                )
+                seconds = time.perf_counter() - t0
+            assert sum(done) == total and not redis_client.keys("feeds:buf:*"), done
+            print(f"   {feeds:5d} feeds x {per_feed:7,d} values, {shards} shard(s): "
+                  f"{seconds:.3f} s = {total / seconds:,.0f} values/s")  # fmt: skip
+
+
 def bench_write_load(redis_client, base: Path) -> None:
     from feeds.buffer import FeedBuffer
 
@@ -171,7 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--redis-db", type=int, default=11, help="Redis db to use (flushed)")
     parser.add_argument("--repeat", type=int, default=200, help="reads timed per case")
-    parser.add_argument("--only", choices=["read", "commit", "load"], help="run one part")
+    parser.add_argument("--only", choices=["read", "commit", "shards", "load"], help="run one part")
     args = parser.parse_args()
 
     # The scratch data dir is on the same disk as var/ (a tmpfs would count no writes).
@@ -201,6 +252,8 @@ def main() -> None:
             bench_read(Path(settings.BMS_FEED_DIR), args.repeat)
         if args.only in (None, "commit"):
             bench_commit(redis_client, base)
+        if args.only in (None, "shards"):
+            bench_sharded_commit(redis_client, base, settings.REDIS_URL)
         if args.only in (None, "load"):
             bench_write_load(redis_client, base)
     finally:

@@ -244,7 +244,12 @@ def gunicorn_alone_rate(args, scratch: Path, seconds: float, t0: int) -> dict:
                 if time.monotonic() > deadline:
                     raise RuntimeError("gunicorn alone did not start") from None
                 time.sleep(0.1)
-        return single_phase(port, "unused", seconds, t0)
+        # Its CPU per request is the floor of the site's web CPU: gunicorn's own share.
+        pids = process_tree(proc.pid)
+        before = cpu_seconds(pids)
+        result = single_phase(port, "unused", seconds, t0)
+        result["web_cpu_ms"] = (cpu_seconds(pids) - before) / max(result["requests"], 1) * 1000
+        return result
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -381,7 +386,8 @@ def main() -> None:
         )
         alone = gunicorn_alone_rate(args, scratch, args.single_seconds, t_single)
         print(
-            f"  gunicorn alone: {alone['rate']:,.0f} req/s (p50 {alone['p50_ms']:.2f} ms); "
+            f"  gunicorn alone: {alone['rate']:,.0f} req/s (p50 {alone['p50_ms']:.2f} ms, "
+            f"web CPU {alone['web_cpu_ms']:.2f} ms per request); "
             f"the site reached {single['rate'] / alone['rate']:.0%} of it"
         )
         ok = bulk_ok and landed == single["requests"]

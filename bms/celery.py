@@ -25,15 +25,24 @@ WORKER_HEARTBEAT_KEY = "bms:health:worker"
 HEARTBEAT_EVERY_S = 10
 
 
+def is_standby(scheduler) -> bool:
+    """A beat waiting for RedBeat's lock (another beat is the active one): it sends nothing,
+    so its heartbeat would hide a dead active beat until the standby takes over."""
+    return bool(getattr(scheduler, "lock_key", None)) and getattr(scheduler, "lock", None) is None
+
+
 @beat_init.connect
 def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
-    """Beat stamps Redis every few seconds so /healthz can tell it is alive."""
+    """The active beat stamps Redis every few seconds so /healthz can tell it is alive."""
     from bms.redis import get_redis
+
+    scheduler = sender.scheduler if sender is not None else None
 
     def loop() -> None:
         while True:
             try:
-                get_redis().set(BEAT_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)
+                if not is_standby(scheduler):
+                    get_redis().set(BEAT_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)
             except Exception as exc:  # Redis down: healthz reports it; keep trying.
                 logging.getLogger(__name__).warning("beat heartbeat failed: %s", exc)
             time.sleep(HEARTBEAT_EVERY_S)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 
 from control.models import ActuatorCommand
+from control.state import OPTIMUM_START
 from control.status import actuator_status, zone_status
 from control.strategies.optimum_start import preheat_minutes
 from sensors import state as node_state
@@ -23,7 +24,6 @@ def _node_rows(now: float) -> list[dict]:
             {
                 "node": node,
                 "last_seen": datetime.fromtimestamp(last, UTC) if last else None,
-                "ago_s": int(now - last) if last else None,
                 "online": node.enabled and not node_state.is_silent(last, node.interval, now),
             }
         )
@@ -50,6 +50,12 @@ def _with_preheat_start(rows: list[dict]) -> list[dict]:
         minutes = preheat_minutes(
             row["temperature"], setpoint, zone.heating_rate_min_per_k, zone.max_preheat_min
         )
+        latched = row.get("preheat_min")
+        if row["mode"] == OPTIMUM_START and latched is not None and booking.start > timezone.now():
+            # Pre-heat has started: control holds the minutes it computed at switch-on (issue
+            # #15.3), so show those, not a figure recomputed from the room as it is now (the
+            # page said 82 min while the zone's reason said 80).
+            minutes = float(latched)
         row["preheat_start"] = booking.start - timedelta(minutes=minutes)
         row["preheat_min_planned"] = round(minutes)
     return rows

@@ -1,10 +1,21 @@
-"""One Redis connection pool per process, from settings.REDIS_URL."""
+"""One Redis connection pool per process, from settings.REDIS_URL, or through Sentinel.
+
+With REDIS_SENTINELS set (host:port list, docs/DEPLOYMENT.md "Scale-out"), the client asks the
+Sentinels for the primary of REDIS_SENTINEL_MASTER (the db number still comes from REDIS_URL)
+and follows a failover by itself. With BMS_REDIS_WAIT_REPLICAS > 0, `durably` makes a write
+durable on that many replicas before the caller answers `ok` (the ingest append).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlparse
 
 import redis
 from django.conf import settings
 from redis.commands.core import Script
+from redis.sentinel import Sentinel
 
 _clients: dict[str, redis.Redis] = {}
 
@@ -21,18 +32,75 @@ REDIS_FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError, Va
 _scripts: dict[tuple[str, str], Script] = {}
 
 
+class ReplicasBehind(redis.RedisError):
+    """Fewer replicas than BMS_REDIS_WAIT_REPLICAS acknowledged a write in time: the write may
+    not survive a failover, so it must not be answered `ok` (a RedisError: the view's 503)."""
+
+
+def sentinel_addresses() -> list[tuple[str, int]]:
+    out = []
+    for item in getattr(settings, "REDIS_SENTINELS", []):
+        host, _, port = item.rpartition(":")
+        out.append((host, int(port)))
+    return out
+
+
+def _db_of(url: str) -> int:
+    path = urlparse(url).path.strip("/")
+    return int(path) if path.isdigit() else 0
+
+
 def get_redis() -> redis.Redis:
     url = settings.REDIS_URL
-    client = _clients.get(url)
+    sentinels = sentinel_addresses()
+    master = getattr(settings, "REDIS_SENTINEL_MASTER", "bms")
+    cache_key = f"{url} {sentinels} {master}"
+    client = _clients.get(cache_key)
     if client is None:
-        client = redis.Redis.from_url(
-            url,
-            socket_timeout=SOCKET_TIMEOUT_S,
-            socket_connect_timeout=SOCKET_TIMEOUT_S,
-            health_check_interval=30,
-        )
-        _clients[url] = client
+        options = {
+            "socket_timeout": SOCKET_TIMEOUT_S,
+            "socket_connect_timeout": SOCKET_TIMEOUT_S,
+            "health_check_interval": 30,
+        }
+        if sentinels:
+            # Each new connection asks the Sentinels for the current primary, so after a
+            # failover the pool reconnects to the promoted replica.
+            client = Sentinel(
+                sentinels,
+                socket_timeout=SOCKET_TIMEOUT_S,
+                socket_connect_timeout=SOCKET_TIMEOUT_S,
+            ).master_for(master, db=_db_of(url), **options)
+        else:
+            client = redis.Redis.from_url(url, **options)
+        _clients[cache_key] = client
     return client
+
+
+def durably(write: Callable[[redis.Redis], Any]) -> Any:
+    """`write(client)` (one script or MULTI, atomic), and with
+    BMS_REDIS_WAIT_REPLICAS > 0 a WAIT for that many replicas after it (ReplicasBehind if fewer
+    acknowledged in time).
+
+    WAIT counts the writes of the connection that sends it, so the write and the WAIT go over
+    one connection held for the call (a pipeline would hand its connection back between
+    them)."""
+    client = get_redis()
+    wanted = int(getattr(settings, "BMS_REDIS_WAIT_REPLICAS", 0))
+    if wanted <= 0:
+        return write(client)
+    one = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
+    try:
+        result = write(one)
+        got = one.execute_command("WAIT", wanted, int(getattr(settings, "BMS_REDIS_WAIT_MS", 1000)))
+    except BaseException:
+        if one.connection is not None:
+            one.connection.disconnect()  # never hand a connection mid-MULTI back to the pool
+        raise
+    finally:
+        one.close()
+    if got < wanted:
+        raise ReplicasBehind(f"{got} of {wanted} Redis replicas acknowledged the write in time")
+    return result
 
 
 def redis_script(source: str) -> Script:

@@ -25,7 +25,10 @@ No Django here: callers pass their redis client.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import redis
 
@@ -103,3 +106,38 @@ def renew(client: redis.Redis, key: str, token: str, ttl_s: int) -> bool:
 def release(client: redis.Redis, key: str, token: str) -> bool:
     """Release our lock; another holder's is left alone."""
     return bool(client.register_script(_RELEASE)(keys=[key], args=[token]))
+
+
+@contextmanager
+def held(client: redis.Redis, key: str, lease_s: int) -> Iterator[str | None]:
+    """The lock for the length of a `with` block (its token; None, and the block runs without
+    it, when another holds it), renewed by a thread every third of `lease_s`.
+
+    So the TTL can be a short lease instead of the longest the work may take: a holder whose
+    host dies (which no one on another machine can tell from /proc) frees the lock within
+    `lease_s`, while a live holder keeps it however long the block runs. A holder cut off from
+    Redis stops renewing and loses it after the lease, as a dead one would."""
+    lease_s = max(1, int(lease_s))
+    token = acquire(client, key, lease_s)
+    if token is None:
+        yield None
+        return
+    stop = threading.Event()
+
+    def keep() -> None:
+        while not stop.wait(lease_s / 3):
+            try:
+                if not renew(client, key, token, lease_s):
+                    log.warning("lock %s lost while held (its lease ran out)", key)
+                    return
+            except (redis.RedisError, OSError) as exc:  # Redis away: the lease decides
+                log.warning("lock %s not renewed: %s", key, exc)
+
+    renewer = threading.Thread(target=keep, name=f"lease {key}", daemon=True)
+    renewer.start()
+    try:
+        yield token
+    finally:
+        stop.set()
+        renewer.join(timeout=5)
+        release(client, key, token)

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from bms.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
@@ -39,17 +40,41 @@ BMS_DATA_DIR = Path(env_str("BMS_DATA_DIR", str(BASE_DIR / "var")))
 if not BMS_DATA_DIR.is_absolute():
     BMS_DATA_DIR = BASE_DIR / BMS_DATA_DIR
 BMS_FEED_DIR = BMS_DATA_DIR / "feeds"
+# Sharded feed writers (docs/DEPLOYMENT.md "Scale-out"): feed_id % N picks a feed's commit queue,
+# its writer's lock and its directory. 1 = one writer, files directly in BMS_FEED_DIR. Change it
+# only with `manage.py reshard_feeds --to N` (it moves the files). The directories, one per
+# shard (relative ones under BMS_FEED_DIR), default to BMS_FEED_DIR/shard-<k>.
+BMS_FEED_SHARDS = env_int("BMS_FEED_SHARDS", 1, minimum=1)
+if BMS_FEED_SHARDS > 64:
+    raise ImproperlyConfigured(f"BMS_FEED_SHARDS={BMS_FEED_SHARDS} must be at most 64")
+BMS_FEED_SHARD_DIRS = env_list("BMS_FEED_SHARD_DIRS", [])
+if BMS_FEED_SHARD_DIRS and len(BMS_FEED_SHARD_DIRS) != BMS_FEED_SHARDS:
+    raise ImproperlyConfigured(
+        f"BMS_FEED_SHARD_DIRS names {len(BMS_FEED_SHARD_DIRS)} directories for "
+        f"BMS_FEED_SHARDS={BMS_FEED_SHARDS}: give one per shard"
+    )
 BMS_FEED_COMMIT_INTERVAL = env_int("BMS_FEED_COMMIT_INTERVAL", 60, minimum=1)
 # fsync the feed files (and only then release their points from Redis) at most this often; a
 # commit in between only writes. 0 = every commit syncs. See docs/FEEDS.md "Write buffer".
 BMS_FEED_SYNC_INTERVAL = env_int("BMS_FEED_SYNC_INTERVAL", 60, minimum=0)
 BMS_CONTROL_TICK = env_int("BMS_CONTROL_TICK", 30, minimum=1)
+# The control tick's lock is a lease renewed while a tick runs (control/runner.py): when the
+# host running a tick dies, another control worker ticks after at most lease + one tick. No
+# longer than the tick keeps that within two ticks; 2 s at least, so a renewal (every third
+# of it) has time to land.
+BMS_CONTROL_LOCK_LEASE_S = env_int(
+    "BMS_CONTROL_LOCK_LEASE_S", max(2, min(10, BMS_CONTROL_TICK)), minimum=2
+)
 # Relays: re-assert every state this often; per-request timeout, per-board deadline, attempts.
 BMS_CONTROL_KEEPALIVE = env_int("BMS_CONTROL_KEEPALIVE", 600, minimum=10)
 BMS_CONTROL_DEVICE_TIMEOUT = env_float("BMS_CONTROL_DEVICE_TIMEOUT", 1.0, minimum=0.1)
 BMS_CONTROL_DEVICE_DEADLINE = env_float("BMS_CONTROL_DEVICE_DEADLINE", 3.0, minimum=0.5)
 BMS_CONTROL_DEVICE_ATTEMPTS = env_int("BMS_CONTROL_DEVICE_ATTEMPTS", 3, minimum=1)
 BMS_CONTROL_NODE_ACK_TIMEOUT = env_int("BMS_CONTROL_NODE_ACK_TIMEOUT", 300, minimum=10)
+# Modbus meters over TCP: seconds per request, and retries of an unanswered one (an RS-485 bus
+# has its own timeout); each meter's poll is bounded as a whole (sensors/modbus_meters.py).
+BMS_MODBUS_TIMEOUT_S = env_float("BMS_MODBUS_TIMEOUT_S", 2.0, minimum=0.1)
+BMS_MODBUS_RETRIES = env_int("BMS_MODBUS_RETRIES", 1, minimum=0)
 # iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
 # unless named here (host names, addresses or networks: a calendar server on the LAN).
 BMS_ICAL_ALLOWED_HOSTS = env_list("BMS_ICAL_ALLOWED_HOSTS", [])
@@ -60,6 +85,9 @@ BMS_ICAL_MAX_OCCURRENCES = env_int("BMS_ICAL_MAX_OCCURRENCES", 2000, minimum=1)
 BMS_BOOKING_MAX_DAYS = env_float("BMS_BOOKING_MAX_DAYS", 14.0, minimum=0.01)
 # Largest number of points one feed read may return (emoncms refuses > 8928 by default).
 BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
+# Most rows one emoncms CSV export (/feed/csvexport.json, csv=1) may stream, all feeds together:
+# about 10 MB (emoncms's own page stops downloads at 25 MB).
+BMS_FEED_MAX_CSV_ROWS = env_int("BMS_FEED_MAX_CSV_ROWS", 500_000, minimum=100)
 # Padding bounds of the feed store (docs/FEEDS.md): a point may not start a new feed, or move a
 # feed's start, more than this many days before now; one commit pads at most this many slots.
 BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 7, minimum=1)
@@ -88,6 +116,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "bms.nul_bytes.RefuseNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -114,6 +143,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # Dates written one way on every page: {{ x|when }}, {{ x|day }} (bms/dates.py).
+            "builtins": ["bms.templatetags.dates"],
         },
     },
 ]
@@ -159,6 +190,17 @@ DATABASES = {"default": _database_config(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# Redis with replicas and Sentinel (docs/DEPLOYMENT.md "Scale-out"): the Sentinels' host:port
+# list and the name they monitor; REDIS_URL still gives the db number. The ingest append waits
+# for this many replicas to have a request (at most BMS_REDIS_WAIT_MS) before answering ok, so
+# a failover never loses an accepted reading; 0 with a single Redis.
+REDIS_SENTINELS = env_list("REDIS_SENTINELS", [])
+REDIS_SENTINEL_MASTER = env_str("REDIS_SENTINEL_MASTER", "bms")
+BMS_REDIS_WAIT_REPLICAS = env_int("BMS_REDIS_WAIT_REPLICAS", 0, minimum=0)
+BMS_REDIS_WAIT_MS = env_int("BMS_REDIS_WAIT_MS", 1000, minimum=1)
+for _sentinel in REDIS_SENTINELS:
+    if not re.fullmatch(r"[\w.\-]+:\d{1,5}", _sentinel):
+        raise ImproperlyConfigured(f"REDIS_SENTINELS: {_sentinel!r} is not host:port")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -338,22 +380,28 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": 5,
     "socket_connect_timeout": 5,
 }
+# Through Sentinel (REDIS_SENTINELS): kombu's sentinel transport and RedBeat's sentinel client
+# find the current primary themselves, unless CELERY_BROKER_URL names another broker.
+_REDIS_DB = int(REDIS_URL.rsplit("/", 1)[-1]) if REDIS_URL.rsplit("/", 1)[-1].isdigit() else 0
+if REDIS_SENTINELS and "CELERY_BROKER_URL" not in os.environ:
+    CELERY_BROKER_URL = ";".join(f"sentinel://{s}/{_REDIS_DB}" for s in REDIS_SENTINELS)
+    CELERY_BROKER_TRANSPORT_OPTIONS["master_name"] = REDIS_SENTINEL_MASTER
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 # Separate queues so a flood of readings never delays the boiler.
-CELERY_TASK_ROUTES = {
-    "feeds.tasks.*": {"queue": "commit"},
-    "sensors.tasks.*": {"queue": "ingest"},
-    # The iCal sync fetches and writes for seconds: never on the control worker (issue #14).
-    "control.tasks.sync_ical_feeds": {"queue": "commit"},
-    "control.tasks.*": {"queue": "control"},
-    "bms.tasks.*": {"queue": "control"},
-    "energy.tasks.*": {"queue": "commit"},
-}
-CELERY_BEAT_SCHEDULE = {
-    "commit-feed-buffer": {
-        "task": "feeds.tasks.commit_buffer",
-        "schedule": float(BMS_FEED_COMMIT_INTERVAL),
+CELERY_TASK_ROUTES = (
+    # A shard's commit goes to that shard's queue (feeds/routing.py); with one shard, "commit".
+    "feeds.routing.route_commit",
+    {
+        "feeds.tasks.*": {"queue": "commit"},
+        "sensors.tasks.*": {"queue": "ingest"},
+        # The iCal sync fetches and writes for seconds: never on the control worker (issue #14).
+        "control.tasks.sync_ical_feeds": {"queue": "commit"},
+        "control.tasks.*": {"queue": "control"},
+        "bms.tasks.*": {"queue": "control"},
+        "energy.tasks.*": {"queue": "commit"},
     },
+)
+CELERY_BEAT_SCHEDULE = {
     "control-tick": {"task": "control.tasks.control_tick", "schedule": float(BMS_CONTROL_TICK)},
     "check-silent-nodes": {"task": "sensors.tasks.check_silent_nodes", "schedule": 60.0},
     "poll-modbus-meters": {"task": "sensors.tasks.poll_modbus_meters", "schedule": 10.0},
@@ -362,6 +410,11 @@ CELERY_BEAT_SCHEDULE = {
     "system-watchdog": {"task": "bms.tasks.system_watchdog", "schedule": 60.0},
     # Daily use per meter for the energy page (energy/refresh.py, docs/ENERGY.md).
     "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
+    # Last month's energy report to each building's recipients, 06:10 on the 1st (docs/ENERGY.md).
+    "energy-monthly-reports": {
+        "task": "energy.tasks.send_monthly_reports",
+        "schedule": crontab(minute=10, hour=6, day_of_month=1),
+    },
     # The safety net of the web's drain kicks (sensors/ingest_stream.py): a shard with waiting
     # requests and no drain gets one within this long (a drain killed, an outage ended).
     "kick-ingest-drains": {
@@ -369,6 +422,19 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("BMS_INGEST_KICK_EVERY_S", 2.0, minimum=0.5),
     },
 }
+# One commit per shard and interval, each routed to its shard's queue (feeds/routing.py).
+if BMS_FEED_SHARDS == 1:
+    CELERY_BEAT_SCHEDULE["commit-feed-buffer"] = {
+        "task": "feeds.tasks.commit_buffer",
+        "schedule": float(BMS_FEED_COMMIT_INTERVAL),
+    }
+else:
+    for _shard in range(BMS_FEED_SHARDS):
+        CELERY_BEAT_SCHEDULE[f"commit-feed-shard-{_shard}"] = {
+            "task": "feeds.tasks.commit_buffer",
+            "schedule": float(BMS_FEED_COMMIT_INTERVAL),
+            "args": [_shard],
+        }
 # Ingest on Redis Streams (docs/INGEST.md): shards (node id % N) drained one drain at a time
 # each; a drain's lease (a killed drain's requests are taken over once it runs out); requests
 # per node per pass (fairness); a drain task's time before it hands over to a fresh one; the
@@ -380,8 +446,36 @@ BMS_INGEST_DRAIN_BUDGET_S = env_float("BMS_INGEST_DRAIN_BUDGET_S", 20.0, minimum
 # An emptied drain waits this long for more before it ends (no Celery message per single post).
 BMS_INGEST_LINGER_S = env_float("BMS_INGEST_LINGER_S", 0.2, minimum=0.0)
 BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1)
-# beat keeps its schedule state under the data dir, not in the working directory.
+# beat keeps its schedule state under the data dir, not in the working directory (used only by
+# Celery's file scheduler, BMS_BEAT_SCHEDULER=celery.beat:PersistentScheduler).
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
+# A clock that survives its host (issue #18, docs/RELIABILITY.md "Scale-out"): RedBeat keeps
+# each entry's last run in Redis and lets one beat at a time hold its lock, so two or more
+# beats may run (on two hosts): the active one sends every tick once; a standby retries the
+# lock every BMS_BEAT_MAX_LOOP_S and takes over when the active's lock runs out
+# (BMS_BEAT_LOCK_TIMEOUT after it died): within lock + loop, under two control ticks.
+CELERY_BEAT_SCHEDULER = env_str(
+    "BMS_BEAT_SCHEDULER", "bms.beat_scheduler:ResilientRedBeatScheduler"
+)
+CELERY_BEAT_MAX_LOOP_INTERVAL = env_int("BMS_BEAT_MAX_LOOP_S", 5, minimum=1)
+CELERY_REDBEAT_LOCK_TIMEOUT = env_int(
+    "BMS_BEAT_LOCK_TIMEOUT", 3 * CELERY_BEAT_MAX_LOOP_INTERVAL, minimum=1
+)
+if CELERY_REDBEAT_LOCK_TIMEOUT <= CELERY_BEAT_MAX_LOOP_INTERVAL:
+    # The active beat renews its lock once a loop: a shorter lock would lapse between two.
+    raise ImproperlyConfigured("BMS_BEAT_LOCK_TIMEOUT must be longer than BMS_BEAT_MAX_LOOP_S")
+CELERY_REDBEAT_REDIS_URL = REDIS_URL
+CELERY_REDBEAT_KEY_PREFIX = "bms:redbeat:"
+CELERY_REDBEAT_REDIS_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 5}
+if REDIS_SENTINELS:
+    CELERY_REDBEAT_REDIS_URL = f"redis-sentinel://{REDIS_SENTINELS[0]}/{_REDIS_DB}"
+    CELERY_REDBEAT_REDIS_OPTIONS = {
+        "sentinels": [(h, int(p)) for h, _, p in (s.rpartition(":") for s in REDIS_SENTINELS)],
+        "service_name": REDIS_SENTINEL_MASTER,
+        "db": _REDIS_DB,
+        "socket_timeout": 5,
+        "retry_period": 60,  # RedBeat retries a lost primary this long (a failover) before failing
+    }
 
 # --- Email (alarms) -----------------------------------------------------------
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

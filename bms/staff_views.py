@@ -34,7 +34,7 @@ EXPORT_INTERVALS = [
     (RAW, "raw values"),
     ("60", "1 min"),
     ("900", "15 min"),
-    ("3600", "1 hour"),
+    ("3600", "1 h"),
     ("daily", "daily"),
     ("weekly", "weekly"),
     ("monthly", "monthly"),
@@ -198,7 +198,7 @@ def alarm_acknowledge_all(request: HttpRequest) -> HttpResponse:
     if not is_engineer(request.user):
         return render(request, "bms/forbidden.html", status=403)
     raw = request.POST.get("up_to", "")
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         return error_response("'up_to' must be the id of the newest alarm shown", 400)
     count = acknowledge_all(request.user, int(raw))
     messages.info(request, f"Acknowledged {count} alarm{'s' if count != 1 else ''}.")

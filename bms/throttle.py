@@ -11,7 +11,8 @@ Who is counted:
   allowance without its key. A missing or wrong key is counted against the client address
   (BMS_THROTTLE_INGEST_FAILED): over that allowance the address gets 429 instead of 401, while
   a good key from the same address is still accepted. The ingest views call `count_failed_key`
-  and `charge_node` (sensors/ingest_views.py).
+  and `ingest_charge` (sensors/ingest_views.py); a node's charge is counted in the same script
+  as its request is stored (sensors/ingest_stream.py), so an accepted post is one round trip.
 - public: the logged-in user, or the client IP.
 - /api/ (DRF): the user, or the client IP as `client_ip` reads it (never a client's own
   X-Forwarded-For unless BMS_TRUSTED_PROXIES says a proxy wrote it).
@@ -67,31 +68,60 @@ def _rate_for(text: str | None) -> Rate | None:
 
 
 # Count one request in its window's counter, which expires just after the window: one command
-# and one reply on every ingest request.
-_COUNT = """
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return count
+# and one reply on every request. A Lua function, so that the ingest append can count the
+# request in the same script as it stores it (sensors/ingest_stream.py): one round trip.
+COUNT_LUA = """
+local function count_hit(key, ttl)
+  local count = redis.call('INCR', key)
+  if count == 1 then redis.call('EXPIRE', key, ttl) end
+  return count
+end
 """
+_COUNT = COUNT_LUA + "return count_hit(KEYS[1], ARGV[1])"
 
 
-def _window_key(scope: str, ident: str, rate: Rate, now: float) -> tuple[str, int]:
-    window = int(now // rate.window_s)
-    return f"{KEY_PREFIX}:{scope}:{ident}:{window}", window
+@dataclass(frozen=True)
+class Charge:
+    """One request to count against `key` (a window's counter): what `hit` does, split so that
+    a caller can run the count inside its own script (COUNT_LUA) and read the verdict here."""
+
+    key: str
+    limit: int
+    ttl_s: int  # the counter outlives its window by a second
+    window_end: float
+
+    @classmethod
+    def of(cls, scope: str, ident: str, rate: Rate, now: float | None = None) -> Charge:
+        now = time.time() if now is None else now
+        window = int(now // rate.window_s)
+        return cls(
+            f"{KEY_PREFIX}:{scope}:{ident}:{window}",
+            rate.count,
+            rate.window_s + 1,
+            float((window + 1) * rate.window_s),
+        )
+
+    def wait(self, count: int, now: float | None = None) -> float | None:
+        """None if the request that made the counter `count` is allowed, else the seconds
+        until the window ends."""
+        if count <= self.limit:
+            return None
+        now = time.time() if now is None else now
+        return max(1.0, self.window_end - now)
+
+    def run(self, now: float | None = None) -> float | None:
+        """Count it now (one round trip); the wait if over. Redis away: allowed (fail open)."""
+        try:
+            count = redis_script(_COUNT)(keys=[self.key], args=[self.ttl_s])
+        except REDIS_FAILURES as exc:
+            log.warning("throttle %s: Redis unavailable, not limiting: %s", self.key, exc)
+            return None
+        return self.wait(count, now)
 
 
 def hit(scope: str, ident: str, rate: Rate, now: float | None = None) -> float | None:
     """Count one request; None when allowed, else the seconds until the window ends."""
-    now = time.time() if now is None else now
-    key, window = _window_key(scope, ident, rate, now)
-    try:
-        count = redis_script(_COUNT)(keys=[key], args=[rate.window_s + 1])
-    except REDIS_FAILURES as exc:
-        log.warning("throttle %s: Redis unavailable, not limiting: %s", scope, exc)
-        return None
-    if count <= rate.count:
-        return None
-    return max(1.0, (window + 1) * rate.window_s - now)
+    return Charge.of(scope, ident, rate, now).run(now)
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -125,21 +155,15 @@ def count_failed_key(request: HttpRequest) -> float | None:
     return hit(FAILED_KEY_SCOPE, "ip:" + client_ip(request), rate)
 
 
-def charge_node(node_pk: int) -> float | None:
-    """Count one request against the node whose key matched; the wait if it is over."""
+def ingest_charge(kind: str, pk: int) -> Charge | None:
+    """The charge of one request of a node (`kind` "node") or a site's gateway key ("gateway":
+    sensors.models.GatewayKey, the same rate as a node, since one emonhub posts one batch every
+    few seconds for all its nodes); None when BMS_THROTTLE_INGEST is off. Not yet counted: the
+    ingest views count it with the append (sensors/ingest_stream.py) or alone (`Charge.run`)."""
     rate = _ingest_rate("BMS_THROTTLE_INGEST")
     if rate is None:
         return None
-    return hit(INGEST_SCOPE, f"node:{node_pk}", rate)
-
-
-def charge_gateway(gateway_pk: int) -> float | None:
-    """Count one request against a site's gateway key (sensors.models.GatewayKey): the same
-    rate as a node, since one emonhub posts one batch every few seconds for all its nodes."""
-    rate = _ingest_rate("BMS_THROTTLE_INGEST")
-    if rate is None:
-        return None
-    return hit(INGEST_SCOPE, f"gateway:{gateway_pk}", rate)
+    return Charge.of(INGEST_SCOPE, f"{kind}:{pk}", rate)
 
 
 def public_ident(request: HttpRequest) -> str:

@@ -48,6 +48,15 @@ HEADS_KEY = "bms:watchdog:feed-heads"
 
 QUEUES = ("ingest", "commit", "control")
 
+
+def watched_queues() -> tuple[str, ...]:
+    """The queues that must have a worker: QUEUES, and each feed shard's commit queue."""
+    count = int(_setting("BMS_FEED_SHARDS", 1))
+    if count == 1:
+        return QUEUES
+    return QUEUES + tuple(f"commit-{k}" for k in range(count))  # feeds/shards.py queue_of
+
+
 BACKLOG_ALARM = "feeds-backlog"
 DISK_ALARM = "data-disk"
 BEAT_ALARM = "celery-beat"
@@ -143,6 +152,23 @@ def check_backlog(now: float | None = None) -> dict:
 REFUSED_COUNT = re.compile(r"Feed \d+: (\d+) points refused")
 
 
+def _when_unix(last: str) -> str:
+    """The buffer's "t reason" of the latest refused point, its Unix time written as people
+    read dates (bms/dates.py), in the site's zone (a raw t=1794861900 was shown, issue #16)."""
+    from datetime import UTC, datetime
+
+    from django.utils import timezone
+
+    from bms.dates import when_text
+
+    head, _, reason = str(last).partition(" ")
+    try:
+        moment = datetime.fromtimestamp(int(head), UTC)
+    except (ValueError, OverflowError, OSError):
+        return str(last)
+    return " ".join(filter(None, [when_text(timezone.localtime(moment)), reason]))
+
+
 def refused_alarm(feed_id: int) -> str:
     return f"feed-refused:{feed_id}"
 
@@ -168,7 +194,7 @@ def check_refused() -> dict:
             open_alarm = None
         message = (
             f"Feed {feed_id}: {count} points refused by the feed store and not written "
-            f"(latest: t={last}). A sender's clock is wrong, or the points are older than "
+            f"(latest: {_when_unix(last)}). A sender's clock is wrong, or the points are older than "
             "BMS_FEED_MAX_BACKFILL_DAYS for a new feed (docs/FEEDS.md)."
         )
         if open_alarm is None:
@@ -181,26 +207,37 @@ def check_refused() -> dict:
 # --- data disk ----------------------------------------------------------------------------
 
 
-def check_disk() -> dict:
-    """Free space of the disk holding the feed files, and whether a file can be written."""
-    directory = Path(settings.BMS_FEED_DIR)
-    threshold = float(_setting("BMS_ALARM_DISK_FREE_PCT", 10))
+def _disk_problem(directory: Path, threshold: float) -> tuple[float, str]:
+    """(free %, what is wrong or "") of the disk holding `directory`."""
     usage = shutil.disk_usage(directory)
     free_pct = 100.0 * usage.free / usage.total if usage.total else 0.0
-    problem = ""
     if free_pct < threshold:
-        problem = (
+        return free_pct, (
             f"Data disk nearly full: {free_pct:.1f}% free ({usage.free // 1_048_576} MB of "
             f"{usage.total // 1_048_576} MB) at {directory}; alarm below {threshold:g}%."
         )
-    else:
-        try:
-            probe = directory / f".watchdog-{uuid.uuid4().hex}"
-            probe.write_bytes(b"ok")
-            probe.unlink()
-        except OSError as exc:
-            reason = "full" if exc.errno == errno.ENOSPC else "not writable"
-            problem = f"Data disk {reason} at {directory}: {exc}"
+    try:
+        probe = directory / f".watchdog-{uuid.uuid4().hex}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        reason = "full" if exc.errno == errno.ENOSPC else "not writable"
+        return free_pct, f"Data disk {reason} at {directory}: {exc}"
+    return free_pct, ""
+
+
+def check_disk() -> dict:
+    """Free space of the disks holding the feed files (the feed root and, with sharded writers,
+    each shard's directory: they may be other disks), and whether a file can be written."""
+    from feeds.service import layout  # bms wires the apps: feeds is below it
+
+    root = Path(settings.BMS_FEED_DIR)
+    threshold = float(_setting("BMS_ALARM_DISK_FREE_PCT", 10))
+    # A shard directory is made by its first commit: one not there yet holds nothing.
+    directories = [root] + [d for d in layout().dirs if d != root and d.is_dir()]
+    found = [_disk_problem(d, threshold) for d in directories]
+    free_pct = min(pct for pct, _ in found)
+    problem = " ".join(p for _, p in found if p)
     # Clear only a little above the threshold, so a disk hovering at it does not flap.
     if problem:
         raise_alarm(DISK_ALARM, problem, source="system", severity=Alarm.Severity.CRITICAL)
@@ -226,8 +263,9 @@ def check_workers(served: set[str] | None = None) -> dict:
     served = served_queues() if served is None else served
     if served is None:
         return {"checked": False}
-    missing = [q for q in QUEUES if q not in served]
-    for queue in QUEUES:
+    queues = watched_queues()
+    missing = [q for q in queues if q not in served]
+    for queue in queues:
         if queue in missing:
             raise_alarm(
                 worker_alarm(queue),

@@ -1,11 +1,13 @@
 from django import forms
 from django.contrib import admin
+from django.utils import timezone
 
 from control.admin_plant import actuator_state_and_why, zone_status_links
 from control.claims import conflict
 from control.models import (
     ActuatorCommand,
     Booking,
+    OutputOverride,
     Override,
     Schedule,
     ScheduleException,
@@ -122,7 +124,8 @@ class BookingAdmin(admin.ModelAdmin):
     search_fields = ["title", "booked_by"]
     date_hierarchy = "start"
     readonly_fields = [
-        "booked_by", "source", "ical_uid", "cancelled", "cancelled_at", "cancelled_by", "created"
+        "booked_by", "source", "ical_uid", "cancelled", "cancelled_at", "cancelled_by", "created",
+        "changed_by", "changed_at",
     ]  # fmt: skip
     actions = [cancel_selected]
 
@@ -130,6 +133,9 @@ class BookingAdmin(admin.ModelAdmin):
         if not change:
             obj.booked_by = request.user.get_username()
             obj.source = Booking.Source.ADMIN
+        else:
+            obj.changed_by = request.user.get_username()
+            obj.changed_at = timezone.now()
         super().save_model(request, obj, form, change)
 
     def has_delete_permission(self, request, obj=None) -> bool:
@@ -152,6 +158,28 @@ class OverrideAdmin(admin.ModelAdmin):
     list_filter = ["state", "cancelled"]
     search_fields = ["reason"]
     readonly_fields = ["created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]
+    actions = [cancel_selected]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # cancelled instead: the audit trail keeps every override
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(OutputOverride)
+class OutputOverrideAdmin(admin.ModelAdmin):
+    """An analogue output held by an operator (rules: OutputOverride.clean); cancelled, never
+    deleted. It starts when it is made."""
+
+    list_display = ["__str__", "plant", "value", "starts", "expires", "reason", "created_by",
+                    "cancelled"]  # fmt: skip
+    list_filter = ["cancelled"]
+    search_fields = ["reason"]
+    readonly_fields = ["starts", "created_by", "cancelled", "cancelled_at", "cancelled_by",
+                       "created"]  # fmt: skip
     actions = [cancel_selected]
 
     def has_delete_permission(self, request, obj=None) -> bool:

@@ -13,7 +13,17 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from control import runtime
-from control.models import HeatingPlant, NodeCommand, OptimumStartLog, SolarCircuit, ZoneTuning
+from control.models import (
+    AnalogueCommand,
+    HeatingPlant,
+    NodeCommand,
+    OptimumStartLog,
+    RelayBoard,
+    SolarCircuit,
+    WeatherCompensation,
+    ZoneTuning,
+)
+from control.outputs import output_status, watchdog_status
 
 
 def zone_status_links(zone) -> str:
@@ -63,8 +73,124 @@ class HeatingPlantAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        ("Frost protection", {"fields": ["outside_sensor", "frost_outside_c"]}),
+        (
+            "Frost protection and index circuit",
+            {
+                "fields": [
+                    "outside_sensor",
+                    "frost_outside_c",
+                    "flow_sensor",
+                    "flow_frost_c",
+                    "sensor_stale_after_s",
+                    "index_zone",
+                ]
+            },
+        ),
     ]
+    inlines = []  # set below: WeatherCompensationInline
+    readonly_fields = ["output_now"]
+
+    @admin.display(description="weather compensation output")
+    def output_now(self, plant: HeatingPlant) -> str:
+        if plant is None or plant.pk is None:
+            return "—"
+        state = output_status([plant.pk]).get(plant.pk) or {}
+        if "value" not in state:
+            return "not written yet"
+        value = f"{state['value']:.1f} {state['unit']}"
+        if state.get("raw") is not None:
+            value += f" (raw {state['raw']})"
+        if state.get("fault"):
+            value += f" FAULT: {state['fault']}"
+        return f"{value} — {state.get('reason', '')}"
+
+
+class WeatherCompensationInline(admin.StackedInline):
+    model = WeatherCompensation
+    extra = 0
+    max_num = 1
+    fieldsets = [
+        (None, {"fields": ["enabled", "mode"]}),
+        (
+            "Heating curve",
+            {
+                "fields": [
+                    "slope",
+                    "shift_k",
+                    "room_influence",
+                    "flow_min_c",
+                    "flow_max_c",
+                    "flow_limit_c",
+                ]
+            },
+        ),
+        ("Mixing loop (PI)", {"fields": ["kp", "ti_s"]}),
+        (
+            "Output",
+            {
+                "fields": [
+                    "output",
+                    "register_host",
+                    "register_port",
+                    "register_device_id",
+                    "register_address",
+                    "raw_min",
+                    "raw_max",
+                    "scale_low",
+                    "scale_high",
+                    "open_actuator",
+                    "close_actuator",
+                    "run_time_s",
+                    "min_pulse_s",
+                ]
+            },
+        ),
+    ]
+
+
+HeatingPlantAdmin.inlines = [WeatherCompensationInline]
+HeatingPlantAdmin.fieldsets = [
+    *HeatingPlantAdmin.fieldsets,
+    ("Weather compensation", {"fields": ["output_now"]}),
+]
+
+
+@admin.register(RelayBoard)
+class RelayBoardAdmin(admin.ModelAdmin):
+    """A relay board's own communication watchdog and its last write."""
+
+    list_display = ["name", "host", "port", "device_id", "watchdog_register", "watchdog_now"]
+    search_fields = ["name", "host"]
+    readonly_fields = ["watchdog_now"]
+
+    @admin.display(description="watchdog")
+    def watchdog_now(self, board: RelayBoard) -> str:
+        if board is None or board.pk is None or board.watchdog_register is None:
+            return "—"
+        state = watchdog_status([board.pk]).get(board.pk) or {}
+        if not state:
+            return "not written yet"
+        if state.get("ok"):
+            return f"written {state['value']} to register {state['register']}"
+        return f"FAULT: {state.get('error') or 'not written'}"
+
+
+@admin.register(AnalogueCommand)
+class AnalogueCommandAdmin(admin.ModelAdmin):
+    """The audit log of weather-compensated outputs. Written by the system only."""
+
+    list_display = ["requested_at", "plant", "value", "unit", "raw", "strategy", "error"]
+    list_filter = ["plant", "strategy"]
+    readonly_fields = [f.name for f in AnalogueCommand._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # the audit log is never edited
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(SolarCircuit)

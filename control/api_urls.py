@@ -4,11 +4,15 @@ from bms.routers import OptionalSlashRouter
 from control import node_api
 from control.api import (
     ActuatorCommandViewSet,
+    AnalogueCommandViewSet,
     BookingViewSet,
+    OutputOverrideViewSet,
     OverrideViewSet,
+    RelayBoardViewSet,
     ScheduleExceptionViewSet,
     SchedulePeriodViewSet,
     ScheduleViewSet,
+    WeatherCompensationViewSet,
     ZoneViewSet,
 )
 from control.status_api import ControlStatusView
@@ -21,6 +25,10 @@ router.register("schedule-exceptions", ScheduleExceptionViewSet)
 router.register("bookings", BookingViewSet)
 router.register("overrides", OverrideViewSet)
 router.register("actuator-commands", ActuatorCommandViewSet)
+router.register("weather-compensations", WeatherCompensationViewSet)
+router.register("relay-boards", RelayBoardViewSet)
+router.register("analogue-commands", AnalogueCommandViewSet)
+router.register("output-overrides", OutputOverrideViewSet)
 
 urlpatterns = router.urls + [
     # Node command queue (node key auth): control/node_api.py

@@ -30,7 +30,7 @@ def conflict(
 ) -> str:
     """Why these actuators cannot be claimed by this zone / plant / solar circuit ("" if they
     can). The ids exclude the claimant's own current row when it is being edited."""
-    from control.models import HeatingPlant, SolarCircuit, Zone
+    from control.models import HeatingPlant, SolarCircuit, WeatherCompensation, Zone
 
     for a in actuators:
         if a is None or a.pk is None:
@@ -43,6 +43,17 @@ def conflict(
         if plant is not None:
             role = "boiler" if plant.boiler_id == a.pk else "pump"
             return f"Actuator '{a.name}' is already the {role} of heating plant '{plant.name}'."
+        valve = (
+            WeatherCompensation.objects.exclude(plant_id=plant_id)
+            .filter(Q(open_actuator_id=a.pk) | Q(close_actuator_id=a.pk))
+            .select_related("plant")
+            .first()
+        )
+        if valve is not None:
+            return (
+                f"Actuator '{a.name}' is already a three-point valve relay of heating plant "
+                f"'{valve.plant.name}'."
+            )
         solar = SolarCircuit.objects.exclude(pk=solar_id).filter(pump_id=a.pk).first()
         if solar is not None:
             return f"Actuator '{a.name}' is already the pump of solar circuit '{solar.name}'."
@@ -58,4 +69,55 @@ def conflict(
                     f"Valve '{a.name}' already belongs to zone '{other.name}': a valve serves "
                     "one zone (only pumps and relays may be shared, running while any calls)."
                 )
+    return ""
+
+
+def register_conflict(
+    host: str,
+    port: int,
+    device_id: int,
+    register: int | None,
+    *,
+    plant_id: int | None = None,
+    board_id: int | None = None,
+) -> str:
+    """Why a holding register cannot be written by this output or relay board ("" if it can).
+
+    Two weather-compensation outputs on one register would fight (two PI loops on one 0-10 V
+    output), and an output on a relay board's watchdog register overwrites the board's timeout
+    with a valve position every tick, so the board may never drop its relays when the server
+    dies (outside test, session 6). The ids exclude the claimant's own row when it is edited."""
+    from control.models import RelayBoard, WeatherCompensation
+
+    if register is None:
+        return ""
+    host = (host or "").strip().lower()
+    output = (
+        WeatherCompensation.objects.exclude(plant_id=plant_id)
+        .filter(
+            output=WeatherCompensation.Output.REGISTER,
+            register_host__iexact=host,
+            register_port=port,
+            register_device_id=device_id,
+            register_address=register,
+        )
+        .select_related("plant")
+        .first()
+    )
+    if output is not None:
+        return (
+            f"Holding register {register} of unit {device_id} on {host}:{port} is already the "
+            f"output of heating plant '{output.plant.name}': two writers would fight."
+        )
+    board = (
+        RelayBoard.objects.exclude(pk=board_id)
+        .filter(host=host, port=port, device_id=device_id, watchdog_register=register)
+        .first()
+    )
+    if board is not None:
+        return (
+            f"Holding register {register} of unit {device_id} on {host}:{port} is the watchdog "
+            f"register of relay board '{board.name}': writing anything else there would change "
+            "the board's timeout."
+        )
     return ""

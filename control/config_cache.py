@@ -6,7 +6,8 @@ heating plants; solar circuits) is kept in Redis as plain JSON. When the databas
 read, the tick rebuilds its snapshot from that copy plus what lives in Redis anyway (the feeds'
 last values, actuator runtime state, strategy memory), so frost protection, over-temperature,
 schedules and bookings keep working. What the tick would have written to the database meanwhile
-(ActuatorCommand audit rows, alarms) waits in Redis and is written once the database is back.
+(ActuatorCommand and AnalogueCommand audit rows, alarms) waits in Redis and is written once the
+database is back.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from control.state import (
     BookingSpec,
     ExceptionSpec,
     KickSpec,
+    OutputOverrideSpec,
     OverrideSpec,
     PeriodSpec,
     PlantSpec,
@@ -31,6 +33,7 @@ from control.state import (
     ScheduleSpec,
     Snapshot,
     SolarSpec,
+    WeatherSpec,
     ZoneSpec,
 )
 from feeds import service as feed_service
@@ -40,6 +43,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_KEY = f"{runtime.PREFIX}:config-cache"
 PENDING_AUDIT_KEY = f"{runtime.PREFIX}:pending-audit"  # list of ActuatorCommand rows as JSON
+PENDING_ANALOGUE_KEY = f"{runtime.PREFIX}:pending-analogue"  # AnalogueCommand rows as JSON
 PENDING_ALARMS_KEY = f"{runtime.PREFIX}:pending-alarms"  # hash: alarm key -> JSON action
 OUTAGE_KEY = f"{runtime.PREFIX}:db-outage"  # JSON: since, last, cached_at, ticks
 
@@ -48,6 +52,20 @@ _DRIVER_FIELDS = ("driver", "host", "port", "device_id", "coil", "node_id")
 _AUDIT_FIELDS = (
     "actuator_id",
     "state",
+    "reason",
+    "strategy",
+    "user_id",
+    "requested_at",
+    "sent_at",
+    "confirmed_at",
+    "error",
+)
+
+_ANALOGUE_FIELDS = (
+    "plant_id",
+    "value",
+    "unit",
+    "raw",
     "reason",
     "strategy",
     "user_id",
@@ -136,7 +154,12 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
 def _plant_config(plant: PlantSpec, feeds: dict) -> dict:
     data = dict(vars(plant))
     data.pop("outside")
+    data.pop("flow")
     data["outside_feed_id"] = feeds.get(("outside", plant.id))
+    data["flow_feed_id"] = feeds.get(("flow", plant.id))
+    data["weather"] = None if plant.weather is None else dict(vars(plant.weather))
+    held = plant.output_override
+    data["output_override"] = None if held is None else dict(vars(held))
     return data
 
 
@@ -177,6 +200,7 @@ def rebuild(config: dict, now: datetime):
     for s in config["solars"]:
         feed_ids |= {s["collector_feed_id"], s["tank_feed_id"]}
     feed_ids |= {p.get("outside_feed_id") for p in config["plants"]}
+    feed_ids |= {p.get("flow_feed_id") for p in config["plants"]}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -233,6 +257,11 @@ def rebuild(config: dict, now: datetime):
                 "zone_ids": tuple(p["zone_ids"]),
                 "kick": _kick(p["kick"]),
                 "outside": _reading(last, p.get("outside_feed_id")),
+                "flow": _reading(last, p.get("flow_feed_id")),
+                "weather": WeatherSpec(**p["weather"]) if p.get("weather") else None,
+                "output_override": (
+                    OutputOverrideSpec(**p["output_override"]) if p.get("output_override") else None
+                ),
             }
         )
         for p in config["plants"]
@@ -279,6 +308,24 @@ def pending_audit() -> list[dict]:
 def drop_audit(count: int) -> None:
     # Only what was written: rows queued meanwhile by another process stay.
     get_redis().ltrim(PENDING_AUDIT_KEY, count, -1)
+
+
+def queue_analogue(rows: list) -> None:
+    """AnalogueCommand rows (unsaved model instances) to write when the database is back: the
+    same queue as the relays' rows, so an output held or moved during an outage is audited."""
+    if rows:
+        get_redis().rpush(
+            PENDING_ANALOGUE_KEY,
+            *(dumps({name: getattr(r, name) for name in _ANALOGUE_FIELDS}) for r in rows),
+        )
+
+
+def pending_analogue() -> list[dict]:
+    return [loads(raw) for raw in get_redis().lrange(PENDING_ANALOGUE_KEY, 0, -1)]
+
+
+def drop_analogue(count: int) -> None:
+    get_redis().ltrim(PENDING_ANALOGUE_KEY, count, -1)
 
 
 def queue_alarm(key: str, action: dict) -> None:

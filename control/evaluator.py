@@ -34,11 +34,14 @@ from control.state import (
     SAFETY_STRATEGIES,
     SENSOR_FALLBACK,
     SETBACK,
+    WEATHER,
     ActuatorSpec,
     Decision,
     Evaluation,
     KickSpec,
+    OutputDecision,
     PlantSpec,
+    Reading,
     Snapshot,
     SolarSpec,
     Window,
@@ -61,6 +64,15 @@ from control.strategies import (
 )
 from control.strategies import override as override_rules
 from control.strategies.timefmt import hhmm
+from control.weather import (
+    CLOSE,
+    OPEN,
+    ValveState,
+    heating_curve,
+    pi_step,
+    three_point_pulse,
+    to_raw,
+)
 
 # A solar circuit without its readings stops its pump. Why that is the safe state: a pump run
 # blind could carry steam from a stagnating collector into the pump and vessel, or keep loading
@@ -85,6 +97,7 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
     events: list[dict[str, Any]] = []
     ctx = _Context(snapshot, tz, memory, events)
     ctx.outside_frost = {p.id: ctx.plant_frost(p) for p in snapshot.plants}
+    ctx.flow_frost = {p.id: ctx.flow_frost_of(p) for p in snapshot.plants}
     for plant in snapshot.plants:
         for zid in plant.zone_ids:
             ctx.zone_plants.setdefault(zid, []).append(plant)
@@ -93,6 +106,8 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
     ctx.zone_actuators(zone_results, decisions)
     for plant in snapshot.plants:
         ctx.plant(plant, zone_results, decisions)
+        if plant.weather is not None:
+            ctx.weather(plant, zone_results, decisions)
     for circuit in snapshot.solars:
         ctx.solar(circuit, decisions)
     # Issue #15.5: an actuator nothing drives (removed from its zone, its zone disabled, never
@@ -100,7 +115,7 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
     for actuator in snapshot.actuators.values():
         if actuator.id not in decisions:
             decisions[actuator.id] = ctx.idle(actuator)
-    return Evaluation(decisions, zone_results, memory, events, ctx.alarms)
+    return Evaluation(decisions, zone_results, memory, events, ctx.alarms, ctx.outputs)
 
 
 class _Context:
@@ -116,6 +131,9 @@ class _Context:
         # plant id -> (outside frost active, outside temperature); zone id -> its plants
         self.outside_frost: dict[int, tuple[bool, float | None]] = {}
         self.zone_plants: dict[int, list[PlantSpec]] = {}
+        # plant id -> (flow frost active, flow temperature)
+        self.flow_frost: dict[int, tuple[bool, float | None]] = {}
+        self.outputs: dict[int, OutputDecision] = {}
 
     # --- zones ---------------------------------------------------------------------------
 
@@ -218,6 +236,18 @@ class _Context:
                     None,
                     flags,
                 )
+            cold, flow = self.flow_frost.get(plant.id, (False, None))
+            if cold:
+                return ZoneResult(
+                    zone.id,
+                    True,
+                    FROST,
+                    f"{problem}; fallback: plant frost protection, flow {flow:.1f} °C below "
+                    f"{plant.flow_frost_c:g} °C ('{plant.name}') — heating on",
+                    None,
+                    None,
+                    flags,
+                )
         windows = self._windows(zone)
         current = [w for w in windows if w.start <= self.now < w.end]
         if current:
@@ -258,29 +288,45 @@ class _Context:
     def plant_frost(self, plant: PlantSpec) -> tuple[bool, float | None]:
         """Plant frost protection from the outside temperature (with a band, held across
         ticks). A configured outside sensor that is lost raises its own alarm."""
-        if not plant.outside_name:
+        return self._frost_from(
+            plant, "outside", plant.outside, plant.outside_name, plant.frost_outside_c,
+            "plant frost protection cannot work",
+        )  # fmt: skip
+
+    def flow_frost_of(self, plant: PlantSpec) -> tuple[bool, float | None]:
+        """Plant frost protection from the flow temperature (Siemens RVD/Synco: flow below
+        5 °C -> pump and heat), with a band, held across ticks. The flow sensor sees the
+        water itself: it works when every room sensor is lost and the outside one too."""
+        return self._frost_from(
+            plant, "flow", plant.flow, plant.flow_name, plant.flow_frost_c,
+            "flow frost protection and the mixing loop cannot work",
+        )  # fmt: skip
+
+    def _frost_from(
+        self,
+        plant: PlantSpec,
+        what: str,
+        reading: Reading | None,
+        name: str,
+        threshold_c: float,
+        lost: str,
+    ) -> tuple[bool, float | None]:
+        """(frost active, temperature) from one plant sensor; a configured sensor that is lost
+        raises plant-<what>:<id> saying what stops working, and counts as no frost."""
+        if not name:
             return False, None
         problem = sensor_health.problem(
-            plant.outside,
-            True,
-            self.now_s,
-            plant.outside_stale_after_s,
-            plant.outside_name,
-            self.tz,
+            reading, True, self.now_s, plant.sensor_stale_after_s, name, self.tz
         )
         if problem:
-            self.alarms[f"plant-outside:{plant.id}"] = (
-                f"Heating plant '{plant.name}': outside {problem[0].lower()}{problem[1:]}: "
-                "plant frost protection cannot work"
+            self.alarms[f"plant-{what}:{plant.id}"] = (
+                f"Heating plant '{plant.name}': {what} {problem[0].lower()}{problem[1:]}: {lost}"
             )
             return False, None
-        temp = plant.outside.value  # type: ignore[union-attr]  # checked above
-        key = f"plant:{plant.id}:outside_frost"
+        temp = reading.value  # type: ignore[union-attr]  # checked by sensor_health above
+        key = f"plant:{plant.id}:{what}_frost"
         active = frost.active(
-            temp,
-            plant.frost_outside_c,
-            plant.frost_outside_c + plant.limit_band_k,
-            bool(self.remembered.get(key)),
+            temp, threshold_c, threshold_c + plant.limit_band_k, bool(self.remembered.get(key))
         )
         if active:
             self.memory[key] = True
@@ -519,6 +565,7 @@ class _Context:
         if pump_act is None:
             return
         frosty, outside = self.outside_frost.get(plant.id, (False, None))
+        cold, flow = self.flow_frost.get(plant.id, (False, None))
         if boiler_decision.state:
             proposal = Decision(pump_act.id, True, "Follows the boiler (firing)", HEATING_PLANT)
         elif frosty:
@@ -528,6 +575,14 @@ class _Context:
                 True,
                 f"Plant frost protection: outside {outside:.1f} °C below "
                 f"{plant.frost_outside_c:g} °C — pump circulates",
+                FROST,
+            )
+        elif cold:
+            proposal = Decision(
+                pump_act.id,
+                True,
+                f"Plant frost protection: flow {flow:.1f} °C below "
+                f"{plant.flow_frost_c:g} °C — pump circulates",
                 FROST,
             )
         else:
@@ -570,7 +625,10 @@ class _Context:
         ]
         held = [v for v in free if v.is_on]
         if not held and free:
-            index = zone_of[free[0].id]  # the first of the plant's zones with a free valve
+            # The configured index circuit, else the first of the plant's zones with a free valve.
+            index = zone_of[free[0].id]
+            if any(zone_of[v.id] == plant.index_zone_id for v in free):
+                index = plant.index_zone_id
             held = [v for v in free if zone_of[v.id] == index]
         for v in held:
             before = decisions[v.id]
@@ -582,6 +640,170 @@ class _Context:
                 strategy=NO_BYPASS,
                 user_id=None,
             )
+
+    # --- weather compensation ---------------------------------------------------------------
+
+    def _index_zone(self, plant: PlantSpec) -> int | None:
+        if plant.index_zone_id in plant.zone_ids:
+            return plant.index_zone_id
+        return plant.zone_ids[0] if plant.zone_ids else None
+
+    def weather(self, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
+        """The heating curve and the mixing loop of a plant (control/weather.py). Limits win:
+        flow over-temperature closes the valve (boiler: set point at flow min); frost (outside
+        or flow) opens it (boiler: the curve's set point even without demand). The PI integral
+        is held while a limit drives the output, reset when there is no demand."""
+        w = plant.weather
+        assert w is not None
+        key = f"plant:{plant.id}:weather"
+        mem = dict(self.remembered.get(key) or {})
+        frosty, outside = self.outside_frost.get(plant.id, (False, None))
+        cold, flow = self.flow_frost.get(plant.id, (False, None))
+        calling = [results[z] for z in plant.zone_ids if z in results and results[z].demand]
+        index = self._index_zone(plant)
+        targets = [r.target for r in calling if r.target is not None]
+        if not targets and index in results and results[index].target is not None:
+            targets = [results[index].target]  # type: ignore[list-item]
+        room_sp = max(targets) if targets else 20.0
+        room_c = results[index].temperature if index in results else None
+        assumed = ""
+        if outside is None:
+            # Siemens controllers run on 0 °C when the outside sensor is lost: warm enough
+            # for comfort, never cold; the plant-outside alarm says so.
+            assumed = " (outside sensor lost: 0 °C assumed)"
+        curve = heating_curve(
+            0.0 if outside is None else outside,
+            room_sp,
+            w.slope,
+            w.shift_k,
+            w.flow_min_c,
+            w.flow_max_c,
+            w.room_influence,
+            room_c,
+        )
+        why_curve = (
+            f"heating curve: outside {0.0 if outside is None else outside:.1f} °C{assumed}, "
+            f"room {room_sp:.1f} °C → flow {curve:.1f} °C (slope {w.slope:g}, shift "
+            f"{w.shift_k:+g} K)"
+        )
+        demand = bool(calling) or bool(
+            (d := decisions.get(plant.boiler_id)) is not None and d.state
+        )
+        mixing = w.mode == "mixing_valve"
+        hot = False
+        if mixing and flow is not None:
+            hot = overtemp.cut_off(
+                flow, w.flow_limit_c, plant.limit_band_k, bool(mem.get("overtemp"))
+            )
+        mem["overtemp"] = hot
+        integral = float(mem.get("integral", 0.0))
+        held = plant.output_override
+        if held is not None and held.expires <= self.snapshot.now:
+            held = None  # ends by itself, also on a cached configuration (database away)
+        strategy = WEATHER
+        if hot:
+            value = 0.0 if mixing else w.flow_min_c
+            strategy = OVER_TEMPERATURE
+            why = (
+                f"Flow over-temperature: {flow:.1f} °C (closed from {w.flow_limit_c:g} °C until "
+                f"below {w.flow_limit_c - plant.limit_band_k:g} °C)"
+            )
+        elif frosty or cold:
+            value = 100.0 if mixing else curve
+            strategy = FROST
+            what = (
+                f"outside {outside:.1f} °C below {plant.frost_outside_c:g} °C"
+                if frosty
+                else f"flow {flow:.1f} °C below {plant.flow_frost_c:g} °C"
+            )
+            why = f"Plant frost protection: {what} — " + (
+                "valve open" if mixing else f"flow set point {curve:.1f} °C"
+            )
+            if held is not None:
+                why += f" (beats the manual override by {held.user_name or 'an operator'})"
+        elif held is not None:
+            # The operator's value, inside the limits that still win above. The integral
+            # takes the held position, so the loop resumes from it without a bump.
+            value = min(100.0, max(0.0, held.value)) if mixing else held.value
+            if mixing:
+                integral = value
+            strategy = OVERRIDE
+            why = (
+                f"Manual override by {held.user_name or 'an operator'} until "
+                f"{hhmm(held.expires, self.tz)}: "
+                + (f"valve held at {value:.0f} %" if mixing else f"flow set point {value:.1f} °C")
+                + f" — {held.reason}"
+            )
+        elif not demand:
+            value, integral = (0.0 if mixing else w.flow_min_c), 0.0
+            why = "No heat demand: " + (
+                "valve closed" if mixing else f"flow set point at minimum {w.flow_min_c:g} °C"
+            )
+        elif not mixing:
+            value = curve
+            why = why_curve[0].upper() + why_curve[1:]
+        elif flow is None:
+            value = float(mem.get("output", 0.0))
+            why = f"Flow sensor lost: valve held at {value:.0f} % ({why_curve})"
+        else:
+            last = mem.get("t")
+            dt = self.now_s - last if last is not None else 30.0
+            dt = min(max(dt, 1.0), 600.0)  # a long gap (restart, outage) is not all integral
+            step = pi_step(curve, flow, w.kp, w.ti_s, integral, dt)
+            value, integral = step.output_pct, step.integral
+            why = (
+                f"{why_curve[0].upper() + why_curve[1:]}; flow {flow:.1f} °C, PI "
+                f"(P {step.proportional:+.1f}, I {step.integral:.1f}) → valve {value:.0f} %"
+            )
+        mem.update(integral=integral, output=value, t=self.now_s)
+        unit = "%" if mixing else "°C"
+        raw = None
+        pulse_id, pulse_s = None, 0.0
+        if w.output == "three_point":
+            state = ValveState(**mem["valve"]) if mem.get("valve") else ValveState()
+            pulse = three_point_pulse(value, state, w.run_time_s, w.max_pulse_s, w.min_pulse_s)
+            mem["valve"] = vars(pulse.after)
+            if pulse.direction:
+                pulse_id = w.open_id if pulse.direction == OPEN else w.close_id
+                pulse_s = pulse.seconds
+            moving = {OPEN: f"open {pulse.seconds:.1f} s", CLOSE: f"close {pulse.seconds:.1f} s"}
+            why += f"; three-point: {moving.get(pulse.direction, 'no pulse')}, {pulse.why}"
+            for aid, label in ((w.open_id, "open"), (w.close_id, "close")):
+                if aid in self.snapshot.actuators:
+                    # Between pulses both relays are off; the pulse itself is the runner's
+                    # (control/drivers/three_point.py: the other relay off first, never both).
+                    decisions[aid] = Decision(
+                        aid,
+                        False,
+                        f"Three-point valve of '{plant.name}' ({label} relay): at rest between "
+                        f"pulses. {why}",
+                        strategy,
+                        owner=f"heating plant '{plant.name}'",
+                    )
+        else:
+            raw = to_raw(value, w.scale_low, w.scale_high, w.raw_min, w.raw_max)
+        self.memory[key] = mem
+        owner = {
+            OVER_TEMPERATURE: "over-temperature limit",
+            FROST: "plant frost protection",
+            OVERRIDE: f"manual override by {held.user_name or 'an operator'}" if held else "",
+        }.get(strategy, "weather compensation")
+        self.outputs[plant.id] = OutputDecision(
+            plant.id,
+            curve,
+            value,
+            unit,
+            why,
+            strategy,
+            raw,
+            pulse_id,
+            pulse_s,
+            outside_c=outside,
+            flow_c=flow,
+            position_pct=mem["valve"]["position_pct"] if w.output == "three_point" else None,
+            owner=owner,
+            user_id=held.user_id if strategy == OVERRIDE and held is not None else None,
+        )
 
     def _kick(self, act: ActuatorSpec, kick: KickSpec | None, proposal: Decision) -> Decision:
         """A pump proposed off gets its weekly kick when it has stood idle long enough."""

@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from control.models import Booking, Zone
+from control.models import MAX_OVERRIDE, Booking, WeatherCompensation, Zone
 from sensors.models import Actuator
 
 
@@ -77,16 +77,18 @@ class OverrideForm(forms.Form):
     target = forms.ChoiceField(help_text="A whole zone, or one actuator.")
     state = forms.TypedChoiceField(choices=[("1", "ON"), ("0", "OFF")], coerce=lambda v: v == "1")
     hours = forms.FloatField(
-        min_value=0.05, max_value=24 * 14, initial=2, help_text="Expires after"
+        min_value=0.05, max_value=MAX_OVERRIDE.days * 24, initial=2, help_text="Expires after"
     )
     reason = forms.CharField(max_length=200)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         zones = [(f"zone:{z.pk}", f"Zone: {z.name}") for z in Zone.objects.all()]
+        valve_relays = WeatherCompensation.objects.values_list("open_actuator", "close_actuator")
+        driven = {pk for pair in valve_relays for pk in pair if pk is not None}
         acts = [
             (f"actuator:{a.pk}", f"Actuator: {a.name}")
-            for a in Actuator.objects.filter(enabled=True)
+            for a in Actuator.objects.filter(enabled=True).exclude(pk__in=driven)
         ]
         self.fields["target"].choices = zones + acts
 
@@ -94,14 +96,46 @@ class OverrideForm(forms.Form):
         return timedelta(hours=self.cleaned_data["hours"])
 
 
+class OutputOverrideForm(forms.Form):
+    """Hold a weather-compensated plant's output (OutputOverride.clean has the range rules)."""
+
+    plant = forms.ChoiceField(label="Circuit", help_text="A weather-compensated plant.")
+    value = forms.FloatField(
+        label="Hold at",
+        min_value=0,
+        max_value=100,
+        help_text="Valve % (0 closed, 100 open); a boiler's flow set point in °C",
+    )
+    minutes = forms.IntegerField(
+        label="For (minutes)", min_value=1, max_value=24 * 60, initial=60, help_text="1–1440"
+    )
+    reason = forms.CharField(max_length=200)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        from control.models import WeatherCompensation
+
+        self.fields["plant"].choices = [
+            (
+                str(w.plant_id),
+                f"{w.plant.name} ({'°C' if w.mode == w.Mode.BOILER_SETPOINT else '%'})",
+            )
+            for w in WeatherCompensation.objects.filter(enabled=True)
+            .select_related("plant")
+            .order_by("plant__name")
+        ]
+
+
 class ReplayForm(forms.Form):
     start = forms.DateField(label="From", widget=iso_date_input())
     end = forms.DateField(label="To (inclusive)", widget=iso_date_input())
     step = forms.IntegerField(
+        label="Step (seconds)",
         required=False,
         min_value=10,
         max_value=86400,
         help_text="Seconds per step; empty: automatic",
+        widget=forms.NumberInput(attrs={"placeholder": "auto", "step": 10}),
     )
 
     def clean(self) -> dict:

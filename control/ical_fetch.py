@@ -220,7 +220,12 @@ def fetch(url: str) -> bytes:
             if response.status != 200:
                 raise FetchRefused(f"{target.host} answered HTTP {response.status}")
             declared = response.getheader("Content-Length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
+            if (
+                declared is not None
+                and declared.isascii()
+                and declared.isdigit()
+                and int(declared) > limit
+            ):
                 raise FetchRefused(f"the feed from {target.host} is larger than {limit} bytes")
             body = bytearray()
             while True:

@@ -8,8 +8,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
+from bms.dates import span_text, when_text
+from bms.hosts import validate_host
 from sensors.models import Actuator, Sensor, Site
 
 
@@ -256,6 +259,12 @@ class Booking(models.Model):
         max_length=150, blank=True, help_text="Who cancelled it ('iCal feed': its calendar did)."
     )
     created = models.DateTimeField(auto_now_add=True)
+    # Bookers may move anyone's booking (docs/CONTROL.md): who last did, and when, is kept so
+    # a change by someone other than the booker leaves a trace (issue #16).
+    changed_by = models.CharField(
+        max_length=150, blank=True, help_text="Who last moved or renamed it (staff page or admin)."
+    )
+    changed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["start"]
@@ -263,7 +272,7 @@ class Booking(models.Model):
 
     def __str__(self) -> str:
         local = timezone.localtime
-        return f"{self.title} {local(self.start):%a %d %b %H:%M}–{local(self.end):%H:%M}"
+        return f"{self.title} {span_text(local(self.start), local(self.end))}"
 
     def clean(self) -> None:
         """The booking rules, for the staff page, the API and the admin alike."""
@@ -309,6 +318,10 @@ class Booking(models.Model):
         self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
 
 
+# The longest manual override (API, admin and staff page alike): it must end by itself.
+MAX_OVERRIDE = timedelta(days=14)
+
+
 class Override(models.Model):
     """A manual override of an actuator (or all a zone's actuators) until it expires."""
 
@@ -335,13 +348,37 @@ class Override(models.Model):
 
     def __str__(self) -> str:
         target = self.actuator or self.zone
-        return f"{target} {'ON' if self.state else 'OFF'} until {timezone.localtime(self.expires):%d %b %H:%M}"
+        return f"{target} {'ON' if self.state else 'OFF'} until {when_text(timezone.localtime(self.expires))}"
 
     def clean(self) -> None:
         if (self.actuator_id is None) == (self.zone_id is None):
             raise ValidationError("An override applies to exactly one actuator or one zone.")
         if self.starts is not None and self.expires is not None and self.expires <= self.starts:
             raise ValidationError({"expires": "An override must expire after it starts."})
+        if self.starts is not None and self.expires is not None:
+            if self.expires - self.starts > MAX_OVERRIDE:
+                # A forgotten override must end by itself (the staff page's bound, for all).
+                raise ValidationError(
+                    {"expires": f"An override may last at most {MAX_OVERRIDE.days} days."}
+                )
+        if self.actuator_id is not None:
+            valve = (
+                WeatherCompensation.objects.filter(
+                    Q(open_actuator_id=self.actuator_id) | Q(close_actuator_id=self.actuator_id)
+                )
+                .select_related("plant")
+                .first()
+            )
+            if valve is not None:
+                # The valve driver owns both relays (the interlock keeps one off while the
+                # other pulses); an override there was accepted and silently did nothing.
+                raise ValidationError(
+                    {
+                        "actuator": "This relay drives the three-point valve of heating plant "
+                        f"'{valve.plant.name}': overrides do not apply to it; override the "
+                        "plant's output instead."
+                    }
+                )
 
     def cancel(self, by: str) -> None:
         """Cancel, never delete: the audit trail keeps every override."""
@@ -375,7 +412,7 @@ class ActuatorCommand(models.Model):
         indexes = [models.Index(fields=["actuator", "-requested_at"])]
 
     def __str__(self) -> str:
-        return f"{self.actuator} {'ON' if self.state else 'OFF'} @ {self.requested_at:%Y-%m-%d %H:%M:%S}"
+        return f"{self.actuator} {'ON' if self.state else 'OFF'} @ {when_text(timezone.localtime(self.requested_at))}"
 
     @property
     def status(self) -> str:
@@ -430,6 +467,36 @@ class HeatingPlant(models.Model):
     pump_kick_s = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(600)]
     )
+    flow_sensor = models.ForeignKey(
+        Sensor,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Flow temperature after the mixing valve: flow frost protection, and the "
+        "mixing loop of weather compensation.",
+    )
+    flow_frost_c = models.FloatField(
+        default=5.0,
+        validators=[MinValueValidator(0), MaxValueValidator(15)],
+        help_text="Plant frost protection below this flow temperature (°C; Siemens: 5).",
+    )
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900,
+        validators=[MinValueValidator(30), MaxValueValidator(86400)],
+        help_text="Outside and flow readings older than this are lost (s): alarm and the "
+        "documented fallback. A flow sensor posting every 10 s is lost long before 15 min; "
+        "until then the mixing loop steers on its last value.",
+    )
+    index_zone = models.ForeignKey(
+        Zone,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The index circuit: its room drives the heating curve's room influence and "
+        "its valves are held open for a plant without a bypass. Empty: the first zone by name.",
+    )
     has_bypass = models.BooleanField(
         default=False,
         help_text="The circuit has a bypass (valve or open loop), so the pump may run with every "
@@ -449,6 +516,11 @@ class HeatingPlant(models.Model):
             raise ValidationError(
                 {"pump": "The pump must be a different actuator from the boiler."}
             )
+        if self.index_zone_id is not None and self.pk is not None:
+            if not self.zones.filter(pk=self.index_zone_id).exists():
+                raise ValidationError(
+                    {"index_zone": "The index zone must be one of the plant's zones."}
+                )
         from control.claims import conflict
 
         for name in ("boiler", "pump"):
@@ -456,6 +528,362 @@ class HeatingPlant(models.Model):
             problem = conflict([actuator], plant_id=self.pk, claimant="plant")
             if problem:
                 raise ValidationError({name: problem})
+
+
+MODBUS_MAX = 65535
+
+
+class WeatherCompensation(models.Model):
+    """A plant's heating curve and where its output goes: a holding register (a 0-10 V /
+    4-20 mA output module) or a three-point valve (two relays). See control/weather.py."""
+
+    class Mode(models.TextChoices):
+        MIXING_VALVE = "mixing_valve", "Mixing valve (PI loop on the flow temperature)"
+        BOILER_SETPOINT = "boiler_setpoint", "Modulating boiler (flow set point)"
+
+    class Output(models.TextChoices):
+        REGISTER = "register", "Holding register (analogue output module)"
+        THREE_POINT = "three_point", "Three-point valve (open / close relays)"
+
+    plant = models.OneToOneField(HeatingPlant, on_delete=models.CASCADE, related_name="weather")
+    enabled = models.BooleanField(default=True)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.MIXING_VALVE)
+    slope = models.FloatField(
+        default=1.5,
+        validators=[MinValueValidator(0.2), MaxValueValidator(4.0)],
+        help_text="K of flow per K the outside is below the room set point (Siemens: 0.25-4).",
+    )
+    shift_k = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(-10), MaxValueValidator(10)],
+        help_text="Parallel shift of the curve (K).",
+    )
+    room_influence = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0), MaxValueValidator(10)],
+        help_text="K of flow per K the index room is below its set point (0: none).",
+    )
+    flow_min_c = models.FloatField(
+        default=20.0, validators=[MinValueValidator(5), MaxValueValidator(60)]
+    )
+    flow_max_c = models.FloatField(
+        default=75.0,
+        validators=[MinValueValidator(20), MaxValueValidator(95)],
+        help_text="Highest flow set point (underfloor heating: 45-50 °C).",
+    )
+    flow_limit_c = models.FloatField(
+        default=85.0,
+        validators=[MinValueValidator(25), MaxValueValidator(110)],
+        help_text="Flow over-temperature (°C): the mixing valve closes until below it by the band.",
+    )
+    kp = models.FloatField(
+        default=4.0,
+        validators=[MinValueValidator(0.1), MaxValueValidator(100)],
+        help_text="Mixing loop gain (% valve per K).",
+    )
+    ti_s = models.FloatField(
+        default=180.0,
+        validators=[MinValueValidator(10), MaxValueValidator(3600)],
+        help_text="Mixing loop integral time (s).",
+    )
+    output = models.CharField(max_length=16, choices=Output.choices, default=Output.REGISTER)
+    register_host = models.CharField(max_length=255, blank=True, validators=[validate_host])
+    register_port = models.PositiveIntegerField(
+        default=502, validators=[MinValueValidator(1), MaxValueValidator(MODBUS_MAX)]
+    )
+    register_device_id = models.PositiveIntegerField(default=1, validators=[MaxValueValidator(247)])
+    register_address = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(MODBUS_MAX)],
+        help_text="Holding register, 0-based.",
+    )
+    raw_min = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(MODBUS_MAX)],
+        help_text="Raw counts at the bottom of the scale (0 V / 4 mA).",
+    )
+    raw_max = models.PositiveIntegerField(
+        default=10000,
+        validators=[MaxValueValidator(MODBUS_MAX)],
+        help_text="Raw counts at the top of the scale (10 V / 20 mA).",
+    )
+    scale_low = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(-50), MaxValueValidator(150)],
+        help_text="Value (% valve or °C set point) at raw min.",
+    )
+    scale_high = models.FloatField(
+        default=100.0,
+        validators=[MinValueValidator(-50), MaxValueValidator(150)],
+        help_text="Value (% valve or °C set point) at raw max.",
+    )
+    open_actuator = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    close_actuator = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    run_time_s = models.FloatField(
+        default=120.0,
+        validators=[MinValueValidator(10), MaxValueValidator(900)],
+        help_text="Valve full stroke time (s).",
+    )
+    min_pulse_s = models.FloatField(
+        default=2.0,
+        validators=[MinValueValidator(0.5), MaxValueValidator(60)],
+        help_text="Shortest pulse (s): smaller corrections wait (deadband).",
+    )
+
+    def __str__(self) -> str:
+        return f"Weather compensation of {self.plant}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.register_host = (self.register_host or "").strip().lower()  # one spelling
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.flow_min_c >= self.flow_max_c:
+            errors["flow_max_c"] = "The highest flow set point must be above the lowest."
+        elif self.flow_max_c >= self.flow_limit_c:
+            errors["flow_limit_c"] = "The over-temperature limit must be above the highest flow."
+        if self.output == self.Output.REGISTER:
+            if not self.register_host:
+                errors["register_host"] = "A holding register output needs its module's host."
+            if self.raw_min == self.raw_max:
+                errors["raw_max"] = "Raw min and raw max must differ."
+            if self.scale_low >= self.scale_high:
+                errors["scale_high"] = "The top of the scale must be above its bottom."
+            if self.register_host and "register_address" not in errors:
+                from control.claims import register_conflict
+
+                problem = register_conflict(
+                    self.register_host,
+                    self.register_port,
+                    self.register_device_id,
+                    self.register_address,
+                    plant_id=self.plant_id,
+                )
+                if problem:
+                    errors["register_address"] = problem
+        else:
+            if self.mode == self.Mode.BOILER_SETPOINT:
+                errors["output"] = "A boiler flow set point needs a holding register output."
+            elif not self.open_actuator_id or not self.close_actuator_id:
+                errors["open_actuator"] = "A three-point valve needs an open and a close relay."
+            elif self.open_actuator_id == self.close_actuator_id:
+                errors["close_actuator"] = "The close relay must differ from the open relay."
+            elif (
+                self.min_pulse_s is not None
+                and self.run_time_s is not None
+                and (self.min_pulse_s >= self.run_time_s / 2)
+            ):
+                # A shortest pulse of half the stroke or more leaves the valve two positions.
+                errors["min_pulse_s"] = (
+                    f"The shortest pulse must be under half the valve's run time "
+                    f"({self.run_time_s:g} s)."
+                )
+            else:
+                errors.update(self._check_relays())
+        plant = self._plant()
+        if plant is not None:
+            if self.mode == self.Mode.MIXING_VALVE and plant.flow_sensor_id is None:
+                errors["mode"] = "A mixing valve loop needs the plant's flow sensor."
+            if plant.outside_sensor_id is None:
+                errors["plant"] = "Weather compensation needs the plant's outside sensor."
+        if errors:
+            raise ValidationError(errors)
+
+    def _plant(self) -> HeatingPlant | None:
+        """The plant, also an unsaved one (the admin's inline validates with its parent)."""
+        try:
+            return self.plant
+        except HeatingPlant.DoesNotExist:
+            return None
+
+    def _check_relays(self) -> dict[str, str]:
+        opening, closing = self.open_actuator, self.close_actuator
+        if (opening.host, opening.port, opening.device_id) != (
+            closing.host,
+            closing.port,
+            closing.device_id,
+        ) or opening.driver != Actuator.Driver.MODBUS_COIL:
+            # The interlock (the other relay off, read back, before one is energised) needs
+            # both coils on one Modbus board.
+            return {"close_actuator": "Both relays must be Modbus coils of one board and unit."}
+        plant = self._plant()
+        if plant is not None and {opening.pk, closing.pk} & {plant.boiler_id, plant.pump_id}:
+            return {"open_actuator": "The valve's relays must not be the plant's boiler or pump."}
+        from control.claims import conflict
+
+        for name in ("open_actuator", "close_actuator"):
+            problem = conflict([getattr(self, name)], plant_id=self.plant_id, claimant="plant")
+            if problem:
+                return {name: problem}
+        return {}
+
+
+class RelayBoard(models.Model):
+    """A Modbus relay board's own communication watchdog: a holding register written at start,
+    after the board comes back, and every `rewrite_s`; the board drops its outputs (its own safe
+    state) when the master stays silent longer than the timeout the register sets."""
+
+    name = models.CharField(max_length=100, unique=True)
+    host = models.CharField(max_length=255, validators=[validate_host])
+    port = models.PositiveIntegerField(
+        default=502, validators=[MinValueValidator(1), MaxValueValidator(MODBUS_MAX)]
+    )
+    device_id = models.PositiveIntegerField(default=1, validators=[MaxValueValidator(247)])
+    watchdog_register = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(MODBUS_MAX)],
+        help_text="Holding register of the watchdog (0-based); empty: the board has none.",
+    )
+    watchdog_value = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(1), MaxValueValidator(MODBUS_MAX)],
+        help_text="Value written (usually the timeout, in the board's unit: see its manual).",
+    )
+    rewrite_s = models.PositiveIntegerField(
+        default=300,
+        validators=[MinValueValidator(10), MaxValueValidator(86400)],
+        help_text="Written again this often (s), and after the board comes back.",
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["host", "port", "device_id"], name="relay_board_one_per_address"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.host and self.watchdog_register is not None:
+            from control.claims import register_conflict
+
+            problem = register_conflict(
+                self.host, self.port, self.device_id, self.watchdog_register, board_id=self.pk
+            )
+            if problem:
+                raise ValidationError({"watchdog_register": problem})
+
+    def save(self, *args, **kwargs) -> None:
+        self.host = (self.host or "").strip().lower()  # one spelling, as Actuator.host
+        super().save(*args, **kwargs)
+
+
+class AnalogueCommand(models.Model):
+    """Audit log of a weather-compensated plant's output: every register write with its reason
+    (three-point pulses are ActuatorCommand rows of their relays)."""
+
+    # PROTECT, as ActuatorCommand: the audit trail outlives no plant it describes.
+    plant = models.ForeignKey(HeatingPlant, on_delete=models.PROTECT, related_name="outputs")
+    value = models.FloatField()
+    unit = models.CharField(max_length=4)
+    raw = models.IntegerField(null=True, blank=True)
+    reason = models.TextField()
+    strategy = models.CharField(max_length=64, blank=True)
+    # Who, for a manual override's rows (as ActuatorCommand.user).
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now, db_index=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+
+    def __str__(self) -> str:
+        return f"{self.plant} {self.value:.1f} {self.unit} @ {self.requested_at:%Y-%m-%d %H:%M:%S}"
+
+
+OUTPUT_OVERRIDE_MAX = timedelta(hours=24)
+OUTPUT_OVERRIDE_MIN = timedelta(minutes=1)
+
+
+class OutputOverride(models.Model):
+    """An operator holds a weather-compensated plant's analogue output (a mixing valve's
+    position, or a modulating boiler's flow set point) for a bounded time, with a reason.
+
+    Frost protection and the flow over-temperature limit still win (control/evaluator.py);
+    it ends by itself at `expires`; it is cancelled, never deleted (the audit trail)."""
+
+    plant = models.ForeignKey(
+        HeatingPlant, on_delete=models.CASCADE, related_name="output_overrides"
+    )
+    value = models.FloatField(
+        help_text="Valve position (%: 0 closed, 100 open) for a mixing valve; flow set point "
+        "(°C) for a modulating boiler."
+    )
+    starts = models.DateTimeField(default=timezone.now)
+    expires = models.DateTimeField()
+    reason = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    cancelled = models.BooleanField(default=False)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.CharField(max_length=150, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts"]
+
+    def __str__(self) -> str:
+        until = when_text(timezone.localtime(self.expires)) if self.expires else "?"
+        return f"{self.plant} output held at {self.value:g} until {until}"
+
+    def unit(self) -> str:
+        w = self._weather()
+        return "°C" if w is not None and w.mode == WeatherCompensation.Mode.BOILER_SETPOINT else "%"
+
+    def _weather(self) -> WeatherCompensation | None:
+        try:
+            return self.plant.weather if self.plant_id else None
+        except WeatherCompensation.DoesNotExist:
+            return None
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if not (self.reason or "").strip():
+            errors["reason"] = "Say why the output is held (it is in every audit row)."
+        w = self._weather()
+        if self.plant_id is None or w is None or not w.enabled:
+            errors["plant"] = "Only a plant with weather compensation enabled has an output."
+        elif self.value is not None:
+            if w.mode == WeatherCompensation.Mode.BOILER_SETPOINT:
+                low, high, unit = w.flow_min_c, w.flow_max_c, "°C"
+            else:
+                low, high, unit = 0.0, 100.0, "%"
+            if not low <= self.value <= high:
+                errors["value"] = f"Must be from {low:g} to {high:g} {unit}."
+        if self.starts is not None and self.expires is not None:
+            length = self.expires - self.starts
+            if length < OUTPUT_OVERRIDE_MIN:
+                errors["expires"] = "Must be at least 1 minute after the start."
+            elif length > OUTPUT_OVERRIDE_MAX:
+                errors["expires"] = "Must be at most 24 hours after the start."
+        if errors:
+            raise ValidationError(errors)
+
+    def cancel(self, by: str) -> None:
+        """Cancel, never delete: the audit trail keeps every override."""
+        if self.cancelled:
+            return
+        self.cancelled, self.cancelled_at, self.cancelled_by = True, timezone.now(), by[:150]
+        self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
+
+    def is_active(self, at=None) -> bool:
+        at = at or timezone.now()
+        return not self.cancelled and self.starts <= at < self.expires
 
 
 class SolarCircuit(models.Model):
@@ -550,7 +978,7 @@ class OptimumStartLog(models.Model):
         ordering = ["-occupancy_start"]
 
     def __str__(self) -> str:
-        return f"{self.zone} {self.occupancy_start:%Y-%m-%d %H:%M}: {self.rate_before:.1f} → {self.rate_after:.1f} min/K"
+        return f"{self.zone} {when_text(timezone.localtime(self.occupancy_start))}: {self.rate_before:.1f} → {self.rate_after:.1f} min/K"
 
 
 class NodeCommand(models.Model):

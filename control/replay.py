@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
+from bms.dates import when_text
 from control import snapshot as live
 from control.evaluator import evaluate
 from control.models import Booking, ScheduleException, Zone
@@ -77,7 +78,7 @@ class ReplayReport:
 
     def as_text(self, tz: ZoneInfo) -> str:
         def t(d: datetime) -> str:
-            return d.astimezone(tz).strftime("%a %d %b %H:%M")
+            return when_text(d, tz)
 
         lines = [
             f"Replay of zone '{self.zone}' {t(self.start)} – {t(self.end)}, step {self.step_s} s "

@@ -17,12 +17,12 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from control import config_cache, runtime
+from control import config_cache, outputs, runtime
 from control import settings_defaults as conf
 from control import snapshot as snapshot_builder
 from control.drivers import modbus, node_queue
 from control.evaluator import evaluate
-from control.models import ActuatorCommand
+from control.models import ActuatorCommand, AnalogueCommand, HeatingPlant
 from control.state import Decision
 from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
 from sensors.models import Actuator, Alarm
@@ -43,13 +43,13 @@ def db_alarm_key(kind: str) -> str:
 
 
 def run_tick(now: datetime | None = None) -> dict[str, Any]:
-    token = runtime.acquire_tick_lock(ttl_s=max(2 * conf.tick_s(), 30))
-    if token is None:
-        return {"skipped": "another control tick is still running"}
-    try:
+    # A lease, not a TTL as long as a tick may take: the lock of a tick whose host died (which
+    # the other control host cannot tell from /proc) is free again within the lease, so with a
+    # lease no longer than the tick the other host ticks within two tick periods (issue #18).
+    with runtime.tick_lock(conf.tick_lock_lease_s()) as token:
+        if token is None:
+            return {"skipped": "another control tick is still running"}
         return _tick(now or timezone.now())
-    finally:
-        runtime.release_tick_lock(token)
 
 
 def _tick(now: datetime) -> dict[str, Any]:
@@ -122,10 +122,29 @@ def _tick(now: datetime) -> dict[str, Any]:
     commands = _build_commands(plan, live.actuators, now, live.runtime)
     if not offline:
         offline = _save_commands(commands)
+    alarms = _relay_alarms_due(now_s)
+    # Three-point valve pulses of the last tick end before any relay is touched again.
+    faults = outputs.finish_pulses(_raise_control, _clear, alarms[0], offline)
     results = _send(plan, live.actuators, commands, now)
     corrected = _audit_results(plan, live.actuators, commands, results, now, offline)
-    alarms = _relay_alarms_due(now_s)
-    faults = _update_runtime(plan, live, results, now_s, commands, alarms)
+    faults += _update_runtime(plan, live, results, now_s, commands, alarms)
+    weather = {p.id: p.weather for p in live.snapshot.plants if p.weather is not None}
+    analogue = outputs.apply(
+        evaluation.outputs,
+        live.actuators,
+        now,
+        offline,
+        _raise_control,
+        _clear,
+        alarms[0],
+        weather,
+        {p.id: p.name for p in live.snapshot.plants},
+    )
+    faults += analogue["output_faults"]
+    if not offline:
+        faults += outputs.watchdogs(
+            now_s, results, live.actuators, _raise_control, _clear, alarms[0]
+        )
     if not offline:
         faults += _node_overdue(now, alarms)
         _forget_disabled_faults()
@@ -161,6 +180,8 @@ def _tick(now: datetime) -> dict[str, Any]:
         "corrected": corrected,
         "faults": faults,
         "learned": learned,
+        "outputs": len(evaluation.outputs),
+        "pulses": analogue["pulses"],
         "snapshot_ms": round((built - started) * 1000, 1),
         "evaluate_ms": round((evaluated - built) * 1000, 1),
         "total_ms": round((finished - started) * 1000, 1),
@@ -475,6 +496,10 @@ def _clear(key: str) -> None:
         config_cache.queue_alarm(key, {"clear": True})
 
 
+def _raise_control(key: str, message: str) -> None:
+    _raise(key, message, source="control")
+
+
 def _alarm_offline(key: str, message: str) -> None:
     _raise(key, message, source="control")
 
@@ -487,6 +512,24 @@ def _catch_up(now: datetime) -> None:
             ActuatorCommand.objects.bulk_create(ActuatorCommand(**row) for row in waiting)
         config_cache.drop_audit(len(waiting))
         log.warning("control: wrote %d audit rows queued while the database was away", len(waiting))
+    analogue = config_cache.pending_analogue()
+    if analogue:
+        # A plant deleted meanwhile (its rows are PROTECTed, but none were in the database yet)
+        # must not block the queue for ever: its rows go to the log instead.
+        plants = {row["plant_id"] for row in analogue}
+        known = set(HeatingPlant.objects.filter(pk__in=plants).values_list("pk", flat=True))
+        for row in analogue:
+            if row["plant_id"] not in known:
+                log.error("control: output audit row of deleted plant %s: %s", row["plant_id"],
+                          row["reason"])  # fmt: skip
+        with transaction.atomic():
+            AnalogueCommand.objects.bulk_create(
+                AnalogueCommand(**row) for row in analogue if row["plant_id"] in known
+            )
+        config_cache.drop_analogue(len(analogue))
+        log.warning(
+            "control: wrote %d output audit rows queued while the database was away", len(analogue)
+        )
     for key, action in config_cache.pending_alarms().items():
         if "raise" in action:
             raise_alarm(

@@ -129,6 +129,13 @@ def acquire_tick_lock(ttl_s: int) -> str | None:
     return redis_lock.acquire(get_redis(), TICK_LOCK_KEY, ttl_s)
 
 
+def tick_lock(lease_s: int):
+    """`with tick_lock(lease) as token:` the tick lock as a lease renewed while the tick runs
+    (bms/redis_lock.py `held`): a tick whose host dies frees it within `lease_s` (issue #18),
+    however long a live tick takes. token None: another tick holds it."""
+    return redis_lock.held(get_redis(), TICK_LOCK_KEY, lease_s)
+
+
 def release_tick_lock(token: str) -> None:
     # Only our own lock: if it expired and another tick took it, leave that one alone.
     redis_lock.release(get_redis(), TICK_LOCK_KEY, token)

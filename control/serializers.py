@@ -3,11 +3,15 @@ from rest_framework import serializers
 from bms.serializers import ModelCleanSerializer
 from control.models import (
     ActuatorCommand,
+    AnalogueCommand,
     Booking,
+    OutputOverride,
     Override,
+    RelayBoard,
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    WeatherCompensation,
     Zone,
 )
 
@@ -95,3 +99,66 @@ class ActuatorCommandSerializer(serializers.ModelSerializer):
         fields = ["id", "actuator", "state", "reason", "strategy", "user", "requested_at",
                   "sent_at", "confirmed_at", "error", "status"]  # fmt: skip
         read_only_fields = fields
+
+
+class WeatherCompensationSerializer(ModelCleanSerializer):
+    """A plant's heating curve and output; the rules are WeatherCompensation.clean's."""
+
+    class Meta:
+        model = WeatherCompensation
+        fields = ["id", "plant", "enabled", "mode", "slope", "shift_k", "room_influence",
+                  "flow_min_c", "flow_max_c", "flow_limit_c", "kp", "ti_s", "output",
+                  "register_host", "register_port", "register_device_id", "register_address",
+                  "raw_min", "raw_max", "scale_low", "scale_high", "open_actuator",
+                  "close_actuator", "run_time_s", "min_pulse_s"]  # fmt: skip
+
+
+class RelayBoardSerializer(ModelCleanSerializer):
+    watchdog = serializers.SerializerMethodField(
+        help_text="The last watchdog write: ok, written_at / tried_at (unix s), error."
+    )
+
+    class Meta:
+        model = RelayBoard
+        fields = ["id", "name", "host", "port", "device_id", "watchdog_register",
+                  "watchdog_value", "rewrite_s", "enabled", "watchdog"]  # fmt: skip
+
+    def get_watchdog(self, board: RelayBoard) -> dict:
+        from control.outputs import watchdog_status
+
+        status = watchdog_status([board.pk]).get(board.pk) or {}
+        return {k: status.get(k) for k in ("ok", "written_at", "tried_at", "error")}
+
+
+class AnalogueCommandSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AnalogueCommand
+        fields = ["id", "plant", "value", "unit", "raw", "reason", "strategy", "requested_at",
+                  "sent_at", "confirmed_at", "error"]  # fmt: skip
+        read_only_fields = fields
+
+
+class OutputOverrideSerializer(ModelCleanSerializer):
+    """An operator's hold on a plant's analogue output; the rules are OutputOverride.clean's
+    (value inside the output's range, 1 min to 24 h, a reason). It starts when it is made."""
+
+    unit = serializers.CharField(read_only=True, help_text="% (valve) or °C (flow set point)")
+
+    class Meta:
+        model = OutputOverride
+        fields = ["id", "plant", "value", "unit", "starts", "expires", "reason", "created_by",
+                  "cancelled", "cancelled_at", "cancelled_by", "created"]  # fmt: skip
+        read_only_fields = ["starts", "created_by", "cancelled", "cancelled_at", "cancelled_by",
+                            "created"]  # fmt: skip
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is not None:
+            if self.instance.cancelled:
+                raise serializers.ValidationError(
+                    {"cancelled": "A cancelled override cannot be changed; make a new one."}
+                )
+            if "plant" in attrs and attrs["plant"] != self.instance.plant:
+                raise serializers.ValidationError(
+                    {"plant": "An override stays on its plant; cancel it and make a new one."}
+                )
+        return super().validate(attrs)

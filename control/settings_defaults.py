@@ -9,6 +9,12 @@ def tick_s() -> int:
     return int(getattr(settings, "BMS_CONTROL_TICK", 30))
 
 
+def tick_lock_lease_s() -> int:
+    """The tick lock's lease (bms/settings.py BMS_CONTROL_LOCK_LEASE_S)."""
+    default = max(2, min(10, tick_s()))
+    return max(2, int(getattr(settings, "BMS_CONTROL_LOCK_LEASE_S", default)))
+
+
 def keepalive_s() -> int:
     """Re-write every actuator's state this often, so a relay that rebooted is corrected
     even between read-back checks (and node queues get their state again)."""

@@ -15,9 +15,11 @@ from control import settings_defaults as conf
 from control.models import (
     Booking,
     HeatingPlant,
+    OutputOverride,
     Override,
     ScheduleException,
     SolarCircuit,
+    WeatherCompensation,
     Zone,
     ZoneTuning,
 )
@@ -26,6 +28,7 @@ from control.state import (
     BookingSpec,
     ExceptionSpec,
     KickSpec,
+    OutputOverrideSpec,
     OverrideSpec,
     PeriodSpec,
     PlantSpec,
@@ -33,6 +36,7 @@ from control.state import (
     ScheduleSpec,
     Snapshot,
     SolarSpec,
+    WeatherSpec,
     ZoneSpec,
 )
 from feeds import service as feed_service
@@ -72,7 +76,9 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         )
     )
     plants = list(
-        HeatingPlant.objects.filter(enabled=True).select_related("outside_sensor__node")
+        HeatingPlant.objects.filter(enabled=True).select_related(
+            "outside_sensor__node", "flow_sensor__node", "weather"
+        )
         if zone_ids is None
         else []
     )
@@ -86,6 +92,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         else []
     )
     overrides = _active_overrides(now)
+    held = _output_overrides(now) if plants else {}
     actuators = _actuators(members, plants, solars, overrides, zone_ids is None)
     states = runtime.load_actuators(list(actuators))
 
@@ -93,6 +100,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     for s in solars:
         feed_ids |= {s.collector_sensor.feed_id, s.tank_sensor.feed_id}
     feed_ids |= {p.outside_sensor.feed_id for p in plants if p.outside_sensor}
+    feed_ids |= {p.flow_sensor.feed_id for p in plants if p.flow_sensor}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -121,6 +129,13 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             outside_name=str(p.outside_sensor) if p.outside_sensor else "",
             frost_outside_c=p.frost_outside_c,
             limit_band_k=conf.limit_band_k(),
+            flow=_reading(last, p.flow_sensor.feed_id) if p.flow_sensor else None,
+            flow_name=str(p.flow_sensor) if p.flow_sensor else "",
+            flow_frost_c=p.flow_frost_c,
+            sensor_stale_after_s=p.sensor_stale_after_s,
+            index_zone_id=p.index_zone_id,
+            weather=weather_spec(p),
+            output_override=held.get(p.pk),
         )
         for p in plants
     )
@@ -162,7 +177,44 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         feeds[("tank", s.pk)] = s.tank_sensor.feed_id
     for p in plants:
         feeds[("outside", p.pk)] = p.outside_sensor.feed_id if p.outside_sensor else None
+        feeds[("flow", p.pk)] = p.flow_sensor.feed_id if p.flow_sensor else None
     return LiveSnapshot(snapshot, actuators, states, {z.pk: z for z in zones}, feeds)
+
+
+def weather_spec(plant: HeatingPlant) -> WeatherSpec | None:
+    """The plant's weather compensation as the evaluator sees it (None: not configured)."""
+    try:
+        w = plant.weather
+    except WeatherCompensation.DoesNotExist:
+        return None
+    if not w.enabled:
+        return None
+    return WeatherSpec(
+        mode=w.mode,
+        slope=w.slope,
+        shift_k=w.shift_k,
+        room_influence=w.room_influence,
+        flow_min_c=w.flow_min_c,
+        flow_max_c=w.flow_max_c,
+        flow_limit_c=w.flow_limit_c,
+        output=w.output,
+        kp=w.kp,
+        ti_s=w.ti_s,
+        host=w.register_host,
+        port=w.register_port,
+        device_id=w.register_device_id,
+        register=w.register_address,
+        raw_min=w.raw_min,
+        raw_max=w.raw_max,
+        scale_low=w.scale_low,
+        scale_high=w.scale_high,
+        open_id=w.open_actuator_id,
+        close_id=w.close_actuator_id,
+        run_time_s=w.run_time_s,
+        min_pulse_s=w.min_pulse_s,
+        # A pulse ends well before the next tick, which waits for it (control/drivers/three_point.py).
+        max_pulse_s=min(w.run_time_s, conf.tick_s() * 0.6),
+    )
 
 
 def _reading(last: dict[int, tuple[int, float]], feed_id: int | None) -> Reading | None:
@@ -185,6 +237,28 @@ def _active_overrides(now: datetime) -> dict[tuple[str, int], OverrideSpec]:
             key,
             OverrideSpec(
                 o.state,
+                o.expires,
+                o.reason,
+                o.created_by_id,
+                o.created_by.get_username() if o.created_by else "",
+                o.pk,
+            ),
+        )
+    return found
+
+
+def _output_overrides(now: datetime) -> dict[int, OutputOverrideSpec]:
+    """plant id -> the operator's hold on its analogue output; the newest wins."""
+    found: dict[int, OutputOverrideSpec] = {}
+    for o in (
+        OutputOverride.objects.filter(cancelled=False, starts__lte=now, expires__gt=now)
+        .select_related("created_by")
+        .order_by("-starts", "-pk")
+    ):
+        found.setdefault(
+            o.plant_id,
+            OutputOverrideSpec(
+                o.value,
                 o.expires,
                 o.reason,
                 o.created_by_id,

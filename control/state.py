@@ -33,6 +33,7 @@ SOLAR_TANK_MAX = "solar_tank_max"
 DISABLED = "disabled"
 IDLE_STATE = "idle_state"  # nothing drives the actuator: it is held at its configured idle state
 NO_BYPASS = "no_bypass"  # a zone valve held open so a plant without a bypass is not dead-headed
+WEATHER = "weather_compensation"  # heating curve / mixing loop output
 
 # Decisions from these strategies beat a manual override and are never delayed by min on/off.
 SAFETY_STRATEGIES = frozenset(
@@ -81,6 +82,18 @@ class BookingSpec:
 @dataclass(frozen=True)
 class OverrideSpec:
     state: bool
+    expires: datetime
+    reason: str
+    user_id: int | None = None
+    user_name: str = ""
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class OutputOverrideSpec:
+    """An operator holding a plant's analogue output (control/models.py OutputOverride)."""
+
+    value: float  # valve % (mixing valve) or flow set point °C (modulating boiler)
     expires: datetime
     reason: str
     user_id: int | None = None
@@ -161,6 +174,37 @@ class KickSpec:
 
 
 @dataclass(frozen=True)
+class WeatherSpec:
+    """A plant's weather compensation: the heating curve and where its output goes."""
+
+    mode: str = "mixing_valve"  # or "boiler_setpoint" (a modulating boiler's flow set point)
+    slope: float = 1.5
+    shift_k: float = 0.0
+    room_influence: float = 0.0  # K of flow per K the index room is below its set point
+    flow_min_c: float = 20.0
+    flow_max_c: float = 75.0
+    flow_limit_c: float = 85.0  # over-temperature: valve closed / set point at flow min
+    output: str = "register"  # or "three_point"
+    kp: float = 4.0  # % valve per K
+    ti_s: float = 180.0
+    # Holding register output (0-10 V / 4-20 mA module): scale_low -> raw_min, scale_high -> raw_max.
+    host: str = ""
+    port: int = 502
+    device_id: int = 1
+    register: int = 0
+    raw_min: int = 0
+    raw_max: int = 10000
+    scale_low: float = 0.0
+    scale_high: float = 100.0
+    # Three-point valve: two relays (actuator ids) and the valve's full stroke time.
+    open_id: int | None = None
+    close_id: int | None = None
+    run_time_s: float = 120.0
+    min_pulse_s: float = 2.0
+    max_pulse_s: float = 20.0  # a pulse must end before the next tick (set from the tick)
+
+
+@dataclass(frozen=True)
 class PlantSpec:
     """A heating plant: a boiler fed by its zones' demand and a circulation pump with overrun."""
 
@@ -177,8 +221,18 @@ class PlantSpec:
     outside: Reading | None = None
     outside_name: str = ""
     frost_outside_c: float = 1.5
-    outside_stale_after_s: int = 900
+    # Outside and flow readings older than this are stale (HeatingPlant.sensor_stale_after_s).
+    sensor_stale_after_s: int = 900
     limit_band_k: float = 1.0  # plant frost releases at frost_outside_c + this
+    # Flow temperature: plant frost protection when the zones are blind, and the mixing loop.
+    flow: Reading | None = None
+    flow_name: str = ""
+    flow_frost_c: float = 5.0
+    # The index circuit: its room drives the curve's room influence, its valves are held open
+    # for a plant without a bypass. None: the first of the plant's zones by name.
+    index_zone_id: int | None = None
+    weather: WeatherSpec | None = None
+    output_override: OutputOverrideSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +291,27 @@ class ZoneResult:
     user_id: int | None = None
 
 
+@dataclass(frozen=True)
+class OutputDecision:
+    """A weather-compensated plant's output this tick."""
+
+    plant_id: int
+    flow_setpoint_c: float
+    value: float  # what the output carries: flow set point (°C) or valve position (%)
+    unit: str  # "°C" or "%"
+    reason: str
+    strategy: str
+    raw: int | None = None  # holding register output: raw counts
+    pulse_actuator_id: int | None = None  # three-point: the relay to pulse
+    pulse_s: float = 0.0
+    # What the staff page shows beside it (control/outputs.py keeps it in Redis).
+    outside_c: float | None = None
+    flow_c: float | None = None
+    position_pct: float | None = None  # three-point: the estimated position after the pulse
+    owner: str = ""  # "weather compensation", "manual override by …", "frost protection", …
+    user_id: int | None = None  # a manual override's user (audit rows)
+
+
 @dataclass
 class Evaluation:
     decisions: dict[int, Decision]
@@ -247,3 +322,5 @@ class Evaluation:
     # Conditions that need a person (alarm key -> message): the runner raises each one while
     # it lasts (emailed once, when it opens) and clears the ones that ended.
     alarms: dict[str, str] = field(default_factory=dict)
+    # Weather-compensated plants: plant id -> what its analogue output / valve does.
+    outputs: dict[int, OutputDecision] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from control import runtime
-from control.models import Override, Zone
+from control.models import HeatingPlant, OutputOverride, Override, WeatherCompensation, Zone
 from feeds import service as feed_service
 from sensors.models import Actuator
 
@@ -138,6 +138,71 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "evaluated_at": _dt(result["evaluated_at"]) if result else None,
                 "actuators": actuators,
                 "next_booking": next_booking,
+            }
+        )
+    return rows
+
+
+def _weather(plant: HeatingPlant) -> WeatherCompensation | None:
+    try:
+        return plant.weather
+    except WeatherCompensation.DoesNotExist:
+        return None
+
+
+def output_rows() -> list[dict[str, Any]]:
+    """Each weather-compensated circuit as the last tick left it (control/outputs.py keeps it
+    in Redis): outside, target and measured flow, the output, who owns it and its fault."""
+    from control.outputs import output_status
+
+    plants = [
+        p
+        for p in HeatingPlant.objects.select_related("weather").order_by("name")
+        if _weather(p) is not None
+    ]
+    states = output_status([p.pk for p in plants])
+    now = timezone.now()
+    held: dict[int, OutputOverride] = {}
+    for o in (
+        OutputOverride.objects.filter(
+            plant__in=plants, cancelled=False, starts__lte=now, expires__gt=now
+        )
+        .select_related("created_by")
+        .order_by("starts", "pk")
+    ):
+        held[o.plant_id] = o  # the newest wins, as in the tick (control/snapshot.py)
+    rows = []
+    for p in plants:
+        w = p.weather
+        s = states.get(p.pk) or {}
+        three_point = w.output == WeatherCompensation.Output.THREE_POINT
+        if not (w.enabled and p.enabled):
+            owner, why = "disabled: not driven", "Weather compensation or plant disabled"
+        elif not s.get("decided_at"):
+            owner, why = "—", "Not evaluated yet: waiting for the first control tick"
+        else:
+            owner, why = s.get("owner") or "weather compensation", s.get("reason", "")
+        rows.append(
+            {
+                "plant": p,
+                "id": p.pk,
+                "name": p.name,
+                "mode": w.get_mode_display(),
+                "output_kind": "three-point valve" if three_point else "holding register",
+                "unit": "°C" if w.mode == WeatherCompensation.Mode.BOILER_SETPOINT else "%",
+                "outside_c": s.get("outside_c"),
+                "flow_setpoint_c": s.get("flow_setpoint_c"),
+                "flow_c": s.get("flow_c"),
+                "value": s.get("value"),
+                "position_pct": s.get("position_pct") if three_point else None,
+                "raw": s.get("raw"),
+                "owner": owner,
+                "strategy": s.get("strategy", ""),
+                "why": why,
+                "fault": s.get("fault") or "",
+                "confirmed": bool(s.get("confirmed")) if not three_point else not s.get("fault"),
+                "decided_at": _dt(s.get("decided_at")),
+                "override": held.get(p.pk),
             }
         )
     return rows

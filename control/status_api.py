@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from bms.openapi import STAFF_READ
 from control import runtime
-from control.status import actuator_status, zone_status
+from control.status import actuator_status, output_rows, zone_status
 
 
 def _actuator(row: dict) -> dict:
@@ -28,12 +28,24 @@ def _actuator(row: dict) -> dict:
     }
 
 
+def _output(row: dict) -> dict:
+    """A weather-compensated circuit's analogue output, as on the staff page."""
+    keys = ("id", "name", "output_kind", "unit", "outside_c", "flow_setpoint_c", "flow_c",
+            "value", "position_pct", "raw", "owner", "strategy", "why", "fault", "confirmed",
+            "decided_at")  # fmt: skip
+    return {
+        **{k: row[k] for k in keys},
+        "override": row["override"].pk if row["override"] else None,
+    }
+
+
 class ControlStatusView(APIView):
     @extend_schema(
         responses=OpenApiTypes.OBJECT,
         tags=["control"],
         summary="Plant status: why each zone heats or not",
-        description="Zones and actuators with their state and the reason for it (last tick). "
+        description="Zones and actuators with their state and the reason for it, and each "
+        "weather-compensated circuit's analogue output (`outputs`), as of the last tick. "
         + STAFF_READ,
     )
     def get(self, request: Request) -> Response:
@@ -58,5 +70,6 @@ class ControlStatusView(APIView):
                     for z in zones
                 ],
                 "actuators": [_actuator(a) for a in actuator_status()],
+                "outputs": [_output(c) for c in output_rows()],
             }
         )

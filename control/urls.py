@@ -8,6 +8,16 @@ urlpatterns = [
     path("staff/control/", views.plant_status, name="status"),
     path("staff/control/overrides/", views.create_override, name="override-create"),
     path("staff/control/overrides/<int:pk>/cancel/", views.cancel_override, name="override-cancel"),
+    path(
+        "staff/control/output-overrides/",
+        views.create_output_override,
+        name="output-override-create",
+    ),
+    path(
+        "staff/control/output-overrides/<int:pk>/cancel/",
+        views.cancel_output_override,
+        name="output-override-cancel",
+    ),
     path("staff/control/replay/<slug:zone_slug>/", views.replay_view, name="replay"),
     path("staff/control/plant/<int:pk>/", schematic_views.heating_plant, name="plant-schematic"),
     path("staff/control/solar/<int:pk>/", schematic_views.solar_circuit, name="solar-schematic"),

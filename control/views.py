@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -25,14 +25,12 @@ from django.views.decorators.http import require_POST
 from bms.live import live_every_s, live_json, wants_live
 from bms.permissions import has_staff_role, is_engineer, user_groups
 from bms.roles import BOOKERS
-from control import runtime
-from control.forms import BookingForm, OverrideForm, ReplayForm
-from control.models import Booking, HeatingPlant, Override, SolarCircuit, Zone
+from control import calendar, runtime
+from control.forms import BookingForm, OutputOverrideForm, OverrideForm, ReplayForm
+from control.models import Booking, HeatingPlant, OutputOverride, Override, SolarCircuit, Zone
 from control.replay import replay
-from control.status import actuator_status, zone_status
+from control.status import actuator_status, output_rows, zone_status
 from feeds.phpfina import FeedError
-
-HOURS = range(6, 23)  # calendar rows, local time
 
 
 def _tz() -> ZoneInfo:
@@ -70,7 +68,11 @@ def plant_status(request: HttpRequest) -> HttpResponse:
     context = _status_context(request)
     if wants_live(request):
         return live_json(request, "control/_status_live.html", context)
-    context.update(form=OverrideForm() if is_engineer(request.user) else None)
+    engineer = is_engineer(request.user)
+    context.update(
+        form=OverrideForm() if engineer else None,
+        output_form=OutputOverrideForm() if engineer and context["circuits_out"] else None,
+    )
     # Links to each plant's schematic (control/schematic_views.py).
     context.update(
         plants=HeatingPlant.objects.order_by("name"), circuits=SolarCircuit.objects.order_by("name")
@@ -85,10 +87,13 @@ def _status_context(request: HttpRequest) -> dict:
     overrides = Override.objects.filter(cancelled=False, expires__gt=timezone.now()).select_related(
         "zone", "actuator", "created_by"
     )
+    circuits = output_rows()
     return {
         "zones": zones,
         "others": others,
         "overrides": overrides,
+        "circuits_out": circuits,
+        "any_output_override": any(c["override"] for c in circuits),
         "last_tick": runtime.load_last_tick(),
         "may_override": is_engineer(request.user),
         "live_every": live_every_s(),
@@ -108,7 +113,7 @@ def create_override(request: HttpRequest) -> HttpResponse:
         return redirect("control:status")
     kind, _, pk = form.cleaned_data["target"].partition(":")
     now = timezone.now()
-    Override.objects.create(
+    override = Override(
         zone_id=int(pk) if kind == "zone" else None,
         actuator_id=int(pk) if kind == "actuator" else None,
         state=form.cleaned_data["state"],
@@ -117,6 +122,13 @@ def create_override(request: HttpRequest) -> HttpResponse:
         reason=form.cleaned_data["reason"],
         created_by=request.user,
     )
+    try:
+        override.full_clean()  # the model's rules, as the API and admin apply them
+    except ValidationError as exc:
+        for field, errors in exc.message_dict.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return redirect("control:status")
+    override.save()
     messages.success(request, "Override set: it applies from the next control tick.")
     return redirect("control:status")
 
@@ -132,6 +144,49 @@ def cancel_override(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @staff_page
+@require_POST
+def create_output_override(request: HttpRequest) -> HttpResponse:
+    """Hold a plant's analogue output; the same role as relay overrides (engineers)."""
+    if not is_engineer(request.user):
+        raise PermissionDenied("Only engineers may override plant.")
+    form = OutputOverrideForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return redirect("control:status")
+    now = timezone.now()
+    held = OutputOverride(
+        plant_id=int(form.cleaned_data["plant"]),
+        value=form.cleaned_data["value"],
+        starts=now,
+        expires=now + timedelta(minutes=form.cleaned_data["minutes"]),
+        reason=form.cleaned_data["reason"],
+        created_by=request.user,
+    )
+    try:
+        held.clean()  # the model's rules, as the API and the admin apply them
+    except ValidationError as exc:
+        for field, errors in exc.message_dict.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return redirect("control:status")
+    held.save()
+    messages.success(request, "Output override set: it applies from the next control tick.")
+    return redirect("control:status")
+
+
+@staff_page
+@require_POST
+def cancel_output_override(request: HttpRequest, pk: int) -> HttpResponse:
+    if not is_engineer(request.user):
+        raise PermissionDenied("Only engineers may cancel overrides.")
+    get_object_or_404(OutputOverride, pk=pk).cancel(by=request.user.get_username())
+    messages.success(
+        request, "Output override cancelled: weather compensation resumes at the next tick."
+    )
+    return redirect("control:status")
+
+
+@staff_page
 def replay_view(request: HttpRequest, zone_slug: str) -> HttpResponse:
     zone = get_object_or_404(
         Zone.objects.select_related("temperature_sensor__feed"), slug=zone_slug
@@ -139,6 +194,7 @@ def replay_view(request: HttpRequest, zone_slug: str) -> HttpResponse:
     form = ReplayForm(request.GET or None)
     report = None
     error = ""
+    end = None
     if form.is_bound and form.is_valid():
         tz = _tz()
         start = datetime.combine(form.cleaned_data["start"], datetime.min.time(), tzinfo=tz)
@@ -149,10 +205,18 @@ def replay_view(request: HttpRequest, zone_slug: str) -> HttpResponse:
             report = replay(zone, start, end, form.cleaned_data.get("step"))
         except (ValueError, FeedError) as exc:
             error = str(exc)
+    # "To today" ends at now (#15.8): say so, so nobody looks for this evening's bookings.
+    stopped_at_now = report is not None and report.end < end
     return render(
         request,
         "control/replay.html",
-        {"zone": zone, "form": form, "report": report, "error": error},
+        {
+            "zone": zone,
+            "form": form,
+            "report": report,
+            "error": error,
+            "stopped_at_now": stopped_at_now,
+        },
     )
 
 
@@ -161,16 +225,46 @@ def replay_view(request: HttpRequest, zone_slug: str) -> HttpResponse:
 
 @staff_page
 def booking_index(request: HttpRequest) -> HttpResponse:
+    """Every bookable room's week at a glance: its bookings and schedule periods per day."""
+    tz = _tz()
+    monday = _week_start(request, tz)
+    zones = list(Zone.objects.filter(bookable=True).select_related("schedule").order_by("name"))
+    days = [monday + timedelta(days=i) for i in range(7)]
+    rooms = []
+    for zone in zones:
+        blocks = calendar.week_blocks(zone, monday, tz)
+        rooms.append({"zone": zone, "cells": [blocks[day] for day in days]})
+    today = timezone.now().astimezone(tz).date()
     return render(
-        request, "control/booking_index.html", {"zones": Zone.objects.filter(bookable=True)}
+        request,
+        "control/booking_index.html",
+        {
+            "zones": zones,
+            "rooms": rooms,
+            "days": [{"date": day, "today": day == today} for day in days],
+            "monday": monday,
+            "prev_week": monday - timedelta(days=7),
+            "next_week": monday + timedelta(days=7),
+            "tz": tz,
+        },
     )
 
 
-def _week_start(text: str | None, tz: ZoneInfo) -> date:
+# How far from today a week may be asked for: 9999-12-31 or 0001-01-01 overflowed the date
+# arithmetic of the week's days and its neighbours (a 500, issue #16).
+WEEK_BOUND_DAYS = 100 * 366
+
+
+def _week_start(request: HttpRequest, tz: ZoneInfo) -> date:
+    text = request.GET.get("week")
+    today = timezone.now().astimezone(tz).date()
     try:
-        day = date.fromisoformat(text) if text else timezone.now().astimezone(tz).date()
+        day = date.fromisoformat(text) if text else today
     except ValueError:
-        day = timezone.now().astimezone(tz).date()
+        day = today
+    if abs((day - today).days) > WEEK_BOUND_DAYS:
+        messages.warning(request, "Weeks more than 100 years from today are not shown: this week.")
+        day = today
     return day - timedelta(days=day.weekday())
 
 
@@ -178,7 +272,7 @@ def _week_start(text: str | None, tz: ZoneInfo) -> date:
 def booking_calendar(request: HttpRequest, zone_slug: str) -> HttpResponse:
     zone = get_object_or_404(Zone, slug=zone_slug)
     tz = _tz()
-    monday = _week_start(request.GET.get("week"), tz)
+    monday = _week_start(request, tz)
     if request.method == "POST":
         if not can_book(request.user):
             raise PermissionDenied("Your role may only read bookings.")
@@ -210,44 +304,24 @@ def booking_calendar(request: HttpRequest, zone_slug: str) -> HttpResponse:
 
 
 def _calendar_context(request, zone: Zone, monday: date, form, tz: ZoneInfo) -> dict:
+    blocks = calendar.week_blocks(zone, monday, tz)
+    hours = calendar.hours_to_draw(blocks)
+    placed = calendar.place(blocks, hours)
+    today = timezone.now().astimezone(tz).date()
     start = datetime.combine(monday, datetime.min.time(), tzinfo=tz)
     end = start + timedelta(days=7)
-    bookings = list(zone.bookings.filter(start__lt=end, end__gt=start).order_by("start"))
-    first_hour, last_hour = HOURS.start, HOURS.stop
-    days = []
-    for i in range(7):
-        day = monday + timedelta(days=i)
-        items = []
-        for b in bookings:
-            s, e = b.start.astimezone(tz), b.end.astimezone(tz)
-            if s.date() > day or e.date() < day:
-                continue
-            top_min = max((s.hour * 60 + s.minute) if s.date() == day else 0, first_hour * 60)
-            end_min = min((e.hour * 60 + e.minute) if e.date() == day else 24 * 60, last_hour * 60)
-            if end_min <= top_min:
-                end_min = top_min + 15  # outside the drawn hours: still show a sliver
-            items.append(
-                {
-                    "booking": b,
-                    "start": s,
-                    "end": e,
-                    "top": (top_min - first_hour * 60) * 100 / ((last_hour - first_hour) * 60),
-                    "height": (end_min - top_min) * 100 / ((last_hour - first_hour) * 60),
-                }
-            )
-        days.append(
-            {"date": day, "items": items, "today": day == timezone.now().astimezone(tz).date()}
-        )
     return {
         "zone": zone,
-        "days": days,
-        "hours": list(HOURS),
+        "days": [
+            {"date": day, "items": items, "today": day == today} for day, items in placed.items()
+        ],
+        "hours": list(hours),
         "monday": monday,
         "prev_week": monday - timedelta(days=7),
         "next_week": monday + timedelta(days=7),
         "form": form,
         "may_book": can_book(request.user),
-        "listed": bookings,
+        "listed": list(zone.bookings.filter(start__lt=end, end__gt=start).order_by("start")),
         "tz": tz,
     }
 
@@ -267,6 +341,8 @@ def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
                 booking.start = form.cleaned_data["start_at"]
                 booking.end = form.cleaned_data["end_at"]
                 booking.setpoint = form.cleaned_data["setpoint"]
+                booking.changed_by = request.user.get_username()
+                booking.changed_at = timezone.now()
                 booking.full_clean()
                 booking.save()
             messages.success(request, f"Moved: {booking}")

@@ -1,7 +1,13 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from displays.models import Display, Panel
+from displays.warnings import private_feed_warnings
+
+
+def _warn(request, display: Display) -> None:
+    for warning in private_feed_warnings(display):
+        messages.warning(request, warning)
 
 
 class PanelInline(admin.StackedInline):
@@ -19,6 +25,10 @@ class DisplayAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["title"]}
     inlines = [PanelInline]
 
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)  # the panels and their feeds
+        _warn(request, form.instance)
+
     @admin.display(description="kiosk")
     def open_kiosk(self, display: Display) -> str:
         return format_html('<a href="/kiosk/{}/" target="_blank">open</a>', display.slug)
@@ -30,3 +40,7 @@ class PanelAdmin(admin.ModelAdmin):
     list_filter = ["display", "kind"]
     search_fields = ["label"]
     filter_horizontal = ["feeds"]
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        _warn(request, form.instance.display)

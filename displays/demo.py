@@ -128,3 +128,29 @@ def ensure_demo_displays(site: Site | None, feeds: dict[str, Feed]) -> list[Disp
         display.panels.exclude(id__in=keep).delete()
         made.append(display)
     return made
+
+
+@transaction.atomic
+def ensure_energy_display(site: Site, building_id: int, building_name: str) -> Display:
+    """The "energy" display: one building's energy today against its model, and the CO₂ it
+    saved against the model over 30 days and 12 months (the demo's Lecture block)."""
+    display, _created = Display.objects.update_or_create(
+        slug="energy",
+        defaults={"title": f"{building_name}: energy", "site": site, "refresh_s": 60,
+                  "public": True},
+    )  # fmt: skip
+    specs = (
+        (K.BUILDING_TODAY, f"{building_name} today", "#4fd1ff", {}),
+        (K.BUILDING_SAVED, "CO₂ saved, 30 days", LEAF_GREEN, {"period": "30d"}),
+        (K.BUILDING_SAVED, "CO₂ saved, 12 months", LEAF_GREEN, {"period": "365d"}),
+    )
+    keep = []
+    for order, (kind, label, colour, options) in enumerate(specs):
+        panel, _ = Panel.objects.update_or_create(
+            display=display, order=order,
+            defaults={"kind": kind, "label": label, "colour": colour, "unit": "",
+                      "options": {"building": building_id, **options}},
+        )  # fmt: skip
+        keep.append(panel.id)
+    display.panels.exclude(id__in=keep).delete()
+    return display

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.conf import settings
 
 from bms.permissions import has_staff_role
-from displays import panel_data
+from displays import building_panels, panel_data
 from displays.models import Display, Panel
 from displays.options import validate_options
 from feeds import service
@@ -88,6 +88,12 @@ def panel_values(panel: Panel, feeds: list[Feed], hidden: int, clock, last: dict
     problems = validate_options(panel.kind, panel.options)
     if problems:
         return {"error": "Panel options need fixing: " + " ".join(problems)}
+    if panel.kind in building_panels.KINDS:  # figures of the energy app, no feeds of its own
+        try:
+            return building_panels.KINDS[panel.kind](panel, clock.now)
+        except (FeedError, OSError) as exc:
+            log.warning("display panel %s (%s): %s", panel.id, panel.kind, exc)
+            return {"error": "Energy data unavailable"}
     if not feeds:
         reason = "Feed not public" if hidden else "No feed attached"
         return {"error": reason}

@@ -51,6 +51,9 @@ class Panel(models.Model):
         CO2_SAVED = "co2_saved", "CO₂ saved"
         TEMPERATURES = "temperatures", "Temperatures"
         HYDRO = "hydro", "Hydro flow and output"
+        # A building's figures from the energy app (options.building: its MeterNode id).
+        BUILDING_TODAY = "building_today", "Building energy today against the model"
+        BUILDING_SAVED = "building_saved", "Building CO₂ saved against the model"
 
     display = models.ForeignKey(Display, on_delete=models.CASCADE, related_name="panels")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -78,7 +81,26 @@ class Panel(models.Model):
         if not re.fullmatch(r"#[0-9a-fA-F]{6}", self.colour or ""):
             errors["colour"] = ["Use a hex colour like #f5c400."]
         option_errors = validate_options(self.kind, self.options, strict=True)
+        if not option_errors and self.kind in BUILDING_KINDS:
+            option_errors = _check_building(self.options.get("building"), self.display)
         if option_errors:
             errors["options"] = option_errors
         if errors:
             raise ValidationError(errors)
+
+
+BUILDING_KINDS = {Panel.Kind.BUILDING_TODAY, Panel.Kind.BUILDING_SAVED}
+
+
+def _check_building(node_id: int, display: Display | None) -> list[str]:
+    """The building a panel shows must exist, be a building, and be at the display's site."""
+    from energy.models import MeterNode  # displays sit above energy: this way round only
+
+    node = MeterNode.objects.filter(pk=node_id).select_related("site").first()
+    if node is None:
+        return [f"options.building: no metering node {node_id}."]
+    if node.kind != MeterNode.Kind.BUILDING:
+        return [f"options.building: '{node.name}' is a {node.kind}, not a building."]
+    if display is not None and display.site_id is not None and node.site_id != display.site_id:
+        return [f"options.building: '{node.name}' is at another site than the display."]
+    return []

@@ -12,6 +12,7 @@ from typing import Any
 from displays.equivalents import EQUIVALENTS
 
 CO2_PERIODS = ("today", "7d", "30d", "total")
+SAVED_PERIODS = ("30d", "90d", "365d")  # energy.public.SAVED_PERIODS
 _HEX = re.compile(r"#[0-9a-fA-F]{6}")
 
 
@@ -54,6 +55,14 @@ def _check_co2(options: dict, errors: list[str]) -> None:
             errors.append(f"options.{key}: a number above 0.")
 
 
+def _check_building(kind: str, options: dict, errors: list[str]) -> None:
+    building = options.get("building")
+    if not (isinstance(building, int) and not isinstance(building, bool) and building > 0):
+        errors.append("options.building: the id of a building in the metering tree, e.g. 3.")
+    if kind == "building_saved" and options.get("period", "30d") not in SAVED_PERIODS:
+        errors.append(f"options.period: one of {', '.join(SAVED_PERIODS)}.")
+
+
 def _check_chart(options: dict, errors: list[str]) -> None:
     if "interval" in options and not (
         isinstance(options["interval"], int) and 10 <= options["interval"] <= 3600
@@ -63,13 +72,14 @@ def _check_chart(options: dict, errors: list[str]) -> None:
 
 COMMON_KEYS = ("span", "stale_after_s", "labels", "colours")
 CHART_KEYS = ("interval",)
+BUILDING_KEYS = ("building",)  # and "period" (building_saved), shared with CO2_KEYS
 CO2_KEYS = (
     "grid_intensity_g_per_kwh",
     "period",
     "equivalents",
     *(key for _basis, key, _default, _text in EQUIVALENTS.values()),
 )
-KNOWN_KEYS = frozenset((*COMMON_KEYS, *CHART_KEYS, *CO2_KEYS))
+KNOWN_KEYS = frozenset((*COMMON_KEYS, *CHART_KEYS, *CO2_KEYS, *BUILDING_KEYS))
 
 
 def validate_options(kind: str, options: Any, *, strict: bool = False) -> list[str]:
@@ -90,6 +100,8 @@ def validate_options(kind: str, options: Any, *, strict: bool = False) -> list[s
     _check_common(options, errors)
     if kind == "co2_saved":
         _check_co2(options, errors)
+    if kind in ("building_today", "building_saved"):
+        _check_building(kind, options, errors)
     if kind == "chart_24h":
         _check_chart(options, errors)
     return errors

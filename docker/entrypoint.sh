@@ -11,12 +11,17 @@ case "${1:-web}" in
   worker)
     exec celery -A bms worker -Q "${CELERY_QUEUES:-ingest,commit}" -c "${CELERY_CONCURRENCY:-2}" -l INFO
     ;;
+  worker-commit)
+    # One feed shard's writer (BMS_FEED_SHARDS > 1): BMS_FEED_SHARD names the shard.
+    exec celery -A bms worker -Q "commit-${BMS_FEED_SHARD:?set BMS_FEED_SHARD}" -c 1 \
+      -n "commit${BMS_FEED_SHARD}@%h" -l INFO
+    ;;
   worker-control)
     # Its own worker so a flood of readings never delays the boiler.
     exec celery -A bms worker -Q control -c 1 -n control@%h -l INFO
     ;;
   beat)
-    # Exactly one beat may run: two would double every commit and control tick.
+    # RedBeat's lock in Redis: a second beat (another host) waits as a standby, never doubles a tick.
     exec celery -A bms beat -l INFO --pidfile /tmp/celerybeat.pid
     ;;
   manage)

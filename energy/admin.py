@@ -6,7 +6,16 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
-from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode, VirtualTerm
+from energy.models import (
+    EnergySite,
+    ExpectedUse,
+    FuelRate,
+    GridCarbonPeriod,
+    Meter,
+    MeterNode,
+    ReportRecipient,
+    VirtualTerm,
+)
 from energy.validation import check_expected_overlap, check_fuel_change, check_terms
 
 
@@ -84,4 +93,23 @@ class FuelRateAdmin(admin.ModelAdmin):
 
 @admin.register(EnergySite)
 class EnergySiteAdmin(admin.ModelAdmin):
-    list_display = ["site", "outside_temperature_feed", "hdd_base_c", "currency"]
+    list_display = [
+        "site",
+        "outside_temperature_feed",
+        "grid_carbon_feed",
+        "hdd_base_c",
+        "currency",
+    ]
+
+
+@admin.register(GridCarbonPeriod)
+class GridCarbonPeriodAdmin(admin.ModelAdmin):
+    list_display = ["site", "start", "end", "g_per_kwh"]
+    list_filter = ["site"]
+
+
+@admin.register(ReportRecipient)
+class ReportRecipientAdmin(admin.ModelAdmin):
+    list_display = ["email", "site", "node"]
+    list_filter = ["site"]
+    search_fields = ["email"]

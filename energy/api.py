@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date, timedelta
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
@@ -20,14 +21,24 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bms.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
-from energy import benchmarks, consumption, model_csv, refresh, report
-from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
+from energy import benchmarks, consumption, model_csv, monthly, refresh, report, report_pdf
+from energy.models import (
+    EnergySite,
+    ExpectedUse,
+    FuelRate,
+    GridCarbonPeriod,
+    Meter,
+    MeterNode,
+    ReportRecipient,
+)
 from energy.serializers import (
     EnergySiteSerializer,
     ExpectedUseSerializer,
     FuelRateSerializer,
+    GridCarbonPeriodSerializer,
     MeterNodeSerializer,
     MeterSerializer,
+    ReportRecipientSerializer,
 )
 from sensors.models import Site
 
@@ -36,12 +47,23 @@ def _bad(field: str, message: str) -> ValidationError:
     return ValidationError({field: [message]})
 
 
+FIRST_DATE, LAST_DATE = consumption.FIRST_DATE, consumption.LAST_DATE
+
+
+def _in_bounds(field: str, value: date) -> date:
+    if not FIRST_DATE <= value <= LAST_DATE:
+        raise _bad(field, f"{value.isoformat()} is outside {FIRST_DATE}..{LAST_DATE}")
+    return value
+
+
 def parse_range(params, default_days: int = 30) -> tuple[date, date]:
-    """start/end (ISO dates, end inclusive); at most report.MAX_RANGE_DAYS days."""
+    """start/end (ISO dates, end inclusive, FIRST_DATE..LAST_DATE); at most
+    report.MAX_RANGE_DAYS days."""
     try:
         last = date.fromisoformat(params["end"]) if params.get("end") else date.today()
     except (ValueError, TypeError):
         raise _bad("end", f"{params.get('end')!r} is not a date (YYYY-MM-DD)") from None
+    _in_bounds("end", last)  # before start's default is counted back from it
     try:
         first = (
             date.fromisoformat(params["start"])
@@ -50,6 +72,7 @@ def parse_range(params, default_days: int = 30) -> tuple[date, date]:
         )
     except (ValueError, TypeError):
         raise _bad("start", f"{params.get('start')!r} is not a date (YYYY-MM-DD)") from None
+    _in_bounds("start", first)
     if last < first:
         raise _bad("end", "must not be before start")
     if (last - first).days + 1 > report.MAX_RANGE_DAYS:
@@ -99,7 +122,8 @@ class MeterNodeViewSet(viewsets.ModelViewSet):
         summary="Performance line of a metering node",
         description="Use against heating degree days over the baseline: slope per HDD, base "
         "load per day, r². `line` is null (with the reason) until there is enough data. "
-        + STAFF_READ,
+        "`weekly`: the same over the baseline's whole Monday-Sunday weeks (weekly totals, base "
+        "load per week), null under 3 whole weeks with use and degree days. " + STAFF_READ,
         parameters=[OpenApiParameter("fuel", OpenApiTypes.STR, enum=list(benchmarks.FUELS))],
         responses=OpenApiTypes.OBJECT,
     )
@@ -107,16 +131,64 @@ class MeterNodeViewSet(viewsets.ModelViewSet):
     def performance(self, request, pk=None):
         node = self.get_object()
         fuel = parse_choice(request.query_params, "fuel", benchmarks.FUELS, benchmarks.GAS)
-        line = report.performance_line(report.Tree.load(node.site), node, fuel)
+        tree = report.Tree.load(node.site)
+        line = report.performance_line(tree, node, fuel)
+        # weekly totals over the baseline's whole weeks (docs/ENERGY.md "Performance line")
+        weekly = report.line_json(report.weekly_performance_line(tree, node, fuel), "week")
         if line is None:
-            return Response({"node": node.pk, "fuel": fuel, "line": None,
+            return Response({"node": node.pk, "fuel": fuel, "line": None, "weekly": weekly,
                              "reason": "needs baseline_start, baseline_end, an outside temperature "
                                        "feed and at least 3 days with use and degree days"})  # fmt: skip
         return Response(
             {"node": node.pk, "fuel": fuel,
              "line": {"slope_per_hdd": line.slope, "base_load_per_day": line.base_load,
-                      "r2": line.r2, "days": line.n}}
+                      "r2": line.r2, "days": line.n},
+             "weekly": weekly}
         )  # fmt: skip
+
+    def _monthly(self, request) -> monthly.MonthlyReport:
+        node = self.get_object()
+        if node.kind != MeterNode.Kind.BUILDING:
+            raise _bad("node", f"'{node}' is a {node.kind}: reports are per building")
+        try:
+            year, month = monthly.parse_month(request.query_params.get("month"))
+        except monthly.BadMonth as exc:
+            raise _bad("month", str(exc)) from None
+        return monthly.build(node, year, month)
+
+    @extend_schema(
+        tags=["energy"],
+        summary="Monthly report of a building (PDF)",
+        description="The month's figures as on the staff page: use against the model per "
+        "day and fuel, CUSUM, kWh/m², cost, CO₂e, with charts (docs/ENERGY.md). " + STAFF_READ,
+        parameters=[OpenApiParameter("month", OpenApiTypes.STR, required=True,
+                                     description="YYYY-MM")],
+        responses={(200, "application/pdf"): OpenApiTypes.BINARY},
+    )  # fmt: skip
+    @action(detail=True, methods=["get"], url_path="report.pdf")
+    def report_pdf(self, request, pk=None):
+        rep = self._monthly(request)
+        return _download(report_pdf.render(rep), "application/pdf", rep.filename("pdf"))
+
+    @extend_schema(
+        tags=["energy"],
+        summary="Monthly report of a building (CSV)",
+        description="One row per fuel and day (actual, status, expected, CUSUM, cost, kg "
+        "CO₂e, HDD) and a total row per fuel; a gap is an empty cell. " + STAFF_READ,
+        parameters=[OpenApiParameter("month", OpenApiTypes.STR, required=True,
+                                     description="YYYY-MM")],
+        responses={(200, "text/csv"): OpenApiTypes.STR},
+    )  # fmt: skip
+    @action(detail=True, methods=["get"], url_path="report.csv")
+    def report_csv(self, request, pk=None):
+        rep = self._monthly(request)
+        return _download(monthly.to_csv(rep), "text/csv; charset=utf-8", rep.filename("csv"))
+
+
+def _download(body: bytes, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 @document_viewset("energy", "meter", "meters")
@@ -167,6 +239,18 @@ class ExpectedUseViewSet(viewsets.ModelViewSet):
 class FuelRateViewSet(viewsets.ModelViewSet):
     queryset = FuelRate.objects.all()
     serializer_class = FuelRateSerializer
+
+
+@document_viewset("energy", "grid carbon period", "grid carbon periods")
+class GridCarbonPeriodViewSet(viewsets.ModelViewSet):
+    queryset = GridCarbonPeriod.objects.all()
+    serializer_class = GridCarbonPeriodSerializer
+
+
+@document_viewset("energy", "report recipient", "report recipients")
+class ReportRecipientViewSet(viewsets.ModelViewSet):
+    queryset = ReportRecipient.objects.select_related("node")
+    serializer_class = ReportRecipientSerializer
 
 
 @document_viewset("energy", "energy site", "energy sites")

@@ -5,10 +5,12 @@ from energy.api import (
     EnergySiteViewSet,
     ExpectedUseViewSet,
     FuelRateViewSet,
+    GridCarbonPeriodViewSet,
     LeagueView,
     MeterNodeViewSet,
     MeterViewSet,
     RefreshView,
+    ReportRecipientViewSet,
 )
 
 router = OptionalSlashRouter()
@@ -17,6 +19,8 @@ router.register("energy/meters", MeterViewSet)
 router.register("energy/expected", ExpectedUseViewSet)
 router.register("energy/fuel-rates", FuelRateViewSet)
 router.register("energy/sites", EnergySiteViewSet)
+router.register("energy/grid-carbon", GridCarbonPeriodViewSet)
+router.register("energy/report-recipients", ReportRecipientViewSet)
 
 urlpatterns = router.urls + [
     path("energy/league", LeagueView.as_view(), name="energy-league"),

@@ -3,11 +3,15 @@
 TM46_TYPICAL: CIBSE TM46:2008 "Energy benchmarks", Table 1, typical annual use per m² of
 floor area (electricity, fossil-thermal) for a few common categories. TM46 publishes typical
 values only; it has no "good practice" column (good practice figures come from older guides
-such as ECON 19 and are not used here).
+such as ECON 19 and are not used here). Which values were checked against a source, and
+which could not be, is in docs/ENERGY.md "Values checked against sources" and beside each row.
 
 DEFAULT_FACTORS: kg CO2e per kWh (water: per m³), UK Government GHG Conversion Factors for
-Company Reporting 2024 (DESNZ), scope 1/2 generation factors, gross calorific value. Each site
-can override them (energy.models.FuelRate).
+Company Reporting 2023 (DESNZ flat file v1.1, published 20 June 2023; scope 1 fuels at gross
+calorific value, scope 2 electricity generated, scope 3 water supply). All five were checked
+against that file's rows (factor ids beside each value). The 2023 set is used because it is
+the newest year for which every factor could be checked; a site reporting on another year
+sets its own (energy.models.FuelRate).
 
 The Display Energy Certificate operational rating (CIBSE TM47, DCLG "The Government's
 methodology for the production of Operational Ratings"): 100 x the building's CO2 per m²
@@ -44,13 +48,13 @@ QUANTITY = {
 # thermal). Water and generation are not energy use of the building.
 TM46_CLASS = {ELECTRICITY: "electricity", GAS: "fossil", OIL: "fossil", HEAT: "fossil"}
 
-DEFAULT_FACTORS = {  # kg CO2e per unit
-    ELECTRICITY: 0.20705,  # UK electricity, 2024
-    GAS: 0.18290,  # natural gas, kWh gross CV, 2024
-    OIL: 0.24677,  # burning oil (kerosene), kWh gross CV
-    HEAT: 0.17965,  # heat and steam, district heat
-    WATER: 0.1913,  # water supply, per m³
-    GENERATION: 0.0,  # on-site renewables: no emissions
+DEFAULT_FACTORS = {  # kg CO2e per unit, DESNZ 2023 flat file v1.1 (docs/ENERGY.md)
+    ELECTRICITY: 0.20707,  # 7_400_4000_5_1 Electricity: UK, kWh: 0.207074289
+    GAS: 0.18293,  # 1_100_1004_6_1 Natural gas, kWh (Gross CV): 0.182928926
+    OIL: 0.24677,  # 1_101_1010_6_1 Burning oil, kWh (Gross CV): 0.24677325
+    HEAT: 0.17965,  # 10_401_4003_5_1 District heat and steam, kWh: 0.179646572
+    WATER: 0.17668,  # 17_404_4005_1_1 Water supply, cubic metres: 0.176684547
+    GENERATION: 0.0,  # on-site renewables: no emissions at the point of use
 }
 
 
@@ -65,13 +69,18 @@ class Benchmark:
 TM46_TYPICAL = {
     b.category: b
     for b in (
+        # Checked: a reproduction of TM46 Table 1 (with its kg CO2/m² columns) in UK
+        # public-sector decarbonisation guidance, ppponline.affinitext.com (book 5926).
         Benchmark("general_office", "General office", 95, 120),
         Benchmark("schools", "Schools and seasonal public buildings", 40, 150),
-        Benchmark("university", "University campus", 80, 240),
         Benchmark("cultural", "Cultural activities", 70, 200),
         Benchmark("public_light", "Public buildings with light usage", 20, 105),
         Benchmark("dry_sports", "Dry sports and leisure facility", 95, 330),
         Benchmark("swimming_pool", "Swimming pool centre", 245, 1130),
+        # Fossil 240 checked (Energies 2020, 13(24), 6606: "CIBSE TM46 UC ... 240
+        # kWh/m2/yr"); electricity 80 NOT checked against any source found.
+        Benchmark("university", "University campus", 80, 240),
+        # NOT checked: no source found that quotes these rows (docs/ENERGY.md).
         Benchmark("workshop", "Workshop", 35, 180),
         Benchmark("storage", "Storage facility", 35, 160),
         Benchmark("hotel", "Hotel", 105, 330),

@@ -32,6 +32,9 @@ ESTIMATED = "estimated"
 GAP = "gap"
 _RANK = {MEASURED: 0, ESTIMATED: 1, GAP: 2}
 PERIODS = ("day", "week", "month", "year")
+# The days the figures can hold: feeds keep unix seconds from 1970, and a day at the edge of
+# Python's calendar (0001-01-01, 9999-12-31) has no midnight before or after it.
+FIRST_DATE, LAST_DATE = date(1970, 1, 1), date(2100, 12, 31)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ def parse(raw: bytes, site) -> list[ExpectedUse]:
         node = buildings.get(name) or by_id.get(name)
         if node is None:
             raise _bad(number, "building", f"no node {name!r} at site '{site}'")
+        if node.kind != MeterNode.Kind.BUILDING:
+            raise _bad(number, "building", f"'{name}' is a {node.kind}: the model is per building")
         fuel = rec["fuel"].lower()
         if fuel not in benchmarks.FUELS:
             raise _bad(number, "fuel", f"{fuel!r}: use one of {', '.join(benchmarks.FUELS)}")

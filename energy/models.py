@@ -38,9 +38,87 @@ class EnergySite(models.Model):
         help_text="Base temperature of heating degree days (UK convention 15.5 °C).",
     )
     currency = models.CharField(max_length=3, default="GBP")
+    grid_carbon_feed = models.ForeignKey(
+        Feed, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Grid carbon intensity (g CO₂e/kWh) of electricity, e.g. from a grid "
+                  "operator's feed; days it covers use its daily mean.",
+    )  # fmt: skip
 
     def __str__(self) -> str:
         return f"energy settings of {self.site}"
+
+
+class GridCarbonPeriod(models.Model):
+    """Grid electricity's emission factor over a period of days (a table, e.g. one row per
+    year of the published national factor, or per month of a supplier's fuel mix)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="grid_carbon")
+    start = models.DateField()
+    end = models.DateField(help_text="Last day of the period (inclusive).")
+    g_per_kwh = models.FloatField(
+        validators=[MinValueValidator(0), MaxValueValidator(2000)],
+        help_text="g CO₂e per kWh of grid electricity.",
+    )
+
+    class Meta:
+        ordering = ["site", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["site", "start"], name="gridcarbon_site_start")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.site} {self.start}..{self.end}: {self.g_per_kwh} g/kWh"
+
+    def clean(self) -> None:
+        if self.start and self.end and self.end < self.start:
+            raise ValidationError({"end": "must not be before start"})
+        if self.start and self.end and self.site_id:
+            clash = GridCarbonPeriod.objects.filter(
+                site_id=self.site_id, start__lte=self.end, end__gte=self.start
+            ).exclude(pk=self.pk)
+            if clash.exists():
+                raise ValidationError({"start": f"overlaps the period {clash.first()}"})
+
+
+MAX_RECIPIENTS_PER_SITE = 50
+
+
+class ReportRecipient(models.Model):
+    """Who gets the monthly report: of one building (node) or of every building of a site."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="report_recipients")
+    node = models.ForeignKey(
+        "MeterNode", null=True, blank=True, on_delete=models.CASCADE,
+        related_name="report_recipients",
+        help_text="A building; blank: every building of the site.",
+    )  # fmt: skip
+    email = models.EmailField(max_length=254)
+
+    class Meta:
+        ordering = ["site", "email"]
+        constraints = [
+            models.UniqueConstraint(fields=["site", "node", "email"], name="reportrecipient_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.node or self.site})"
+
+    def clean(self) -> None:
+        errors = {}
+        if self.node_id is not None and self.site_id is not None:
+            if self.node.site_id != self.site_id:
+                errors["node"] = f"'{self.node}' belongs to another site"
+            elif self.node.kind != MeterNode.Kind.BUILDING:
+                errors["node"] = f"'{self.node}' is a {self.node.kind}, not a building"
+        if self.site_id is not None:
+            others = ReportRecipient.objects.filter(site_id=self.site_id).exclude(pk=self.pk)
+            # the database's unique constraint does not see two rows with no node as equal
+            if others.filter(node_id=self.node_id, email__iexact=self.email).exists():
+                errors["email"] = f"{self.email} is already a recipient here"
+            elif others.count() >= MAX_RECIPIENTS_PER_SITE:
+                errors["email"] = f"a site has at most {MAX_RECIPIENTS_PER_SITE} report recipients"
+        if errors:
+            raise ValidationError(errors)
 
 
 class FuelRate(models.Model):
@@ -55,7 +133,7 @@ class FuelRate(models.Model):
     )
     kg_co2e_per_unit = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(10)],
-        help_text="Blank: the UK 2024 default for the fuel (docs/ENERGY.md).",
+        help_text="Blank: the DESNZ 2023 default for the fuel (docs/ENERGY.md).",
     )  # fmt: skip
 
     class Meta:
@@ -197,6 +275,11 @@ class MeterDay(models.Model):
     day = models.DateField()
     value = models.FloatField(null=True)
     status = models.CharField(max_length=10, choices=STATUS_CHOICES)
+    # kg CO2e of the day's use at the site's grid carbon feed, hour by hour (each hour's use x
+    # that hour's intensity; energy/grid_carbon.py), for meters of electricity quantity. Null:
+    # no grid carbon feed, the feed covers under 75 % of the day, or the day is a gap; the
+    # figures then use the day's factor from the period table or the constant.
+    grid_kg_co2e = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["meter", "day"], name="meterday_unique")]
@@ -225,3 +308,8 @@ class ExpectedUse(models.Model):
             raise ValidationError({"end": "must not be before start"})
         if self.start and self.end and (self.end - self.start).days > 366:
             raise ValidationError({"end": "a model period is at most a year"})
+        # the site energy model is per building: a room's row would never be read
+        if self.node_id and self.node.kind != MeterNode.Kind.BUILDING:
+            raise ValidationError(
+                {"node": f"'{self.node}' is a {self.node.kind}: the model is per building"}
+            )

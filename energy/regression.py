@@ -30,22 +30,21 @@ class Line:
 
 def fit_line(x: Sequence[float | None], y: Sequence[float | None]) -> Line | None:
     """Least-squares line through the pairs where both x and y are known; None if < 3 pairs."""
-    pairs = [
-        (float(a), float(b))
-        for a, b in zip(x, y, strict=True)
-        if a is not None and b is not None and np.isfinite(a) and np.isfinite(b)
-    ]
-    if len(pairs) < MIN_POINTS:
+    xa = np.asarray(x, dtype=np.float64)  # None becomes NaN
+    ya = np.asarray(y, dtype=np.float64)
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y differ in length: {xa.shape} and {ya.shape}")
+    ok = np.isfinite(xa) & np.isfinite(ya)
+    if int(ok.sum()) < MIN_POINTS:
         return None
-    xs = np.array([p[0] for p in pairs])
-    ys = np.array([p[1] for p in pairs])
+    xs, ys = xa[ok], ya[ok]
     design = np.column_stack((xs, np.ones_like(xs)))
     (slope, intercept), *_ = np.linalg.lstsq(design, ys, rcond=None)
     residual = ys - (slope * xs + intercept)
     ss_tot = float(((ys - ys.mean()) ** 2).sum())
     ss_res = float((residual**2).sum())
     r2 = None if ss_tot == 0 else 1.0 - ss_res / ss_tot
-    return Line(float(slope), float(intercept), r2, len(pairs))
+    return Line(float(slope), float(intercept), r2, len(xs))
 
 
 def cusum(actual: Sequence[float | None], expected: Sequence[float | None]) -> list[float | None]:

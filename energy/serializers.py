@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers
 
-from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode, VirtualTerm
+from energy.models import (
+    EnergySite,
+    ExpectedUse,
+    FuelRate,
+    GridCarbonPeriod,
+    Meter,
+    MeterNode,
+    ReportRecipient,
+    VirtualTerm,
+)
 from energy.validation import check_expected_overlap, check_fuel_change, check_terms
 
 
@@ -14,6 +25,20 @@ def _drf(exc: DjangoValidationError) -> serializers.ValidationError:
     return serializers.ValidationError(
         exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
     )
+
+
+class NoUnknownFields:
+    """Refuse a field the serializer does not have instead of dropping it silently (a
+    recipient posted with `building` became site-wide)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [f"unknown field: use {', '.join(self.fields)}"] for name in unknown}
+                )
+        return super().to_internal_value(data)
 
 
 class CleanedSerializer(serializers.ModelSerializer):
@@ -112,7 +137,7 @@ class MeterSerializer(CleanedSerializer):
         return instance
 
 
-class ExpectedUseSerializer(CleanedSerializer):
+class ExpectedUseSerializer(NoUnknownFields, CleanedSerializer):
     class Meta:
         model = ExpectedUse
         fields = ["id", "node", "fuel", "start", "end", "value"]
@@ -127,7 +152,35 @@ class FuelRateSerializer(serializers.ModelSerializer):
         fields = ["id", "site", "fuel", "price_per_unit", "kg_co2e_per_unit"]
 
 
+GRID_CARBON_UNITS = {"g/kwh", "gco2/kwh", "gco2e/kwh", "gco₂/kwh", "gco₂e/kwh"}
+
+
 class EnergySiteSerializer(serializers.ModelSerializer):
     class Meta:
         model = EnergySite
-        fields = ["id", "site", "outside_temperature_feed", "hdd_base_c", "currency"]
+        fields = [
+            "id", "site", "outside_temperature_feed", "grid_carbon_feed", "hdd_base_c", "currency",
+        ]  # fmt: skip
+
+    def validate_grid_carbon_feed(self, feed):
+        # its daily mean is read as g CO2e/kWh: a feed of W or °C would be taken as a factor
+        if feed is not None and feed.unit.replace(" ", "").lower() not in GRID_CARBON_UNITS:
+            raise serializers.ValidationError(
+                f"'{feed}' has unit {feed.unit!r}: a grid carbon feed is in g/kWh "
+                "(g CO2e per kWh); set the feed's unit"
+            )
+        return feed
+
+
+class GridCarbonPeriodSerializer(CleanedSerializer):
+    class Meta:
+        model = GridCarbonPeriod
+        fields = ["id", "site", "start", "end", "g_per_kwh"]
+
+
+class ReportRecipientSerializer(NoUnknownFields, CleanedSerializer):
+    class Meta:
+        model = ReportRecipient
+        fields = ["id", "site", "node", "email"]
+        # clean() names a duplicate by its address; the table constraint stays the backstop
+        validators: list = []

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
-from bms.permissions import has_staff_role
-from energy import benchmarks, consumption, report
+from bms.permissions import has_staff_role, is_engineer
+from energy import benchmarks, consumption, model_csv, report
 from energy.api import parse_choice, parse_range
 from energy.models import MeterNode
 from sensors.models import Site
@@ -28,33 +32,93 @@ def energy_page(request: HttpRequest) -> HttpResponse:
     if not has_staff_role(request.user):
         return render(request, "bms/forbidden.html", status=403)
     params = request.GET
+    error, status = None, 200
     try:
         first, last = parse_range(params, default_days=30)
         period = parse_choice(params, "period", consumption.PERIODS, "day")
     except ValidationError as exc:
-        return JsonResponse({"success": False, "error": str(exc.detail)}, status=400)
+        # the page, not a JSON body of Python reprs: say what was wrong and show the default
+        error, status = _readable(exc), 400
+        first, last = parse_range({}, default_days=30)
+        period = "day"
     sites = list(Site.objects.all())
     site = next((s for s in sites if str(s.pk) == params.get("site")), sites[0] if sites else None)
     context = {"nav": "energy", "sites": sites, "site": site, "first": first, "last": last,
-               "period": period, "periods": consumption.PERIODS}  # fmt: skip
+               "period": period, "periods": consumption.PERIODS, "error": error,
+               # engineers import the site energy model here (energy_model_upload)
+               "can_import": is_engineer(request.user),
+               # the report of the month the range ends in
+               "report_month": f"{last:%Y-%m}", "report_month_name": f"{last:%B %Y}"}  # fmt: skip
     if site is not None:
         tree = report.Tree.load(site)
         nodes = _flatten(tree)
         node = None
         raw = params.get("node", "")
-        if raw.isdigit() and int(raw) in tree.nodes:
+        if raw.isascii() and raw.isdigit() and int(raw) in tree.nodes:
             node = tree.nodes[int(raw)]
         elif nodes:
             node = nodes[0]["node"]
         context.update(tree=nodes, node=node, league=report.league(tree, first, last))
         if node is not None:
-            fuels = tree.fuels(node.pk) or [benchmarks.ELECTRICITY]
-            fuel = params.get("fuel") if params.get("fuel") in fuels else fuels[0]
+            fuels = tree.fuels(node.pk)
+            # a fuel asked for is shown even where the node has no meter of it (as "no data"),
+            # not silently swapped for another
+            asked = params.get("fuel")
+            fuel = asked if asked in benchmarks.FUELS else (fuels or [benchmarks.ELECTRICITY])[0]
+            if fuel not in fuels:
+                fuels = [*fuels, fuel]
             context.update(
                 fuels=fuels, fuel=fuel,
                 figures=report.node_report(tree, node, fuel, first, last, period),
             )  # fmt: skip
-    return render(request, "energy/energy.html", context)
+    return render(request, "energy/energy.html", context, status=status)
 
 
-__all__ = ["energy_page", "MeterNode"]
+@login_required
+@require_POST
+def energy_model_upload(request: HttpRequest) -> HttpResponse:
+    """An engineer imports the site energy model (CSV) from the staff page: all rows or none;
+    a bad row is named on the page (row, field), as the API's 400 names it."""
+    if not has_staff_role(request.user) or not is_engineer(request.user):
+        raise PermissionDenied("Only engineers may import the site energy model.")
+    raw_site = request.POST.get("site", "")
+    site = (
+        Site.objects.filter(pk=int(raw_site)).first()
+        if raw_site.isascii() and raw_site.isdigit()
+        else None
+    )
+    back = reverse("staff-energy") + (f"?site={site.pk}" if site else "")
+    upload = request.FILES.get("file")
+    if site is None:
+        messages.error(request, "Model not imported: site: choose a site.")
+    elif upload is None:
+        messages.error(request, "Model not imported: file: choose a CSV file.")
+    elif upload.size > model_csv.MAX_BYTES:
+        messages.error(
+            request, f"Model not imported: file: larger than {model_csv.MAX_BYTES} bytes."
+        )
+    else:
+        try:
+            stored = model_csv.store(model_csv.parse(upload.read(model_csv.MAX_BYTES + 1), site))
+        except model_csv.BadModelCsv as exc:
+            messages.error(request, f"Model not imported (no row was stored): {exc}.")
+        else:
+            messages.success(
+                request, f"Site energy model: {stored} row{'s' if stored != 1 else ''} imported "
+                f"from {upload.name}."
+            )  # fmt: skip
+    return redirect(back)
+
+
+def _readable(exc: ValidationError) -> str:
+    """'end: must not be before start' from DRF's {field: [ErrorDetail]}."""
+    detail = exc.detail
+    if isinstance(detail, dict):
+        return "; ".join(
+            f"{field}: {' '.join(str(m) for m in (msgs if isinstance(msgs, list) else [msgs]))}"
+            for field, msgs in detail.items()
+        )
+    return " ".join(str(m) for m in detail) if isinstance(detail, list) else str(detail)
+
+
+__all__ = ["energy_page", "energy_model_upload", "MeterNode"]

@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from feeds.models import Feed
+from feeds.save_warnings import feed_warnings
 
 
 @admin.register(Feed)
@@ -13,3 +14,8 @@ class FeedAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # The interval is baked into the data file once it exists.
         return ["interval", "created"] if obj is not None else ["created"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)  # also the changelist's "public" column
+        for sentence in feed_warnings(obj):
+            messages.warning(request, sentence)

@@ -11,6 +11,11 @@ Redis layout (all keys under PREFIX):
                     .dat but not yet fsync'd (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
     synced_at       unix time of the last commit that fsync'd and trimmed
+                    With sharded writers (feeds/shards.py) these four are per shard: shard 0
+                    uses the names above, shard k>0 adds ":<k>" (commit:lock:2, written:2 ...),
+                    since each shard's writer may run on another host (its own page cache
+                    and boot id) and syncs on its own clock. A shard commits the dirty feeds
+                    with feed_id % shards == shard; adding points does not depend on shards.
     refused         a hash feed_id -> points the feed store refused (too old, gap too large...)
                     since staff last acknowledged it; refused:last: feed_id -> "t reason" of
                     the latest. bms/watchdog.py raises an alarm from them (refused points are
@@ -139,15 +144,22 @@ class CommitReport:
 
 
 class FeedBuffer:
-    def __init__(self, client: redis.Redis, prefix: str = PREFIX) -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str = PREFIX, *, shard: int = 0, shards: int = 1
+    ) -> None:
+        if not 0 <= shard < shards:
+            raise ValueError(f"shard {shard} is not one of {shards}")
         self.redis = client
         self.prefix = prefix
+        self.shard = shard
+        self.shards = shards
+        own = f":{shard}" if shard else ""  # shard 0 keeps the names of the unsharded store
         self.dirty_key = prefix + "dirty"
         self.last_key = prefix + "last"
-        self.lock_key = prefix + "commit:lock"
-        self.written_key = prefix + "written"
-        self.boot_key = prefix + "written:boot"
-        self.synced_at_key = prefix + "synced_at"
+        self.lock_key = prefix + "commit:lock" + own
+        self.written_key = prefix + "written" + own
+        self.boot_key = prefix + "written:boot" + own
+        self.synced_at_key = prefix + "synced_at" + own
         self.refused_key = prefix + "refused"
         self.refused_last_key = prefix + "refused:last"
         # Bounds passed to phpfina.write_points (max_backfill_s, max_gap_slots); see service.py.
@@ -181,6 +193,11 @@ class FeedBuffer:
             args += [feed_id, pack_records(rows), newest[0], repr(newest[1])]
         self._add(keys=keys, args=args, client=pipe)
 
+    def seed_last(self, feed_id: int, t: int, value: float) -> bool:
+        """Set a feed's last value when it has none (an imported file's newest point), so
+        processes that start from it carry on (feeds/emoncms_files.py). True if set."""
+        return bool(self.redis.hsetnx(self.last_key, int(feed_id), f"{int(t)} {float(value)!r}"))
+
     # --- reading ---------------------------------------------------------------------------
 
     def pending(self, feed_id: int) -> np.ndarray:
@@ -188,7 +205,9 @@ class FeedBuffer:
         return parse_records(self.redis.get(self.key(feed_id)) or b"")
 
     def dirty_feeds(self) -> list[int]:
-        return sorted(int(x) for x in self.redis.smembers(self.dirty_key))
+        """The feeds of this shard with buffered records."""
+        ids = (int(x) for x in self.redis.smembers(self.dirty_key))
+        return sorted(f for f in ids if f % self.shards == self.shard)
 
     def last_values(self, feed_ids: Iterable[int]) -> dict[int, tuple[int, float]]:
         ids = [int(x) for x in feed_ids]
@@ -390,11 +409,41 @@ class FeedBuffer:
         With `sync` (the default) every buffered record ends on disk and leaves Redis; without,
         new records are only written (see the module docstring).
         """
-        report = CommitReport()
         token = redis_lock.acquire(self.redis, self.lock_key, LOCK_TTL_S)
         if token is None:
-            report.skipped = True  # another commit is running; it will take these too
-            return report
+            # another commit is running; it will take these too
+            return CommitReport(skipped=True)
+        try:
+            return self.commit_holding(
+                token,
+                directory,
+                intervals,
+                now=now,
+                block_records=block_records,
+                fsync=fsync,
+                sync=sync,
+                after_write=after_write,
+                feeds=feeds,
+            )
+        finally:
+            redis_lock.release(self.redis, self.lock_key, token)
+
+    def commit_holding(
+        self,
+        token: str,
+        directory: str | os.PathLike,
+        intervals: Mapping[int, int],
+        *,
+        now: float | None = None,
+        block_records: int = DEFAULT_BLOCK_RECORDS,
+        fsync: bool = True,
+        sync: bool = True,
+        after_write: Callable[[int, int], None] | None = None,
+        feeds: Iterable[int] | None = None,
+    ) -> CommitReport:
+        """`commit` by a caller that already holds this shard's lock with `token` (the
+        re-shard holds every shard's lock across its drain and its file moves)."""
+        report = CommitReport()
         self._token = token
         try:
             self._forget_offsets_of_another_boot()
@@ -417,5 +466,4 @@ class FeedBuffer:
                 report.synced = True
         finally:
             self._token = None
-            redis_lock.release(self.redis, self.lock_key, token)
         return report

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
-from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
+from rest_framework.authentication import get_authorization_header
+from rest_framework.exceptions import (
+    AuthenticationFailed,
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
 
 from bms.authentication import TokenAuth
 from bms.permissions import has_staff_role
@@ -202,6 +209,22 @@ def run(query: DataQuery, feeds: dict[int, Feed]) -> dict[int, list[list]]:
                 point[0] //= 1000
         out[feed_id] = points
     return out
+
+
+class BearerAuthentication(TokenAuth):
+    """`Authorization: Bearer <staff token>`, as emoncms clients send their key; a key that is
+    not a staff token is a 401, as with `apikey=`."""
+
+    def authenticate(self, request):
+        auth = get_authorization_header(request).split()
+        if not auth or auth[0].lower() != b"bearer":
+            return None
+        if len(auth) != 2:
+            raise AuthenticationFailed("Invalid Bearer header: give one key after Bearer.")
+        return self.authenticate_credentials(auth[1])
+
+    def authenticate_header(self, request):
+        return "Bearer"
 
 
 class ApiKeyQueryAuthentication(TokenAuth):

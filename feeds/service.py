@@ -8,15 +8,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 from django.conf import settings
 
+from bms import redis_lock
 from bms.redis import get_redis
-from feeds import phpfina
-from feeds.buffer import FLAG_JOIN, FeedBuffer
+from feeds import emoncms_read, phpfina, shards
+from feeds.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
+from feeds.last_value import file_last_value
 from feeds.models import Feed
-from feeds.processes import InputItem, ProcessRunner
+from feeds.processes import InputItem, ProcessRunner, RunReport
 
 Point = tuple[int, int, float]  # (feed_id, t_unix_seconds, value)
 __all__ = [
@@ -28,15 +31,50 @@ __all__ = [
     "log_points",
     "process_inputs",
     "read",
+    "read_emoncms",
 ]
 
 
-def feed_dir():
-    return settings.BMS_FEED_DIR
+def feed_dir(feed_id: int | None = None) -> Path:
+    """The directory holding a feed's files (its shard's, feeds/shards.py); without an id the
+    feed root, BMS_FEED_DIR (the only directory with one shard)."""
+    if feed_id is None:
+        return Path(settings.BMS_FEED_DIR)
+    return layout().dir_of(feed_id)
 
 
-def get_buffer() -> FeedBuffer:
-    buffer = FeedBuffer(get_redis())
+def configured_layout() -> shards.Layout:
+    """The shards this process is set up to write (BMS_FEED_SHARDS, BMS_FEED_SHARD_DIRS)."""
+    return shards.make_layout(
+        settings.BMS_FEED_DIR, settings.BMS_FEED_SHARDS, settings.BMS_FEED_SHARD_DIRS
+    )
+
+
+_recorded: dict[Path, tuple[tuple[int, int], shards.Layout]] = {}
+
+
+def layout() -> shards.Layout:
+    """Where the feed files are: the layout recorded in the feed root (re-read when the record
+    changes, one stat per call), or the configured one before the first commit."""
+    root = Path(settings.BMS_FEED_DIR)
+    try:
+        st = (root / shards.RECORD_NAME).stat()
+    except FileNotFoundError:
+        return configured_layout()
+    stamp = (st.st_ino, st.st_mtime_ns)
+    cached = _recorded.get(root)
+    if cached is None or cached[0] != stamp:
+        found = shards.read_record(root)
+        if found is None:  # removed since the stat
+            return configured_layout()
+        cached = _recorded[root] = (stamp, found)
+    return cached[1]
+
+
+def get_buffer(shard: int = 0, shard_count: int | None = None) -> FeedBuffer:
+    """The buffer; with a shard, the view of that shard's writer (its lock, its dirty feeds)."""
+    count = settings.BMS_FEED_SHARDS if shard_count is None else shard_count
+    buffer = FeedBuffer(get_redis(), shard=shard, shards=count)
     buffer.write_limits = write_limits()
     return buffer
 
@@ -53,9 +91,26 @@ def _timezone() -> str:
     return getattr(settings, "TIME_ZONE", None) or "Europe/London"
 
 
-def process_inputs(items: Iterable[InputItem]) -> None:
-    """Run each input's process list; buffered points go to Redis in one pipeline."""
-    ProcessRunner(get_buffer(), _timezone()).run(items)
+def process_inputs(
+    items: Iterable[InputItem],
+    *,
+    input_last: dict[int, float] | None = None,
+    input_ids: dict[str, int] | None = None,
+) -> RunReport:
+    """Run each input's process list; buffered points go to Redis in one pipeline.
+    `input_last`/`input_ids` feed the *_input steps (see ProcessRunner.run)."""
+    runner = ProcessRunner(get_buffer(), _timezone(), file_last=_file_last_values)
+    return runner.run(items, input_last=input_last, input_ids=input_ids)
+
+
+def _file_last_values(feed_ids: Iterable[int]) -> dict[int, tuple[int, float]]:
+    """Newest finite (t, value) per feed from its file, each in its own shard's directory."""
+    out: dict[int, tuple[int, float]] = {}
+    for feed_id in map(int, feed_ids):
+        last = file_last_value(feed_dir(feed_id), feed_id)
+        if last is not None:
+            out[feed_id] = last
+    return out
 
 
 def log_points(points: Iterable[Point]) -> None:
@@ -73,11 +128,18 @@ def log_points(points: Iterable[Point]) -> None:
 
 
 def last_value(feed_id: int) -> tuple[int, float] | None:
-    return get_buffer().last_values([feed_id]).get(int(feed_id))
+    return last_values([feed_id]).get(int(feed_id))
 
 
 def last_values(feed_ids: Iterable[int]) -> dict[int, tuple[int, float]]:
-    return get_buffer().last_values(feed_ids)
+    """Newest (t, value) per feed: Redis's, else the file's last value (as emoncms's
+    get_timevalue: an imported feed, or one after Redis lost its data, still has one)."""
+    ids = [int(x) for x in feed_ids]
+    found = get_buffer().last_values(ids)
+    missing = [f for f in ids if f not in found]
+    if missing:
+        found.update(_file_last_values(missing))
+    return found
 
 
 def _interval_of(feed_id: int) -> int | None:
@@ -105,10 +167,10 @@ def read(
             pending["v"].astype(np.float64),
             (pending["flags"] & FLAG_JOIN).astype(bool),  # log_to_feed_join: line on read too
         )
-        if feed_interval is None and phpfina.read_meta(feed_dir(), feed_id) is None:
+        if feed_interval is None and phpfina.read_meta(feed_dir(feed_id), feed_id) is None:
             feed_interval = _interval_of(feed_id)
     return phpfina.read(
-        feed_dir(),
+        feed_dir(feed_id),
         feed_id,
         int(start),
         int(end),
@@ -123,22 +185,145 @@ def read(
     )
 
 
-def commit_all(now: float | None = None, sync: bool | None = None) -> dict:
-    """Commit buffered points to the files (the beat task feeds.tasks.commit_buffer).
+def _overlay(feed_id: int) -> tuple[np.ndarray, ...] | None:
+    pending = get_buffer().pending(feed_id)
+    if not len(pending):
+        return None
+    return (
+        pending["t"].astype(np.int64),
+        pending["v"].astype(np.float64),
+        (pending["flags"] & FLAG_JOIN).astype(bool),  # log_to_feed_join: line on read too
+    )
+
+
+def emoncms_timevalues(feed_ids: Iterable[int]) -> dict[int, tuple[int, float | None]]:
+    """Last (time, value) per feed as emoncms's get_timevalue: the buffer's (Redis) last value,
+    else the file's last slot (None when that slot is a gap, as PHPFina::lastvalue; not the
+    last finite value that accumulators continue from); feeds with neither are left out."""
+    ids = [int(i) for i in feed_ids]
+    out: dict[int, tuple[int, float | None]] = dict(get_buffer().last_values(ids))
+    for feed_id in ids:
+        if feed_id not in out:
+            try:
+                last = emoncms_read.file_last(feed_dir(feed_id), feed_id)
+            except phpfina.CorruptFeed:
+                last = None
+            if last is not None:
+                out[feed_id] = last
+    return out
+
+
+def read_emoncms(
+    feed_id: int, request: emoncms_read.Request, *, feed_interval: int, max_points: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(times s, values with NaN) as emoncms's /feed/data.json computes them (docs/FEEDS.md),
+    from the file merged with the not-yet-committed buffer."""
+    return emoncms_read.read(
+        feed_dir(feed_id),
+        feed_id,
+        request,
+        feed_interval=feed_interval,
+        overlay=_overlay(feed_id),
+        last=emoncms_timevalues([feed_id]).get(feed_id) if request.delta else None,
+        max_points=max_points,
+    )
+
+
+def value_at(feed_id: int, t: int, *, feed_interval: int) -> float | None:
+    """emoncms's PHPFina get_value: the slot nearest `t` (round half away from zero), file and
+    buffer merged; None when missing or outside the feed."""
+    view = phpfina.open_view(
+        feed_dir(feed_id), feed_id, feed_interval=feed_interval, overlay=_overlay(feed_id)
+    )
+    if view is None:
+        return None
+    slot = int(emoncms_read.php_round((int(t) - view.start_time) / view.interval))
+    if slot < 0:
+        return None
+    value = phpfina.window_values(view, np.array([slot, slot + 1]), "sample")[0]
+    return None if math.isnan(value) else float(value)
+
+
+def commit_all(
+    now: float | None = None, sync: bool | None = None, shard: int | None = None
+) -> dict:
+    """Commit buffered points to the files (the beat task feeds.tasks.commit_buffer): one
+    shard's feeds, or with `shard` None every shard's in turn, each under its own lock.
 
     `sync` None: fsync and release points from Redis when BMS_FEED_SYNC_INTERVAL has passed
-    since the last sync, else only write them (see feeds/buffer.py).
+    since the shard's last sync, else only write them (see feeds/buffer.py). Raises
+    shards.LayoutMismatch, writing nothing, when the files were re-sharded under this process.
     """
-    buffer = get_buffer()
+    configured = configured_layout()
+    shards.check_or_record(settings.BMS_FEED_DIR, configured)
+    todo = range(configured.shards) if shard is None else [int(shard)]
+    total = {"feeds": 0, "points": 0, "refused": {}, "dropped": {}, "skipped": False}
+    started = time.monotonic()
+    for k in todo:
+        buffer = get_buffer(k, configured.shards)
+        result = commit_shard(buffer, configured.dirs[k], now=now, sync=sync)
+        for name in ("feeds", "points"):
+            total[name] += result[name]
+        for name in ("refused", "dropped"):
+            total[name].update(result[name])
+        total["skipped"] = total["skipped"] or result["skipped"]
+        if "synced" in result:
+            total["synced"] = total.get("synced", True) and result["synced"]
+    if total["feeds"]:
+        total["seconds"] = round(time.monotonic() - started, 3)
+    return total
+
+
+def commit_shard(
+    buffer: FeedBuffer,
+    directory: Path,
+    *,
+    now: float | None = None,
+    sync: bool | None = None,
+    token: str | None = None,
+) -> dict:
+    """Commit one shard's dirty feeds into `directory`; with `token`, under a lock the caller
+    already holds (the re-shard's drain)."""
     dirty = buffer.dirty_feeds()
     if not dirty:
         return {"feeds": 0, "points": 0, "refused": {}, "dropped": {}, "skipped": False}
     if sync is None:
         sync = buffer.sync_due(settings.BMS_FEED_SYNC_INTERVAL)
     intervals = dict(Feed.objects.filter(pk__in=dirty).values_list("pk", "interval"))
-    started = time.monotonic()
     # Only the feeds looked up: one that turned dirty since would be taken for deleted.
-    report = buffer.commit(feed_dir(), intervals, now=now, sync=sync, feeds=dirty)
-    result = report.as_dict()
-    result["seconds"] = round(time.monotonic() - started, 3)
-    return result
+    if token is None:
+        report = buffer.commit(directory, intervals, now=now, sync=sync, feeds=dirty)
+    else:
+        report = buffer.commit_holding(token, directory, intervals, now=now, sync=sync, feeds=dirty)
+    return report.as_dict()
+
+
+def acquire_all_commit_locks(count: int, wait_s: float) -> list[tuple[FeedBuffer, str]]:
+    """Hold the commit lock of shards 0..count-1 (waiting up to `wait_s` for commits that run
+    now to end): no shard writes while the caller moves files. Release with
+    `release_commit_locks`. Raises TimeoutError, holding nothing, if one stays taken."""
+    held: list[tuple[FeedBuffer, str]] = []
+    deadline = time.monotonic() + wait_s
+    try:
+        for k in range(count):
+            buffer = get_buffer(k, count)
+            while (token := redis_lock.acquire(buffer.redis, buffer.lock_key, LOCK_TTL_S)) is None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the commit lock of shard {k} stayed taken {wait_s:g} s")
+                time.sleep(0.2)
+            held.append((buffer, token))
+    except BaseException:
+        release_commit_locks(held)
+        raise
+    return held
+
+
+def renew_commit_locks(held: list[tuple[FeedBuffer, str]]) -> None:
+    for buffer, token in held:
+        if not redis_lock.renew(buffer.redis, buffer.lock_key, token, LOCK_TTL_S):
+            raise RuntimeError(f"lost the commit lock {buffer.lock_key}")
+
+
+def release_commit_locks(held: list[tuple[FeedBuffer, str]]) -> None:
+    for buffer, token in held:
+        redis_lock.release(buffer.redis, buffer.lock_key, token)

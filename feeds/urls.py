@@ -1,4 +1,5 @@
-"""emoncms-compatible feed paths (reads): graphs and scripts written for emoncms work."""
+"""emoncms-compatible feed paths (reads): graphs, apps, backup and sync scripts written for
+emoncms work (docs/FEEDS.md)."""
 
 from django.urls import path
 
@@ -8,4 +9,8 @@ urlpatterns = [
     path("feed/list.json", views.FeedList.as_view(), name="feed-list-json"),
     path("feed/timevalue.json", views.TimeValue.as_view(), name="feed-timevalue-json"),
     path("feed/data.json", views.Data.as_view(), name="feed-data-json"),
+    path("feed/csvexport.json", views.CsvExport.as_view(), name="feed-csvexport-json"),
+    path("feed/value.json", views.Value.as_view(), name="feed-value-json"),
+    path("feed/fetch.json", views.Fetch.as_view(), name="feed-fetch-json"),
+    path("feed/export.json", views.Export.as_view(), name="feed-export-json"),
 ]

@@ -1,4 +1,4 @@
-"""emoncms-compatible feed reads: /feed/list.json, /feed/timevalue.json, /feed/data.json.
+"""emoncms-compatible feed reads: /feed/list.json, timevalue, value, fetch, data, csvexport, export.
 
 Same parameters and reply shapes as emoncms, so its graphs, apps and scripts work unchanged
 (see docs/FEEDS.md). Access rules and parameter parsing: feeds/query.py.
@@ -6,6 +6,7 @@ Same parameters and reply shapes as emoncms, so its graphs, apps and scripts wor
 
 from __future__ import annotations
 
+from django.http import JsonResponse, StreamingHttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -26,8 +27,8 @@ from rest_framework.views import APIView
 from bms.authentication import TokenAuth
 from bms.openapi import FEED_READERS
 from bms.throttle import PublicRateThrottle
-from feeds import phpfina, query, service
-from feeds.data_api import DATA_PARAMETERS, ERRORS
+from feeds import emoncms_api, phpfina, query, service
+from feeds.data_api import ERRORS
 from feeds.models import Feed
 
 PHPFINA_ENGINE = 5  # emoncms's engine number for PHPFina
@@ -38,6 +39,7 @@ class EmoncmsView(APIView):
     permission_classes = [AllowAny]
     authentication_classes = [
         query.ApiKeyQueryAuthentication,
+        query.BearerAuthentication,
         TokenAuth,
         SessionAuthentication,
     ]
@@ -55,6 +57,18 @@ class ApiKeyQueryScheme(OpenApiAuthenticationExtension):
     def get_security_definition(self, auto_schema):
         return {"type": "apiKey", "in": "query", "name": "apikey",
                 "description": "A staff API token given as `apikey=` (emoncms clients)."}  # fmt: skip
+
+
+class BearerScheme(OpenApiAuthenticationExtension):
+    """`Authorization: Bearer <staff token>` on /feed/*: emoncms clients send their key so."""
+
+    target_class = query.BearerAuthentication
+    name = "staffTokenBearer"
+    priority = 1  # before knox's header scheme, which would match the subclass
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer",
+                "description": "A staff API token as `Authorization: Bearer` (emoncms clients)."}  # fmt: skip
 
 
 TAGS = ["emoncms-compatible", "feeds"]
@@ -102,7 +116,7 @@ class FeedList(EmoncmsView):
         if not query.is_staff_reader(request.user):
             feeds = feeds.filter(public=True)
         feeds = list(feeds)
-        last = service.last_values(f.id for f in feeds)
+        last = service.emoncms_timevalues(f.id for f in feeds)
         out = []
         for feed in feeds:
             t, v = last.get(feed.id, (None, None))
@@ -125,7 +139,7 @@ class FeedList(EmoncmsView):
 
 def _size(feed_id: int) -> int:
     try:
-        return phpfina.npoints(service.feed_dir(), feed_id) * phpfina.VALUE_SIZE
+        return phpfina.npoints(service.feed_dir(feed_id), feed_id) * phpfina.VALUE_SIZE
     except phpfina.CorruptFeed:
         return -1
 
@@ -152,18 +166,77 @@ class TimeValue(EmoncmsView):
     def get(self, request: Request) -> Response:
         feed_id = query.parse_id(request.query_params.get("id"))
         query.readable_feeds(request.user, [feed_id])
-        last = service.last_value(feed_id)
+        # Redis's last value, else the file's (an imported feed), as emoncms's get_timevalue
+        last = service.emoncms_timevalues([feed_id]).get(feed_id)
         if last is None:
             return Response({"time": None, "value": None})
         return Response({"time": last[0], "value": last[1]})
+
+
+DATA_PARAMETERS = [
+    OpenApiParameter("start", OpenApiTypes.NUMBER, Q, required=True,
+                     description="Unix time, seconds or milliseconds (above 10^11)"),
+    OpenApiParameter("end", OpenApiTypes.NUMBER, Q, required=True,
+                     description="Unix time, seconds or milliseconds; after start"),
+    OpenApiParameter("interval", OpenApiTypes.STR, Q,
+                     description="Seconds between window starts, from `start` itself; 0 or "
+                     "absent: about 800 points; `original`: the feed's own; or daily / weekly / "
+                     "monthly / annual (local calendar in `timezone`). `mode` is an alias."),
+    OpenApiParameter("average", OpenApiTypes.STR, Q,
+                     description="1: mean of each window's recorded slots (else the slot at the "
+                     "window's start); with ids, one 0/1 per feed"),
+    OpenApiParameter("delta", OpenApiTypes.STR, Q,
+                     description="1: the next window's value minus this one's (kWh per day from "
+                     "a cumulative kWh feed); with ids, one 0/1 per feed"),
+    OpenApiParameter("skipmissing", OpenApiTypes.BOOL, Q, description="Leave out null points"),
+    OpenApiParameter("limitinterval", OpenApiTypes.BOOL, Q,
+                     description="1: raise the interval to the feed's and round it to whole slots"),
+    OpenApiParameter("timeformat", OpenApiTypes.STR, Q, enum=list(emoncms_api.TIMEFORMATS),
+                     description="unixms (default), unix, excel (d/m/Y H:i:s), iso8601, or "
+                     "notime (values only)"),
+    OpenApiParameter("csv", OpenApiTypes.BOOL, Q, description="1: a CSV download"),
+    OpenApiParameter("dp", OpenApiTypes.INT, Q,
+                     description=f"Round values to this many decimals (-1: off, at most "
+                     f"{emoncms_api.MAX_DP})"),
+    OpenApiParameter("timezone", OpenApiTypes.STR, Q,
+                     description="Zone of calendar windows and excel/iso8601 times "
+                     "(default TIME_ZONE)"),
+]  # fmt: skip
+
+
+def _data_response(request: Request, *, csv: bool = False):
+    params = request.query_params
+    req = emoncms_api.parse_data_request(params, csv=csv)
+    feeds = query.readable_feeds(request.user, req.feed_ids)
+    if req.csv and len(feeds) == 1:
+        (feed_id, series), *_ = emoncms_api.read_series(req, feeds, csv_single=True).items()
+        return _csv_download(emoncms_api.csv_single_rows(series, req), str(feed_id))
+    all_series = emoncms_api.read_series(req, feeds)
+    if req.csv:
+        name = "-".join(str(i) for i in all_series)
+        return _csv_download(emoncms_api.csv_multi_rows(list(all_series.values()), req), name)
+    if not req.many:
+        return Response(emoncms_api.json_points(all_series[req.feed_ids[0]], req))
+    return Response(
+        [{"feedid": i, "data": emoncms_api.json_points(s, req)} for i, s in all_series.items()]
+    )
+
+
+def _csv_download(rows, name: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(rows, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+    response["Cache-Control"] = "no-cache, no-store, must-revalidate"
+    return response
 
 
 class Data(EmoncmsView):
     @extend_schema(
         tags=TAGS,
         summary="emoncms feed/data.json: points of one or several feeds",
-        description="With `id`: a list of [time, value]. With `ids=1,2`: "
-        "[{feedid, data}, ...]. Parameters as emoncms (docs/FEEDS.md#reading). " + FEED_READERS,
+        description="As emoncms's engine computes them (docs/FEEDS.md, emoncms read semantics): "
+        "windows from `start`, averages, delta, calendar windows across DST days, time formats, "
+        "CSV. With `id`: [[time, value], ...]. With `ids=1,2`: [{feedid, data}, ...]. "
+        + FEED_READERS,
         parameters=[
             OpenApiParameter("id", OpenApiTypes.INT, Q, description="one feed id"),
             OpenApiParameter("ids", OpenApiTypes.STR, Q,
@@ -174,15 +247,15 @@ class Data(EmoncmsView):
         responses={
             200: OpenApiResponse(
                 OpenApiTypes.ANY,
-                description="[[time, value], ...] for `id`; [{feedid, data}, ...] for `ids`",
+                description="[[time, value], ...] for `id`; [{feedid, data}, ...] for `ids`; "
+                "[value, ...] with timeformat=notime; text/csv with csv=1",
             ),
             **ERRORS,
         },
         examples=[
             OpenApiExample(
-                "id=1&start=1714564800&end=1714566000&interval=600&average=1",
-                value=[[1714564800000, 1520.5], [1714565400000, 1498.0],
-                       [1714566000000, None]],
+                "id=1&start=1714564805&end=1714566000&interval=600&average=1",
+                value=[[1714564805000, 1520.5], [1714565405000, 1498.0]],
                 response_only=True,
             ),
             OpenApiExample(
@@ -193,11 +266,145 @@ class Data(EmoncmsView):
             ),
         ],
     )  # fmt: skip
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request):
+        return _data_response(request)
+
+
+class CsvExport(EmoncmsView):
+    @extend_schema(
+        tags=TAGS,
+        summary="emoncms feed/csvexport.json: data.json as a CSV download",
+        description="`time,value` rows (times in unix seconds unless timeformat=excel or "
+        "iso8601; values with 2 decimals, `null` where missing); with `ids`, one column per "
+        "feed. At most BMS_FEED_MAX_CSV_ROWS rows in all. " + FEED_READERS,
+        parameters=[
+            OpenApiParameter("id", OpenApiTypes.INT, Q, description="one feed id"),
+            OpenApiParameter("ids", OpenApiTypes.STR, Q, description="feed ids, commas"),
+            *DATA_PARAMETERS,
+            APIKEY,
+        ],
+        responses={(200, "text/csv"): OpenApiTypes.STR, **ERRORS},
+    )
+    def get(self, request: Request):
+        return _data_response(request, csv=True)
+
+
+class Value(EmoncmsView):
+    @extend_schema(
+        tags=TAGS,
+        summary="emoncms feed/value.json: the last value, or the value at a time",
+        description="Without `time` (or time=0): the feed's last value. With `time` (unix "
+        "seconds): the value of the slot nearest that time, null when missing. "
+        + FEED_READERS,
+        parameters=[
+            ID,
+            OpenApiParameter("time", OpenApiTypes.INT, Q, description="unix seconds"),
+            APIKEY,
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.NUMBER, description="a number or null"),
+                   **ERRORS},
+        examples=[OpenApiExample("value", value=1520.5, response_only=True)],
+    )  # fmt: skip
+    def get(self, request: Request) -> JsonResponse:
         params = request.query_params
-        q = query.parse_data_query(params)
-        feeds = query.readable_feeds(request.user, q.feed_ids)
-        series = query.run(q, feeds)
-        if "ids" in params and params.get("ids"):
-            return Response([{"feedid": i, "data": d} for i, d in series.items()])
-        return Response(series[q.feed_ids[0]])
+        feed_id = query.parse_id(params.get("id"))
+        t = _parse_seconds(params.get("time"), "time")
+        feed = query.readable_feeds(request.user, [feed_id])[feed_id]
+        if not t:
+            last = service.emoncms_timevalues([feed_id]).get(feed_id)
+            return JsonResponse(None if last is None else last[1], safe=False)
+        return JsonResponse(service.value_at(feed_id, t, feed_interval=feed.interval), safe=False)
+
+
+def _parse_seconds(raw: str | None, param: str, top: int = 0xFFFFFFFF) -> int:
+    """A whole number from 0 to `top` (unix seconds by default: PHPFina's range)."""
+    if raw is None or raw.strip() == "":
+        return 0
+    try:
+        value = int(raw)
+    except ValueError:
+        raise query.ValidationError({param: [f"{raw[:40]!r} is not a whole number"]}) from None
+    if not 0 <= value <= top:
+        raise query.ValidationError({param: [f"must be 0 to {top}"]})
+    return value
+
+
+class Fetch(EmoncmsView):
+    @extend_schema(
+        tags=TAGS,
+        summary="emoncms feed/fetch.json: last values of several feeds",
+        description="One entry per id, in the order asked: the last value, null when the feed "
+        "has none, false when it does not exist or you may not read it (as emoncms). "
+        + FEED_READERS,
+        parameters=[
+            OpenApiParameter("ids", OpenApiTypes.STR, Q, required=True,
+                             description=f"feed ids, commas (at most {query.MAX_IDS})"),
+            APIKEY,
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.ANY, description="[value|null|false, ...]"),
+                   **ERRORS},
+        examples=[OpenApiExample("three feeds", value=[1520.5, None, False], response_only=True)],
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        raw = request.query_params.get("ids")
+        if not raw:
+            raise query.ValidationError({"ids": ["required: feed ids separated by commas"]})
+        parts = [p.strip() for p in raw.split(",") if p.strip()]
+        if not parts:
+            raise query.ValidationError({"ids": ["give feed ids separated by commas"]})
+        if len(parts) > query.MAX_IDS:
+            raise query.ValidationError({"ids": [f"at most {query.MAX_IDS} feeds per request"]})
+        ids = [query.parse_id(p, "ids") for p in parts]  # repeats kept: one answer per id asked
+        feeds = Feed.objects.in_bulk(set(ids))
+        staff = query.is_staff_reader(request.user)
+        readable = [i for i in ids if i in feeds and (staff or feeds[i].public)]
+        last = service.emoncms_timevalues(readable)
+        return Response(
+            [(last[i][1] if i in last else None) if i in readable else False for i in ids]
+        )
+
+
+class Export(EmoncmsView):
+    @extend_schema(
+        tags=TAGS,
+        summary="emoncms feed/export.json: the raw PHPFina data file",
+        description="The feed's `.dat` (float32 little-endian, NaN = missing) from byte offset "
+        "`start`, rounded down to a whole value and one value earlier (so the last value a "
+        "copy holds is sent again), as emoncms's backup and sync modules resume. Points still "
+        "in the write buffer are not in the file yet. " + FEED_READERS,
+        parameters=[
+            ID,
+            OpenApiParameter("start", OpenApiTypes.INT, Q,
+                             description="byte offset to resume from (0: the whole file)"),
+            APIKEY,
+        ],
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, **ERRORS},
+    )  # fmt: skip
+    def get(self, request: Request):
+        params = request.query_params
+        feed_id = query.parse_id(params.get("id"))
+        offset = _parse_seconds(params.get("start"), "start", top=2**62)  # a byte offset
+        query.readable_feeds(request.user, [feed_id])
+        offset = offset // phpfina.VALUE_SIZE * phpfina.VALUE_SIZE
+        if offset >= phpfina.VALUE_SIZE:
+            offset -= phpfina.VALUE_SIZE  # emoncms: the first point is updated, not appended
+        response = StreamingHttpResponse(
+            _file_chunks(phpfina.dat_path(service.feed_dir(feed_id), feed_id), offset),
+            content_type="application/octet-stream",
+        )
+        response["Content-Disposition"] = f'attachment; filename="{feed_id}.dat"'
+        response["Cache-Control"] = "no-cache, no-store, must-revalidate"
+        return response
+
+
+def _file_chunks(path, offset: int, size: int = 1 << 16):
+    """The file from `offset`, in chunks: memory stays at one chunk however large the feed.
+    The descriptor keeps the inode it opened, so a prepend's rename mid-stream is harmless."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        fh.seek(offset)
+        while chunk := fh.read(size):
+            yield chunk

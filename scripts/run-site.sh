@@ -50,6 +50,13 @@ start web "$VENV/bin/gunicorn" -c python:bms.gunicorn_conf bms.wsgi:application 
 # Control gets its own worker so a flood of readings never delays the boiler.
 start worker-control "$VENV/bin/celery" -A bms worker -Q control -c 1 -n control@%h -l INFO
 start worker-ingest "$VENV/bin/celery" -A bms worker -Q ingest,commit -c 2 -n ingest@%h -l INFO
+# Sharded feed writers (BMS_FEED_SHARDS > 1, docs/DEPLOYMENT.md): one writer per shard queue.
+SHARDS="${BMS_FEED_SHARDS:-1}"
+if [ "$SHARDS" -gt 1 ]; then
+  for k in $(seq 0 $((SHARDS - 1))); do
+    start "worker-commit-$k" "$VENV/bin/celery" -A bms worker -Q "commit-$k" -c 1 -n "commit$k@%h" -l INFO
+  done
+fi
 start beat "$VENV/bin/celery" -A bms beat -l INFO --pidfile "$BMS_ROOT/var/celerybeat.pid"
 
 for _ in $(seq 1 100); do
@@ -71,6 +78,8 @@ cat <<INFO
     Rotating kiosk   $URL/kiosk/?rotate=pv,thermal,hydro
     API docs         $URL/api/docs/
     Health           $URL/healthz
+  The demo's physics runs at ${BMS_SPEED:-1}x: at 1x a room takes an hour or more to warm.
+  To see rooms warm in minutes:  BMS_SPEED=60 bash scripts/run-site.sh
   Logs in var/log/. Press Ctrl-C to stop.
 
 INFO

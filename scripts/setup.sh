@@ -152,6 +152,12 @@ bms_setup() {
     # package; `sudo systemctl disable --now nginx` if you do not want that.)
     [ -x /usr/sbin/nginx ] || apt_install nginx
     command -v openssl >/dev/null 2>&1 || apt_install openssl
+    # tests/sensors/test_modbus_rtu.py joins a Modbus RTU server and client by a socat
+    # pseudo-terminal pair: an RS-485 bus without the wires.
+    command -v socat >/dev/null 2>&1 || apt_install socat
+    # tests/energy/test_monthly_report.py reads the monthly report PDF back (pdftotext) and
+    # draws its page (pdftoppm).
+    command -v pdftoppm >/dev/null 2>&1 || apt_install poppler-utils
   fi
   ensure_redis
   if [ "${1:-}" = "--for-tests" ]; then

@@ -1,13 +1,25 @@
 import time
 from datetime import UTC, datetime
 
+from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from sensors import input_errors, state
 from sensors.alarms import acknowledge
-from sensors.models import Actuator, Alarm, GatewayKey, ModbusRegister, Node, Sensor, Site
+from sensors.models import (
+    MODBUS_DEFAULT_BLOCK,
+    Actuator,
+    Alarm,
+    EmoncmsOrigin,
+    GatewayKey,
+    ModbusBus,
+    ModbusRegister,
+    Node,
+    Sensor,
+    Site,
+)
 
 
 @admin.register(Site)
@@ -27,7 +39,10 @@ class SiteAdmin(admin.ModelAdmin):
 class SensorInline(admin.TabularInline):
     model = Sensor
     extra = 0
-    fields = ["key", "name", "kind", "unit", "scale", "offset", "feed", "auto_created"]
+    # params is here because Sensor.clean() checks it against the kind: a kind changed in
+    # this row must be able to show its params error on the row (Django raises ValueError
+    # for an error on a field the form lacks).
+    fields = ["key", "name", "kind", "unit", "scale", "offset", "params", "feed", "auto_created"]
     show_change_link = True
     autocomplete_fields = ["feed"]
 
@@ -35,6 +50,39 @@ class SensorInline(admin.TabularInline):
 class ModbusRegisterInline(admin.TabularInline):
     model = ModbusRegister
     extra = 0
+    # The map's bound (sensors/modbus_maps.py MAX_ROWS), enforced on save, not only shown.
+    max_num = 200
+    validate_max = True
+
+
+def _register_map_choices() -> list[tuple[str, str]]:
+    from sensors.modbus_maps import shipped_maps
+
+    return [("", "—")] + [(name, doc["title"]) for name, doc in shipped_maps().items()]
+
+
+class NodeAdminForm(forms.ModelForm):
+    register_map_template = forms.ChoiceField(
+        choices=_register_map_choices,
+        required=False,
+        help_text="Modbus meters: replace the register map with a shipped one on save "
+        "(its registers and inputs are created).",
+    )
+
+    class Meta:
+        model = Node
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Most nodes are not Modbus meters: an empty block size means the default. A view-only
+        # user's form has no editable fields (read-only view), so the field may be absent.
+        if "modbus_max_block" in self.fields:
+            self.fields["modbus_max_block"].required = False
+
+    def clean_modbus_max_block(self) -> int:
+        value = self.cleaned_data.get("modbus_max_block")
+        return MODBUS_DEFAULT_BLOCK if value is None else value
 
 
 @admin.register(Node)
@@ -54,6 +102,18 @@ class NodeAdmin(admin.ModelAdmin):
     readonly_fields = ["key_prefix", "created", "input_errors"]
     inlines = [SensorInline, ModbusRegisterInline]
     actions = ["rotate_write_key"]
+    form = NodeAdminForm
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        template = form.cleaned_data.get("register_map_template")
+        if template:
+            from sensors.modbus_maps import shipped_map
+            from sensors.modbus_meters import apply_register_map
+
+            document = shipped_map(template)
+            count = apply_register_map(form.instance, document["registers"], document["max_block"])
+            self.message_user(request, f"Register map {document['title']}: {count} registers.")
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -162,9 +222,33 @@ class SensorAdmin(admin.ModelAdmin):
     list_select_related = ["node", "feed"]
 
 
+@admin.register(ModbusBus)
+class ModbusBusAdmin(admin.ModelAdmin):
+    list_display = ["name", "port", "baudrate", "parity", "stopbits", "timeout", "enabled", "site"]
+    list_filter = ["enabled", "site"]
+    search_fields = ["name", "port"]
+
+
+@admin.register(EmoncmsOrigin)
+class EmoncmsOriginAdmin(admin.ModelAdmin):
+    """Which emoncms feed or input each imported object came from (manage.py import_emoncms);
+    written by the import only, so read-only here."""
+
+    list_display = ["source", "kind", "emoncms_id", "feed", "sensor", "imported"]
+    list_filter = ["source", "kind"]
+    readonly_fields = [f.name for f in EmoncmsOrigin._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(ModbusRegister)
 class ModbusRegisterAdmin(admin.ModelAdmin):
-    list_display = ["node", "key", "address", "function", "data_type", "word_order", "scale"]
+    list_display = ["node", "key", "address", "function", "data_type", "word_order", "scale",
+                    "offset"]  # fmt: skip
     list_filter = ["function", "data_type", "node"]
     search_fields = ["key", "node__name"]
 

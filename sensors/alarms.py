@@ -11,6 +11,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from bms.dates import when_text
 from sensors.models import Alarm
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def _notify(alarm: Alarm) -> None:
     try:
         send_mail(
             subject=f"[BMS {alarm.severity}] {alarm.message[:80]}",
-            message=f"{alarm.message}\n\nRaised {alarm.raised_at:%Y-%m-%d %H:%M:%S %Z} by {alarm.source}.",
+            message=f"{alarm.message}\n\nRaised {when_text(timezone.localtime(alarm.raised_at))} {timezone.get_current_timezone_name()} by {alarm.source}.",
             from_email=settings.DEFAULT_FROM_EMAIL,
             recipient_list=recipients,
             fail_silently=False,

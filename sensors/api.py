@@ -1,19 +1,22 @@
 """CRUD for sites, nodes, sensors, Modbus registers, actuators; alarms (read + acknowledge)."""
 
 from django.contrib.admin.models import CHANGE, LogEntry
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from bms.openapi import ENGINEERS_WRITE, document_viewset
+from bms.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
 from sensors.alarms import acknowledge
-from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
 from sensors.serializers import (
     ActuatorSerializer,
     AlarmSerializer,
+    ModbusBusSerializer,
     ModbusRegisterSerializer,
     NodeSerializer,
+    RegisterMapRequestSerializer,
     SensorSerializer,
     SiteSerializer,
 )
@@ -55,6 +58,46 @@ class NodeViewSet(viewsets.ModelViewSet):
         )
         return Response(self.get_serializer(node).data)
 
+    @extend_schema(
+        request=RegisterMapRequestSerializer,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        tags=["sensors"],
+        summary="Set a Modbus meter's register map",
+        description="Replaces the node's register map with a shipped template "
+        '(`{"template": "eastron-sdm630"}`) or with `registers` rows, and gives each register '
+        "an input (name, unit). The map is checked whole first: address 0–65535 with the "
+        "registers its type takes, a `count` matching the type, a known word order "
+        "(ABCD, BADC, CDAB, DCBA), unique keys, at most 200 rows; a bad one is a 400 "
+        "`{error, field, row}` and nothing changes. " + ENGINEERS_WRITE,
+    )
+    @action(detail=True, methods=["post"], url_path="register-map")
+    def register_map(self, request, pk=None):
+        from sensors.modbus_maps import RegisterMapError, shipped_map, validate_max_block
+        from sensors.modbus_meters import apply_register_map
+
+        node = self.get_object()
+        body = request.data if isinstance(request.data, dict) else {}
+        try:
+            if "template" in body:
+                template = shipped_map(body["template"])
+                rows, max_block = template["registers"], template["max_block"]
+            elif "registers" in body:
+                rows = body["registers"]
+                max_block = validate_max_block(body["max_block"]) if "max_block" in body else None
+            else:
+                raise RegisterMapError("registers", "Give a template or registers.")
+            count = apply_register_map(node, rows, max_block)
+        except RegisterMapError as exc:
+            return Response(exc.as_dict(), status=400)
+        LogEntry.objects.log_actions(
+            request.user.pk,
+            [node],
+            CHANGE,
+            change_message=f"Set its register map ({count} rows, API).",
+        )
+        node.refresh_from_db()
+        return Response({"registers": count, "modbus_max_block": node.modbus_max_block})
+
 
 @document_viewset("sensors", "sensor", "sensors")
 class SensorViewSet(viewsets.ModelViewSet):
@@ -66,6 +109,28 @@ class SensorViewSet(viewsets.ModelViewSet):
 class ModbusRegisterViewSet(viewsets.ModelViewSet):
     queryset = ModbusRegister.objects.select_related("node")
     serializer_class = ModbusRegisterSerializer
+
+
+@document_viewset("sensors", "Modbus RS-485 bus", "Modbus RS-485 buses")
+class ModbusBusViewSet(viewsets.ModelViewSet):
+    queryset = ModbusBus.objects.all()
+    serializer_class = ModbusBusSerializer
+
+
+class ModbusRegisterMapViewSet(viewsets.ViewSet):
+    """The register maps shipped as data (sensors/meter_maps/)."""
+
+    @extend_schema(
+        tags=["sensors"],
+        summary="List the shipped Modbus register maps",
+        description="Each map: name, title, source of its addresses, max_block, suggested "
+        "serial settings and registers. " + STAFF_READ,
+        responses=OpenApiTypes.OBJECT,
+    )
+    def list(self, request):
+        from sensors.modbus_maps import shipped_maps
+
+        return Response(list(shipped_maps().values()))
 
 
 @document_viewset("control", "actuator", "actuators")

@@ -5,6 +5,8 @@ from sensors import ingest_views
 from sensors.api import (
     ActuatorViewSet,
     AlarmViewSet,
+    ModbusBusViewSet,
+    ModbusRegisterMapViewSet,
     ModbusRegisterViewSet,
     NodeViewSet,
     SensorViewSet,
@@ -16,6 +18,8 @@ router.register("sites", SiteViewSet)
 router.register("nodes", NodeViewSet)
 router.register("sensors", SensorViewSet)
 router.register("modbus-registers", ModbusRegisterViewSet)
+router.register("modbus-buses", ModbusBusViewSet)
+router.register("modbus-register-maps", ModbusRegisterMapViewSet, basename="modbus-register-map")
 router.register("actuators", ActuatorViewSet)
 router.register("alarms", AlarmViewSet)
 

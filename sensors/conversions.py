@@ -229,17 +229,33 @@ def ct_power(irms: float, voltage: float = 230.0, power_factor: float = 1.0) -> 
 class PulseState:
     """What is remembered between readings of one pulse counter."""
 
-    t: int  # unix seconds of the last count
-    count: int  # the raw counter value (counts since the node booted)
+    t: int  # unix seconds of the last reading
+    count: int  # the raw counter value (counts since the node booted) last accepted
     total: float  # units accumulated since the sensor was created
+    # A reading that did not follow from `count` (a fall that is not a wrap, or a rise beyond
+    # the rate limit): held until the next reading says whether it was a glitch or real.
+    pending: int | None = None
 
 
 @dataclass(frozen=True)
 class PulseResult:
     state: PulseState
     delta_pulses: int
-    rate: float | None  # units per second × rate_scale; None for the first reading
-    reset: bool  # the node rebooted (counter started again from zero)
+    rate: float | None  # units per second × rate_scale; None for the first or a held reading
+    reset: bool  # the counter restarted (node reboot) or moved to a new level
+
+
+# A rise of more than this many pulses per second since the last reading is not believed
+# at once (param max_pulse_rate): an emonTx pulse input debounces far below it.
+DEFAULT_MAX_PULSE_RATE = 1000.0
+
+
+def unwrap_signed(count: int, bits: int) -> int:
+    """A count sent as a signed integer (emonhub's datacode `h` for 16 bits, `l` for 32)
+    arrives negative past the half-way point: add 2**bits, as emoncms's signed2unsigned."""
+    if -(1 << (bits - 1)) <= count < 0:
+        return count + (1 << bits)
+    return count
 
 
 def pulse_delta(previous: int, current: int, bits: int = 32) -> tuple[int, bool]:
@@ -271,23 +287,49 @@ def pulse_step(
     pulses_per_unit: float = 1.0,
     bits: int = 32,
     rate_scale: float = 1.0,
+    max_rate: float = DEFAULT_MAX_PULSE_RATE,
 ) -> PulseResult | None:
     """Advance a pulse counter by one reading. None if the reading is not newer than the
-    state (a redelivered batch must not count twice)."""
+    state (a redelivered batch must not count twice).
+
+    A reading that does not follow from the last count (a fall that is not a wrap, or a
+    rise beyond `max_rate` pulses/s) is held, not counted: if the next reading follows from
+    the last count again, it was a glitch (a single 0, a corrupt radio packet) and is
+    forgotten; if it follows from the held one, the counter really restarted (a reboot:
+    the pulses since boot count) or moved (a jump: counting goes on from the new level).
+    """
     if pulses_per_unit <= 0:
         raise ConversionError("pulses_per_unit must be positive")
+    if max_rate <= 0:
+        raise ConversionError("max_pulse_rate must be positive")
     if count != int(count):
         raise ConversionError(f"pulse count must be a whole number, got {count}")
-    current = int(count)
+    current = unwrap_signed(int(count), bits)
     if state is None:
         # First reading: nothing to difference against; the total starts here.
         pulse_delta(0, current, bits)  # validates the range
         return PulseResult(PulseState(t, current, 0.0), 0, None, False)
     if t <= state.t:
         return None
+    elapsed = t - state.t
+    limit = max_rate * elapsed
     delta, reset = pulse_delta(state.count, current, bits)
+    if not reset and delta <= limit or reset and not 0 <= state.count < (1 << bits):
+        # Follows from the last count (or the counter was narrowed: start again from here).
+        return _advanced(state, t, current, delta, pulses_per_unit, rate_scale, elapsed, reset)
+    pending = state.pending
+    if pending is not None and 0 <= current - pending <= limit:
+        # Two readings agree on a new level: a reboot (counting from 0: every pulse since
+        # boot counts) or a jump (the jump itself is not counted).
+        delta = current if pending < state.count else current - pending
+        return _advanced(state, t, current, delta, pulses_per_unit, rate_scale, elapsed, True)
+    held = PulseState(t, state.count, state.total, pending=current)
+    return PulseResult(held, 0, None, False)  # no rate while in doubt
+
+
+def _advanced(state, t, current, delta, pulses_per_unit, rate_scale, elapsed, reset):
     units = delta / pulses_per_unit
-    rate = units / (t - state.t) * rate_scale
+    rate = units / elapsed * rate_scale
     return PulseResult(PulseState(t, current, state.total + units), delta, rate, reset)
 
 

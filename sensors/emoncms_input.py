@@ -116,7 +116,7 @@ def node_ref(raw: Any) -> tuple[str | int | None, str]:
         return None, f"node {_shown(raw)} has no letter or digit"
     if len(name) > MAX_NAME_LENGTH:
         return None, f"node name longer than {MAX_NAME_LENGTH} characters"
-    return (int(name) if name.isdigit() else name), ""
+    return (int(name) if name.isascii() and name.isdigit() else name), ""
 
 
 def bulk_text(params: dict[str, str], body: bytes | None, limits: Limits) -> str:
@@ -136,7 +136,7 @@ def bulk_text(params: dict[str, str], body: bytes | None, limits: Limits) -> str
             compressed = binascii.unhexlify(hex_text)
         except (binascii.Error, ValueError):
             raise IngestError("data: not hexadecimal with c=1", field="c") from None
-        raw = decompress_body(compressed, limits)
+        raw = decompress_body(compressed, limits, field="c")
     else:
         text = params.get("data")
         if text is None or not text.strip():

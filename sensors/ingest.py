@@ -210,7 +210,9 @@ def check_node_ref(raw: Any, where: str, row: int | None = None) -> NodeRef:
         raise IngestError(
             f"{where}: node {raw[:70]!r} is not a valid node name", field=where, row=row
         )
-    return int(raw) if raw.isdigit() else raw
+    # isdigit() is true for "¹" and other Unicode digits int() refuses (a 500 found by the
+    # fuzz test): only ASCII digits are a node number.
+    return int(raw) if raw.isascii() and raw.isdigit() else raw
 
 
 def _check_totals(rows: list[Row], limits: Limits) -> None:
@@ -334,21 +336,26 @@ def parse_post(params: dict[str, str], now: float, limits: Limits) -> tuple[Row,
 # --- emoncms /input/bulk ---------------------------------------------------------------------------
 
 
-def decompress_body(body: bytes, limits: Limits) -> bytes:
-    """`cb=1`: the whole form body is zlib-compressed. Bounded, so a zip bomb is refused."""
+def decompress_body(body: bytes, limits: Limits, *, field: str = "cb") -> bytes:
+    """`cb=1`: the whole form body is zlib-compressed. Bounded, so a zip bomb is refused.
+
+    `field`: the parameter that said the data is compressed (`c` for hex `data`), named in
+    the errors so the client sees which of its parameters is wrong."""
     inflater = zlib.decompressobj()
     try:
         out = inflater.decompress(body, limits.max_decompressed_bytes)
     except zlib.error as exc:
-        raise IngestError(f"body: not valid zlib data with cb=1 ({exc})", field="cb") from exc
+        raise IngestError(
+            f"{field}: not valid zlib data with {field}=1 ({exc})", field=field
+        ) from exc
     if inflater.unconsumed_tail:
         raise IngestError(
-            f"body: decompresses to more than {limits.max_decompressed_bytes} bytes",
+            f"{field}: decompresses to more than {limits.max_decompressed_bytes} bytes",
             status=413,
-            field="cb",
+            field=field,
         )
     if not inflater.eof:
-        raise IngestError("body: truncated zlib data with cb=1", field="cb")
+        raise IngestError(f"{field}: truncated zlib data with {field}=1", field=field)
     return out
 
 

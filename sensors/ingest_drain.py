@@ -46,6 +46,12 @@ TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError)
 CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lease renewals
 NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
 LINGER_POLL_S = 0.01  # a lingering drain looks for new requests this often
+# A pass that caught up (took less than a slice) waits this long before the next one, so that
+# a steady stream of single posts is taken several requests per pass: a pass costs about six
+# Redis round trips and an ingest_rows call however few requests it takes (docs/BENCHMARKS.md,
+# "Streams": 0.5 ms of worker CPU per post when every pass took one). Adds at most this much
+# to a reading's way to its feed.
+GATHER_S = 0.005
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -294,8 +300,11 @@ def _run_until_idle(drain: Drain, deadline: float) -> None:
     per post (apply_async costs the web ~0.5 ms of CPU)."""
     idle_until = None
     while time.monotonic() < deadline:
-        if drain.run_pass():
+        done = drain.run_pass()
+        if done:
             idle_until = None
+            if done < slice_size():
+                time.sleep(GATHER_S)
             continue
         now = time.monotonic()
         if idle_until is None:

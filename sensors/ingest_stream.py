@@ -1,7 +1,8 @@
 """Step 1 of ingest, in the web: append an accepted request to its node's Redis Stream.
 
-The web answers only once the request is in Redis (one MULTI/EXEC round trip: XADD, mark the
-node ready in its shard, take the shard's kick flag). Workers drain the streams
+The web answers only once the request is in Redis: one script, one round trip (count the
+request against its node's throttle allowance, and if it is allowed, for each node of the
+request: XADD, mark the node ready in its shard, take the shard's kick flag). Workers drain the streams
 (sensors/ingest_drain.py). No Celery message is built per request: the web queues a drain task
 through Celery's public API only when its shard has none pending (the kick flag, SET NX with a
 TTL), and one drain task takes many requests.
@@ -26,7 +27,8 @@ import logging
 
 from django.conf import settings
 
-from bms.redis import REDIS_FAILURES, get_redis
+from bms import throttle
+from bms.redis import REDIS_FAILURES, durably, get_redis, redis_script
 
 log = logging.getLogger(__name__)
 
@@ -70,20 +72,67 @@ def lease_key(shard: int) -> str:
     return f"{LEASE_PREFIX}{int(shard)}"
 
 
+# The throttle count (bms/throttle.py's COUNT_LUA) and the append in one script: an accepted
+# post costs the web one round trip. Nothing is stored when the count is over the limit.
+# KEYS: the throttle counter (or a placeholder), then per node: stream, ready set, kick flag.
+# ARGV: the limit ('' = not charged), the counter's TTL, the kick TTL, then per node: id, rows.
+# Returns {count, kicked per node (1 = this request took the shard's kick flag)}.
+_APPEND = (
+    throttle.COUNT_LUA
+    + """
+local count = 0
+if ARGV[1] ~= '' then
+  count = count_hit(KEYS[1], ARGV[2])
+  if count > tonumber(ARGV[1]) then return {count} end
+end
+local out = {count}
+for i = 0, (#KEYS - 1) / 3 - 1 do
+  local k = 2 + 3 * i
+  local a = 4 + 2 * i
+  redis.call('XADD', KEYS[k], '*', '"""
+    + FIELD
+    + """', ARGV[a + 1])
+  redis.call('SADD', KEYS[k + 1], ARGV[a])
+  out[#out + 1] = redis.call('SET', KEYS[k + 2], 1, 'NX', 'EX', ARGV[3]) and 1 or 0
+end
+return out
+"""
+)
+
+
 def append(node_id: int, rows: list[list]) -> None:
     """Store one accepted request for node_id (rows `[t, {key: number}]`), durably, in order.
 
     Raises a Redis error (the view answers 503) when Redis cannot take it; once this returns
     the request is in Redis and will be processed.
     """
-    shard = shard_of(node_id)
-    pipe = get_redis().pipeline(transaction=True)
-    pipe.xadd(stream_key(node_id), {FIELD: json.dumps(rows, separators=(",", ":"))})
-    pipe.sadd(ready_key(shard), node_id)
-    pipe.set(kick_key(shard), 1, nx=True, ex=KICK_TTL_S)
-    kicked = pipe.execute()[-1]
-    if kicked:
-        kick(shard)
+    append_charged(None, [(node_id, rows)])
+
+
+def append_charged(
+    charge: throttle.Charge | None, batches: list[tuple[int, list[list]]]
+) -> float | None:
+    """Count one request against `charge` (None: not counted here) and, if it is allowed, store
+    each node's rows in the node's stream; one round trip. The wait (seconds) if the count is
+    over the limit, and then nothing was stored; None once everything is in Redis.
+
+    With BMS_REDIS_WAIT_REPLICAS, on a replica too before this returns (bms/redis.py)."""
+    keys = [charge.key if charge else stream_key(batches[0][0]) if batches else "-"]
+    args: list = ["" if charge is None else charge.limit, charge.ttl_s if charge else 0, KICK_TTL_S]
+    for node_id, rows in batches:
+        shard = shard_of(node_id)
+        keys += [stream_key(node_id), ready_key(shard), kick_key(shard)]
+        args += [int(node_id), json.dumps(rows, separators=(",", ":"))]
+    script = redis_script(_APPEND)
+    reply = durably(lambda client: script(keys=keys, args=args, client=client))
+    if charge is not None:
+        wait = charge.wait(int(reply[0]))
+        if wait is not None:
+            return wait
+    for (node_id, _), kicked in zip(batches, reply[1:], strict=True):
+        if kicked:
+            kick(shard_of(node_id))
+    return None
 
 
 def kick(shard: int) -> None:

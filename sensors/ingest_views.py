@@ -7,14 +7,19 @@ the feed store. Plain Django views, not DRF, because this is the hot path (hundr
 and every error must have the emoncms-friendly shape of bms.api_errors anyway.
 
 Throttling (bms/throttle.py) is done here, around the key check, not by a decorator: a node is
-charged only once its key matched, and a missing or wrong key is charged to the client address.
+charged only once its key matched (in the same script that stores its request: one round trip
+for an accepted post), and a missing or wrong key is charged to the client address.
+
+In production these views are reached through sensors/ingest_wsgi.py (bms/wsgi.py routes their
+paths there, past the middleware they do not use); Django's URL conf names them too.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -87,8 +92,9 @@ class Throttled(Exception):
         self.reason = reason
 
 
-def _authenticate(request: HttpRequest, key: str | None) -> Identity:
-    """The key's node, charged one request; a missing or wrong key charged to the address.
+def _identify(request: HttpRequest, key: str | None) -> Identity:
+    """The key's node or gateway; a missing or wrong key charged to the address (401, or 429
+    over that allowance). A good key is not charged here: see `_charge_first` and `_charged`.
 
     A key is looked up in the database only if some node's key has its prefix (a random key is
     refused from memory), and that lookup is made even for an address over its allowance of
@@ -108,13 +114,40 @@ def _authenticate(request: HttpRequest, key: str | None) -> Identity:
                 field="apikey",
             )
         raise IngestError("node key not recognised (or the node is disabled)", 401, field="apikey")
-    if isinstance(identity, GatewayIdentity):
-        wait = throttle.charge_gateway(identity.id)
-    else:
-        wait = throttle.charge_node(identity.id)
-    if wait is not None:
-        raise Throttled(wait, "too many requests for this node")
     return identity
+
+
+NODE_THROTTLED = "too many requests for this node"
+
+
+def _charge(identity: Identity) -> throttle.Charge | None:
+    kind = "gateway" if isinstance(identity, GatewayIdentity) else "node"
+    return throttle.ingest_charge(kind, identity.id)
+
+
+def _charge_first(identity: Identity) -> None:
+    """Count the request now (its own round trip): for a gateway key, whose request may
+    register nodes in the database, which a throttled key must not reach."""
+    charge = _charge(identity)
+    wait = None if charge is None else charge.run()
+    if wait is not None:
+        raise Throttled(wait, NODE_THROTTLED)
+
+
+@contextmanager
+def _charged(identity: NodeIdentity) -> Iterator[throttle.Charge | None]:
+    """A node key's request is counted once: with its append when it is accepted (one round
+    trip, sensors/ingest_stream.py), or alone when it is refused on the way (a 4xx or 503 then
+    becomes a 429 if the node is over its allowance, as if it had been counted first). The
+    steps inside have no side effect but the refusal, so counting them last changes nothing."""
+    charge = _charge(identity)
+    try:
+        yield charge
+    except (IngestError, DatabaseError):
+        wait = None if charge is None else charge.run()
+        if wait is not None:
+            raise Throttled(wait, NODE_THROTTLED) from None
+        raise
 
 
 def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
@@ -150,12 +183,21 @@ def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
     )
 
 
-def _enqueue(identity: NodeIdentity, rows: list[Row]) -> None:
+def _enqueue(
+    groups: list[tuple[NodeIdentity, list[Row]]], charge: throttle.Charge | None = None
+) -> None:
+    """Count the request against `charge` and store each node's rows: one round trip."""
+    batches = [(node.id, [[row.t, row.values] for row in rows]) for node, rows in groups]
+    if not batches and charge is None:
+        return
     try:
-        ingest_stream.append(identity.id, [[row.t, row.values] for row in rows])
+        wait = ingest_stream.append_charged(charge, batches)
     except REDIS_FAILURES as exc:
-        log.error("could not queue a batch for node %s: %s", identity.name, exc)
+        names = ", ".join(node.name for node, _ in groups)
+        log.error("could not queue a batch for node(s) %s: %s", names, exc)
         raise IngestError("ingest queue unavailable, try again", status=503) from exc
+    if wait is not None:
+        raise Throttled(wait, NODE_THROTTLED)
 
 
 def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
@@ -190,18 +232,20 @@ def readings(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         raise IngestError("use POST", status=405)
     body = _read_body(request)
-    identity = _authenticate(request, key_from_request(request, allow_params=False))
+    identity = _identify(request, key_from_request(request, allow_params=False))
     if isinstance(identity, GatewayIdentity):
+        _charge_first(identity)
         raise IngestError(
             "a gateway key posts to /input/bulk or /input/post (emoncms API); use the node's "
             "own key here",
             status=403,
             field="apikey",
         )
-    rows = parse_readings(body, time.time(), limits())
-    _check_nodes(rows, identity)
-    _check_input_budget(identity, rows)
-    _enqueue(identity, rows)
+    with _charged(identity) as charge:
+        rows = parse_readings(body, time.time(), limits())
+        _check_nodes(rows, identity)
+        _check_input_budget(identity, rows)
+    _enqueue([(identity, rows)], charge)
     n_values = sum(len(r.values) for r in rows)
     return JsonResponse({"success": True, "rows": len(rows), "values": n_values}, status=202)
 
@@ -303,20 +347,28 @@ def _split_by_node(identity: Identity, batch: BulkBatch) -> list[tuple[NodeIdent
     return list(groups.values())
 
 
-def _deliver(identity: Identity, batch: BulkBatch) -> None:
-    """Queue each node's rows (one publish per node) and record what was skipped."""
-    groups = _split_by_node(identity, batch)
-    for node, rows in groups:
-        _enqueue(node, rows)
-    if isinstance(identity, NodeIdentity):
-        subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
-    else:
+def _deliver(identity: Identity, parse: Callable[[], BulkBatch]) -> BulkBatch:
+    """Parse, then queue each node's rows and record what was skipped.
+
+    A node key's request is counted with its append (one round trip); a gateway key's first,
+    since splitting its rows may register nodes."""
+    if isinstance(identity, GatewayIdentity):
+        _charge_first(identity)
+        batch = parse()
+        _enqueue(_split_by_node(identity, batch))
         subject = input_errors.gateway_subject(identity.id)
         label = f"Gateway key '{identity.name}'"
+    else:
+        with _charged(identity) as charge:
+            batch = parse()
+            groups = _split_by_node(identity, batch)
+        _enqueue(groups, charge)
+        subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     if batch.skipped:
         input_errors.record(subject, label, batch.skipped)
     else:
         input_errors.clean([subject])
+    return batch
 
 
 @documented_by(InputPostDoc)
@@ -324,9 +376,15 @@ def _deliver(identity: Identity, batch: BulkBatch) -> None:
 def input_post(request: HttpRequest) -> HttpResponse:
     """emoncms input/post: node, fulljson | json | csv, time. Replies `ok`."""
     params, _ = _emoncms_params(request)
-    identity = _authenticate(request, _emoncms_key(request, params))
-    row, fulljson = parse_post(params, time.time(), limits())
-    _deliver(identity, BulkBatch(rows=[row]))
+    identity = _identify(request, _emoncms_key(request, params))
+    fulljson = False
+
+    def parse() -> BulkBatch:
+        nonlocal fulljson
+        row, fulljson = parse_post(params, time.time(), limits())
+        return BulkBatch(rows=[row])
+
+    _deliver(identity, parse)
     if fulljson:
         return JsonResponse({"success": True})
     return HttpResponse("ok", content_type="text/plain")
@@ -339,9 +397,8 @@ def input_bulk(request: HttpRequest) -> HttpResponse:
     JSON body or `c` hex; sentat/offset/time. Replies `ok`, skipping (and recording) bad values."""
     params, body = _emoncms_params(request)
     text = _bulk_text(request, params, body)
-    identity = _authenticate(request, _emoncms_key(request, params))
-    batch = emoncms_input.parse_bulk(text, params, time.time(), limits())
-    _deliver(identity, batch)
+    identity = _identify(request, _emoncms_key(request, params))
+    _deliver(identity, lambda: emoncms_input.parse_bulk(text, params, time.time(), limits()))
     if "fulljson" in params:
         return JsonResponse({"success": True})
     return HttpResponse("ok", content_type="text/plain")

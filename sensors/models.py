@@ -3,6 +3,7 @@ actuators (things we switch) and alarms."""
 
 from __future__ import annotations
 
+import math
 from typing import Self
 
 from django.core.exceptions import ValidationError
@@ -10,11 +11,17 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
+from bms.hosts import validate_host
 from feeds.models import Feed
 from sensors import keys
+from sensors.sensor_params import param_errors
 
 MODBUS_MAX_ADDRESS = 65535
 MODBUS_MAX_DEVICE_ID = 247
+MODBUS_MAX_BLOCK = 125  # the protocol's limit for one FC3/FC4 request
+MODBUS_DEFAULT_BLOCK = 120
+MODBUS_MAX_METERS_PER_BUS = 32
+MODBUS_MAX_REGISTERS_PER_METER = 200  # bounds one poll's requests and its time  # RS-485 unit loads without a repeater, and one poll's time budget
 
 
 class Site(models.Model):
@@ -58,6 +65,12 @@ node_name_validator = RegexValidator(
     "Use letters, digits, '_', '-', '.' and spaces (emoncms's node name characters).",
 )
 
+# A serial device path: under /dev, no "..", nothing a shell or a path join could misread.
+serial_port_validator = RegexValidator(
+    r"^/dev/(?!.*\.\.)[A-Za-z0-9_./:+-]{1,190}$",
+    "A serial device under /dev, e.g. /dev/ttyUSB0 or /dev/serial/by-id/usb-...",
+)
+
 
 class WriteKeyHolder:
     """A write key kept as a short lookup prefix and a hash (sensors/keys.py): node keys and
@@ -94,7 +107,7 @@ class Node(WriteKeyHolder, models.Model):
         HTTP = "http", "HTTP JSON (REST readings API)"
         JEELIB = "jeelib", "JeeLib RFM12B/RFM69 radio via gateway"
         LLAP = "llap", "Ciseco LLAP radio via gateway"
-        MODBUS = "modbus", "Modbus TCP meter (polled)"
+        MODBUS = "modbus", "Modbus meter, TCP or RTU (polled)"
         MQTT = "mqtt", "MQTT (emonhub topics)"
 
     site = models.ForeignKey(
@@ -124,8 +137,22 @@ class Node(WriteKeyHolder, models.Model):
     enabled = models.BooleanField(default=True)
     key_prefix = models.CharField(max_length=keys.PREFIX_LENGTH, db_index=True, editable=False)
     key_hash = models.CharField(max_length=64, editable=False)
-    # Modbus TCP meters: where to poll (register map in ModbusRegister).
-    modbus_host = models.CharField(max_length=255, blank=True)
+    # Modbus meters: where to poll (register map in ModbusRegister). A TCP meter has a host; an
+    # RTU meter names the RS-485 bus it shares with other meters (sensors/modbus_bus.py).
+    modbus_host = models.CharField(max_length=255, blank=True, validators=[validate_host])
+    modbus_bus = models.ForeignKey(
+        "ModbusBus",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="meters",
+        help_text="The RS-485 bus of a Modbus RTU meter (leave the host empty).",
+    )
+    modbus_max_block = models.PositiveIntegerField(
+        default=MODBUS_DEFAULT_BLOCK,
+        validators=[MinValueValidator(1), MaxValueValidator(MODBUS_MAX_BLOCK)],
+        help_text="Most registers the meter answers in one request (its manual says; 1–125).",
+    )
     modbus_port = models.PositiveIntegerField(
         default=502, validators=[MinValueValidator(1), MaxValueValidator(65535)]
     )
@@ -141,8 +168,32 @@ class Node(WriteKeyHolder, models.Model):
         return self.name
 
     def clean(self) -> None:
-        if self.protocol == self.Protocol.MODBUS and not self.modbus_host:
-            raise ValidationError({"modbus_host": "A Modbus meter needs a host to poll."})
+        if self.protocol != self.Protocol.MODBUS:
+            return
+        if self.modbus_host and self.modbus_bus_id:
+            raise ValidationError(
+                {"modbus_bus": "A Modbus meter is either TCP (a host) or RTU (a bus), not both."}
+            )
+        if not self.modbus_host and not self.modbus_bus_id:
+            raise ValidationError(
+                {"modbus_host": "A Modbus meter needs a host (TCP) or a bus (RTU) to poll."}
+            )
+        if self.modbus_bus_id:
+            if not 1 <= self.modbus_device_id <= MODBUS_MAX_DEVICE_ID:
+                raise ValidationError(
+                    {"modbus_device_id": "An RTU meter's unit id is 1–247 (0 is broadcast)."}
+                )
+            others = Node.objects.filter(
+                modbus_bus_id=self.modbus_bus_id, protocol=self.Protocol.MODBUS
+            ).exclude(pk=self.pk)
+            if others.filter(modbus_device_id=self.modbus_device_id).exists():
+                raise ValidationError(
+                    {"modbus_device_id": f"Unit id {self.modbus_device_id} is already on this bus."}
+                )
+            if others.count() >= MODBUS_MAX_METERS_PER_BUS:
+                raise ValidationError(
+                    {"modbus_bus": f"A bus holds at most {MODBUS_MAX_METERS_PER_BUS} meters."}
+                )
 
 
 class GatewayKey(WriteKeyHolder, models.Model):
@@ -236,12 +287,120 @@ class Sensor(models.Model):
             raise ValidationError({"max_valid": "Must be greater than the minimum valid value."})
         if not isinstance(self.params, dict):
             raise ValidationError({"params": "Must be a JSON object."})
+        problems = param_errors(self.kind, self.params)
+        if problems:  # each message names its key: "r0: must be a number, got 'abc'"
+            raise ValidationError({"params": problems})
         if not isinstance(self.processes, list):
             raise ValidationError({"processes": "Must be a JSON list of process steps."})
+        from sensors.process_validation import check_process_list, feed_field_error
+
+        site_id = Node.objects.filter(pk=self.node_id).values_list("site_id", flat=True).first()
+        if problem := feed_field_error(self.feed_id, site_id=site_id, sensor=self.pk):
+            raise ValidationError({"feed": problem})
+        steps, errors = check_process_list(self.processes, site_id=site_id, exclude_sensor=self.pk)
+        if errors:
+            raise ValidationError({"processes": errors})
+        self.processes = steps  # emoncms ids turned into names
+
+
+class PulseCounterState(models.Model):
+    """A pulse counter's state, kept durably so its total survives a Redis that lost its data.
+
+    Redis holds the live state (sensors:pulse:<id>); this row is written from it at most every
+    PULSE_SAVE_S seconds of readings (sensors/processing.py). Restoring an older row loses
+    nothing while the node has not rebooted since: the counter is cumulative, so the next
+    count is differenced against the row's count.
+    """
+
+    sensor = models.OneToOneField(
+        Sensor, on_delete=models.CASCADE, primary_key=True, related_name="pulse_state"
+    )
+    t = models.BigIntegerField(help_text="Unix time of the reading this state is after.")
+    count = models.BigIntegerField(help_text="The raw count last accepted.")
+    total = models.FloatField(help_text="Units counted since the sensor was created.")
+    pending = models.BigIntegerField(
+        null=True, blank=True, help_text="A count held as a possible glitch."
+    )
+
+    def __str__(self) -> str:
+        return f"pulse state of sensor {self.sensor_id}: {self.total:g}"
+
+
+class ModbusBus(models.Model):
+    """An RS-485 line (a serial port) shared by Modbus RTU meters, polled in turn under one lock."""
+
+    class Parity(models.TextChoices):
+        NONE = "N", "None"
+        EVEN = "E", "Even"
+        ODD = "O", "Odd"
+
+    BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200]
+
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="modbus_buses", null=True, blank=True
+    )
+    name = models.CharField(max_length=64, unique=True)
+    port = models.CharField(
+        max_length=200,
+        validators=[serial_port_validator],
+        help_text="The serial device, e.g. /dev/ttyUSB0 or /dev/serial/by-id/...",
+    )
+    baudrate = models.PositiveIntegerField(default=9600, choices=[(b, str(b)) for b in BAUD_RATES])
+    parity = models.CharField(max_length=1, choices=Parity.choices, default=Parity.NONE)
+    stopbits = models.PositiveSmallIntegerField(default=1, choices=[(1, "1"), (2, "2")])
+    timeout = models.FloatField(
+        default=1.0,
+        validators=[MinValueValidator(0.05), MaxValueValidator(10.0)],
+        help_text="Seconds one request may take before it counts as unanswered (0.05–10).",
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.port} {self.baudrate} 8{self.parity}{self.stopbits})"
+
+    def clean(self) -> None:
+        # NaN passes the min/max validators (every comparison with it is false).
+        if self.timeout is None or not math.isfinite(self.timeout):
+            raise ValidationError({"timeout": "timeout is a number of seconds, 0.05–10."})
+
+
+class EmoncmsOrigin(models.Model):
+    """Which emoncms input or feed an object of ours was imported from (manage.py
+    import_emoncms), so a second run updates what the first made instead of doubling it."""
+
+    class Kind(models.TextChoices):
+        FEED = "feed"
+        INPUT = "input"
+
+    source = models.CharField(
+        max_length=100, help_text="Name of the emoncms site (import_emoncms --source)."
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    emoncms_id = models.PositiveIntegerField()
+    feed = models.ForeignKey(
+        Feed, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    sensor = models.ForeignKey(
+        Sensor, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    imported = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "kind", "emoncms_id"], name="emoncmsorigin_unique_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"emoncms {self.source} {self.kind} {self.emoncms_id}"
 
 
 class ModbusRegister(models.Model):
-    """One value a Modbus TCP meter node is polled for."""
+    """One value a Modbus meter node is polled for (sensors/modbus_poll.py decodes it)."""
 
     class Function(models.TextChoices):
         INPUT = "input", "Input registers (FC4)"
@@ -252,19 +411,25 @@ class ModbusRegister(models.Model):
         UINT16 = "uint16"
         INT32 = "int32"
         UINT32 = "uint32"
+        INT64 = "int64"
+        UINT64 = "uint64"
         FLOAT32 = "float32"
+        FLOAT64 = "float64"
 
     class WordOrder(models.TextChoices):
-        BIG = "big", "High word first"
-        LITTLE = "little", "Low word first"
+        ABCD = "ABCD", "ABCD: big-endian, high word first"
+        BADC = "BADC", "BADC: high word first, bytes swapped"
+        CDAB = "CDAB", "CDAB: low word first (word-swapped)"
+        DCBA = "DCBA", "DCBA: little-endian"
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="registers")
     key = models.CharField(max_length=64, help_text="Input key the value is posted as.")
     address = models.PositiveIntegerField(validators=[MaxValueValidator(MODBUS_MAX_ADDRESS)])
     function = models.CharField(max_length=8, choices=Function.choices, default=Function.INPUT)
     data_type = models.CharField(max_length=8, choices=DataType.choices, default=DataType.FLOAT32)
-    word_order = models.CharField(max_length=8, choices=WordOrder.choices, default=WordOrder.BIG)
+    word_order = models.CharField(max_length=4, choices=WordOrder.choices, default=WordOrder.ABCD)
     scale = models.FloatField(default=1.0)
+    offset = models.FloatField(default=0.0, help_text="Added after scaling: raw × scale + offset.")
 
     class Meta:
         ordering = ["node__name", "address"]
@@ -274,6 +439,33 @@ class ModbusRegister(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node.name}:{self.key} @{self.address}"
+
+    def clean(self) -> None:
+        from sensors.modbus_maps import RegisterMapError, validate_row
+
+        try:
+            validate_row(
+                {
+                    "key": self.key,
+                    "address": self.address,
+                    "function": self.function,
+                    "data_type": self.data_type,
+                    "word_order": self.word_order,
+                    "scale": self.scale,
+                    "offset": self.offset,
+                }
+            )
+        except RegisterMapError as exc:
+            raise ValidationError({exc.field: exc.message}) from exc
+        if not self.node_id:
+            return
+        others = ModbusRegister.objects.filter(node_id=self.node_id).exclude(pk=self.pk)
+        if others.filter(key=self.key).exists():
+            raise ValidationError({"key": f"This meter already has a register named {self.key!r}."})
+        if self.pk is None and others.count() >= MODBUS_MAX_REGISTERS_PER_METER:
+            raise ValidationError(
+                {"node": f"A meter has at most {MODBUS_MAX_REGISTERS_PER_METER} registers."}
+            )
 
 
 class Actuator(models.Model):
@@ -294,7 +486,12 @@ class Actuator(models.Model):
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.RELAY)
     driver = models.CharField(max_length=16, choices=Driver.choices, default=Driver.MODBUS_COIL)
-    host = models.CharField(max_length=255, blank=True, help_text="Relay board address (Modbus).")
+    host = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="Relay board address (Modbus).",
+        validators=[validate_host],
+    )
     port = models.PositiveIntegerField(
         default=502, validators=[MinValueValidator(1), MaxValueValidator(65535)]
     )

@@ -1,14 +1,29 @@
-"""MQTT ingest: emonhub publishes `emon/<node>/<key>` with a number as the payload (or
-`emon/<node>` with a JSON object of values). Messages are gathered per node for a short
-window and handed to the same Celery task as an HTTP post, one task per node per window.
+"""MQTT ingest as emoncms's emoncms_mqtt service reads it. Under the base topic (`emon`, or
+several levels such as `site1/emon`):
 
-The MQTT client runs server-side (a trusted process on the broker's network), so topics are
-mapped to nodes by name (or radio node id) without a write key; unknown and disabled nodes
-are counted and logged, never created or ingested.
+    <base>/<node>/<key>            a number: input <key> of <node>
+    <base>/<node>/<a>/<b>          deeper levels join with "_": input `a_b` (emoncms)
+    <base>/<node>  {"power1": 10, "time": 1720080000}
+                                   a JSON object of values; `time` (any case, unix seconds or
+                                   ISO 8601) is the reading's time, else the time it arrived
+    <base>/<node>  {"p": {"name": "ct1", "value": 10}}   input `p_ct1` (emoncms unboxing)
+    <base>/<node>  10,11,12 or [10,11,12]                inputs 0, 1, 2 (emoncms numbers them
+                                   from 0 here)
+
+Names may hold spaces and letters of any script, as emoncms allows. In a JSON payload a
+value that is not a number is skipped and the others are kept (as on /input/bulk); a
+message with no usable value is rejected.
+
+Messages are gathered per node for a short window and handed to the same ingest stream as an
+HTTP post, one entry per node per window. The MQTT client runs server-side (a trusted
+process on the broker's network), so topics are mapped to nodes by name (or radio node id)
+without a write key; unknown and disabled nodes are counted and logged, never created or
+ingested.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -17,39 +32,143 @@ from dataclasses import dataclass, field
 
 import paho.mqtt.client as mqtt
 
-from sensors.ingest import IngestError, check_key, check_node_ref, check_value, loads_strict
+from sensors import mqtt_publish
+from sensors.emoncms_input import NonFinite, lenient_value
+from sensors.ingest import (
+    MIN_TIME,
+    IngestError,
+    Limits,
+    check_key,
+    check_node_ref,
+    check_value,
+    parse_time_value,
+)
 from sensors.mqtt_auth import LOGIN_REFUSED, MqttAuth, apply_auth
 from sensors.node_auth import lookup_ref
 
 log = logging.getLogger(__name__)
 
+MAX_TOPIC_LEVELS = 16  # below the base: a bound on the name a topic can build
+MAX_PAYLOAD_VALUES = 1000  # values in one message
+MAX_PAYLOAD_BYTES = 65_536  # Mosquitto passes up to 256 MB by default: refuse before parsing
+MAX_FUTURE_S = Limits().max_future_s
+
+
+def base_of(subscription: str) -> str:
+    """`emon/#` -> `emon`; `site1/emon/#` -> `site1/emon`."""
+    return subscription.removesuffix("#").rstrip("/")
+
+
+def _under_base(topic: str, base: str) -> list[str] | None:
+    """The topic's levels below `base` (`+` in the base matches any one level), or None."""
+    parts, base_parts = topic.split("/"), base.split("/") if base else []
+    if len(parts) <= len(base_parts):
+        return None
+    for got, want in zip(parts, base_parts, strict=False):
+        if want != "+" and got != want:
+            return None
+    return parts[len(base_parts) :]
+
+
+def _payload_time(doc: dict, now: float) -> tuple[int, dict]:
+    """(reading time, values without `time`): emoncms looks for `time` in any case."""
+    key = next((k for k in doc if k.lower() == "time"), None)
+    if key is None:
+        return int(now), doc
+    raw = doc[key]
+    values = {k: v for k, v in doc.items() if k != key}
+    try:
+        t = int(parse_time_value(raw, "payload.time"))
+    except IngestError:
+        # emoncms: a time it cannot read means "now", and the reading is kept.
+        log.warning("MQTT payload time %r not readable; the arrival time is used", raw)
+        return int(now), values
+    if t < MIN_TIME or t > now + MAX_FUTURE_S:
+        raise IngestError(
+            f"payload.time {t} is before 2000 or more than {MAX_FUTURE_S} s ahead; "
+            "check the device clock",
+            field="payload.time",
+        )
+    return t, values
+
+
+def _json_values(doc: dict | list, prefix: str) -> dict[str, float]:
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc)
+    values: dict[str, float] = {}
+    for raw_key, raw in items:
+        key = str(raw_key)
+        if isinstance(raw, dict) and "value" in raw:  # {"name": "ct1", "value": 10}
+            if raw.get("name"):
+                key = f"{key}_{raw['name']}"
+            raw = raw["value"]
+        where = f"payload.{key[:40]}"
+        number, why = lenient_value(raw)
+        if number is None:
+            log.warning("MQTT %s skipped: %s", where, why)
+            continue
+        values[check_key(prefix + key, where)] = number
+    return values
+
 
 def parse_message(
-    topic: str, payload: bytes, base: str = "emon"
-) -> tuple[str | int, dict[str, float]]:
-    """(node ref, {key: value}) from one message. Raises IngestError when it is not ingestible."""
-    parts = topic.split("/")
-    if len(parts) < 2 or parts[0] != base:
+    topic: str, payload: bytes, base: str = "emon", now: float | None = None
+) -> tuple[str | int, int, dict[str, float]]:
+    """(node ref, time, {key: value}) from one message. Raises IngestError when nothing in it
+    is ingestible."""
+    now = time.time() if now is None else now
+    levels = _under_base(topic, base)
+    if levels is None:
         raise IngestError(f"topic {topic!r} is not {base}/<node>[/<key>]", field="topic")
-    node = check_node_ref(parts[1], "topic")
+    if len(levels) > MAX_TOPIC_LEVELS:
+        raise IngestError(f"topic {topic[:80]!r} is too deep", field="topic")
+    node = check_node_ref(levels[0].replace(":", ""), "topic")
     if node is None:
         raise IngestError(f"topic {topic!r} has no node", field="topic")
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise IngestError(f"payload over {MAX_PAYLOAD_BYTES} bytes", field="payload")
     try:
         text = payload.decode("utf-8").strip()
     except UnicodeDecodeError:
         raise IngestError("payload is not UTF-8", field="payload") from None
-    if len(parts) == 3:
-        return node, {check_key(parts[2], "topic"): check_value(text, "payload", allow_text=True)}
-    if len(parts) == 2:
-        doc = loads_strict(text, "payload")
-        if not isinstance(doc, dict):
-            raise IngestError("payload of emon/<node> must be a JSON object", field="payload")
-        doc.pop("time", None)
-        return node, {
-            check_key(k, "payload"): check_value(v, f"payload.{k}", allow_text=False)
-            for k, v in doc.items()
-        }
-    raise IngestError(f"topic {topic!r} is too deep", field="topic")
+    name = "_".join(levels[1:]).replace(":", "")
+    doc = _json_doc(text)
+    if isinstance(doc, dict | list):
+        t, body = _payload_time(doc, now) if isinstance(doc, dict) else (int(now), doc)
+        if len(body) > MAX_PAYLOAD_VALUES:
+            raise IngestError(f"payload: more than {MAX_PAYLOAD_VALUES} values", field="payload")
+        values = _json_values(body, f"{name}_" if name else "")
+        if not values:
+            raise IngestError("payload: no numeric value in it", field="payload")
+        return node, t, values
+    if name:
+        return (
+            node,
+            int(now),
+            {check_key(name, "topic"): check_value(text, "payload", allow_text=True)},
+        )
+    parts = text.split(",")
+    if len(parts) > MAX_PAYLOAD_VALUES:
+        raise IngestError(f"payload: more than {MAX_PAYLOAD_VALUES} values", field="payload")
+    return (
+        node,
+        int(now),
+        {
+            str(i): check_value(part, f"payload[{i}]", allow_text=True)
+            for i, part in enumerate(parts)
+        },
+    )
+
+
+def _json_doc(text: str) -> object:
+    """The payload as JSON when it is an object or a list, else None (a number or CSV)."""
+    if not text.startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(text, parse_constant=NonFinite)
+    except RecursionError as exc:
+        raise IngestError("payload: JSON nested too deeply", field="payload") from exc
+    except ValueError as exc:
+        raise IngestError(f"payload: malformed JSON ({exc})", field="payload") from exc
 
 
 @dataclass
@@ -96,7 +215,7 @@ class MqttIngestor:
         window_s: float = 1.0, keepalive: int = 60, auth: MqttAuth | None = None,
     ) -> None:  # fmt: skip
         self.host, self.port, self.topic, self.keepalive = host, port, topic, keepalive
-        self.base = topic.split("/")[0]
+        self.base = base_of(topic)
         self.batcher = Batcher(window_s)
         self.stats = MqttStats()
         self.connected = threading.Event()
@@ -130,12 +249,12 @@ class MqttIngestor:
     def _on_message(self, client, userdata, message) -> None:
         self.stats.messages += 1
         try:
-            node, values = parse_message(message.topic, message.payload, self.base)
+            node, t, values = parse_message(message.topic, message.payload, self.base)
         except IngestError as exc:
             self.stats.rejected += 1
             log.warning("MQTT %s rejected: %s", message.topic, exc.message)
             return
-        self.batcher.add(node, int(time.time()), values, time.monotonic())
+        self.batcher.add(node, t, values, time.monotonic())
 
     def flush(self, *, all_: bool = False) -> int:
         from sensors import ingest_stream
@@ -174,6 +293,8 @@ class MqttIngestor:
         try:
             while not self._stop.wait(tick_s):
                 self.flush()
+                if self.connected.is_set():  # publish_to_mqtt steps (sensors/mqtt_publish.py)
+                    mqtt_publish.publish_pending(self.client)
         finally:
             self.stop()
 

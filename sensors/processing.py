@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from bms.redis import get_redis
+from feeds import process_catalog
 from feeds.models import Feed
 from sensors import conversions as cv
-from sensors import input_budget, state
+from sensors import input_budget, mqtt_publish, state
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.cache import ProcessCache, bump_generation, check_generation
-from sensors.models import Node, Sensor
+from sensors.models import Node, PulseCounterState, Sensor
 
 log = logging.getLogger(__name__)
 
@@ -129,16 +130,55 @@ def _create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
     return created
 
 
-def _load_pulse_states(specs: list[SensorSpec]) -> dict[int, cv.PulseState | None]:
+# A pulse counter's state goes to the database (PulseCounterState) when this many seconds of
+# readings passed since it last did: at most one row write a minute per counter.
+PULSE_SAVE_S = 60
+
+
+def _load_pulse_states(specs: list[SensorSpec]) -> tuple[dict, dict[int, int]]:
+    """(sensor id -> PulseState or None, sensor id -> t of its last database save).
+
+    Redis first; a counter Redis has no state of (Redis lost its data) resumes from its
+    database row, so its total never restarts from zero."""
     pipe = get_redis().pipeline(transaction=False)
     for spec in specs:
         pipe.hgetall(state.pulse_key(spec.id))
     result: dict[int, cv.PulseState | None] = {}
+    saved: dict[int, int] = {}
     for spec, raw in zip(specs, pipe.execute(), strict=True):
-        result[spec.id] = (
-            cv.PulseState(int(raw[b"t"]), int(raw[b"count"]), float(raw[b"total"])) if raw else None
-        )
-    return result
+        if raw:
+            pending = raw.get(b"pending") or b""
+            result[spec.id] = cv.PulseState(
+                int(raw[b"t"]),
+                int(raw[b"count"]),
+                float(raw[b"total"]),
+                int(pending) if pending else None,
+            )
+            saved[spec.id] = int(raw.get(b"saved") or 0)
+        else:
+            result[spec.id] = None
+    missing = [sid for sid, st in result.items() if st is None]
+    if missing:
+        for row in PulseCounterState.objects.filter(sensor_id__in=missing):
+            result[row.sensor_id] = cv.PulseState(row.t, row.count, row.total, row.pending)
+            saved[row.sensor_id] = row.t
+            log.info("pulse counter %s resumed from its saved state (total %g)", row.pk, row.total)
+    return result, saved
+
+
+def _save_pulse_states(states: dict[int, cv.PulseState]) -> None:
+    rows = [
+        PulseCounterState(sensor_id=sid, t=ps.t, count=ps.count, total=ps.total, pending=ps.pending)
+        for sid, ps in states.items()
+    ]
+    # Upsert; a sensor deleted meanwhile makes its row fail the foreign key: skip those.
+    existing = set(Sensor.objects.filter(pk__in=states).values_list("pk", flat=True))
+    PulseCounterState.objects.bulk_create(
+        [r for r in rows if r.sensor_id in existing],
+        update_conflicts=True,
+        unique_fields=["sensor"],
+        update_fields=["t", "count", "total", "pending"],
+    )
 
 
 def _pulse_value(
@@ -152,6 +192,7 @@ def _pulse_value(
         pulses_per_unit=float(p.get("pulses_per_unit", 1.0)),
         bits=int(p.get("counter_bits", 32)),
         rate_scale=float(p.get("rate_scale", 1.0)),
+        max_rate=float(p.get("max_pulse_rate", cv.DEFAULT_MAX_PULSE_RATE)),
     )
     if result is None:
         return None  # not newer than the stored state: a redelivered batch
@@ -203,7 +244,7 @@ def _convert_and_process(
 ) -> IngestReport:
     from feeds import service  # the feed store; imported late so web never loads numpy paths
 
-    pulse_states = _load_pulse_states(pulse_specs) if pulse_specs else {}
+    pulse_states, pulse_saved = _load_pulse_states(pulse_specs) if pulse_specs else ({}, {})
     items: list[tuple[str, list[dict], int, float]] = []
     last: dict[str, tuple[int, float]] = {}
     out_of_range: dict[int, tuple[SensorSpec, float]] = {}
@@ -237,11 +278,41 @@ def _convert_and_process(
 
     report.items = len(items)
     if items:
-        service.process_inputs(items)
-    _store_node_state(node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys))
+        used = [specs[k] for k in {item_key.partition(":")[2] for item_key, *_ in items}]
+        refs = set().union(*(process_catalog.input_ids(spec.steps) for spec in used))
+        run = service.process_inputs(
+            items,
+            input_last=input_values(refs) if refs else None,
+            input_ids={f"{node_id}:{spec.key}": spec.id for spec in used} if refs else None,
+        )
+        if run.published:
+            mqtt_publish.queue(run.published)
+    _store_node_state(
+        node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys), pulse_saved
+    )
     if latest_checked:
         _range_alarms(node_id, latest_checked, out_of_range)
     return report
+
+
+def input_values(sensor_ids: set[int]) -> dict[int, float]:
+    """Last value of each sensor (its node's sensors:last hash) for the *_input steps."""
+    where = dict(
+        (pk, (node_id, key))
+        for pk, node_id, key in Sensor.objects.filter(pk__in=sensor_ids).values_list(
+            "pk", "node_id", "key"
+        )
+    )
+    if not where:
+        return {}
+    pipe = get_redis().pipeline(transaction=False)
+    for node_id, key in where.values():
+        pipe.hget(state.last_key(node_id), key)
+    out = {}
+    for pk, raw in zip(where, pipe.execute(), strict=True):
+        if raw is not None:
+            out[pk] = float(raw.split(b" ", 1)[1])
+    return out
 
 
 def _outside(spec: SensorSpec, value: float) -> bool:
@@ -257,7 +328,17 @@ def _store_node_state(
     pulse_states: dict[int, cv.PulseState | None],
     pulse_specs: list[SensorSpec],
     skipped_inputs: bool = False,
+    pulse_saved: dict[int, int] | None = None,
 ) -> None:
+    pulse_saved = pulse_saved or {}
+    to_save = {
+        spec.id: ps
+        for spec in pulse_specs
+        if (ps := pulse_states.get(spec.id)) is not None
+        and ps.t - pulse_saved.get(spec.id, 0) >= PULSE_SAVE_S
+    }
+    if to_save:  # before Redis says "saved", so a failed write is retried next batch
+        _save_pulse_states(to_save)
     pipe = get_redis().pipeline(transaction=False)
     pipe.hset(state.SEEN_KEY, str(node_id), int(now))
     if last:
@@ -265,9 +346,16 @@ def _store_node_state(
     for spec in pulse_specs:
         ps = pulse_states.get(spec.id)
         if ps is not None:
+            saved = ps.t if spec.id in to_save else pulse_saved.get(spec.id, 0)
             pipe.hset(
                 state.pulse_key(spec.id),
-                mapping={"t": ps.t, "count": ps.count, "total": repr(ps.total)},
+                mapping={
+                    "t": ps.t,
+                    "count": ps.count,
+                    "total": repr(ps.total),
+                    "pending": "" if ps.pending is None else ps.pending,
+                    "saved": saved,
+                },
             )
     if not skipped_inputs:
         pipe.srem(input_budget.CAPPED_SET, str(node_id))

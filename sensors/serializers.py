@@ -3,7 +3,7 @@ from django.db import IntegrityError, transaction
 from rest_framework import serializers
 
 from bms.serializers import ModelCleanSerializer
-from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
 
 
 class SiteSerializer(ModelCleanSerializer):
@@ -22,7 +22,7 @@ class NodeSerializer(ModelCleanSerializer):
         model = Node
         fields = ["id", "site", "name", "node_id", "protocol", "location", "description",
                   "interval", "enabled", "modbus_host", "modbus_port", "modbus_device_id",
-                  "created", "write_key"]  # fmt: skip
+                  "modbus_bus", "modbus_max_block", "created", "write_key"]  # fmt: skip
         read_only_fields = ["created"]
 
     def get_write_key(self, node: Node) -> str | None:
@@ -43,11 +43,12 @@ class SensorSerializer(ModelCleanSerializer):
         read_only_fields = ["created"]
 
     def validate_processes(self, steps):
-        from feeds.processes import validate_steps
+        from feeds.process_catalog import normalise_steps
 
         if not isinstance(steps, list):
             raise serializers.ValidationError("Must be a list of process steps.")
-        errors = validate_steps(steps)
+        # Shape here; feeds and inputs against the database in Sensor.clean().
+        steps, errors = normalise_steps(steps)
         if errors:
             raise serializers.ValidationError(errors)
         return steps
@@ -56,7 +57,35 @@ class SensorSerializer(ModelCleanSerializer):
 class ModbusRegisterSerializer(ModelCleanSerializer):
     class Meta:
         model = ModbusRegister
-        fields = ["id", "node", "key", "address", "function", "data_type", "word_order", "scale"]
+        fields = ["id", "node", "key", "address", "function", "data_type", "word_order", "scale",
+                  "offset"]  # fmt: skip
+        # One register per key and meter is checked by ModbusRegister.clean(), which names the
+        # field (`key`); DRF's own validator would only say "non_field_errors".
+        validators: list = []
+
+
+class ModbusBusSerializer(ModelCleanSerializer):
+    class Meta:
+        model = ModbusBus
+        fields = ["id", "site", "name", "port", "baudrate", "parity", "stopbits", "timeout",
+                  "enabled"]  # fmt: skip
+
+
+class RegisterMapRequestSerializer(serializers.Serializer):
+    """For the schema only: the view validates with sensors/modbus_maps.py (field and row)."""
+
+    template = serializers.CharField(
+        required=False, help_text="A shipped map (GET /api/v1/modbus-register-maps), or:"
+    )
+    registers = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Rows {key, address, function, data_type, word_order, scale, offset, count, "
+        "name, unit}; at most 200.",
+    )
+    max_block = serializers.IntegerField(
+        required=False, help_text="Most registers per request, 1–125 (a template brings its own)."
+    )
 
 
 class ActuatorSerializer(ModelCleanSerializer):

@@ -4,7 +4,8 @@
   (sensors/ingest_stream.py, sensors/ingest_drain.py); queued by the web and by
 - kick_ingest_drains (beat): the safety net, and the ingest backlog alarm.
 - check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
-- poll_modbus_meters (beat): hands each due Modbus meter to its own short poll task.
+- poll_modbus_meters (beat): hands each due Modbus TCP meter to its own short poll task, and
+  each RS-485 bus with due meters to one bus task (the meters share the line).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from bms.dates import when_text
 from bms.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import state
@@ -24,9 +26,6 @@ from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
 from sensors.models import Alarm, Node
 
 log = logging.getLogger(__name__)
-
-MODBUS_TIMEOUT_S = 2.0
-MODBUS_FAILURES_BEFORE_ALARM = 2
 
 
 @shared_task(
@@ -103,7 +102,7 @@ def check_silent_nodes(now: float | None = None) -> dict:
             since = timezone.localtime(datetime.fromtimestamp(last, UTC))
             _, created = raise_alarm(
                 key,
-                f"Node {node.name} silent since {since:%a %d %b %H:%M:%S} "
+                f"Node {node.name} silent since {when_text(since)} "
                 f"(expected every {node.interval} s)",
                 source="node",
             )
@@ -119,18 +118,32 @@ def check_silent_nodes(now: float | None = None) -> dict:
 
 @shared_task(name="sensors.tasks.poll_modbus_meters", ignore_result=True)
 def poll_modbus_meters() -> list[int]:
-    """Queue one poll task per meter that is due (its interval has passed since the last)."""
+    """Queue the meters that are due (their interval has passed since the last poll): one short
+    task per TCP meter, one task per RS-485 bus with due meters (they share the line)."""
+    from sensors.models import ModbusBus
+
     redis = get_redis()
     queued = []
-    meters = Node.objects.filter(enabled=True, protocol=Node.Protocol.MODBUS).exclude(
-        modbus_host=""
-    )
-    for node in meters.only("id", "interval"):
+    due_on_bus: dict[int, list[int]] = {}
+    meters = Node.objects.filter(enabled=True, protocol=Node.Protocol.MODBUS)
+    for node in meters.only("id", "interval", "modbus_host", "modbus_bus_id"):
+        if not node.modbus_host and not node.modbus_bus_id:
+            continue
         # The claim expires just before the next interval so beat jitter cannot skip a poll.
         claim_ms = max(node.interval * 1000 - 500, 500)
-        if redis.set(f"sensors:modbus-due:{node.id}", 1, nx=True, px=claim_ms):
+        if not redis.set(f"sensors:modbus-due:{node.id}", 1, nx=True, px=claim_ms):
+            continue
+        if node.modbus_bus_id:
+            due_on_bus.setdefault(node.modbus_bus_id, []).append(node.id)
+        else:
             poll_modbus_meter.delay(node.id)
-            queued.append(node.id)
+        queued.append(node.id)
+    enabled_buses = set(
+        ModbusBus.objects.filter(pk__in=due_on_bus, enabled=True).values_list("pk", flat=True)
+    )
+    for bus_id, node_ids in due_on_bus.items():
+        if bus_id in enabled_buses:
+            poll_modbus_bus.delay(bus_id, node_ids)
     return queued
 
 
@@ -142,40 +155,29 @@ def poll_modbus_meters() -> list[int]:
     time_limit=40,
 )
 def poll_modbus_meter(node_id: int) -> dict:
-    from sensors.modbus_poll import ModbusPollError, RegisterSpec, poll_meter
-    from sensors.processing import ingest_rows
+    """Poll one Modbus TCP meter (sensors/modbus_meters.py)."""
+    from sensors.modbus_meters import poll_tcp_node
 
     node = Node.objects.filter(pk=node_id, enabled=True).first()
     if node is None or not node.modbus_host:
         return {"skipped": True}
-    specs = [
-        RegisterSpec(r.key, r.address, r.function, r.data_type, r.word_order, r.scale)
-        for r in node.registers.all()
-    ]
-    if not specs:
+    return poll_tcp_node(node)
+
+
+@shared_task(
+    name="sensors.tasks.poll_modbus_bus",
+    ignore_result=True,
+    acks_late=False,
+    # A bus holds at most 32 meters of at most 8 s each (sensors/modbus_meters.py).
+    soft_time_limit=280,
+    time_limit=300,
+)
+def poll_modbus_bus(bus_id: int, node_ids: list[int] | None = None) -> dict:
+    """Poll the due meters of one RS-485 bus in turn, under the bus lock."""
+    from sensors.modbus_meters import poll_bus
+    from sensors.models import ModbusBus
+
+    bus = ModbusBus.objects.filter(pk=bus_id, enabled=True).first()
+    if bus is None:
         return {"skipped": True}
-    alarm_key = f"modbus-meter:{node.pk}"
-    failures_key = f"sensors:modbus-failures:{node.pk}"
-    redis = get_redis()
-    timeout = getattr(settings, "BMS_MODBUS_TIMEOUT_S", MODBUS_TIMEOUT_S)
-    try:
-        values = poll_meter(
-            node.modbus_host, node.modbus_port, node.modbus_device_id, specs, timeout_s=timeout
-        )
-    except (ModbusPollError, OSError) as exc:
-        failures = redis.incr(failures_key)
-        redis.expire(failures_key, 24 * 3600)
-        log.warning("Modbus meter %s: %s (failure %d)", node.name, exc, failures)
-        if failures >= MODBUS_FAILURES_BEFORE_ALARM:
-            raise_alarm(
-                alarm_key,
-                f"Modbus meter {node.name} ({node.modbus_host}:{node.modbus_port}) "
-                f"not answering: {exc}",
-                source="modbus",
-            )
-        return {"error": str(exc), "failures": failures}
-    redis.delete(failures_key)
-    clear_alarm(alarm_key)
-    if values:
-        ingest_rows(node.pk, [[int(time.time()), values]])
-    return {"values": values}
+    return poll_bus(bus, node_ids)

@@ -155,3 +155,12 @@ def celery_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Pop
         yield worker
     finally:
         stop_process(worker, timeout_s=15)
+
+
+@pytest.fixture
+def client():
+    """Django's test client, except that ingest requests go through bms.wsgi.application, the
+    path production uses (tests/wsgi_client.py)."""
+    from tests.wsgi_client import WsgiClient
+
+    return WsgiClient()

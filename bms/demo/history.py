@@ -15,6 +15,8 @@ import logging
 import time
 from datetime import UTC, datetime
 
+from django.conf import settings
+
 from bms.demo.plant import Coils, DemoPlant
 from control.state import SolarSpec
 from control.strategies import solar as solar_strategy
@@ -39,7 +41,11 @@ def backfill(
         return 0
     now = time.time() if now is None else now
     end = int(now) // STEP_S * STEP_S - STEP_S  # stop short of now: live posts carry on
-    start = end - days * 86_400
+    # Within the feed store's backfill bound (a new feed starts at most
+    # BMS_FEED_MAX_BACKFILL_DAYS before now): older points would be refused and raise a
+    # "points refused" alarm on every fresh demo (issue #16). The first point is start + STEP_S.
+    oldest = int(now) - settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 + STEP_S
+    start = max(end - days * 86_400, oldest // STEP_S * STEP_S)
     plant = DemoPlant(datetime.fromtimestamp(start, UTC), seed=seed)
     circuit = SolarSpec(id=0, name="history", pump_id=0, collector=None, tank=None)
     decision = None

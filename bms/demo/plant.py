@@ -88,6 +88,29 @@ class DemoPlant:
         self.grid_w = 0.0
         self._update_instantaneous(now)
 
+    def resume(self, last: dict[str, float]) -> list[str]:
+        """Carry on from the last recorded temperatures (keys: `room:<slug>`, `tank`,
+        `collector`, `flow`), so a restarted demo has no cliffs in its charts. Values outside
+        -30..110 °C are ignored (a broken feed must not start a room at 500 °C). Returns the
+        keys used."""
+        used = []
+        for key, value in last.items():
+            if not -30.0 <= value <= 110.0:
+                continue
+            kind, _, slug = key.partition(":")
+            if kind == "room" and slug in self.rooms:
+                self.rooms[slug].temperature_c = value
+            elif key == "tank":
+                self.solar_thermal.tank_c = value
+            elif key == "collector":
+                self.solar_thermal.collector_c = value
+            elif key == "flow":
+                self.circuit.flow_c = value
+            else:
+                continue
+            used.append(key)
+        return used
+
     def _outside(self, now: datetime) -> float:
         local = now.astimezone(self.tz)
         hour = local.hour + local.minute / 60.0 + local.second / 3600.0

@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +59,11 @@ class SimulatorConfig:
     gateway_argv: list[str] | None = None  # the bms_gateway command, reading lines on stdin
     jeelib_log: Path | None = None  # every JeeLib line is also appended here
     seed: int | None = None
+    # Called (in a thread) once each new wall-clock hour: the energy demo's meter history
+    # carries on while the simulator runs (energy.demo.hourly_extender; file writes only).
+    hourly: Callable[[float], object] | None = None
+    # Last recorded temperatures to resume from (DemoPlant.resume keys); empty on a new site.
+    resume: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,6 +103,9 @@ class Simulator:
         self.relay: RelayBoard | None = None
         self.meter: EnergyMeter | None = None
         self.plant = DemoPlant(datetime.now(UTC), seed=config.seed)
+        resumed = self.plant.resume(config.resume)
+        if resumed:
+            log.info("Resumed from the last recorded values: %s", ", ".join(sorted(resumed)))
         self.gateway: asyncio.subprocess.Process | None = None
         self.stats = PostStats()
         self.jeelib_lines = 0
@@ -134,6 +143,7 @@ class Simulator:
         started = last_step = time.monotonic()
         next_post = started
         next_summary = started + min(cfg.summary_interval_s, 10.0)
+        last_hour = int(time.time()) // 3600  # setup wrote up to this hour
         log.info(
             "Simulating at %g× speed (physics); posting every %g s at wall-clock time",
             cfg.speed,
@@ -155,6 +165,13 @@ class Simulator:
                 if next_post < now_mono:  # fell behind (a slow server): do not burst
                     next_post = now_mono + cfg.post_interval_s
                 await self._post_all()
+            hour = int(time.time()) // 3600
+            if cfg.hourly is not None and hour != last_hour:
+                last_hour = hour
+                try:
+                    await asyncio.to_thread(cfg.hourly, time.time())
+                except OSError as exc:  # a full disk must not stop the simulated site
+                    log.warning("Energy history not extended: %s", exc)
             if now_mono >= next_summary:
                 next_summary = now_mono + cfg.summary_interval_s
                 log.info("%s", self.plant.summary())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -19,6 +20,7 @@ from django.utils import timezone
 from bms.demo import layout
 from bms.demo.keystore import KeyStore
 from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
+from control.strategies.optimum_start import preheat_minutes
 from feeds.models import Feed
 from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
 
@@ -134,7 +136,7 @@ def _point_meter(node: Node, host: str, port: int) -> None:
                 "address": reg.address,
                 "function": ModbusRegister.Function.INPUT,
                 "data_type": ModbusRegister.DataType.FLOAT32,
-                "word_order": ModbusRegister.WordOrder.BIG,
+                "word_order": ModbusRegister.WordOrder.ABCD,
             },
         )
 
@@ -247,6 +249,9 @@ def _ensure_zone(
         temperature_sensor=sensor,
         schedule=schedules.get(room.schedule),
         comfort_setpoint=20.0,
+        # The simulated rooms' own pace in winter (tests/demo/test_restart_and_first_booking.py),
+        # so optimum start plans enough pre-heat from the first day; it learns from there on.
+        heating_rate_min_per_k=DEMO_HEATING_RATE_MIN_PER_K,
         setback_setpoint=None,
         bookable=True,
     )
@@ -284,14 +289,24 @@ def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
         created.append("solar circuit Visitor centre solar thermal")
 
 
+DEMO_HEATING_RATE_MIN_PER_K = 30.0
+
+
 def _ensure_bookings(demo: DemoSite, now: dt.datetime, created: list[str]) -> None:
-    """A few bookings for today, once per day (marked booked_by=demo-site)."""
+    """A few bookings for today, once per day (marked booked_by=demo-site).
+
+    Each starts no sooner than its room can be pre-heated from its present temperature (the
+    last recorded one, else the cold start the simulator uses) at the zone's heating rate: a
+    booking 20 minutes away in a 16 °C room would always start cold.
+    """
     local_tz = ZoneInfo(layout.TIME_ZONE)
     today = now.astimezone(local_tz).date()
     day_start = dt.datetime.combine(today, dt.time.min, tzinfo=local_tz)
     day_end = day_start + dt.timedelta(days=1)
     # Round up to the next 5 minutes so the times read naturally.
     base = now.replace(second=0, microsecond=0) + dt.timedelta(minutes=5 - now.minute % 5)
+    rooms = {room.slug: room for room in layout.ROOMS}
+    recorded = last_recorded_temperatures(demo, now.timestamp())
     for slug, title, offset_min, duration_min in layout.BOOKINGS:
         zone = demo.zones[slug]
         already = Booking.objects.filter(
@@ -299,7 +314,10 @@ def _ensure_bookings(demo: DemoSite, now: dt.datetime, created: list[str]) -> No
         ).exists()
         if already:
             continue
-        start = base + dt.timedelta(minutes=offset_min)
+        lead_min = demo_booking_lead_min(zone, recorded.get(f"room:{slug}", rooms[slug].start_c))
+        # A 5-minute mark just inside the pre-heat: optimum start switches on at the next tick,
+        # so the demo shows heating at once, and the room is warm by the start.
+        start = base + dt.timedelta(minutes=max(offset_min, int(lead_min) // 5 * 5 - 5))
         Booking.objects.create(
             zone=zone,
             title=title,
@@ -309,6 +327,44 @@ def _ensure_bookings(demo: DemoSite, now: dt.datetime, created: list[str]) -> No
             source=Booking.Source.ADMIN,
         )
         created.append(f"booking {title} at {start.astimezone(local_tz):%H:%M}")
+
+
+def demo_booking_lead_min(zone: Zone, temperature_c: float) -> float:
+    """Minutes of pre-heat optimum start plans for this zone from `temperature_c`."""
+    preheat = preheat_minutes(
+        temperature_c, zone.comfort_setpoint, zone.heating_rate_min_per_k, zone.max_preheat_min
+    )
+    return preheat
+
+
+# Older than this, the demo was off long enough for its rooms to have cooled: start afresh.
+RESUME_MAX_AGE_S = 12 * 3600
+
+
+def last_recorded_temperatures(demo: DemoSite, now: float) -> dict[str, float]:
+    """The last recorded room, tank, collector and boiler-flow temperatures, keyed for
+    DemoPlant.resume, for the ones recorded within RESUME_MAX_AGE_S of `now`."""
+    from feeds import service
+
+    feeds: dict[str, Feed | None] = {
+        f"room:{room.slug}": Feed.objects.filter(
+            tag=f"emonth-{room.slug}", name=f"{room.name} temperature"
+        ).first()
+        for room in layout.ROOMS
+    }
+    feeds["tank"] = demo.feeds_by_role.get("thermal_tank")
+    feeds["collector"] = demo.feeds_by_role.get("thermal_collector")
+    feeds["flow"] = Feed.objects.filter(tag="boilerhouse", name="Boiler flow temperature").first()
+    known = {key: feed.pk for key, feed in feeds.items() if feed is not None}
+    last = service.last_values(known.values())
+    resume: dict[str, float] = {}
+    for key, pk in known.items():
+        if pk not in last:
+            continue
+        t, value = last[pk]
+        if t >= now - RESUME_MAX_AGE_S and math.isfinite(value):
+            resume[key] = value
+    return resume
 
 
 def _ensure_displays(demo: DemoSite) -> list:

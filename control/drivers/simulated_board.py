@@ -40,7 +40,7 @@ class RelayBoard:
             simdata=(
                 [SimData(0, count=self.coils, values=False, datatype=DataType.BITS)],
                 [SimData(0, count=1, values=False, datatype=DataType.BITS)],
-                [SimData(0, count=1, values=0, datatype=DataType.REGISTERS)],
+                [SimData(0, count=16, values=0, datatype=DataType.REGISTERS)],  # holding
                 [SimData(0, count=1, values=0, datatype=DataType.REGISTERS)],
             ),
         )
@@ -91,6 +91,10 @@ class RelayBoard:
 
     def coils_state(self, address: int, count: int) -> list[bool]:
         return [bool(v) for v in self._call(self._server.async_getValues(1, 1, address, count))]
+
+    def register(self, address: int) -> int:
+        """A holding register's value (an analogue output, a watchdog register)."""
+        return int(self._call(self._server.async_getValues(1, 3, address, 1))[0])
 
     def set_coil(self, address: int, value: bool) -> None:
         """Change a coil behind the system's back (a relay that rebooted, a hand switch)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from bms.dates import when_text
 from control.state import OverrideSpec
 
 
@@ -16,6 +17,6 @@ def active(override: OverrideSpec | None, now: datetime) -> OverrideSpec | None:
 
 def describe(override: OverrideSpec, tz: ZoneInfo) -> str:
     who = f" by {override.user_name}" if override.user_name else ""
-    until = override.expires.astimezone(tz).strftime("%a %d %b %H:%M")
+    until = when_text(override.expires, tz)
     state = "ON" if override.state else "OFF"
     return f"Manual override {state}{who} until {until}: {override.reason}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from bms.dates import day_text
 from control.state import SCHEDULE, ExceptionSpec, ScheduleSpec, Window
 from control.strategies.timefmt import local_instant
 
@@ -38,7 +39,9 @@ def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) 
     if exception is not None:
         if not exception.occupied or exception.start is None or exception.end is None:
             return []
-        label = f"Schedule '{schedule.name}' {exception.description or 'special day'} {day:%d %b}"
+        label = (
+            f"Schedule '{schedule.name}' {exception.description or 'special day'} {day_text(day)}"
+        )
         return [
             Window(
                 local_instant(day, exception.start, tz),

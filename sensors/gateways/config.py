@@ -70,7 +70,7 @@ def parse_config(doc: object) -> GatewayConfig:
         raise GatewayConfigError("url: must start with http:// or https://")
     jeelib: dict[int, RadioNode] = {}
     for ident, raw in (doc.get("jeelib") or {}).items():
-        if not str(ident).isdigit() or not 0 <= int(ident) <= 31:
+        if not (str(ident).isascii() and str(ident).isdigit()) or not 0 <= int(ident) <= 31:
             raise GatewayConfigError(f"jeelib.{ident}: radio node ids are 0-31")
         jeelib[int(ident)] = _radio_node("jeelib", ident, raw, mapping=False)
     llap: dict[str, RadioNode] = {}

@@ -77,3 +77,36 @@ def test_the_longest_strategy_name_is_accepted(viewer_api, log):
 
 def test_anonymous_is_refused(anon_api, log):
     assert anon_api.get(f"{URL}?actuator={log[0].pk}").status_code in (401, 403)
+
+
+def test_the_analogue_log_is_filtered_by_plant_and_strategy(viewer_api):
+    """Outside test, session 6: `?plant=` was ignored on /api/v1/analogue-commands, and a bad
+    value still answered 200 with every plant's rows."""
+    from control.models import AnalogueCommand, HeatingPlant
+
+    plants = []
+    for n in (1, 2):
+        boiler = Actuator.objects.create(name=f"Boiler {n}", kind="boiler", host="10.0.0.9",
+                                         coil=10 + n)  # fmt: skip
+        plants.append(HeatingPlant.objects.create(name=f"Plant {n}", boiler=boiler))
+    for plant, strategy in ((plants[0], "weather"), (plants[0], "manual_override"),
+                            (plants[1], "weather")):  # fmt: skip
+        AnalogueCommand.objects.create(
+            plant=plant, value=40.0, unit="%", raw=4000, reason="r", strategy=strategy
+        )
+    url = "/api/v1/analogue-commands"
+
+    def got(query: str) -> list[tuple[int, str]]:
+        response = viewer_api.get(f"{url}?{query}")
+        assert response.status_code == 200, response.content
+        body = response.json()
+        items = body["results"] if isinstance(body, dict) else body
+        return sorted((r["plant"], r["strategy"]) for r in items)
+
+    first, second = plants[0].pk, plants[1].pk
+    assert got(f"plant={second}") == [(second, "weather")]
+    assert got(f"plant={first}&strategy=weather") == [(first, "weather")]
+    assert len(got("")) == 3
+    for bad in ("plant=abc", "plant=-1", "plant=" + "9" * 19):
+        response = viewer_api.get(f"{url}?{bad}")
+        assert response.status_code == 400 and "plant" in response.json()["fields"], bad

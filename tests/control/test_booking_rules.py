@@ -121,6 +121,8 @@ def test_booked_by_and_source_are_the_servers(booker_api, booker, zone):
     assert patched.status_code == 200
     booking.refresh_from_db()
     assert (booking.booked_by, booking.source) == (booker.username, "api")
+    # A change through the API records who made it (issue #16), as the staff page does.
+    assert booking.changed_by == booker.username and booking.changed_at is not None
 
 
 def test_delete_cancels_and_keeps_the_booking(booker_api, booker, zone):
@@ -189,7 +191,8 @@ def test_the_admin_refuses_a_clash_and_records_who_booked(client, superuser, zon
         "title": "Clash",
         "start_0": local.strftime("%Y-%m-%d"),
         "start_1": local.strftime("%H:%M:%S"),
-        "end_0": local.strftime("%Y-%m-%d"),
+        # The end's own date: run near midnight, +2 h is tomorrow (was a time-of-day flake).
+        "end_0": (local + timedelta(hours=2)).strftime("%Y-%m-%d"),
         "end_1": (local + timedelta(hours=2)).strftime("%H:%M:%S"),
     }
     response = client.post("/admin/control/booking/add/", form)
@@ -199,7 +202,7 @@ def test_the_admin_refuses_a_clash_and_records_who_booked(client, superuser, zon
     form.update(
         start_0=later.strftime("%Y-%m-%d"),
         start_1=later.strftime("%H:%M:%S"),
-        end_0=later.strftime("%Y-%m-%d"),
+        end_0=(later + timedelta(minutes=30)).strftime("%Y-%m-%d"),
         end_1=(later + timedelta(minutes=30)).strftime("%H:%M:%S"),
         title="Fine",
     )

@@ -171,3 +171,114 @@ def test_without_a_cached_config_nothing_is_switched_and_it_is_flagged(redis_cli
     alarm = Alarm.objects.get(key="control-db:no-cache")
     assert "no relay is being switched" in alarm.message and alarm.cleared_at is not None
     assert ActuatorCommand.objects.get(actuator=valve).strategy == "frost_protection"
+
+
+# --- analogue outputs (issue #15 follow-up): their audit rows wait in Redis as the relays' do --
+
+
+def _weather_plant(board, output: str = "register", **weather):
+    from control.models import WeatherCompensation
+
+    boiler = f.relay("Boiler", board, coil=0, kind="boiler")
+    valve = f.relay("Hall valve", board, coil=1)
+    zone = f.zone("Hall", valve, temp=15.0, setback_setpoint=20.0)
+    outside, flow = f.temperature_sensor("outside"), f.temperature_sensor("flow")
+    now = int(timezone.now().timestamp())
+    from feeds import service as feed_service
+
+    feed_service.log_points([(outside.feed_id, now, 0.0), (flow.feed_id, now, 40.0)])
+    plant = HeatingPlant.objects.create(
+        name="Boiler house", boiler=boiler, outside_sensor=outside, flow_sensor=flow,
+        frost_outside_c=-5.0, has_bypass=True,
+    )  # fmt: skip
+    plant.zones.add(zone)
+    wc = WeatherCompensation(plant=plant, kp=5.0, ti_s=100.0, output=output, **weather)
+    wc.full_clean()
+    wc.save()
+    return plant
+
+
+def test_an_analogue_output_held_during_an_outage_is_audited_once_the_database_is_back(
+    redis_client, board, engineer
+):
+    from control.models import AnalogueCommand, OutputOverride
+
+    plant = _weather_plant(
+        board, register_host=board.host, register_port=board.port, register_address=7
+    )
+    now = timezone.now()
+    held = OutputOverride.objects.create(
+        plant=plant, value=30.0, starts=now, expires=now + timedelta(minutes=10),
+        reason="Pump swap", created_by=engineer,
+    )  # fmt: skip
+    run_tick(now)  # caches the configuration, override included
+    assert board.register(7) == 3000
+    assert AnalogueCommand.objects.count() == 1
+
+    with database_unavailable():
+        # Still held from the cached configuration: unchanged, so no row.
+        run_tick(now + timedelta(minutes=1))
+        assert config_cache.pending_analogue() == []
+        # It ends by itself at its expiry, database or not: back to the curve's PI output.
+        report = run_tick(now + timedelta(minutes=11))
+        assert report["offline"].startswith(OFFLINE)
+        assert board.register(7) != 3000
+        queued = config_cache.pending_analogue()
+        assert len(queued) == 1 and queued[0]["strategy"] == "weather_compensation"
+
+    run_tick(now + timedelta(minutes=12))  # back: the queued row is written
+    assert config_cache.pending_analogue() == []
+    rows = list(AnalogueCommand.objects.filter(plant=plant).order_by("requested_at"))
+    # The held value, then the curve's value written during the outage (and whatever the
+    # loop wrote since the database came back).
+    assert [r.strategy for r in rows[:2]] == ["manual_override", "weather_compensation"]
+    assert rows[0].user == engineer and "Pump swap" in rows[0].reason
+    back = rows[1]
+    assert back.reason.startswith(f"[{OFFLINE}")
+    assert back.raw not in (None, 3000) and back.sent_at is not None
+    assert back.confirmed_at is not None and back.error == ""
+    assert not OutputOverride.objects.get(pk=held.pk).cancelled  # expired, not cancelled
+
+
+def test_a_valve_pulse_during_an_outage_is_audited_once_the_database_is_back(redis_client, board):
+    opener = f.relay("Mix open", board, coil=2, kind="relay")
+    closer = f.relay("Mix close", board, coil=3, kind="relay")
+    plant = _weather_plant(board, output="three_point", open_actuator=opener,
+                           close_actuator=closer, run_time_s=10.0, min_pulse_s=0.5)  # fmt: skip
+    hall = plant.zones.get()
+    f.set_temperature(hall, 25.0)  # no demand: the valve is driven closed (10 s, end resync)
+    now = timezone.now()
+    run_tick(now)
+    assert ActuatorCommand.objects.filter(actuator=closer, state=True).count() == 1
+    f.set_temperature(hall, 15.0)  # demand: PI 65 %, an open pulse of 6.5 s
+    with database_unavailable():
+        report = run_tick(now + timedelta(seconds=30))
+        assert report["offline"].startswith(OFFLINE) and report["pulses"] == 1
+    assert not ActuatorCommand.objects.filter(actuator=opener, state=True).exists()
+    # The next tick collects the pulse (it has ended) and writes its row with what the relays
+    # answered; had the database still been away, the row would wait in Redis.
+    run_tick(now + timedelta(seconds=60))
+    # (That tick may start a pulse of its own: the loop goes on.)
+    row = ActuatorCommand.objects.get(actuator=opener, state=True, reason__contains=OFFLINE)
+    assert row.reason.startswith(f"Pulse 6.5 s: [{OFFLINE}")
+    assert row.sent_at is not None and row.confirmed_at is not None and row.error == ""
+    assert config_cache.pending_audit() == []
+
+
+def test_a_queued_output_row_of_a_deleted_plant_does_not_block_the_queue(redis_client, board):
+    from control.models import AnalogueCommand
+
+    plant = _weather_plant(
+        board, register_host=board.host, register_port=board.port, register_address=7
+    )
+    now = timezone.now()
+    config_cache.queue_analogue([
+        AnalogueCommand(plant_id=plant.pk + 1000, value=1, unit="%", reason="gone", requested_at=now),
+        AnalogueCommand(plant_id=plant.pk, value=2, unit="%", reason="kept", requested_at=now),
+    ])  # fmt: skip
+    run_tick(now)
+    assert config_cache.pending_analogue() == []
+    assert AnalogueCommand.objects.filter(reason="kept").count() == 1
+    assert not AnalogueCommand.objects.filter(reason="gone").exists()
+    run_tick(now + timedelta(seconds=30))  # the queue stays clear; alarms and outage close too
+    assert config_cache.pending_analogue() == []

@@ -81,7 +81,7 @@ class TestPriority:
         ev = run([zone(temp=15.0, override=off, bookings=(YOGA,))], now=at(10, 30))
         d = ev.decisions[10]
         assert (d.state, d.strategy, d.user_id) == (False, OVERRIDE, 7)
-        assert "Manual override OFF by ann until Wed 14 Jan 11:00: window open" in d.reason
+        assert "Manual override OFF by ann until Wed 14 Jan 2026 11:00: window open" in d.reason
 
     def test_override_expires(self):
         off = OverrideSpec(False, at(10, 15), "window open")

@@ -162,6 +162,21 @@ class TestBookingCalendar:
         b.refresh_from_db()
         assert b.cancelled
 
+    def test_a_move_by_another_booker_records_who_and_when(self, booker, engineer, hall):
+        """Issue #16: bookers may move anyone's booking, but only a cancel recorded who."""
+        day = next_monday().date()
+        client_for(booker).post("/staff/bookings/hall/", self.form(day))
+        b = Booking.objects.get()
+        assert (b.changed_by, b.changed_at) == ("", None)
+        before = timezone.now()
+        c = client_for(engineer)
+        c.post(f"/staff/bookings/hall/{b.pk}/", self.form(day, "14:00", "15:30", "Yoga (moved)"))
+        b.refresh_from_db()
+        assert b.booked_by == "booker" and b.changed_by == engineer.get_username()
+        assert b.changed_at >= before
+        page = c.get(f"/staff/bookings/hall/{b.pk}/").content.decode()
+        assert f"last changed by {engineer.get_username()}" in page
+
     def test_viewer_reads_but_may_not_write(self, viewer, booker, hall):
         client_for(booker).post("/staff/bookings/hall/", self.form(next_monday().date()))
         b = Booking.objects.get()
@@ -215,3 +230,12 @@ def test_status_api_for_staff_only(viewer_api, anon_api, redis_client):
     assert act["state"] == "ON" and act["why"].startswith("Frost protection")
     assert body["last_tick"]["zones"] == 1
     assert anon_api.get("/api/v1/control/status").status_code == 401
+
+
+def test_a_booker_setting_an_override_gets_the_styled_refusal(booker, redis_client):
+    """Issue #16: other refusals show the styled "Not allowed" page; this one was bare."""
+    response = client_for(booker).post("/staff/control/overrides/", {"target": "x"})
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "<h1>Not allowed</h1>" in page and "Only engineers may override plant." in page
+    assert 'id="log-out"' in page  # the staff layout, with its navigation

@@ -72,15 +72,36 @@ def test_live_power_to_kwh_carries_on_from_the_history_total(fresh):
     t0, total = service.last_value(feed.pk)
     steps = [{"process": "log_to_feed", "feed": _feed("pv_power").pk},
              {"process": "power_to_kwh", "feed": feed.pk}]  # fmt: skip
-    # The input's first point only starts its clock; the second adds 3600 W × 60 s.
+    # As emoncms's power_to_kwh: the first point counts its power since the feed's last point
+    # (60 s, under emoncms's 2 h bound), the second another 3600 W × 60 s.
     service.process_inputs([("demo:power", steps, t0 + 60, 3600.0)])
     service.process_inputs([("demo:power", steps, t0 + 120, 3600.0)])
     t1, after = service.last_value(feed.pk)
     assert t1 == t0 + 120
-    assert after == pytest.approx(total + 3600 * 60 / 3.6e6, abs=1e-3)  # carries on, no restart
+    assert after == pytest.approx(total + 2 * 3600 * 60 / 3.6e6, abs=1e-3)  # carries on
 
 
 @pytest.mark.django_db
 def test_no_history_when_asked_for_none(fresh):
     assert "Filled" not in _setup(days=0)
     assert service.last_value(_feed("pv_power").pk) is None
+
+
+@pytest.mark.django_db
+def test_the_default_history_fits_the_backfill_bound_and_raises_no_alarm(fresh, settings):
+    """Issue #16: a fresh demo seeded 8 days while a new feed starts at most
+    BMS_FEED_MAX_BACKFILL_DAYS (7) before now: 1442 points refused per feed, 9 alarms."""
+    from bms.watchdog import check_refused
+    from sensors.models import Alarm
+
+    assert settings.BMS_FEED_MAX_BACKFILL_DAYS == 7
+    out = _setup(days=8)  # the command's default
+    assert "Filled 7 days of history" in out
+    result = service.commit_all(sync=True)
+    assert result["refused"] == {}
+    assert check_refused() == {}
+    assert not Alarm.objects.filter(key__startswith="feed-refused:").exists()
+    t, _ = service.read(_feed("pv_power").pk, int(time.time()) - 7 * 86400, int(time.time()), 3600)[
+        1
+    ]
+    assert t is not None

@@ -63,7 +63,12 @@ def test_setup_creates_the_cat_like_site(key_file):
     assert len(coils) == len(set(coils)) == 7  # one relay coil each
     assert Booking.objects.filter(booked_by=layout.BOOKED_BY).count() == len(layout.BOOKINGS)
     assert Schedule.objects.count() == 2
-    assert set(Display.objects.values_list("slug", flat=True)) == {"pv", "thermal", "hydro"}
+    assert set(Display.objects.values_list("slug", flat=True)) == {
+        "pv",
+        "thermal",
+        "hydro",
+        "energy",
+    }
     plant = HeatingPlant.objects.get()
     assert (plant.boiler.coil, plant.pump.coil) == (layout.COIL_BOILER, layout.COIL_HEATING_PUMP)
     assert set(plant.zones.all()) == set(Zone.objects.all())

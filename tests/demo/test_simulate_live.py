@@ -174,11 +174,12 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
 
 
 def test_the_control_loop_heats_the_room_booked_next(simulation):
-    """A booking in 20 minutes: the real control tick pre-heats that room through the relay
-    board, and the simulated room's posted temperature rises; an unbooked room stays cold."""
+    """The first demo booking (as soon as its room can be pre-heated): the real control tick
+    pre-heats that room through the relay board at once, and the simulated room's posted
+    temperature rises; an unbooked room stays cold."""
     from control.tasks import control_tick
 
-    booked, unbooked = "straw-bale-room", "workshop"  # Yoga at +20 min; no booking today
+    booked, unbooked = "straw-bale-room", "workshop"  # Yoga first; no booking today
     rooms = {
         slug: _feed(f"emonth-{slug}", f"{name} temperature")
         for slug, name in (("straw-bale-room", "Straw bale room"), ("workshop", "Workshop"))

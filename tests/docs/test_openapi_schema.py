@@ -27,6 +27,10 @@ DEVICE_PATHS = {
     "/feed/list.json": {"get"},
     "/feed/timevalue.json": {"get"},
     "/feed/data.json": {"get"},
+    "/feed/csvexport.json": {"get"},
+    "/feed/value.json": {"get"},
+    "/feed/fetch.json": {"get"},
+    "/feed/export.json": {"get"},
     "/api/v1/nodes/{node_id}/commands": {"get"},
     "/api/v1/nodes/{node_id}/commands/{command_id}/ack": {"post"},
 }

@@ -149,6 +149,13 @@ def test_performance_line_savings_and_league(site, building, viewer_api, redis_c
     assert r["expected_total"] == pytest.approx(220.0, abs=0.01)  # the baseline line's days
     assert r["rows"][0]["hdd"] == pytest.approx(10.0)  # 11 Jan is day 10: HDD 10
 
+    # Without a model the league's change is against the baseline line, as the API's expected.
+    league = viewer_api.get(f"{API}/league?site={site.pk}&start=2024-01-11&end=2024-01-20").json()
+    row = league["buildings"][0]
+    assert row["expected_kwh"] == pytest.approx(220.0, abs=0.01)
+    assert row["change_pct"] == pytest.approx(-20.0, abs=0.05)
+    assert row["compared_days"] == 10
+
     # The imported model wins over the baseline line where it covers the days.
     ExpectedUse.objects.create(node=building, fuel="gas", start=date(2024, 1, 11),
                                end=date(2024, 1, 20), value=300.0)  # fmt: skip
@@ -163,6 +170,55 @@ def test_performance_line_savings_and_league(site, building, viewer_api, redis_c
     assert row["kwh_per_m2"] == pytest.approx(1.76, abs=1e-3)
     assert row["change_pct"] == pytest.approx(100 * (176 - 300) / 300, abs=0.1)
     # DEC: annualised 176 x 36.5 = 6424 kWh gas on 100 m²: 64.24 x 0.2 = 12.85 kg/m² against
-    # typical 95 x 0.20705 + 120 x 0.2 = 43.67 kg/m² -> 29.
-    typical = 95 * 0.20705 + 120 * 0.2
+    # typical 95 x 0.20707 + 120 x 0.2 = 43.67 kg/m² -> 29.
+    typical = 95 * 0.20707 + 120 * 0.2
     assert row["operational_rating"] == pytest.approx(round(100 * 64.24 * 0.2 / typical), abs=1)
+
+
+def test_weekly_line_sums_away_the_weekday_rhythm(site, building, viewer_api, redis_client):
+    """Four whole weeks from Monday 2024-01-01, HDD constant in a week: 4, 6, 8, 10. Gas per
+    day = 10 + 2 x HDD + 5 on weekdays, - 12.5 on Saturday and Sunday (the rhythm sums to 0
+    in a week). Weekly: 70 + 2 x HDD of the week exactly (R² 1, 4 weeks). Daily: the same
+    slope and 10 a day, but the rhythm is unexplained: var(2 x HDD) = 4 x 5 = 20, var(rhythm)
+    = (5 x 25 + 2 x 156.25) / 7 = 62.5, so R² = 20 / 82.5."""
+    temp = Feed.objects.create(name="outside", tag="t", interval=3600)
+    gas = Feed.objects.create(name="gas W", tag="t", interval=3600)
+    EnergySite.objects.create(site=site, outside_temperature_feed=temp)
+    first, last = date(2024, 1, 1), date(2024, 1, 30)  # 29-30 Jan: a part week, left out
+    t_times, t_vals, g_vals = [], [], []
+    for i in range((last - first).days + 1):
+        d = first + timedelta(days=i)
+        hdd = 4 + 2 * min(i // 7, 3)
+        use = 10 + 2 * hdd + (5.0 if d.weekday() < 5 else -12.5)
+        for h in range(_midnight(d), _midnight(d + timedelta(days=1)), 3600):
+            t_times.append(h)
+            t_vals.append(15.5 - hdd)
+            g_vals.append(use * 1000 / 24)
+    _write(temp, t_times, t_vals)
+    _write(gas, t_times, g_vals)
+    building.baseline_start, building.baseline_end = first, last
+    building.save()
+    meter = Meter.objects.create(node=building, name="Gas", fuel="gas", source="power", feed=gas)
+    refresh.refresh([meter], first, last, now=NOW)
+
+    r = viewer_api.get(f"{API}/nodes/{building.pk}/performance?fuel=gas").json()
+    weekly, daily = r["weekly"], r["line"]
+    assert weekly["weeks"] == 4
+    assert weekly["slope_per_hdd"] == pytest.approx(2.0, abs=1e-3)
+    assert weekly["base_load_per_week"] == pytest.approx(70.0, abs=1e-2)
+    assert weekly["r2"] == pytest.approx(1.0, abs=1e-4)
+    assert daily["days"] == 30
+    # 29 and 30 Jan (HDD 10, weekdays) are in the daily fit too: recompute on the 30 days
+    xs = [4 + 2 * min(i // 7, 3) for i in range(30)]
+    ys = [10 + 2 * x + (5.0 if (first + timedelta(days=i)).weekday() < 5 else -12.5)
+          for i, x in enumerate(xs)]  # fmt: skip
+    slope, intercept = np.polyfit(xs, ys, 1)
+    r2 = 1 - np.sum((np.array(ys) - (slope * np.array(xs) + intercept)) ** 2) / np.sum(
+        (np.array(ys) - np.mean(ys)) ** 2
+    )
+    assert daily["r2"] == pytest.approx(r2, abs=1e-4)
+    assert daily["r2"] < 0.5  # the weekday rhythm is most of the daily variance
+
+    c = viewer_api.get(f"{API}/nodes/{building.pk}/consumption?fuel=gas&start=2024-01-01"
+                       "&end=2024-01-28&period=week").json()  # fmt: skip
+    assert c["performance_line_weekly"]["base_load_per_week"] == pytest.approx(70.0, abs=1e-2)

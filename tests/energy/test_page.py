@@ -43,6 +43,76 @@ def test_user_without_role_is_refused_and_anonymous_sent_to_login(client, db, tr
     assert client.get("/staff/energy/").status_code == 403
 
 
-def test_bad_range_is_400(client, viewer, tree):
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("start=2024-05-03&end=2024-05-01", "end: must not be before start"),
+        ("start=2020-01-01&end=2024-01-01", "end: at most 1100 days from start"),
+        ("start=nonsense", "start: &#x27;nonsense&#x27; is not a date"),
+        ("period=hour", "period: &#x27;hour&#x27;: use one of day"),
+        ("start=9999-12-30&end=9999-12-31", "end: 9999-12-31 is outside 1970-01-01..2100-12-31"),
+        ("start=0001-01-01&end=0001-01-02", "end: 0001-01-02 is outside"),
+    ],
+)
+def test_bad_range_is_a_400_page_saying_what_was_wrong(client, viewer, tree, query, words):
     client.force_login(viewer)
-    assert client.get("/staff/energy/?start=2024-05-03&end=2024-05-01").status_code == 400
+    r = client.get(f"/staff/energy/?{query}")
+    assert r.status_code == 400 and r["Content-Type"].startswith("text/html")
+    html = r.content.decode()
+    assert words in html and "ErrorDetail" not in html
+    assert "<h1>Energy</h1>" in html  # the page, with its default range
+
+
+def test_a_building_links_to_its_monthly_report_and_shows_cost_and_co2(client, viewer, tree):
+    site, b = tree
+    client.force_login(viewer)
+    html = client.get(
+        f"/staff/energy/?site={site.pk}&node={b.pk}&start=2024-05-01&end=2024-05-03"
+    ).content.decode()
+    pdf = f'href="/api/v1/energy/nodes/{b.pk}/report.pdf?month=2024-05"'
+    assert pdf in html and f"/api/v1/energy/nodes/{b.pk}/report.csv?month=2024-05" in html
+    assert 'id="kg-co2e">4.7 kg CO₂e' in html  # 22.5 kWh x 0.20707 = 4.66
+    r = client.get(f"/api/v1/energy/nodes/{b.pk}/report.pdf?month=2024-05")
+    assert r.status_code == 200 and r.content.startswith(b"%PDF-")  # the link works logged in
+
+
+def test_a_room_without_meters_says_no_data_for_the_fuel_asked(client, viewer, tree):
+    site, b = tree
+    room = MeterNode.objects.create(site=site, parent=b, name="Room 1", kind="room")
+    client.force_login(viewer)
+    r = client.get(f"/staff/energy/?site={site.pk}&node={room.pk}&fuel=gas"
+                   "&start=2024-05-01&end=2024-05-03")  # fmt: skip
+    html = r.content.decode()
+    assert 'id="node-name">Room 1 · gas' in html  # the fuel asked, not electricity instead
+    assert 'id="total">no data' in html and 'id="cost">no data' in html
+    assert "0.0 kWh" not in html
+    api = client.get(f"/api/v1/energy/nodes/{room.pk}/consumption?fuel=gas"
+                     "&start=2024-05-01&end=2024-05-03").json()  # fmt: skip
+    assert api["total"] is None and api["cost"] is None and api["kg_co2e"] is None
+
+
+def test_expected_is_on_the_days_with_actual_so_it_matches_saved(client, viewer, tree):
+    from energy.models import EnergySite, ExpectedUse, FuelRate
+
+    site, b = tree
+    # 11 a day expected 1..3 May; the 3rd is a gap: expected on the 2 days with use = 22,
+    # saved 22 - 22.5 = -0.5, in euros at 0.5 a kWh
+    ExpectedUse.objects.create(node=b, fuel="electricity", start=date(2024, 5, 1),
+                               end=date(2024, 5, 3), value=33.0)  # fmt: skip
+    FuelRate.objects.create(site=site, fuel="electricity", price_per_unit=0.5)
+    EnergySite.objects.create(site=site, currency="EUR")
+    client.force_login(viewer)
+    html = client.get(
+        f"/staff/energy/?site={site.pk}&node={b.pk}&start=2024-05-01&end=2024-05-03"
+    ).content.decode()
+    assert 'id="expected">22.0 kWh <span class="muted">on the 2 days with actual use' in html
+    assert 'id="saved">-0.5 kWh · €-0.25' in html
+    assert 'id="cost">€11.25' in html
+
+
+def test_one_missing_day_is_singular(client, viewer, tree):
+    site, b = tree
+    client.force_login(viewer)
+    html = client.get(f"/staff/energy/?site={site.pk}&node={b.pk}&start=2024-05-01"
+                      "&end=2024-05-03&period=month").content.decode()  # fmt: skip
+    assert "(1 day missing)" in html and "1 days" not in html

@@ -48,6 +48,7 @@ def test_queries_do_not_grow_with_the_buildings(path, viewer, client, redis_clie
     many = _queries(client, url)
     assert many == few, f"{few} queries with 2 buildings, {many} with 8"
     league = client.get(f"/api/v1/energy/league?site={site.pk}&start=2025-01-01&end=2025-01-31")
-    assert [b["change_pct"] for b in league.json()["buildings"]] == [
-        pytest.approx(100 * (10 - 300) / 300, abs=0.1)
-    ] * 8  # the model of every building is still found
+    # the model of every building is still found, and compared on the one day with use
+    assert [(b["change_pct"], b["compared_days"]) for b in league.json()["buildings"]] == [
+        (pytest.approx(100 * (10 - 300 / 31) / (300 / 31), abs=0.1), 1)
+    ] * 8

@@ -3,10 +3,12 @@ mixed units (the message names them), the model CSV upload and the bounds."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from energy import model_csv
+from energy import model_csv, refresh
 from energy.models import ExpectedUse, Meter, MeterNode
 from feeds.models import Feed
 from sensors.models import Site
@@ -234,3 +236,42 @@ def test_refresh_refuses_malformed_bodies_naming_the_field(engineer_api, site, b
     r = engineer_api.post(f"{API}/refresh", body, format="json")
     assert r.status_code == 400, r.content[:200]
     assert field in r.json()["fields"]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("start=9999-12-30&end=9999-12-31", "end"),
+        ("start=0001-01-01&end=0001-01-02", "end"),
+        ("start=1969-12-31&end=1970-01-02", "start"),
+        ("start=2100-12-30&end=2101-01-01", "end"),
+    ],
+)
+def test_consumption_dates_outside_1970_2100_are_400_naming_the_field(
+    viewer_api, office, query, field
+):
+    r = viewer_api.get(f"{API}/nodes/{office.pk}/consumption?fuel=gas&{query}")
+    assert r.status_code == 400 and field in r.json()["fields"], r.content[:200]
+    ok = viewer_api.get(f"{API}/nodes/{office.pk}/consumption?start=2100-12-01&end=2100-12-31")
+    assert ok.status_code == 200  # the last day inside the bound
+
+
+def test_refresh_refuses_years_no_feed_holds_and_writes_nothing(engineer_api, site, office, feed):
+    from energy.models import MeterDay
+
+    _meter(office, "Elec", "electricity", feed=feed, source="power")
+    for start, end in (("9999-12-01", "9999-12-31"), ("0001-01-01", "0001-01-31")):
+        r = engineer_api.post(f"{API}/refresh", {"site": site.pk, "start": start, "end": end},
+                              format="json")  # fmt: skip
+        assert r.status_code == 400 and r.json()["fields"], r.content[:200]
+    assert not MeterDay.objects.exists()
+    with pytest.raises(ValueError, match="within 1970-01-01..2100-12-31"):
+        refresh.refresh(Meter.objects.all(), date(9999, 12, 1), date(9999, 12, 2))
+
+
+def test_model_csv_row_for_a_room_is_refused_the_model_is_per_building(engineer_api, site, office):
+    MeterNode.objects.create(site=site, parent=office, name="Room 1", kind="room")
+    body = b"building,fuel,start,end,kwh\nRoom 1,gas,2024-01-01,2024-01-31,5\n"
+    r = _upload(engineer_api, site, body)
+    assert r.status_code == 400 and "the model is per building" in r.json()["error"]
+    assert not ExpectedUse.objects.exists()

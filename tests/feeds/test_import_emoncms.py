@@ -103,3 +103,13 @@ def test_imported_files_take_new_points(source, feed_dir, redis_client):
     service.log_points([(feed.id, 1030, 4.0)])
     service.commit_all(now=2_000_000_000)
     assert phpfina.read(feed_dir, feed.id, 1000, 1030, 10)[-1] == [1_030_000, 4.0]
+
+
+def test_each_imported_feed_gets_its_last_value_from_the_file(source, feed_dir, redis_client):
+    # emoncms 9 ends in NaN: the last value is the newest finite slot, 720 s -> 8.0
+    emoncms_pair(source, 9, 60, 600, [7, np.nan, 8, np.nan])
+    run(str(source))
+    five = Feed.objects.get(tag="emoncms", name="5")
+    nine = Feed.objects.get(tag="emoncms", name="9")
+    assert service.last_value(five.id) == (1020, 3.0)
+    assert service.last_value(nine.id) == (720, 8.0)

@@ -50,17 +50,18 @@ def test_power_to_kwh_integrates_and_skips_gaps_over_two_hours(runner):
 def test_power_to_kwh_continues_from_the_feed_last_value(runner):
     runner.buffer.add([(5, 0, 100.0, False)])
     steps = [{"process": "power_to_kwh", "feed": 5}]
+    # emoncms power_to_kwh: the time since the feed's last point (10 s) counts too.
     assert logged(runner, [("k", steps, 10, 3600.0), ("k", steps, 20, 3600.0)]) == [
-        (5, 10, 100.0),
-        (5, 20, pytest.approx(100.01)),
+        (5, 10, pytest.approx(100.01)),
+        (5, 20, pytest.approx(100.02)),
     ]
 
 
-def noon(y, m, d):
-    return int(datetime(y, m, d, 12, tzinfo=LONDON).timestamp())
+def midnight(y, m, d):
+    return int(datetime(y, m, d, tzinfo=LONDON).timestamp())
 
 
-def test_kwh_to_kwhd_counts_today_from_local_midnight_at_local_noon(runner):
+def test_kwh_to_kwhd_counts_today_from_local_midnight_at_local_midnight(runner):
     steps = [{"process": "kwh_to_kwhd", "feed": 6}]
     bst_midnight = int(datetime(2024, 6, 2, tzinfo=LONDON).timestamp())  # 23:00 UTC on 1 June
     items = [
@@ -71,10 +72,10 @@ def test_kwh_to_kwhd_counts_today_from_local_midnight_at_local_noon(runner):
         ("k", steps, bst_midnight + 180, 14.0),  # +1 on top of the held 13
     ]
     assert logged(runner, items) == [
-        (6, noon(2024, 6, 1), 2.0),
-        (6, noon(2024, 6, 2), 1.0),
-        (6, noon(2024, 6, 2), 1.0),
-        (6, noon(2024, 6, 2), 2.0),
+        (6, midnight(2024, 6, 1), 2.0),
+        (6, midnight(2024, 6, 2), 1.0),
+        (6, midnight(2024, 6, 2), 1.0),
+        (6, midnight(2024, 6, 2), 2.0),
     ]
 
 
@@ -85,11 +86,18 @@ def test_wh_accumulator_removes_resets_and_spikes(runner):
     assert [v for _f, _t, v in logged(runner, items)] == [10.0, 10.0, 20.0, 20.0, 30.0]
 
 
-def test_pulse_diff_and_ratechange(runner):
-    pulse = [{"process": "pulse_diff", "feed": 8}]
-    rate = [{"process": "ratechange", "feed": 9}]
+def test_pulse_diff_logs_the_count_and_passes_on_the_increment(runner):
+    # emoncms pulse_diff: the feed holds the count (through signed2unsigned); the increment
+    # since the feed's last count goes on; a fall is a restart (the count itself goes on).
+    pulse = [{"process": "pulse_diff", "feed": 8}, {"process": "log_to_feed", "feed": 12}]
     items = [("p", pulse, 10 * i, float(v)) for i, v in enumerate([50, 53, 60, 2, 4])]
-    assert [v for _f, _t, v in logged(runner, items)] == [0.0, 3.0, 7.0, 2.0, 2.0]
+    out = logged(runner, items)
+    assert [v for f, _t, v in out if f == 8] == [50.0, 53.0, 60.0, 2.0, 4.0]
+    assert [v for f, _t, v in out if f == 12] == [0.0, 3.0, 7.0, 2.0, 2.0]
+
+
+def test_ratechange(runner):
+    rate = [{"process": "ratechange", "feed": 9}]
     items = [("r", rate, 10 * i, float(v)) for i, v in enumerate([5, 7, 4])]
     assert [v for _f, _t, v in logged(runner, items)] == [2.0, -3.0]
 
@@ -100,9 +108,10 @@ def test_daily_max_and_min(runner):
     items = [("k", steps, day + 60 * i, v) for i, v in enumerate([3.0, 7.0, 1.0])]
     items.append(("k", steps, day + 86400, 4.0))
     out = logged(runner, items)
-    assert [v for f, _t, v in out if f == 10] == [3.0, 7.0, 7.0, 4.0]
-    assert [v for f, _t, v in out if f == 11] == [3.0, 3.0, 1.0, 4.0]
-    assert {t for _f, t, _v in out[:6]} == {noon(2024, 1, 5)}
+    # emoncms max_value/min_value write only a new extreme, or the first value of a day.
+    assert [v for f, _t, v in out if f == 10] == [3.0, 7.0, 4.0]
+    assert [v for f, _t, v in out if f == 11] == [3.0, 1.0, 4.0]
+    assert {t for _f, t, _v in out[:4]} == {midnight(2024, 1, 5)}
 
 
 def test_a_replayed_batch_counts_nothing_twice(runner):

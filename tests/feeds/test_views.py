@@ -49,13 +49,16 @@ def test_data_json_accepts_milliseconds_average_and_unix_timeformat(anon_api, fe
     public, _ = feeds
     url = data_url(public, start=T0 * 1000, end=(T0 + 59) * 1000, interval=30, average=1,
                    timeformat="unix")  # fmt: skip
-    # 30 s windows aligned to multiples of 30: T0 is 20 s past one
-    assert anon_api.get(url).json() == [[T0 - 20, 0.0], [T0 + 10, 2.0], [T0 + 40, 5.0]]
+    # 30 s windows from start itself, as emoncms's engine: slots 0-2 and 3-5
+    assert anon_api.get(url).json() == [[T0, 1.0], [T0 + 30, 4.0]]
 
 
-def test_data_json_default_interval_is_the_feeds_own(anon_api, feeds):
+def test_data_json_default_interval_gives_about_800_points_as_emoncms(anon_api, feeds):
     public, _ = feeds
-    assert len(anon_api.get(data_url(public)).json()) == 7
+    # a minute / 800 rounds to 0 s: every second, from start
+    assert len(anon_api.get(data_url(public)).json()) == 61
+    day = anon_api.get(data_url(public, end=T0 + 86_400)).json()
+    assert len(day) == 801 and day[1][0] - day[0][0] == 108_000  # round(86400 / 800) s
 
 
 def test_data_json_with_ids_returns_one_series_per_feed(engineer_api, feeds):
@@ -86,19 +89,19 @@ def test_daily_interval_and_delta_and_skipmissing(engineer_api, feeds):
         ({"id": "abc"}, "id"),
         ({"id": "0"}, "id"),
         ({"id": ""}, "id"),
-        ({"start": "yesterday"}, "start"),
+        ({"start": "the day before"}, "start"),
         ({"start": ""}, "start"),
         ({"start": "-5"}, "start"),
         ({"end": "nan"}, "end"),
         ({"end": str(T0 - 100)}, "end"),
         ({"end": "99999999999999999"}, "end"),
         ({"interval": "hourly"}, "interval"),
-        ({"interval": "0"}, "interval"),
+        ({"interval": "4294967296"}, "interval"),
         ({"interval": "1", "end": str(T0 + 10 * 86400)}, "interval"),  # too many points
         ({"average": "maybe"}, "average"),
         ({"delta": "2"}, "delta"),
         ({"skipmissing": "x"}, "skipmissing"),
-        ({"timeformat": "excel"}, "timeformat"),
+        ({"timeformat": "rfc2822"}, "timeformat"),
         ({"timezone": "Mars/Olympus"}, "timezone"),
     ],
 )

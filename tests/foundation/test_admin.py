@@ -43,7 +43,9 @@ def test_engineer_gets_add_page_unless_system_written(engineer_client, model):
     status = engineer_client.get(_url(model, "add/")).status_code
     system_written = model.__name__ in {
         "ActuatorCommand",
+        "AnalogueCommand",
         "Alarm",
+        "EmoncmsOrigin",
         "OptimumStartLog",
         "NodeCommand",
     }

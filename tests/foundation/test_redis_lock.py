@@ -105,3 +105,35 @@ def test_only_a_holder_known_to_be_dead_loses_its_lock(redis_client, kind, taken
     token = redis_lock.acquire(redis_client, KEY, 30)
     assert (token is not None) == taken_over
     assert redis_client.get(KEY) == (token or value).encode()
+
+
+def test_a_held_lease_outlives_its_ttl_while_the_block_runs_and_is_released_after(redis_client):
+    with redis_lock.held(redis_client, KEY, 2) as token:
+        assert token is not None and redis_client.ttl(KEY) <= 2
+        time.sleep(3.5)  # longer than the lease: the renewing thread keeps it
+        assert redis_client.get(KEY) == token.encode()
+        with redis_lock.held(redis_client, KEY, 2) as second:
+            assert second is None  # held: the other block runs without it
+    assert redis_client.get(KEY) is None
+
+
+def test_a_lease_whose_holder_stopped_renewing_is_free_within_the_lease(redis_client):
+    """What another host sees when the holder's host dies: no renewal, then no lock."""
+    run_id = redis_lock.server_run_id(redis_client)
+    held = redis_client.set(KEY, f"0123abcd {run_id} another-host:1:2:3", ex=2)
+    assert held and redis_lock.acquire(redis_client, KEY, 2) is None
+    time.sleep(2.2)
+    assert redis_lock.acquire(redis_client, KEY, 2) is not None
+
+
+def test_only_the_beat_holding_redbeats_lock_counts_as_active():
+    """A standby beat waits for RedBeat's lock and must not stamp the health heartbeat, or a
+    dead active beat would look alive (bms/celery.py)."""
+    from types import SimpleNamespace
+
+    from bms.celery import is_standby
+
+    assert is_standby(SimpleNamespace(lock_key="bms:redbeat::lock", lock=None))
+    assert not is_standby(SimpleNamespace(lock_key="bms:redbeat::lock", lock=object()))
+    assert not is_standby(SimpleNamespace())  # Celery's file scheduler: no lock, always active
+    assert not is_standby(None)

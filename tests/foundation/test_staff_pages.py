@@ -133,3 +133,80 @@ def test_overview_shows_zone_temperature_next_booking_and_preheat_start(viewer, 
     assert "(60 min)" in row  # 3 K below 20 °C at 20 min/K
     expected = timezone.localtime(start - timedelta(minutes=60)).strftime("%H:%M")
     assert expected in row
+
+
+def test_overview_shows_the_preheat_minutes_control_latched_not_a_recomputed_figure(
+    viewer, redis_client
+):
+    """Issue #16: the page said 82 min while the zone's reason said 80. Once pre-heat has
+    started, control holds its minutes (issue #15.3); the page shows those."""
+    import time
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from control import runtime
+    from control.models import Booking, Zone
+    from control.state import OPTIMUM_START
+    from feeds import service
+    from feeds.models import Feed
+    from sensors.models import Node, Sensor
+
+    node = Node(name="room-node")
+    node.set_new_key()
+    node.save()
+    feed = Feed.objects.create(name="room1:temp", interval=10)
+    sensor = Sensor.objects.create(node=node, key="temp", feed=feed)
+    zone = Zone.objects.create(
+        name="Room One", slug="room-one", temperature_sensor=sensor, heating_rate_min_per_k=20
+    )
+    # The room warmed faster than predicted: 19 °C now would be 20 min, but 80 were latched.
+    service.log_points([(feed.pk, int(time.time()) - 20, 19.0)])
+    start = timezone.now() + timedelta(minutes=30)
+    Booking.objects.create(zone=zone, title="Yoga", start=start, end=start + timedelta(hours=1))
+    runtime.save_zones(
+        {
+            zone.pk: {
+                "mode": OPTIMUM_START,
+                "reason": "Yoga, pre-heat 80 min at 3.0 °C/h (17.0 → 20.0 °C)",
+                "demand": True,
+                "target": 20.0,
+                "flags": [],
+                "preheat_min": 80.0,
+                "evaluated_at": time.time(),
+            }
+        }
+    )
+    html = _login(viewer).get("/staff/").content.decode()
+    row = html[html.index('id="zone-room-one"') :]
+    row = row[: row.index("</tr>")]
+    assert "(80 min)" in row and "(20 min)" not in row
+    assert timezone.localtime(start - timedelta(minutes=80)).strftime("%H:%M") in row
+
+
+def test_an_overnight_booking_is_listed_with_its_end_day(booker):
+    """Issue #16: the booking list's "When" repeated the title, and an overnight booking read
+    as ending before it started (22:00–01:00 with no day)."""
+    from datetime import datetime, timedelta
+
+    from django.utils import timezone
+
+    from control.models import Booking, Zone
+
+    zone = Zone.objects.create(name="Hall", slug="hall")
+    start = timezone.make_aware(datetime.combine(timezone.localdate(), datetime.min.time()))
+    start += timedelta(hours=22)
+    Booking.objects.create(
+        zone=zone, title="Night shift", start=start, end=start + timedelta(hours=3)
+    )
+    from django.urls import reverse
+
+    html = _login(booker).get(reverse("control:bookings", args=["hall"])).content.decode()
+    listed = html[html.index("This week's bookings") :]
+    body = listed[listed.index("<tbody>") :]
+    row = body[body.index("<tr") : body.index("</tr>")]
+    cells = row.split("<td>")
+    when = cells[1]
+    assert "Night shift" not in when  # the title has its own column
+    end = timezone.localtime(start + timedelta(hours=3))
+    assert f"{end:%a} {end.day} {end:%b %Y} 01:00" in when

@@ -14,7 +14,6 @@ import time
 import zlib
 
 import pytest
-from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from feeds.models import Feed
 from sensors import cache
 from sensors.models import Node
 from tests.fuzz.profiles import FUZZ
+from tests.wsgi_client import WsgiClient as Client
 
 RESPONSE_BOUND_S = 5.0
 NASTY = ["", " ", "0", "-1", "1", "inf", "-inf", "nan", "NaN", "1e999", "1" + "0" * 400,
@@ -43,7 +43,10 @@ def _params(names: list[str]) -> st.SearchStrategy[dict[str, str]]:
 
 def _check(response, started: float, json_endpoint: bool = True) -> None:
     elapsed = time.monotonic() - started
-    body = response.content[:300]
+    if getattr(response, "streaming", False):  # CSV and export downloads: read it all
+        body = b"".join(response.streaming_content)[:300]
+    else:
+        body = response.content[:300]
     assert response.status_code < 500, (response.status_code, body)
     assert elapsed < RESPONSE_BOUND_S, f"{elapsed:.2f} s"
     if json_endpoint and 400 <= response.status_code < 500 and response.status_code != 405:
@@ -130,13 +133,15 @@ def test_readings_bodies(world, doc, raw):
 
 
 FEED_NAMES = ["id", "ids", "start", "end", "interval", "average", "delta", "skipmissing",
-              "timeformat", "timezone", "apikey"]  # fmt: skip
+              "timeformat", "timezone", "apikey", "mode", "limitinterval", "csv", "dp", "time",
+              "split"]  # fmt: skip
 
 
 @FUZZ
 @given(
     path=st.sampled_from(["/feed/list.json", "/feed/timevalue.json", "/feed/data.json",
-                          "/api/v1/feeds/data"]),
+                          "/feed/value.json", "/feed/fetch.json", "/feed/export.json",
+                          "/feed/csvexport.json", "/api/v1/feeds/data"]),
     params=_params(FEED_NAMES),
     valid_feed=st.booleans(),
 )  # fmt: skip

@@ -194,3 +194,16 @@ def test_huge_json_integer_is_a_400(call):
     with pytest.raises(IngestError) as caught:
         call()
     _check_error(caught.value)
+
+
+@pytest.mark.parametrize("name", ["¹", "²3", "٣", "１"])
+def test_a_unicode_digit_node_name_is_a_name_not_a_crash(name):
+    """Found by test_input_post_any_params in CI (session 6): str.isdigit() is true for "¹",
+    int() refuses it, and /input/post answered 500. Only ASCII digits are a node number."""
+    from sensors.emoncms_input import node_ref
+    from sensors.ingest import check_node_ref
+
+    assert check_node_ref(name, "node") == name
+    ref, problem = node_ref(name)
+    assert problem == "" and not isinstance(ref, int)
+    assert check_node_ref("12", "node") == 12 and node_ref("12") == (12, "")

@@ -11,13 +11,13 @@ from urllib.parse import urlencode
 
 import pytest
 from django.conf import settings
-from django.test import Client
 
 from feeds import service
 from feeds.models import Feed
 from sensors import cache
 from sensors.models import Sensor
 from tests.sensors.conftest import make_node
+from tests.wsgi_client import WsgiClient as Client
 
 pytestmark = [pytest.mark.integration]
 

@@ -47,7 +47,7 @@ def test_modbus_meter_polled_by_the_beat_task_reaches_its_feed(clean, meter):
     node.save()
     ModbusRegister.objects.create(node=node, key="import_kwh", address=72, data_type="float32")
     ModbusRegister.objects.create(
-        node=node, key="power", address=12, data_type="int32", word_order="little", scale=0.1
+        node=node, key="power", address=12, data_type="int32", word_order="CDAB", scale=0.1
     )
     meter.set(FC_INPUT, 72, float32_words(1234.5))
     meter.set(FC_INPUT, 12, [52345 % 65536, 0])  # low word first: 52345 -> 5234.5 W

@@ -94,9 +94,12 @@ def test_heating_plant_schematic_shows_states_and_why(page, server, site_data, s
         f.set_temperature(site_data["hall"], 21.3)
         run_tick()
 
+    valve.focus()
     in_thread(warmer)
     expect(hall).to_contain_text("21.3 °C")
     expect(panel).to_contain_text("Hall valve")
+    # keyboard focus stays on the element after the live update replaced the drawing
+    assert browser_page.evaluate("document.activeElement.id") == f"el-actuator-{site_data['valve']}"
     assert browser_page.url.endswith(f"/staff/control/plant/{site_data['plant']}/")
     assert seen["errors"] == []
 
@@ -124,3 +127,46 @@ def test_schematic_at_phone_width_and_for_a_viewer(page, server, site_data):
     assert browser_page.evaluate("document.documentElement.scrollWidth") <= 390
     assert browser_page.goto(f"{server.url}/staff/control/plant/999999/").status == 404
     assert seen["errors"] == [] or all("404" in e for e in seen["errors"])
+
+
+OVERLAPS_JS = """() => {
+  const boxes = [...document.querySelectorAll('svg.schematic g.el')].map(g => {
+    const parts = [...g.querySelectorAll('text, rect:not(.hit), circle, polygon')];
+    return parts.map(p => { const b = p.getBoundingClientRect();
+      return {id: g.id, tag: p.tagName, l: b.left, r: b.right, t: b.top, b: b.bottom}; });
+  });
+  const hits = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++)
+    for (const a of boxes[i]) for (const c of boxes[j])
+      if (a.l < c.r - 1 && c.l < a.r - 1 && a.t < c.b - 1 && c.t < a.b - 1) hits.push([a.id, c.id]);
+  return hits;
+}"""
+
+
+def test_long_names_do_not_overlap_and_a_phone_scrolls_the_drawing_not_the_page(
+    page, server, site_data
+):
+    """An outside tester saw four valve names printed over each other and the pump's name over
+    the boiler (names as long as a real site's)."""
+
+    def rename() -> None:  # the ORM from a thread: playwright's loop runs in this one
+        Actuator.objects.filter(pk=site_data["valve"]).update(name="Lecture theatre radiator valve")
+        Actuator.objects.filter(name="Library valve").update(name="Seminar room radiator valve")
+        Actuator.objects.filter(name="Pump").update(name="Boiler house circulation pump")
+
+    in_thread(rename)
+    browser_page, seen = page
+    browser_page.set_viewport_size({"width": 1280, "height": 800})
+    browser_page.goto(f"{server.url}/staff/control/plant/{site_data['plant']}/")
+    expect(browser_page.locator(f"#el-actuator-{site_data['valve']} title")).to_have_text(
+        "Lecture theatre radiator valve"
+    )  # the full name is still there (tooltip), and in the side panel on click
+    assert browser_page.evaluate(OVERLAPS_JS) == []
+    browser_page.set_viewport_size({"width": 390, "height": 800})
+    browser_page.reload()
+    assert browser_page.evaluate("document.documentElement.scrollWidth") <= 390
+    width = browser_page.evaluate(
+        "document.querySelector('svg.schematic').getBoundingClientRect().width"
+    )
+    assert width >= 560  # readable: the card scrolls, the drawing is not shrunk to a stamp
+    assert seen["errors"] == []

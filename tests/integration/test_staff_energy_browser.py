@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
+from bms.dates import day_text
 from bms.roles import VIEWERS
 from energy import refresh
 from energy.benchmarks import TM46_TYPICAL
@@ -162,17 +163,19 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     expect(browser_page.locator("#energy-tree")).to_contain_text("Café")
 
     expect(browser_page.locator("#total")).to_have_text(_kwh(tree["total"]))
-    expect(browser_page.locator("#expected")).to_have_text(_kwh(tree["exp_total"]))
+    expect(browser_page.locator("#expected")).to_have_text(
+        f"{_kwh(tree['exp_total'])} on the 14 days with actual use"
+    )
     expect(browser_page.locator("#cusum-end")).to_have_text(_kwh(tree["cusum"][-1]))
     saved = tree["saved"]
     expect(browser_page.locator("#saved")).to_have_text(
-        f"{saved:.1f} kWh · {saved * PRICE:.2f} · {saved * ELEC_FACTOR:.1f} kg CO₂e"
+        f"{saved:.1f} kWh · £{saved * PRICE:.2f} · {saved * ELEC_FACTOR:.1f} kg CO₂e"
     )
     rows = browser_page.locator("#periods tbody tr")
     expect(rows).to_have_count(2)
     for i, week_start in enumerate((FIRST, FIRST + timedelta(days=7))):
         cells = rows.nth(i).locator("td")
-        expect(cells.nth(0)).to_have_text(week_start.isoformat())
+        expect(cells.nth(0)).to_have_text(day_text(week_start))
         expect(cells.nth(1)).to_have_text(f"{tree['weeks'][i]:.1f}")
         expect(cells.nth(2)).to_have_text(f"{tree['expected'][i]:.1f}")
         expect(cells.nth(3)).to_have_text(f"{tree['cusum'][i]:.1f}")
@@ -188,7 +191,7 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     expect(cells.nth(2)).to_have_text(f"{tree['per_m2']:.1f}")
     grade = "ABCDEFG"[min(6, max(0, (round(tree["rating"]) - 1) // 25))]
     expect(cells.nth(5)).to_have_text(f"{round(tree['rating'])} ({grade})")
-    expect(cells.nth(6)).to_have_text(f"{tree['change']:.1f} %")
+    expect(cells.nth(6)).to_have_text(f"{tree['change']:.1f} % over 14 days")
     browser_page.wait_for_function("document.body.dataset.chartsReady === '1'")
     shoot(browser_page, "energy")
 

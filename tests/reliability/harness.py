@@ -180,10 +180,10 @@ class Site:
             env=dict(self.env(), **env) if env else None,
         )  # fmt: skip
 
-    def start_beat(self, **env) -> None:
+    def start_beat(self, name: str = "beat", **env) -> None:
         schedule = self.log_dir / f"beat-schedule-{time.monotonic_ns()}"
         self._spawn(
-            "beat",
+            name,
             [sys.executable, "-m", "celery", "-A", "bms", "beat", "-l", "INFO", "-s", str(schedule),
              "--pidfile", ""],
             env=dict(self.env(), **env) if env else None,

@@ -80,3 +80,20 @@ def test_disk_full_commit_fails_loudly_keeps_the_buffer_and_recovers(
     watchdog.check_disk()
     watchdog.check_backlog(now + 50)
     assert not Alarm.objects.filter(cleared_at__isnull=True).exists()
+
+
+def test_a_full_disk_under_one_shards_directory_is_alarmed_by_name(
+    small_disk, tmp_path, redis_client, settings
+):
+    """Sharded writers (issue #18) may keep each shard on a disk of its own: each is checked."""
+    root = tmp_path / "root"
+    root.mkdir()
+    settings.BMS_FEED_DIR = root
+    settings.BMS_FEED_SHARDS = 2
+    settings.BMS_FEED_SHARD_DIRS = [str(root / "shard-0"), str(small_disk)]
+    (root / "shard-0").mkdir()
+    assert watchdog.check_disk()["ok"] is True
+    fill(small_disk, leave_bytes=0)
+    assert watchdog.check_disk()["ok"] is False
+    [alarm] = Alarm.objects.filter(key=watchdog.DISK_ALARM, cleared_at__isnull=True)
+    assert str(small_disk) in alarm.message

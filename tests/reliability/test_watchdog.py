@@ -90,6 +90,15 @@ def test_a_queue_without_a_worker_is_raised_per_queue_and_cleared(settings):
     assert not open_keys()
 
 
+def test_each_feed_shards_commit_queue_needs_a_worker(settings):
+    settings.BMS_FEED_SHARDS = 2
+    served = {"ingest", "commit", "control", "commit-0"}
+    assert watchdog.check_workers(served)["missing"] == ["commit-1"]
+    assert open_keys() == {"celery-worker:commit-1"}
+    watchdog.check_workers(served | {"commit-1"})
+    assert not open_keys()
+
+
 def test_beat_missing_or_stale_is_raised_and_a_fresh_stamp_clears_it(redis_client, settings):
     settings.BMS_ALARM_BEAT_STALE_S = 120
     now = time.time()

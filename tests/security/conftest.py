@@ -35,10 +35,18 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         Zone,
     )  # fmt: skip
     from displays.models import Display, Panel
-    from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
+    from energy.models import (
+        EnergySite,
+        ExpectedUse,
+        FuelRate,
+        GridCarbonPeriod,
+        Meter,
+        MeterNode,
+        ReportRecipient,
+    )
     from feeds.models import Feed
     from sensors import cache
-    from sensors.models import Actuator, Alarm, ModbusRegister, Node, Sensor, Site
+    from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
 
     cache.clear_all()
     w = World()
@@ -53,6 +61,7 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     public = Feed.objects.create(name="public pv", tag="t", interval=10, public=True)
     sensor = Sensor.objects.create(node=node_a, key="hidden_power", feed=private)
     register = ModbusRegister.objects.create(node=node_a, key="kwh", address=10)
+    bus = ModbusBus.objects.create(name=f"{HIDDEN} bus", port="/dev/ttyUSB9")
     actuator = Actuator.objects.create(name=f"{HIDDEN} valve")
     alarm = Alarm.objects.create(key="hidden:alarm", source="test", message=f"{HIDDEN} alarm")
     zone = Zone.objects.create(name=f"{HIDDEN} zone", slug="hidden-zone")
@@ -84,9 +93,14 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         node=building, fuel="electricity", start=date(2031, 1, 1), end=date(2031, 1, 31), value=9
     )
     fuel_rate = FuelRate.objects.create(site=site, fuel="electricity", price_per_unit=0.25)
+    grid_carbon = GridCarbonPeriod.objects.create(
+        site=site, start=date(2031, 1, 1), end=date(2031, 12, 31), g_per_kwh=150
+    )
+    recipient = ReportRecipient.objects.create(site=site, email="hidden@example.org")
+    w.ids.update(grid_carbon=grid_carbon.pk, recipient=recipient.pk)
     w.ids.update(
         site=site.pk, private_feed=private.pk, public_feed=public.pk, sensor=sensor.pk,
-        register=register.pk, actuator=actuator.pk, alarm=alarm.pk, zone=zone.pk,
+        register=register.pk, bus=bus.pk, actuator=actuator.pk, alarm=alarm.pk, zone=zone.pk,
         schedule=schedule.pk, period=period.pk, exception=exception.pk, booking=booking.pk,
         override=override.pk, command=command.pk, node_command=node_command.pk,
         panel=panel.pk, display=private_display.pk, energy_site=energy_site.pk,
@@ -99,7 +113,23 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         name=f"{HIDDEN} solar", collector_sensor=sensor, tank_sensor=sensor,
         pump=Actuator.objects.create(name=f"{HIDDEN} solar pump", coil=2),
     )  # fmt: skip
-    w.ids.update(plant=plant.pk, solar=solar.pk)
+    from control.models import AnalogueCommand, RelayBoard, WeatherCompensation
+
+    weather = WeatherCompensation.objects.create(
+        plant=plant, mode="boiler_setpoint", register_host="10.0.0.9"
+    )
+    board = RelayBoard.objects.create(name=f"{HIDDEN} board", host="10.0.0.8", watchdog_register=1)
+    output = AnalogueCommand.objects.create(plant=plant, value=50, unit="°C", reason=HIDDEN)
+    from control.models import OutputOverride
+
+    held = OutputOverride.objects.create(
+        plant=plant, value=50, expires=timezone.now() + timedelta(hours=1),
+        reason=f"{HIDDEN} output override",
+    )  # fmt: skip
+    w.ids.update(
+        plant=plant.pk, solar=solar.pk, weather=weather.pk, relay_board=board.pk,
+        analogue_command=output.pk, output_override=held.pk,
+    )  # fmt: skip
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import pytest
-from django.test import Client
 
 from bms import throttle
 from feeds.models import Feed
 from sensors import cache, node_auth
+from tests.wsgi_client import WsgiClient as Client
 
 FIXED_NOW = 1_800_000_000.0  # a window start: no minute boundary can fall inside a test
 DEEP = "[" * 100_000

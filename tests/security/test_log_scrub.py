@@ -77,6 +77,14 @@ def _get_until_up(url: str, timeout_s: float = 30.0, **headers: str) -> int:
             time.sleep(0.1)
 
 
+def _wait_for_line(path: Path, text: str, timeout_s: float = 20.0) -> None:
+    """The request is logged after its response is sent: wait for the line before the server
+    is stopped (stopping at once lost it under load, 1 run in a full parallel suite)."""
+    deadline = time.monotonic() + timeout_s
+    while text not in path.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def test_gunicorn_access_log_keeps_no_key(tmp_path, redis_client):
     port = free_port()
     access_log = tmp_path / "access.log"
@@ -92,6 +100,7 @@ def test_gunicorn_access_log_keeps_no_key(tmp_path, redis_client):
             Referer=f"http://example.org/setup?apikey=SECRETREFERER&{QUERY}",
         )
         assert status == 401
+        _wait_for_line(access_log, "/input/post?node=x")
     finally:
         stop_process(server)
     stderr = server.stderr.read().decode()
@@ -110,15 +119,18 @@ def test_the_deployment_scripts_use_the_scrubbing_config():
 
 def test_runserver_request_log_keeps_no_key(tmp_path, redis_client):
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", "--noreload", "--skip-checks",
-         f"127.0.0.1:{port}"],
-        cwd=ROOT, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    log = tmp_path / "runserver.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", "--noreload", "--skip-checks",
+             f"127.0.0.1:{port}"],
+            cwd=ROOT, env=_env(tmp_path), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
     try:
         assert _get_until_up(f"http://127.0.0.1:{port}/input/post?{QUERY}") == 401
+        _wait_for_line(log, "/input/post?node=x")
     finally:
         stop_process(server)
-    output = server.stdout.read().decode()
+    output = log.read_text(errors="replace")
     assert "/input/post?node=x" in output, output
     assert "SECRET" not in output and f"apikey={MASK}" in output

@@ -9,10 +9,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client
 
 from sensors import cache, keys
 from sensors.models import Node
+from tests.wsgi_client import WsgiClient as Client
 
 
 @pytest.fixture(autouse=True)

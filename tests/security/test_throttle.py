@@ -11,12 +11,12 @@ import json
 from urllib.parse import urlencode
 
 import pytest
-from django.test import Client
 from knox.models import AuthToken
 
 from bms import throttle
 from displays.models import Display
 from feeds.models import Feed
+from tests.wsgi_client import WsgiClient as Client
 
 
 def _assert_429(response) -> None:
@@ -99,6 +99,51 @@ def test_ingest_throttled_per_node_key(nodes, redis_client, settings):
     # Refused once the key matched, before the body is parsed: a bad body is still a 429.
     _assert_429(post(alpha, b"not json"))
     assert post(beta).status_code == 202  # another node has its own count
+
+
+def test_a_refused_post_of_a_node_is_counted_and_a_throttled_one_stores_nothing(
+    nodes, redis_client, settings
+):
+    """An accepted post is counted in the script that stores it, a refused one alone: either
+    way once, and over the limit nothing is stored (sensors/ingest_stream.py)."""
+    from tests.sensors.conftest import queued_batches
+
+    settings.BMS_THROTTLE_INGEST = "3/day"
+    alpha, _ = nodes
+    client = Client()
+
+    def post(content, path="/api/v1/readings"):
+        return client.post(
+            path, content, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {alpha}"
+        )
+
+    assert post(b"not json").status_code == 400  # counted: 1
+    assert post(json.dumps({"node": "beta", "values": {"a": 1}})).status_code == 403  # 2
+    assert post(json.dumps({"values": {"a": 1}})).status_code == 202  # 3
+    _assert_429(post(json.dumps({"values": {"a": 2}})))
+    _assert_429(post(b"not json"))
+    assert [rows[0][1] for _, rows in queued_batches(redis_client)] == [{"a": 1}]
+
+
+def test_a_throttled_gateway_key_registers_no_node(nodes, redis_client, settings):
+    """A gateway key is counted before its rows are split: a new node would be registered."""
+    from sensors.models import GatewayKey, Node, Site
+
+    settings.BMS_THROTTLE_INGEST = "1/day"
+    site = Site.objects.create(name="Plant")
+    gateway = GatewayKey(site=site, name="emonhub")
+    key = gateway.set_new_key()
+    gateway.save()
+    client = Client()
+
+    def bulk(node):
+        form = urlencode({"data": json.dumps([[0, node, 1]]), "apikey": key})
+        return client.post("/input/bulk", form, content_type="application/x-www-form-urlencoded")
+
+    assert bulk("first").status_code == 200
+    _assert_429(bulk("second"))
+    assert Node.objects.filter(name="first").exists()
+    assert not Node.objects.filter(name="second").exists()
 
 
 def test_emoncms_form_key_is_counted_per_key(nodes, redis_client, settings):

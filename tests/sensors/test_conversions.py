@@ -176,12 +176,54 @@ def test_energy_meter_total_and_rate_across_a_reboot():
     r = cv.pulse_step(s, 3600, 510, pulses_per_unit=ppu, rate_scale=3600)
     assert r.rate == pytest.approx(0.5)  # kW
     assert r.state.total == pytest.approx(0.5)  # kWh
-    # Node rebooted: counter back to 250 -> 250 pulses since boot.
-    r2 = cv.pulse_step(r.state, 7200, 250, pulses_per_unit=ppu, rate_scale=3600)
-    assert r2.reset and r2.state.total == pytest.approx(0.75)
+    # Node rebooted: counter back to 250. Held until the next reading agrees (it could be a
+    # glitch); then the 260 pulses since boot count.
+    held = cv.pulse_step(r.state, 7200, 250, pulses_per_unit=ppu, rate_scale=3600)
+    assert not held.reset and held.state.total == pytest.approx(0.5) and held.rate is None
+    r2 = cv.pulse_step(held.state, 7210, 260, pulses_per_unit=ppu, rate_scale=3600)
+    assert r2.reset and r2.state.total == pytest.approx(0.76)
 
 
 def test_pulse_reading_not_newer_than_state_is_ignored():
     s = cv.pulse_step(None, 100, 10).state
     assert cv.pulse_step(s, 100, 20) is None
     assert cv.pulse_step(s, 90, 20) is None
+
+
+def steps(counts, bits=32, max_rate=cv.DEFAULT_MAX_PULSE_RATE, dt=10):
+    """Totals after each reading of `counts`, one every `dt` seconds."""
+    state, totals = None, []
+    for i, c in enumerate(counts):
+        state = cv.pulse_step(state, i * dt, c, bits=bits, max_rate=max_rate).state
+        totals.append(state.total)
+    return totals
+
+
+def test_a_single_zero_between_counts_is_a_glitch_not_a_reboot():
+    # Was: the 0 counted as a reboot, then 5010 as 5010 pulses since boot (a spike).
+    assert steps([5000, 5005, 0, 5010, 5012]) == [0, 5, 5, 10, 12]
+
+
+def test_a_jump_far_beyond_the_rate_limit_is_a_glitch():
+    assert steps([5000, 5005, 900_000, 5010], max_rate=100) == [0, 5, 5, 10]
+
+
+def test_a_reboot_is_confirmed_by_the_next_reading_and_loses_no_pulse():
+    # 5000, reboot (3 since boot), 7: the 7 pulses since boot count once confirmed.
+    assert steps([5000, 3, 7, 9]) == [0, 0, 7, 9]
+
+
+def test_a_counter_moved_to_a_new_level_continues_from_it_without_the_jump():
+    assert steps([100, 900_000, 900_004, 900_010], max_rate=100) == [0, 0, 4, 10]
+
+
+def test_signed_16_bit_counts_from_emonhub_are_unwrapped():
+    # emonhub decodes datacode h as signed: 32767 + 1 arrives as -32768, 65535 as -1.
+    counts = [32_000, 32_767, -32_768, -30_000, -1, 0, 500]
+    assert steps(counts, bits=16, dt=100) == [0, 767, 768, 3_536, 33_535, 33_536, 34_036]
+
+
+def test_34036_pulses_of_a_signed_16_bit_counter_all_count():
+    """The issue's case: with counter_bits 16, 33,036 of 34,036 pulses were lost."""
+    signed = [((c + 32768) % 65536) - 32768 for c in range(1000, 1000 + 34_037, 1000)]
+    assert steps(signed, bits=16, dt=100)[-1] == 34_000

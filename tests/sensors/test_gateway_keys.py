@@ -9,11 +9,11 @@ import time
 import zlib
 
 import pytest
-from django.test import Client
 
 from sensors import input_errors, keys
 from sensors.models import Alarm, GatewayKey, Node, Sensor, Site
 from tests.sensors.conftest import queued_batches
+from tests.wsgi_client import WsgiClient as Client
 
 pytestmark = pytest.mark.django_db
 

@@ -7,13 +7,13 @@ import json
 import time
 
 import pytest
-from django.test import Client
 
 from feeds.models import Feed
 from sensors import input_budget
 from sensors.models import Alarm, Sensor, Site
 from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node, queued_batches
+from tests.wsgi_client import WsgiClient as Client
 
 pytestmark = pytest.mark.django_db
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -17,7 +18,9 @@ from bms.demo.devices import DeviceStartError
 from bms.demo.history import backfill
 from bms.demo.keystore import gateway_config, write_private_json
 from bms.demo.simulator import Simulator, SimulatorConfig
-from bms.demo.site import DemoSite, ensure_demo_site
+from bms.demo.site import DemoSite, ensure_demo_site, last_recorded_temperatures
+from displays.demo import ensure_energy_display
+from energy.demo import ensure_demo_energy, hourly_extender
 
 log = logging.getLogger("bms.demo")
 MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
@@ -103,8 +106,16 @@ class Command(BaseCommand):
         written = backfill(demo.feeds_by_role, opts["history_days"], seed=opts["seed"])
         if written:
             self.stdout.write(
-                f"Filled {opts['history_days']} days of history into the demo feeds "
+                f"Filled {min(opts['history_days'], settings.BMS_FEED_MAX_BACKFILL_DAYS)} days "
+                "of history into the demo feeds "
                 f"({written} points)."
+            )
+        energy, points, days = ensure_demo_energy(demo.site)
+        ensure_energy_display(demo.site, energy.lecture_block.pk, energy.lecture_block.name)
+        if points or days:
+            self.stdout.write(
+                f"Energy: metering tree and hourly meter history since {energy.first} "
+                f"({points} points, {days} meter-days computed)."
             )
         self._report_setup(demo, base_url)
         if opts["setup_only"]:
@@ -115,6 +126,8 @@ class Command(BaseCommand):
             config_path = demo_dir / "gateway.json"
             write_private_json(config_path, gateway_config(base_url, demo.keys))
             gateway = _gateway_argv(config_path)
+        # Carry on from what the feeds last recorded: no cliffs in the kiosk charts on restart.
+        resume = last_recorded_temperatures(demo, time.time())
         config = SimulatorConfig(
             base_url=base_url,
             keys=demo.keys,
@@ -127,6 +140,8 @@ class Command(BaseCommand):
             gateway_argv=gateway,
             jeelib_log=demo_dir / "jeelib.log",
             seed=opts["seed"],
+            hourly=hourly_extender(energy, demo.site.time_zone or settings.TIME_ZONE),
+            resume=resume,
         )
         # pymodbus logs every listen and reconnect at INFO; our own lines say what matters.
         logging.getLogger("pymodbus").setLevel(logging.WARNING)
@@ -147,9 +162,11 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Demo site '{demo.site.name}' already set up; nothing to create.")
         slugs = [d.slug for d in demo.displays] or ["pv", "thermal", "hydro"]
+        slugs.append("energy")
         self.stdout.write("Open:")
         self.stdout.write(f"  Staff overview   {base_url}/staff/")
         self.stdout.write(f"  Admin            {base_url}/admin/")
+        self.stdout.write(f"  Energy           {base_url}/staff/energy/")
         for slug in slugs:
             self.stdout.write(f"  Kiosk            {base_url}/kiosk/{slug}/")
         self.stdout.write(f"  Rotating kiosk   {base_url}/kiosk/?rotate={','.join(slugs)}")

@@ -1,5 +1,5 @@
 // Feed explorer (emoncms's graph module is the model): pick feeds, choose or drag a time range,
-// averages from /feed/data.json. One y axis per unit, dots where data is sparse, times and ticks
+// averages from /api/v1/feeds/<id>/data. One y axis per unit, dots where data is sparse, times and ticks
 // in the site's zone (not the browser's), stats of the visible range, CSV at a chosen interval,
 // and the whole view in the URL's hash so a link restores it.
 (function () {
@@ -21,7 +21,11 @@
   const fmt = (options) => new Intl.DateTimeFormat("en-GB", { timeZone: TZ, hourCycle: "h23", ...options });
   const partsFmt = fmt({ year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
   const fmtFull = fmt({ weekday: "short", day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
-  const fmtRange = fmt({ day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit" });
+  // Dates one way, as on every staff page (bms/dates.py): "Tue 1 Jul 2025 15:01[:07]".
+  const whenText = (ms, seconds) => {
+    const p = Object.fromEntries(fmtFull.formatToParts(ms).map((x) => [x.type, x.value]));
+    return `${p.weekday} ${p.day} ${p.month} ${p.year} ${p.hour}:${p.minute}${seconds ? ":" + p.second : ""}`;
+  };
   const fmtHM = fmt({ hour: "2-digit", minute: "2-digit" });
   const fmtDay = fmt({ weekday: "short", day: "numeric", month: "short" });
   const fmtMonth = fmt({ month: "short", year: "numeric" });
@@ -110,7 +114,7 @@
       plugins: {
         tooltip: {
           callbacks: {
-            title: (items) => items.length ? fmtFull.format(items[0].raw.t ?? items[0].parsed.x) : "",
+            title: (items) => items.length ? whenText(items[0].raw.t ?? items[0].parsed.x, true) : "",
             label: (item) => `${item.dataset.label}: ${formatValue(item.parsed.y)}`,
           },
         },
@@ -187,24 +191,46 @@
   }
 
   // Min, max, mean of the values in view; total energy in kWh for W (the integral) and kWh
-  // (the bars' sum, or the meter's rise) feeds.
+  // (the bars' sum, or the meter's rise) feeds. Only the visible range counts, and nothing after
+  // now: each window is clipped to [start, min(end, now)], so a daily or yearly window that
+  // reaches outside the view adds only its part inside (issue #16: the total grew with the
+  // interval). Lines are measured on the auto interval's fine windows (statsData), so the same
+  // range gives the same figures whatever interval is drawn.
   function stats(feed, data, p, bars) {
-    const values = data.filter((d) => d.y !== null && d.x >= p.start * 1000 && d.x <= p.end * 1000);
-    if (!values.length) return { points: 0 };
-    const ys = values.map((d) => d.y);
+    const from = p.start * 1000;
+    const to = Math.min(p.end * 1000, Date.now());
+    const inView = [];
+    data.forEach((d, i) => {
+      if (d.y === null) return;
+      const t = d.t ?? d.x;
+      const w = windowMs(data, i, p);
+      const overlap = Math.min(t + w, to) - Math.max(t, from);
+      if (overlap > 0) inView.push({ y: d.y, ms: overlap });
+    });
+    if (!inView.length) return { points: 0 };
+    const ys = inView.map((d) => d.y);
     const out = {
       points: ys.length, min: Math.min(...ys), max: Math.max(...ys),
       mean: ys.reduce((a, b) => a + b, 0) / ys.length, total: null,
     };
     const unit = (feed.unit || "").toLowerCase();
     if (unit === "w" || unit === "kw") {
-      let wh = 0;
-      data.forEach((d, i) => { if (d.y !== null) wh += d.y * windowMs(data, i, p) / 3600e3; });
+      const wh = inView.reduce((sum, d) => sum + d.y * d.ms / 3600e3, 0);
       out.total = `${formatValue(unit === "w" ? wh / 1000 : wh)} kWh`;
     } else if (unit === "kwh") {
       out.total = `${formatValue(bars ? ys.reduce((a, b) => a + b, 0) : ys[ys.length - 1] - ys[0])} kWh`;
     }
     return out;
+  }
+
+  // The windows the stats of a line are measured on: the auto interval's for this range (what
+  // is drawn when it is that interval already, else fetched once more).
+  async function statsData(feed, p, drawn, bars) {
+    if (bars) return { data: drawn, p };
+    const fine = { ...p, interval: autoInterval(p.end - p.start, feed.interval) };
+    if (p.interval === fine.interval) return { data: drawn, p };
+    const body = await fetchFeed(feed, fine, false);
+    return { data: body.map(([t, y]) => ({ x: t, y, t })), p: fine };
   }
 
   function showStats(rows) {
@@ -258,12 +284,14 @@
   }
 
   async function fetchFeed(feed, p, bars) {
-    const q = new URLSearchParams({ id: feed.id, start: p.start, end: p.end, interval: p.interval });
+    // Our own API (windows aligned to the interval, delta from the window's last reading), not
+    // emoncms's /feed/data.json, whose windows start at `start` (docs/FEEDS.md).
+    const q = new URLSearchParams({ start: p.start, end: p.end, interval: p.interval });
     q.set(bars ? "delta" : "average", "1");
-    const response = await fetch(`/feed/data.json?${q}`, { credentials: "same-origin" });
+    const response = await fetch(`/api/v1/feeds/${feed.id}/data?${q}`, { credentials: "same-origin" });
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
-    return body;
+    return body.data;
   }
 
   async function load() {
@@ -273,7 +301,7 @@
     state.interval = p.interval;
     const every = typeof p.interval === "number" ? `${p.interval} s` : p.interval;
     document.getElementById("range-label").textContent =
-      `${fmtRange.format(p.start * 1000)} – ${fmtRange.format(p.end * 1000)} (${TZ}) · ${every} intervals`;
+      `${whenText(p.start * 1000)} – ${whenText(p.end * 1000)} (${TZ}) · ${every} intervals`;
     document.getElementById("export").href = exportHref(feeds, p);
     const hash = viewHash(feeds, p);
     history.replaceState(null, "", hash);
@@ -288,7 +316,9 @@
     const results = await Promise.all(feeds.map(async (feed, i) => {
       const bars = CALENDAR.includes(p.interval) && feed.unit.toLowerCase() === "kwh";
       try {
-        return { feed, i, bars, body: await fetchFeed(feed, p, bars) };
+        const body = await fetchFeed(feed, p, bars);
+        const drawn = body.map(([t, y]) => ({ x: t, y, t }));
+        return { feed, i, bars, body, measured: await statsData(feed, p, drawn, bars) };
       } catch (err) {
         return { feed, i, error: err.message };
       }
@@ -298,7 +328,7 @@
     const barUnits = new Set(results.filter((r) => r.bars).map((r) => r.feed.unit));
     const statRows = [];
     const errors = [];
-    for (const { feed, i, bars, body, error } of results) {
+    for (const { feed, i, bars, body, measured, error } of results) {
       if (error) { errors.push(`${feed.name}: ${error}`); continue; }
       const colour = COLOURS[i % COLOURS.length];
       let data = body.map(([t, y]) => ({ x: t, y, t }));
@@ -317,7 +347,7 @@
         pointHoverRadius: 4,
         barPercentage: 0.9, categoryPercentage: 1,
       });
-      statRows.push({ feed, colour, s: stats(feed, data, p, bars) });
+      statRows.push({ feed, colour, s: bars ? stats(feed, data, p, true) : stats(feed, measured.data, measured.p, false) });
     }
     errorBox.textContent = errors.join(" · ");
     chart.data.datasets = datasets;

@@ -40,9 +40,17 @@
   }
 
   function apply(data) {
+    // Keyboard users keep their place: an element with an id that had focus inside a
+    // replaced region gets it back (same id in the new HTML), instead of the page body.
+    const focused = document.activeElement;
+    const focusId = focused && focused.id && focused.closest("[data-live-region]") ? focused.id : null;
     for (const [id, html] of Object.entries(data.regions || {})) {
       const region = document.getElementById(id);
       if (region && region.hasAttribute("data-live-region")) region.innerHTML = html;
+    }
+    if (focusId && document.activeElement !== focused) {
+      const again = document.getElementById(focusId);
+      if (again) again.focus({ preventScroll: true });
     }
     updateDurations();
   }

@@ -240,6 +240,18 @@
     }
     if (kind === "energy_today") return "Since midnight";
     if (kind === "peak_today") return values.t === null ? "No reading today yet" : "At " + fmtHM.format(values.t);
+    if (kind === "building_today") {
+      if (values.hours === 0) return "Since midnight: under an hour";
+      const until = "Until " + fmtHM.format(data.day_start + values.hours * HOUR);
+      if (values.expected === null) return until + " · no model for today";
+      return until + " · model by now " + formatReading(values.expected, "kWh").join(" ") +
+        " (whole day " + formatReading(values.expected_day, "kWh").join(" ") + ")";
+    }
+    if (kind === "building_saved") {
+      if (values.value === null) return "No model to compare with";
+      const days = { "30d": "Last 30 days", "90d": "Last 90 days", "365d": "Last 12 months" }[values.period];
+      return days + " against the model · " + formatReading(values.kwh, "kWh").join(" ") + " saved";
+    }
     if (kind === "co2_saved") {
       const period = { today: "Today", "7d": "Last 7 days", "30d": "Last 30 days", total: "In total" }[values.period];
       return period + ", at " + Math.round(values.grid_g_per_kwh) + " g/kWh";
@@ -261,6 +273,19 @@
       setText(li.children[0], amount);
       setText(li.children[1], e.text);
     });
+  }
+
+  // "12 % below the model" (green) or "5 % above the model" (red), against the model by now.
+  function updateCompare(el, values) {
+    let text = "";
+    let state = "";
+    if (values.value !== null && values.expected) {
+      const pct = Math.round((100 * (values.value - values.expected)) / values.expected);
+      state = pct <= 0 ? "below" : "above";
+      text = pct === 0 ? "On the model" : Math.abs(pct) + " % " + state + " the model";
+    }
+    setText(el, text);
+    if (el.dataset.state !== state) el.dataset.state = state;
   }
 
   function updateItems(p, data, values) {
@@ -289,11 +314,13 @@
       setText(p.el.querySelector(".aside"), total + " " + unit);
     } else if (p.def.items.length) updateItems(p, data, values);
     else {
-      setReading(p.el.querySelector(".big"), values.value, kind === "co2_saved" ? "kg" : values.unit);
-      if (kind === "co2_saved") {
+      const co2 = kind === "co2_saved" || kind === "building_saved";
+      setReading(p.el.querySelector(".big"), values.value, co2 ? "kg" : values.unit);
+      if (kind === "building_today") updateCompare(p.el.querySelector(".compare"), values);
+      if (co2) {
         const unitEl = p.el.querySelector(".unit");
         setText(unitEl, unitEl.textContent.replace(/ CO₂$/, "") + " CO₂");
-        updateEquivalents(p.el.querySelector(".equivalents"), values);
+        if (kind === "co2_saved") updateEquivalents(p.el.querySelector(".equivalents"), values);
       }
       setText(p.el.querySelector(".sub"), describeWhen(kind, data, values));
       const age = kind === "live_value" ? readingAge(data, values.t) : null;

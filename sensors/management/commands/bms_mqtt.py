@@ -15,7 +15,7 @@ from sensors.mqtt_auth import MqttAuth, MqttConfigError, is_loopback, read_secre
 class Command(BaseCommand):
     help = (
         "Subscribe to emonhub's MQTT topics (emon/<node>/<key> with a number, or emon/<node> "
-        "with a JSON object) and ingest them like HTTP posts: readings are batched per node for "
+        "with a JSON object whose `time` is the readings' time) and ingest them like HTTP posts: readings are batched per node for "
         "--window seconds and handed to the ingest queue. Nodes must be registered "
         "(manage.py createnode); readings of unknown nodes are logged and dropped. "
         "Options default to the BMS_MQTT_* settings (docs/CONFIGURATION.md)."
@@ -29,7 +29,11 @@ class Command(BaseCommand):
             "--port", type=int, default=settings.BMS_MQTT_PORT or None,
             help="MQTT port (default 1883, or 8883 with --tls)",
         )  # fmt: skip
-        parser.add_argument("--topic", default="emon/#", help="Subscription (default emon/#)")
+        parser.add_argument(
+            "--topic", default="emon/#",
+            help="Subscription (default emon/#); the base topic may have several levels, "
+            "e.g. site1/emon/#, as emoncms's mqtt basetopic",
+        )  # fmt: skip
         parser.add_argument(
             "--window", type=float, default=1.0, help="Seconds to batch a node's messages"
         )

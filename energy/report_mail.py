@@ -1,0 +1,91 @@
+"""E-mail the monthly report (PDF and CSV attached) of each building to its recipients:
+those of the building and those of its whole site (ReportRecipient). docs/ENERGY.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+
+from energy import monthly, report, report_pdf
+from energy.models import MeterNode, ReportRecipient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sent:
+    building: str
+    recipients: list[str]
+
+
+def recipients_by_building(site) -> dict[int, list[str]]:
+    """Building id -> addresses (its own and the site-wide ones), each once, sorted."""
+    site_wide: set[str] = set()
+    own: dict[int, set[str]] = {}
+    for node_id, email in ReportRecipient.objects.filter(site=site).values_list("node", "email"):
+        if node_id is None:
+            site_wide.add(email.lower())
+        else:
+            own.setdefault(node_id, set()).add(email.lower())
+    buildings = MeterNode.objects.filter(site=site, kind=MeterNode.Kind.BUILDING)
+    out = {}
+    for b in buildings:
+        emails = site_wide | own.get(b.pk, set())
+        if emails:
+            out[b.pk] = sorted(emails)
+    return out
+
+
+def message(rep: monthly.MonthlyReport, to: list[str]) -> EmailMessage:
+    totals = rep.totals()
+    lines = [
+        f"The energy report of {rep.node.name} ({rep.node.site.name}) for "
+        f"{rep.first:%B %Y} is attached as PDF and CSV.",
+        "",
+    ]
+    for f in rep.fuels:
+        lines.append(
+            f"{f['fuel']}: {_said(f['total'], f['unit'])} used, expected "
+            f"{_said(f['expected_total'], f['unit'])}, saved {_said(f['savings']['kwh'], f['unit'])}"
+        )
+    lines += [
+        "",
+        f"Emissions {totals['kg_co2e']} kg CO2e; saved {totals['saved_kg_co2e']} kg CO2e "
+        f"against the model.",
+    ]
+    mail = EmailMessage(
+        subject=f"[BMS] {rep.title}",
+        body="\n".join(lines),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=to,
+    )
+    mail.attach(rep.filename("pdf"), report_pdf.render(rep), "application/pdf")
+    mail.attach(rep.filename("csv"), monthly.to_csv(rep), "text/csv")
+    return mail
+
+
+def send_month(site, year: int, month: int, only: set[int] | None = None) -> list[Sent]:
+    """One e-mail per building that has recipients. A failure to send one building's report
+    is logged and the others still go (the next run does not resend: reports are monthly)."""
+    tree = report.Tree.load(site)
+    sent = []
+    for node_id, to in recipients_by_building(site).items():
+        if only is not None and node_id not in only:
+            continue
+        rep = monthly.build(tree.nodes[node_id], year, month, tree)
+        try:
+            message(rep, to).send(fail_silently=False)
+        except OSError as exc:  # SMTP refused or unreachable: say which building
+            log.error("energy report %s %d-%02d not sent: %s", rep.node, year, month, exc)
+            continue
+        sent.append(Sent(rep.node.name, to))
+    return sent
+
+
+def _said(value: float | None, unit: str) -> str:
+    # a gap is "no data", never "None kWh" or 0
+    return "no data" if value is None else f"{value} {unit}"

@@ -1,0 +1,529 @@
+"""A whole emoncms site moved here: inputs, process lists, feeds (names, tags, units, data).
+
+Two sources give the same `EmonSite` (its inputs, its feeds, a folder holding `phpfina/` and
+`phptimeseries/` files):
+
+- `from_backup`: the archive emoncms's backup module makes (emoncms/backup,
+  emoncms-export.sh): a .tar.gz holding `emoncms.sql` (a plain mysqldump), `phpfina/<id>.meta`
+  and `.dat`, `phptimeseries/feed_<id>.MYD`, and emonhub.conf/settings we do not need. Only
+  those members are read, each to a path we build from its validated name, so no member can
+  land outside the staging folder; links, devices and `..` names are refused and reported.
+  The dump is parsed by sensors/mysqldump.py, never executed.
+- `from_http`: a running emoncms over its API with a read key: /input/list.json,
+  /feed/list.json, /feed/getmeta.json and /feed/export.json (the raw file bytes).
+
+`import_site` then creates (or, on a second run, finds) one Feed per PHPFina/PHPTimeSeries
+feed, one Node per emoncms node and one Sensor per input, and maps each input's process list
+(sensors/emoncms_processlist.py). Which emoncms id became which object of ours is kept in
+EmoncmsOrigin, so a second run changes nothing that is already there. Every imported feed's
+last value is seeded in Redis from its file, so kWh accumulators continue from the imported
+total. Whatever could not be brought over is listed in the report, one line each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tarfile
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from django.db import transaction
+
+from feeds import emoncms_files, phpfina, phptimeseries
+from feeds.models import Feed
+from feeds.processes import validate_steps
+from sensors import emoncms_processlist, mysqldump
+from sensors.ingest import emoncms_name, is_emoncms_name
+from sensors.models import EmoncmsOrigin, Node, Sensor, Site
+
+# Where a feed id's files live (feeds.service.feed_dir: the id's shard directory).
+FeedDir = Callable[[int], Path]
+
+PHPFINA, PHPTIMESERIES = 5, 2
+ENGINES = {0: "MySQL", 1: "Timestore", 2: "PHPTimeSeries", 3: "Graphite", 4: "PHPTimestore",
+           5: "PHPFina", 6: "PHPFiwa", 7: "virtual", 8: "MySQL memory", 9: "Redis buffer",
+           10: "Cassandra"}  # fmt: skip
+DEFAULT_MAX_BYTES = 20 * 1024**3  # of all members read from an archive or over HTTP
+DEFAULT_MAX_MEMBERS = 200_000
+MAX_SQL_BYTES = 2 * 1024**3
+MAX_JSON_BYTES = 64 * 1024 * 1024
+MAX_OBJECTS = 20_000  # inputs, and feeds, of one site
+HTTP_TIMEOUT_S = 60
+COPY_CHUNK = 1 << 20
+
+_PHPFINA_FILE = re.compile(r"^(\d{1,9})\.(meta|dat)$")
+_PHPTS_FILE = re.compile(r"^feed_(\d{1,9})\.MYD$")
+
+
+class SourceError(Exception):
+    """The source cannot be imported at all (not an archive, over a bound, HTTP failure)."""
+
+
+@dataclass
+class EmonInput:
+    id: int
+    nodeid: str
+    name: str
+    description: str
+    process_list: str
+
+
+@dataclass
+class EmonFeed:
+    id: int
+    name: str
+    tag: str
+    engine: int
+    unit: str
+    public: bool
+    process_list: str
+
+
+@dataclass
+class EmonSite:
+    inputs: list[EmonInput]
+    feeds: list[EmonFeed]
+    files: Path  # holds phpfina/ and phptimeseries/
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    feeds_imported: int = 0
+    feeds_kept: int = 0
+    inputs_created: int = 0
+    inputs_adopted: int = 0  # posted here before the import (auto-created), given emoncms's list
+    inputs_kept: int = 0
+    nodes_created: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"feeds: {self.feeds_imported} imported, {self.feeds_kept} already here; "
+            f"inputs: {self.inputs_created} created, {self.inputs_adopted} adopted, "
+            f"{self.inputs_kept} already here; "
+            f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}"
+        )
+
+
+# --- reading a source ---------------------------------------------------------------------------
+
+
+def _text(value: object, limit: int = 1000) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return str(value)[:limit]
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _site_rows(
+    rows: dict, userid: int | None, problems: list[str]
+) -> tuple[list[EmonInput], list[EmonFeed]]:
+    raw_inputs, raw_feeds = rows.get("input", []), rows.get("feeds", [])
+    users = sorted({_int(r.get("userid")) for r in raw_inputs + raw_feeds} - {None})
+    if userid is None and len(users) > 1:
+        raise SourceError(f"the site has several users {users}: choose one with --userid")
+    if userid is not None:
+        raw_inputs = [r for r in raw_inputs if _int(r.get("userid")) == userid]
+        raw_feeds = [r for r in raw_feeds if _int(r.get("userid")) == userid]
+    if len(raw_inputs) > MAX_OBJECTS or len(raw_feeds) > MAX_OBJECTS:
+        raise SourceError(f"more than {MAX_OBJECTS} inputs or feeds")
+    inputs, feeds = [], []
+    for r in raw_inputs:
+        if _int(r.get("id")) is None:
+            problems.append(f"input row without a numeric id skipped: {_text(r, 80)}")
+            continue
+        inputs.append(EmonInput(
+            _int(r["id"]), _text(r.get("nodeid"), 200), _text(r.get("name"), 200),
+            _text(r.get("description"), 200), _text(r.get("processList"), 10_000),
+        ))  # fmt: skip
+    for r in raw_feeds:
+        if _int(r.get("id")) is None or _int(r.get("engine")) is None:
+            problems.append(f"feed row without a numeric id or engine skipped: {_text(r, 80)}")
+            continue
+        feeds.append(EmonFeed(
+            _int(r["id"]), _text(r.get("name"), 100), _text(r.get("tag"), 100),
+            _int(r["engine"]), _text(r.get("unit"), 16), bool(_int(r.get("public")) or 0),
+            _text(r.get("processList"), 10_000),
+        ))  # fmt: skip
+    return inputs, feeds
+
+
+def _member_target(name: str) -> tuple[str, str] | None:
+    """("sql" | "phpfina" | "phptimeseries", file name) for the members we use, else None."""
+    parts = PurePosixPath(name).parts
+    if parts and parts[-1] == "emoncms.sql":
+        return "sql", "emoncms.sql"
+    if len(parts) >= 2 and parts[-2] == "phpfina" and _PHPFINA_FILE.match(parts[-1]):
+        return "phpfina", parts[-1]
+    if len(parts) >= 2 and parts[-2] == "phptimeseries" and _PHPTS_FILE.match(parts[-1]):
+        return "phptimeseries", parts[-1]
+    return None
+
+
+def _copy_bounded(src: BinaryIO, dst: Path, limit: int) -> int:
+    """Copy at most `limit` bytes; more is a SourceError (a member larger than it says)."""
+    copied = 0
+    with open(dst, "wb") as out:
+        while chunk := src.read(COPY_CHUNK):
+            copied += len(chunk)
+            if copied > limit:
+                raise SourceError(f"{dst.name}: more bytes than the bound of {limit}")
+            out.write(chunk)
+    return copied
+
+
+def from_backup(
+    archive: Path,
+    staging: Path,
+    *,
+    userid: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_members: int = DEFAULT_MAX_MEMBERS,
+) -> EmonSite:
+    """Read an emoncms backup archive into `staging` (an empty folder of ours)."""
+    problems: list[str] = []
+    for sub in ("phpfina", "phptimeseries"):
+        (staging / sub).mkdir(parents=True, exist_ok=True)
+    total = members = 0
+    seen_fiwa = False
+    try:
+        # Stream mode ("r|*"): members are read in order, never seeked, gzip or not.
+        with tarfile.open(archive, "r|*") as tar:
+            for member in tar:
+                members += 1
+                if members > max_members:
+                    raise SourceError(f"more than {max_members} members in the archive")
+                name = member.name
+                parts = PurePosixPath(name).parts
+                if name.startswith("/") or ".." in parts:
+                    problems.append(
+                        f"archive member {name[:100]!r} refused: path outside the archive"
+                    )
+                    continue
+                if member.isdir():
+                    continue
+                if "phpfiwa" in parts and not seen_fiwa:
+                    seen_fiwa = True
+                    problems.append(
+                        "phpfiwa/ feeds are in the archive: that engine is not imported"
+                    )
+                target = _member_target(name)
+                if target is None:
+                    continue
+                if not member.isfile():
+                    problems.append(f"archive member {name[:100]!r} refused: not a regular file")
+                    continue
+                total += member.size
+                if total > max_bytes:
+                    raise SourceError(f"archive holds more than {max_bytes} bytes of data")
+                kind, filename = target
+                dest = staging / filename if kind == "sql" else staging / kind / filename
+                src = tar.extractfile(member)
+                if src is None:
+                    continue
+                _copy_bounded(src, dest, member.size)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise SourceError(f"{archive.name} is not a readable .tar.gz backup: {exc}") from exc
+    sql = staging / "emoncms.sql"
+    if not sql.exists():
+        raise SourceError(f"{archive.name} holds no emoncms.sql (not an emoncms backup?)")
+    if sql.stat().st_size > MAX_SQL_BYTES:
+        raise SourceError(f"emoncms.sql is over {MAX_SQL_BYTES} bytes")
+    with open(sql, "rb") as fh:
+        try:
+            rows = mysqldump.read_tables(fh, ["input", "feeds"], max_rows=MAX_OBJECTS)
+        except mysqldump.DumpError as exc:
+            raise SourceError(f"emoncms.sql: {exc}") from exc
+    inputs, feeds = _site_rows(rows, userid, problems)
+    return EmonSite(inputs, feeds, staging, problems)
+
+
+class _Http:
+    def __init__(self, url: str, apikey: str, max_bytes: int) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise SourceError(f"--url must be http(s)://host[/path], not {url[:80]!r}")
+        self.base = url.rstrip("/")
+        self.apikey = apikey
+        self.budget = max_bytes
+
+    def get(self, path: str, limit: int, **params: object) -> bytes:
+        query = urllib.parse.urlencode(params)
+        request = urllib.request.Request(
+            f"{self.base}/{path}" + (f"?{query}" if query else ""),
+            # The key in a header, not the URL: URLs end up in the server's access log.
+            headers={"Authorization": f"Bearer {self.apikey}", "User-Agent": "openbms-import"},
+        )
+        limit = min(limit, self.budget)
+        try:
+            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
+                body = response.read(limit + 1)
+        except OSError as exc:
+            raise SourceError(f"GET {path}: {exc}") from exc
+        if len(body) > limit:
+            raise SourceError(f"GET {path}: answer over {limit} bytes")
+        self.budget -= len(body)
+        return body
+
+    def json(self, path: str, **params: object) -> object:
+        body = self.get(path, MAX_JSON_BYTES, **params)
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise SourceError(f"GET {path}: not JSON ({body[:80]!r})") from exc
+
+
+def from_http(
+    url: str, apikey: str, staging: Path, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> EmonSite:
+    """Read a live emoncms (its API with a read key) into `staging`."""
+    http = _Http(url, apikey, max_bytes)
+    problems: list[str] = []
+    inputs_doc, feeds_doc = http.json("input/list.json"), http.json("feed/list.json")
+    if not isinstance(inputs_doc, list) or not isinstance(feeds_doc, list):
+        raise SourceError(
+            "input/list.json and feed/list.json must be JSON lists: is the key a read key? "
+            f"(got {str(inputs_doc)[:80]!r})"
+        )
+    rows = {"input": [r for r in inputs_doc if isinstance(r, dict)],
+            "feeds": [r for r in feeds_doc if isinstance(r, dict)]}  # fmt: skip
+    inputs, feeds = _site_rows(rows, None, problems)
+    for sub in ("phpfina", "phptimeseries"):
+        (staging / sub).mkdir(parents=True, exist_ok=True)
+    for feed in feeds:
+        if feed.engine == PHPFINA:
+            meta = http.json("feed/getmeta.json", id=feed.id)
+            interval = _int(meta.get("interval")) if isinstance(meta, dict) else None
+            start = _int(meta.get("start_time")) if isinstance(meta, dict) else None
+            if not interval or start is None or not 0 <= start <= 0xFFFFFFFF:
+                problems.append(f"feed {feed.id}: getmeta.json gave no interval/start_time")
+                continue
+            data = http.get("feed/export.json", http.budget, id=feed.id, start=0)
+            (staging / "phpfina" / f"{feed.id}.dat").write_bytes(data)
+            (staging / "phpfina" / f"{feed.id}.meta").write_bytes(
+                phpfina.pack_meta(interval, start)
+            )
+        elif feed.engine == PHPTIMESERIES:
+            data = http.get("feed/export.json", http.budget, id=feed.id, start=0)
+            (staging / "phptimeseries" / f"feed_{feed.id}.MYD").write_bytes(data)
+    return EmonSite(inputs, feeds, staging, problems)
+
+
+# --- bringing it in ------------------------------------------------------------------------------
+
+
+def import_site(
+    emon: EmonSite, *, site: Site | None, source: str, feed_dir: FeedDir, buffer
+) -> Report:
+    report = Report(problems=list(emon.problems))
+    feed_map = _import_feeds(emon, source, feed_dir, buffer, report)
+    # Only inputs new to us get emoncms's process list: one imported before may have been
+    # corrected by hand since, and a second run must not undo that.
+    sensors, input_map = _import_inputs(emon, site, source, report)
+    units = dict(Feed.objects.filter(pk__in=feed_map.values()).values_list("pk", "unit"))
+    by_id = {i.id: i for i in emon.inputs}
+    for emon_id, sensor in sensors.items():
+        inp = by_id[emon_id]
+        mapped = emoncms_processlist.to_steps(inp.process_list, feed_map, input_map, validate_steps)
+        for problem in mapped.problems:
+            report.problems.append(f"input {inp.id} {sensor.node.name}:{sensor.key}: {problem}")
+        logged = next(
+            (s["feed"] for s in mapped.steps if s["process"].startswith("log_to_feed")), None
+        )
+        sensor.processes = mapped.steps
+        sensor.feed_id = logged
+        sensor.unit = units.get(logged, sensor.unit) or sensor.unit
+        sensor.save(update_fields=["processes", "feed", "unit"])
+    from sensors.cache import bump_generation
+
+    bump_generation()  # workers reload their sensor maps with the new process lists
+    return report
+
+
+def _feed_files(emon: EmonSite, feed: EmonFeed) -> tuple[Path, ...] | None:
+    if feed.engine == PHPFINA:
+        pair = (
+            emon.files / "phpfina" / f"{feed.id}.meta",
+            emon.files / "phpfina" / f"{feed.id}.dat",
+        )
+        return pair if all(p.exists() for p in pair) else None
+    single = emon.files / "phptimeseries" / f"feed_{feed.id}.MYD"
+    return (single,) if single.exists() else None
+
+
+def _free_name(tag: str, name: str, emon_id: int) -> str:
+    name = name or f"feed {emon_id}"
+    if not Feed.objects.filter(tag=tag, name=name).exists():
+        return name
+    return f"{name[:80]} (emoncms {emon_id})"
+
+
+def _import_feeds(
+    emon: EmonSite, source: str, feed_dir: FeedDir, buffer, report: Report
+) -> dict[int, int]:
+    feed_map: dict[int, int] = {}
+    for feed in emon.feeds:
+        label = f"feed {feed.id} {feed.tag}:{feed.name}"
+        if feed.process_list.strip():
+            report.problems.append(f"{label}: its own process list {feed.process_list[:60]!r} "
+                                   "(virtual/post-processed feed) is not imported")  # fmt: skip
+        origin = EmoncmsOrigin.objects.filter(
+            source=source, kind=EmoncmsOrigin.Kind.FEED, emoncms_id=feed.id, feed__isnull=False
+        ).first()
+        if origin is not None:
+            feed_map[feed.id] = origin.feed_id
+            report.feeds_kept += 1
+            emoncms_files.seed_last_value(buffer, feed_dir(origin.feed_id), origin.feed_id)
+            continue
+        if feed.engine not in (PHPFINA, PHPTIMESERIES):
+            engine = ENGINES.get(feed.engine, str(feed.engine))
+            report.problems.append(f"{label}: engine {engine} is not imported "
+                                   "(only PHPFina and PHPTimeSeries data moves)")  # fmt: skip
+            continue
+        files = _feed_files(emon, feed)
+        if files is None:
+            report.problems.append(f"{label}: its data files are not in the source")
+            continue
+        try:
+            our_id = _import_feed_data(feed, files, source, feed_dir)
+        except (phpfina.FeedError, phptimeseries.PHPTimeSeriesError, FileExistsError) as exc:
+            report.problems.append(f"{label}: data refused: {exc}")
+            continue
+        feed_map[feed.id] = our_id
+        report.feeds_imported += 1
+        emoncms_files.seed_last_value(buffer, feed_dir(our_id), our_id)
+    return feed_map
+
+
+def _import_feed_data(
+    feed: EmonFeed, files: tuple[Path, ...], source: str, feed_dir_of: FeedDir
+) -> int:
+    with transaction.atomic():
+        ours = Feed.objects.create(
+            name=_free_name(feed.tag, feed.name, feed.id), tag=feed.tag, unit=feed.unit,
+            public=feed.public, interval=10,
+            description=f"Imported from emoncms {source} feed {feed.id} "
+                        f"({ENGINES.get(feed.engine)})",
+        )  # fmt: skip
+        feed_dir = feed_dir_of(ours.pk)  # the new id's shard (feeds/shards.py)
+        feed_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if feed.engine == PHPFINA:
+                meta = emoncms_files.copy_phpfina(files[0], files[1], feed_dir, ours.pk)
+                interval = meta.interval
+            else:
+                interval = phptimeseries.convert(files[0], feed_dir, ours.pk).interval
+            if not 1 <= interval <= 86400:
+                raise phpfina.FeedError(f"interval {interval} s is not 1 s to a day")
+        except BaseException:
+            for path in (phpfina.meta_path(feed_dir, ours.pk), phpfina.dat_path(feed_dir, ours.pk)):
+                path.unlink(missing_ok=True)
+            raise  # the transaction drops the Feed row
+        ours.interval = interval
+        ours.save(update_fields=["interval"])
+        EmoncmsOrigin.objects.create(
+            source=source, kind=EmoncmsOrigin.Kind.FEED, emoncms_id=feed.id, feed=ours
+        )
+    return ours.pk
+
+
+def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
+    name = emoncms_name(nodeid).strip()
+    if not is_emoncms_name(name):
+        report.problems.append(f"node {nodeid[:40]!r}: not a usable node name")
+        return None
+    node = Node.objects.filter(name=name).first()
+    if node is not None:
+        if site is not None and node.site_id not in (None, site.pk):
+            # Another site's node: its inputs are that site's, never changed by this import.
+            report.problems.append(
+                f"node {name}: already belongs to site {node.site}; its inputs are not "
+                f"imported into {site} (rename the node in emoncms, or import into that site)"
+            )
+            return None
+        return node
+    radio = int(name) if name.isascii() and name.isdigit() and int(name) <= 255 else None
+    if radio is not None and Node.objects.filter(node_id=radio).exists():
+        radio = None
+    # No key of its own: a gateway key of the site posts for it, as for a node a gateway
+    # registers (sensors/models.GatewayKey); `createnode --rotate` gives it one if needed.
+    node = Node.objects.create(name=name, node_id=radio, site=site, protocol=Node.Protocol.EMONCMS,
+                               description="Imported from emoncms")  # fmt: skip
+    report.nodes_created += 1
+    return node
+
+
+def _import_inputs(
+    emon: EmonSite, site: Site | None, source: str, report: Report
+) -> tuple[dict[int, Sensor], dict[int, int]]:
+    """(emoncms id -> sensor new to us this run, emoncms id -> sensor id of every input)."""
+    sensors: dict[int, Sensor] = {}
+    input_ids: dict[int, int] = {}
+    nodes: dict[str, Node | None] = {}
+    for inp in emon.inputs:
+        key = emoncms_name(inp.name).strip()
+        if not is_emoncms_name(key):
+            report.problems.append(f"input {inp.id} {inp.name[:40]!r}: not a usable input name")
+            continue
+        if inp.nodeid not in nodes:
+            nodes[inp.nodeid] = _node_for(inp.nodeid, site, report)
+        node = nodes[inp.nodeid]
+        if node is None:
+            continue
+        # The description as emoncms shows it (free text: quotes and all), else the key.
+        name = (" ".join(inp.description.split()) or key)[:100]
+        origin = EmoncmsOrigin.objects.filter(
+            source=source, kind=EmoncmsOrigin.Kind.INPUT, emoncms_id=inp.id, sensor__isnull=False
+        ).first()
+        if origin is not None:
+            input_ids[inp.id] = origin.sensor_id
+            report.inputs_kept += 1
+            continue
+        with transaction.atomic():
+            sensor, created = Sensor.objects.get_or_create(
+                node=node, key=key, defaults={"name": name}
+            )
+            if not created and not _adoptable(sensor):
+                report.problems.append(
+                    f"input {inp.id} {node.name}:{key}: already configured here (by hand or by "
+                    "another import); left as it is"
+                )
+                continue
+            EmoncmsOrigin.objects.create(
+                source=source, kind=EmoncmsOrigin.Kind.INPUT, emoncms_id=inp.id, sensor=sensor
+            )
+        if created:
+            report.inputs_created += 1
+        else:  # posted here before the import (auto-created): it takes emoncms's processes
+            sensor.auto_created = False
+            sensor.save(update_fields=["auto_created"])
+            report.inputs_adopted += 1
+        sensors[inp.id] = sensor
+        input_ids[inp.id] = sensor.pk
+    return sensors, input_ids
+
+
+def _adoptable(sensor: Sensor) -> bool:
+    """Only a "new input" that a gateway auto-created here before the import takes emoncms's
+    processes: never one an engineer configured, nor one another import brought."""
+    imported = EmoncmsOrigin.objects.filter(sensor=sensor).exists()
+    return sensor.auto_created and not imported
+
+
+def remove_staging(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,132 @@
+"""The pieces of import_emoncms that need no database: the mysqldump reader, the process list
+mapping, the PHPTimeSeries reader and interval choice."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from feeds import phptimeseries
+from feeds.processes import validate_steps
+from sensors import emoncms_processlist as pl
+from sensors import mysqldump
+from tests.sensors.make_emoncms_backup import insert, sql_literal
+
+CREATE = b"CREATE TABLE `input` (\n  `id` int(11) NOT NULL,\n  `name` text,\n  `v` float\n);\n"
+
+
+def tables(text: bytes, **bounds) -> dict:
+    return mysqldump.read_tables(io.BytesIO(text), ["input"], **bounds)
+
+
+def test_it_reads_mysql_literals_as_mysqldump_writes_them():
+    line = (
+        b"INSERT INTO `input` VALUES (1,'it\\'s a \\\"name\\\"\\n\\\\x',-1.5e3),"
+        b"(2,'o''clock',NULL),(3,'caf\xc3\xa9, (1,2);',.5),(4,_binary 'b',0x4142);\n"
+    )
+    assert tables(CREATE + line)["input"] == [
+        {"id": 1, "name": 'it\'s a "name"\n\\x', "v": -1500.0},
+        {"id": 2, "name": "o'clock", "v": None},
+        {"id": 3, "name": "café, (1,2);", "v": 0.5},
+        {"id": 4, "name": "b", "v": b"AB"},
+    ]
+
+
+def test_a_column_list_names_the_values_and_other_tables_are_skipped():
+    text = (
+        b"INSERT INTO `feed_1` VALUES " + b"(1,2)," * 100_000 + b"(1,2);\n"
+        b"INSERT INTO `input` (`v`, `id`) VALUES (7.5,3);\n"
+    )
+    assert tables(text, max_line=1000)["input"] == [{"v": 7.5, "id": 3}]
+
+
+def test_what_our_fixture_writes_reads_back():
+    rows = [(1, "a'b\\c\"d\ne", None)]
+    assert tables(CREATE + insert("input", rows).encode())["input"] == [
+        {"id": 1, "name": "a'b\\c\"d\ne", "v": None}
+    ]
+    assert sql_literal("x'") == "'x\\''"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (CREATE + b"INSERT INTO `input` VALUES (1,'open,2);\n", "a string is not closed"),
+        (CREATE + b"INSERT INTO `input` VALUES (1,2);\n", "2 values for 3 columns"),
+        (CREATE + b"INSERT INTO `input` VALUES (1,now(),3);\n", "unexpected 'now(),3);"),
+        (CREATE + b"INSERT INTO `input` VALUES (1,'a',3)\n", "expected ',' or ';'"),
+        (b"INSERT INTO `input` VALUES (1,'a',3);\n", "before its CREATE"),
+        (CREATE + b"INSERT INTO `input` VALUES " + b"(1,'a',3)," * 200 + b"(1,'a',3);\n",
+         "a statement over 1000 bytes"),
+    ],
+)  # fmt: skip
+def test_what_mysqldump_does_not_write_is_an_error_naming_the_line(text, words):
+    with pytest.raises(mysqldump.DumpError, match="line") as err:
+        tables(text, max_line=1000)
+    assert words in str(err.value)
+
+
+def test_rows_are_bounded():
+    text = CREATE + b"INSERT INTO `input` VALUES " + b"(1,'a',3)," * 10 + b"(1,'a',3);\n"
+    with pytest.raises(mysqldump.DumpError, match="more than 10 rows"):
+        tables(text, max_rows=10)
+    assert len(tables(text, max_rows=11)["input"]) == 11
+
+
+def test_process_lists_decode_ids_and_names():
+    assert pl.decode("1:5,process__scale:0.5,,71:2:6") == [
+        pl.EmonStep("1", ("5",)),
+        pl.EmonStep("process__scale", ("0.5",)),
+        pl.EmonStep("71", ("2", "6")),
+    ]
+
+
+def test_process_lists_map_feeds_values_and_report_what_they_cannot():
+    feeds = {5: 50, 6: 60}
+    mapped = pl.to_steps("1:5,process__scale:0.5,3:-2,24:,4:6", feeds, {}, validate_steps)
+    assert mapped.steps == [
+        {"process": "log_to_feed", "feed": 50},
+        {"process": "scale", "arg": 0.5},
+        {"process": "offset", "arg": -2.0},
+        {"process": "allowpositive"},
+        {"process": "power_to_kwh", "feed": 60},
+    ]
+    assert mapped.problems == []
+    cut = pl.to_steps("2:x,1:5", feeds, {}, validate_steps)
+    assert cut.steps == []
+    assert cut.problems == [
+        "step 1 2:x (scale: argument 'x' is not a number)",
+        "step 2 1:5 (left out: it follows an unmapped step)",
+    ]
+    assert pl.to_steps("1:7", feeds, {}, validate_steps).problems == [
+        "step 1 1:7 (log_to_feed: feed 7 was not imported)"
+    ]
+    assert "needs 1 argument" in pl.to_steps("1", feeds, {}, validate_steps).problems[0]
+
+
+def test_a_process_this_site_cannot_run_is_reported_by_its_emoncms_name():
+    def runs_nothing(steps):
+        return [f"step 0: unknown process {steps[0]['process']!r}"]
+
+    mapped = pl.to_steps("13:1", {}, {}, runs_nothing)
+    assert mapped.problems == ["step 1 13:1 (not supported here: unknown process 'phaseshift')"]
+
+
+def test_phptimeseries_records_are_nine_bytes_and_the_interval_follows_the_spacing(tmp_path):
+    path = tmp_path / "feed_1.MYD"
+    raw = phptimeseries.pack([(1000, 1.5), (1060, 2.5)])
+    assert raw[:9] == bytes([249]) + (1000).to_bytes(4, "little") + np.float32(1.5).tobytes()
+    path.write_bytes(raw)
+    assert phptimeseries.read(path)["value"].tolist() == [1.5, 2.5]
+    assert phptimeseries.pick_interval(np.array([0, 86400, 172800])) == 86400
+    assert phptimeseries.pick_interval(np.array([0, 9, 21, 30])) == 10
+    # too long for the slot bound at 10 s: coarsened, never refused while a day fits
+    assert phptimeseries.pick_interval(np.array([0, 10, 20, 10_000]), max_slots=100) == 120
+    path.write_bytes(raw + b"\0")
+    with pytest.raises(phptimeseries.PHPTimeSeriesError, match="not a multiple of 9"):
+        phptimeseries.read(path)
+    path.write_bytes(raw)
+    with pytest.raises(phptimeseries.PHPTimeSeriesError, match="over 9"):
+        phptimeseries.read(path, max_bytes=9)
