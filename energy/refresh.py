@@ -24,6 +24,7 @@ from feeds.models import Feed
 HOUR = 3600
 HALF_HOUR = 1800
 QUARTER = 900
+SLOTS_READ_ONE_BY_ONE = 12  # an hour of 5-minute slots
 MAX_REFRESH_DAYS = 1100  # three years: bounds a request's CPU and memory
 
 
@@ -86,20 +87,31 @@ def feed_usage(meter: Meter, bounds: list[int], tz: str, now: float) -> list:
     if meter.source == Meter.Source.POWER:
         t, v = read_windows(meter.feed_id, start, end, step, average=True, delta=False, tz=tz)
         return consumption.power_usage(t, v, step, bounds, max_fill_s=fill)
-    t, d = read_windows(meter.feed_id, start, end, step, average=False, delta=True, tz=tz)
+    interval = meter.feed.interval if meter.feed else step
     # delta = last reading of the window minus the last one before it: a running sum of
-    # the deltas is the register (less its first value), read at each window's end.
+    # the deltas is the register (less its first value). That last reading is the window's
+    # last slot, `interval` before the window's end (the 23:00 reading of an hourly feed for
+    # 23:00-24:00), not the end itself: taking it as the register at the end put every day
+    # one reading early (23:00 to 23:00), found by the outside tester. Feeds of 5 minutes
+    # or more are read slot by slot, so the register at midnight is the midnight reading
+    # itself; finer feeds by the window, the midnight register interpolated between the last
+    # slots of the hours either side (off by at most a minute's use; a year of 10 s slots
+    # read slot by slot would be 3 million points).
+    fine = interval < step and step % interval == 0 and step // interval <= SLOTS_READ_ONE_BY_ONE
+    read_step = interval if fine else step
+    t, d = read_windows(meter.feed_id, start, end, read_step, average=False, delta=True, tz=tz)
+    step = read_step
+    lag = max(0, step - interval)  # from window start to its last slot
     times, regs, total = [], [], 0.0
     for i, (ws, dv) in enumerate(zip(t, d, strict=True)):
         if dv is None:
             continue
         if not times and i == 0:
-            times.append(ws)
+            times.append(ws - step + lag)  # the previous window's last slot
             regs.append(0.0)
         total += dv
-        times.append(ws + step)
+        times.append(ws + lag)
         regs.append(total)
-    interval = meter.feed.interval if meter.feed else step
     return consumption.cumulative_usage(
         times, regs, bounds, resolution_s=max(step, interval), max_fill_s=fill
     )

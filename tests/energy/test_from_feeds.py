@@ -62,8 +62,9 @@ def test_cumulative_feed_with_reset_and_spring_dst(building, viewer_api, redis_c
     start, end = _midnight(date(2024, 3, 29)), _midnight(date(2024, 4, 2))
     times = np.arange(start, end + 1, 600)
     # 1 kWh per 10 minutes (6 kWh/h); the meter is replaced at 2024-04-01 12:00 and restarts
-    # from 0. Feeds are read as hourly changes, so the hour holding the reset (12:00-13:00,
-    # whose change is negative) counts 0: the day is 144 - 6 = 138 kWh, never negative.
+    # from 0. A 10-minute feed is read reading by reading, so the step holding the reset
+    # (11:50-12:00, whose change is negative) counts 0: the day is 144 - 1 = 143 kWh, never
+    # negative.
     reset_at = _midnight(date(2024, 4, 1)) + 12 * 3600
     values = [
         float(i) if t < reset_at else float((t - reset_at) // 600) for i, t in enumerate(times)
@@ -73,12 +74,49 @@ def test_cumulative_feed_with_reset_and_spring_dst(building, viewer_api, redis_c
                                  feed=feed)  # fmt: skip
     refresh.refresh([meter], date(2024, 3, 30), date(2024, 4, 1), now=NOW)
     got = dict(MeterDay.objects.values_list("day", "value"))
-    assert got == {date(2024, 3, 30): 144.0, date(2024, 3, 31): 138.0, date(2024, 4, 1): 138.0}
+    assert got == {date(2024, 3, 30): 144.0, date(2024, 3, 31): 138.0, date(2024, 4, 1): 143.0}
     r = viewer_api.get(f"{API}/nodes/{building.pk}/consumption?fuel=gas&start=2024-03-30"
                        "&end=2024-04-01&period=day")  # fmt: skip
     assert r.status_code == 200
-    assert [row["actual"] for row in r.json()["rows"]] == [144.0, 138.0, 138.0]
-    assert r.json()["total"] == 420.0
+    assert [row["actual"] for row in r.json()["rows"]] == [144.0, 138.0, 143.0]
+    assert r.json()["total"] == 425.0
+
+
+@pytest.mark.parametrize("interval", [3600, 600, 300])
+def test_cumulative_day_runs_from_midnight_register_to_midnight_register(
+    building, redis_client, interval
+):
+    """A day is the register at its closing midnight minus the one at its opening midnight.
+
+    Found by the outside tester: each day ran from 23:00 to 23:00, because a window's last
+    reading (at 23:00 for an hourly feed) was taken as the register at the window's end. The
+    use varies by hour here, so a shifted day shows; a steady rate would hide it.
+    """
+    feed = Feed.objects.create(name="gas kWh", tag="t", interval=interval)
+    start, end = _midnight(date(2024, 10, 25)), _midnight(date(2024, 10, 29))
+    times = np.arange(start, end + 1, interval)
+    # Use per hour: the local hour of the day plus 1 (1 kWh at 00:00-01:00 … 24 at 23:00), and
+    # in the last hour of the day 100 × the day of the month more: a day boundary one hour off
+    # moves whole hundreds between days.
+    def per_hour(t: int) -> float:
+        local = datetime.fromtimestamp(t, LONDON)
+        return local.hour + 1 + (100.0 * local.day if local.hour == 23 else 0.0)
+
+    rate = [per_hour(int(t)) * interval / 3600 for t in times]
+    register = np.concatenate(([1000.0], 1000.0 + np.cumsum(rate[:-1])))
+    _write(feed, times, register.tolist())
+    meter = Meter.objects.create(node=building, name="Gas", fuel="gas", source="cumulative",
+                                 feed=feed)  # fmt: skip
+    refresh.refresh([meter], date(2024, 10, 26), date(2024, 10, 28), now=NOW)
+    got = dict(MeterDay.objects.values_list("day", "value"))
+    by_time = dict(zip(times.tolist(), register.tolist(), strict=True))
+    want = {
+        day: by_time[_midnight(day + timedelta(days=1))] - by_time[_midnight(day)]
+        for day in (date(2024, 10, 26), date(2024, 10, 27), date(2024, 10, 28))
+    }
+    # Hand check of one: a 24-hour day holds 1+2+…+24 = 300 and 2,600 in its last hour.
+    assert want[date(2024, 10, 26)] == pytest.approx(2900.0)
+    assert got == pytest.approx(want)
 
 
 def test_gap_days_shown_as_gaps(building, viewer_api, redis_client):
