@@ -95,6 +95,7 @@ def test_cumulative_day_runs_from_midnight_register_to_midnight_register(
     feed = Feed.objects.create(name="gas kWh", tag="t", interval=interval)
     start, end = _midnight(date(2024, 10, 25)), _midnight(date(2024, 10, 29))
     times = np.arange(start, end + 1, interval)
+
     # Use per hour: the local hour of the day plus 1 (1 kWh at 00:00-01:00 … 24 at 23:00), and
     # in the last hour of the day 100 × the day of the month more: a day boundary one hour off
     # moves whole hundreds between days.
