@@ -333,9 +333,18 @@ def node_report(
     for d, v, _s in use:
         if v is not None:
             kg_by[consumption.period_key(d, period)] += v * factors[d]
-    actuals = [v for _k, v, _s, _m in grouped]
     expects = [exp_by[k][0] if exp_by[k][1] else None for k, *_ in grouped]
-    cus = regression.cusum(actuals, expects)
+    # The CUSUM runs over days, not periods, so it moves by exactly the days the savings count
+    # (both actual and expected known): a month only partly covered by the model still adds
+    # its covered days, and the CUSUM at the end is minus the savings (an outside check found
+    # the two disagreeing when the CUSUM was summed per month). A period's value is the running
+    # sum at its last such day; None when it has none.
+    day_cus = regression.cusum([a for _d, a, _s in use], [e for e, _src in expected])
+    cus_by: dict[date, float] = {}
+    for d, c in zip(days, day_cus, strict=True):
+        if c is not None:
+            cus_by[consumption.period_key(d, period)] = c
+    cus = [cus_by.get(k) for k, *_ in grouped]
     price, _factor = rates(tree.site).get(fuel, (0.0, 0.0))
     saved = saved_kg = exp_compared = 0.0
     compared = 0

@@ -261,3 +261,33 @@ def test_weekly_line_sums_away_the_weekday_rhythm(site, building, viewer_api, re
     c = viewer_api.get(f"{API}/nodes/{building.pk}/consumption?fuel=gas&start=2024-01-01"
                        "&end=2024-01-28&period=week").json()  # fmt: skip
     assert c["performance_line_weekly"]["base_load_per_week"] == pytest.approx(70.0, abs=1e-2)
+
+
+def test_cusum_and_savings_agree_when_the_model_covers_part_of_a_month(building, viewer_api):
+    """Found by the outside tester: with model rows for October and 1-15 November only, the
+    end CUSUM (-1512.95) and the savings (1411.10) disagreed, the CUSUM being summed per month
+    and November, not wholly covered, left out. Both now run over the same days."""
+    meter = Meter.objects.create(node=building, name="Gas", fuel="gas", source="cumulative")
+    first = date(2026, 10, 1)
+    days = [first + timedelta(days=i) for i in range(56)]  # 1 Oct .. 25 Nov
+    MeterDay.objects.bulk_create(
+        MeterDay(meter=meter, day=d, value=100.0, status="measured") for d in days
+    )
+    # October expected 110 a day (saved 10 a day); 1-15 November 90 a day (10 a day more used);
+    # 16-25 November no model and no baseline line: nothing expected.
+    ExpectedUse.objects.create(node=building, fuel="gas", start=date(2026, 10, 1),
+                               end=date(2026, 10, 31), value=31 * 110.0)  # fmt: skip
+    ExpectedUse.objects.create(node=building, fuel="gas", start=date(2026, 11, 1),
+                               end=date(2026, 11, 15), value=15 * 90.0)  # fmt: skip
+    r = viewer_api.get(f"{API}/nodes/{building.pk}/consumption?fuel=gas&start=2026-10-01"
+                       "&end=2026-11-25&period=month")  # fmt: skip
+    assert r.status_code == 200
+    body = r.json()
+    assert body["savings"]["kwh"] == pytest.approx(31 * 10 - 15 * 10)  # 160
+    assert body["cusum"] == pytest.approx(-160.0)
+    october, november = body["rows"]
+    assert (october["expected"], october["cusum"]) == (pytest.approx(3410.0), pytest.approx(-310.0))
+    # November is only half covered: no expected figure for the month (a whole month's use
+    # against half a month's model would mislead), but its covered days move the CUSUM.
+    assert november["expected"] is None
+    assert november["cusum"] == pytest.approx(-160.0)
