@@ -107,6 +107,10 @@ def operational_rating(
     bench = TM46_TYPICAL.get(category)
     if bench is None or not area_m2:
         return None
+    if electricity_kwh < 0 or fossil_kwh < 0:
+        # Negative use is a metering mistake (a virtual meter subtracting more than it adds),
+        # not an excellent building: no rating rather than an "A" (found by an outside check).
+        return None
     typical = bench.electricity * electricity_factor + bench.fossil * fossil_factor
     if typical <= 0:
         return None

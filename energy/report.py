@@ -301,6 +301,16 @@ def rates(site) -> dict[str, tuple[float, float]]:
     return out
 
 
+def negative_use_warning(fuels: list[str]) -> str | None:
+    """The sentence staff see when use comes out below zero: a metering mistake to fix."""
+    if not fuels:
+        return None
+    return (
+        f"negative {', '.join(fuels)} use: a virtual meter subtracts more than it adds "
+        "(check its terms); no DEC rating is given"
+    )
+
+
 def node_report(
     tree: Tree, node: MeterNode, fuel: str, first: date, last: date, period: str
 ) -> dict:
@@ -395,6 +405,8 @@ def node_report(
         # the CUSUM at the end of the range: the last period that has one
         "cusum": _r(next((c for c in reversed(cus) if c is not None), None)),
         "gap_days": sum(1 for _d, v, _s in use if v is None),
+        "negative_days": (negative_days := sum(1 for _d, v, _s in use if v is not None and v < 0)),
+        "warning": negative_use_warning([fuel]) if negative_days else None,
         "estimated_days": sum(1 for _d, _v, s in use if s == consumption.ESTIMATED),
         # no day with both actual and expected: nothing saved can be said (None), not 0
         "savings": {"kwh": _r(saved), "money": _r(saved * price), "kg_co2e": _r(saved_kg)}
@@ -485,6 +497,7 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
             )  # fmt: skip
         bench = benchmarks.TM46_TYPICAL.get(node.tm46_category)
         per_m2 = benchmarks.per_m2(total, node.floor_area_m2) if total is not None else None
+        negative = sorted(f for f, v in per_fuel.items() if v < 0)
         out.append(
             {
                 "node": node.pk,
@@ -511,6 +524,7 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
                 else None,
                 "compared_days": n_compared,
                 "gap_meter_days": gaps,
+                "warning": negative_use_warning(negative),
             }
         )
     out.sort(key=lambda r: (r["kwh_per_m2"] is None, -(r["kwh_per_m2"] or 0)))

@@ -291,3 +291,28 @@ def test_cusum_and_savings_agree_when_the_model_covers_part_of_a_month(building,
     # against half a month's model would mislead), but its covered days move the CUSUM.
     assert november["expected"] is None
     assert november["cusum"] == pytest.approx(-160.0)
+
+
+def test_negative_use_gets_no_dec_rating_and_a_warning(site, building, viewer, viewer_api, client):
+    """Found by the outside tester: a virtual meter subtracting more than it adds gave -800 kWh
+    and the league showed DEC "-68 (A)". Negative use is a metering mistake: no rating, and a
+    sentence saying what to check, in the league, the consumption API and on the page."""
+    meter = Meter.objects.create(node=building, name="Elec", fuel="electricity", source="power")
+    first = date(2026, 10, 1)
+    MeterDay.objects.bulk_create(
+        MeterDay(meter=meter, day=first + timedelta(days=i), value=-20.0, status="measured")
+        for i in range(10)
+    )
+    league = viewer_api.get(f"{API}/league?site={site.pk}&start=2026-10-01&end=2026-10-10")
+    row = league.json()["buildings"][0]
+    assert row["kwh"] == -200.0
+    assert row["operational_rating"] is None and row["dec_grade"] is None
+    assert row["warning"].startswith("negative electricity use: a virtual meter subtracts")
+    use = viewer_api.get(f"{API}/nodes/{building.pk}/consumption?fuel=electricity"
+                         "&start=2026-10-01&end=2026-10-10").json()  # fmt: skip
+    assert use["negative_days"] == 10 and "no DEC rating" in use["warning"]
+    client.force_login(viewer)
+    page = client.get(f"/staff/energy/?site={site.pk}&node={building.pk}&fuel=electricity"
+                          "&start=2026-10-01&end=2026-10-10")  # fmt: skip
+    assert b"negative electricity use" in page.content
+    assert b"(10 days below zero)" in page.content
