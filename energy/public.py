@@ -33,8 +33,10 @@ def _physical(meter: Meter, by_id: dict[int, Meter], sign: int = 1, depth: int =
 
 def today_against_model(node: MeterNode, now: float) -> dict:
     """Energy (kWh: electricity, gas, heat, oil) the building has used today up to the last
-    whole hour, and what its model expects by then: the day's expected use pro rata by the
-    hours passed (the model gives days, not hours; docs/ENERGY.md says so)."""
+    whole hour, and what its model expects by then: the day's expected use times the share of
+    a day's use the building had used by this hour on the same weekday of the last four weeks
+    (its own daily profile: heating from 06:00 makes the early hours small), or pro rata by
+    the hours passed when those days have no data (docs/ENERGY.md "Kiosk panels")."""
     site = node.site
     tz = refresh.site_zone(site)
     zone = ZoneInfo(tz)
@@ -47,6 +49,7 @@ def today_against_model(node: MeterNode, now: float) -> dict:
     tree = report.Tree.load(site)
     by_id = {m.pk: m for ms in tree.meters.values() for m in ms}
     total, status, expected_day, any_meter = 0.0, consumption.MEASURED, 0.0, False
+    physical: list[tuple[Meter, int]] = []
     hdd = _hdd_so_far(site, midnight, until, tz) if until > midnight else None
     for fuel in report.ENERGY_FUELS:
         ids = tree.meters_for(node.pk, fuel)
@@ -55,6 +58,7 @@ def today_against_model(node: MeterNode, now: float) -> dict:
         any_meter = True
         if until > midnight:
             for meter, sign in (p for i in ids for p in _physical(by_id[i], by_id)):
+                physical.append((meter, sign))
                 if meter.feed_id is None:  # its feed was deleted: today is not known
                     status = consumption.GAP
                     continue
@@ -71,10 +75,54 @@ def today_against_model(node: MeterNode, now: float) -> dict:
         return out
     out["expected_day"] = _r(expected_day)
     if expected_day is not None:
-        out["expected"] = _r(expected_day * (until - midnight) / (next_midnight - midnight))
+        share = share_of_day_by(physical, today, until, tz, now)
+        out["expected_basis"] = "profile" if share is not None else "hours"
+        if share is None:
+            share = (until - midnight) / (next_midnight - midnight)
+        out["expected"] = _r(expected_day * share)
     if status != consumption.GAP:
         out.update(value=_r(total), status=status)
     return out
+
+
+PROFILE_WEEKS = 4
+
+
+def share_of_day_by(
+    meters: list[tuple[Meter, int]], today, until: int, tz: str, now: float
+) -> float | None:
+    """Share of a whole day's use that the meters had used by `until`'s local hour, over the
+    same weekday of the last PROFILE_WEEKS weeks (weeks with a gap in any meter left out).
+
+    None when no week is complete or the share is not between 0 and 1 (no use, or a virtual
+    meter's terms cancelling): the caller falls back to the hours passed."""
+    if not meters or any(m.feed_id is None for m, _s in meters):
+        return None
+    zone = ZoneInfo(tz)
+    hour = datetime.fromtimestamp(until, zone).hour
+    bounds: list[int] = []
+    for k in range(PROFILE_WEEKS, 0, -1):
+        day = today - timedelta(days=7 * k)
+        start, end = consumption.local_bounds(day, day, tz)
+        cut = int(datetime(day.year, day.month, day.day, hour, tzinfo=zone).timestamp())
+        bounds += [start, cut, end]
+    so_far = [0.0] * PROFILE_WEEKS
+    whole = [0.0] * PROFILE_WEEKS
+    complete = [True] * PROFILE_WEEKS
+    for meter, sign in meters:
+        usage = refresh.feed_usage(meter, bounds, tz, now)
+        for k in range(PROFILE_WEEKS):
+            before, after = usage[3 * k], usage[3 * k + 1]  # usage[3k+2]: the days between
+            if before.value is None or after.value is None:
+                complete[k] = False
+                continue
+            so_far[k] += sign * before.value
+            whole[k] += sign * (before.value + after.value)
+    a = sum(x for x, ok in zip(so_far, complete, strict=True) if ok)
+    b = sum(x for x, ok in zip(whole, complete, strict=True) if ok)
+    if not any(complete) or b <= 0 or not 0 <= a <= b:
+        return None
+    return a / b
 
 
 def _hdd_so_far(site, start: int, end: int, tz: str) -> float | None:

@@ -22,6 +22,7 @@ from django.core.cache import cache
 
 from displays import kiosk_data
 from displays.models import Display, Panel
+from energy import public
 from energy.models import ExpectedUse, Meter, MeterDay, MeterNode
 from feeds import phpfina
 from feeds.models import Feed
@@ -78,7 +79,41 @@ def test_today_against_the_model_by_the_last_whole_hour(display):
     assert today["expected"] == pytest.approx(45.0)
     assert today["expected_day"] == pytest.approx(72.0)
     assert today["hours"] == 15 and today["status"] == "measured"
+    assert today["expected_basis"] == "hours"  # no earlier Wednesdays in the feed
     assert today["building"] == "Main office"
+
+
+def test_today_follows_the_building_s_own_daily_profile(site, redis_client):
+    """Found by the outside tester: at 06:00 the panel said "88 % below the model" for a
+    building heated 06:00-18:00, the model being spread evenly over the 24 hours. Expected use
+    by now is the day's model times the share of a day's use the building had used by this
+    hour on the same weekday of the last four weeks.
+
+    Those Wednesdays: 0 W before 06:00, 4 kW 06:00-18:00, 0 after: 48 kWh a day, 36 of them by
+    15:00 (75 %). Today (a Wednesday) 2 kW steady: 30 kWh by 15:00 against 72 x 0.75 = 54."""
+    cache.clear()
+    node = MeterNode.objects.create(site=site, name="Hall", kind="building", floor_area_m2=100)
+    feed = Feed.objects.create(name="hall W", tag="energy", interval=600)
+    Meter.objects.create(node=node, name="Main", fuel="electricity", source="power", feed=feed)
+    times, watts = [], []
+    for weeks in (4, 3, 2, 1):
+        day = date(2024, 6, 12) - timedelta(days=7 * weeks)
+        start = int(datetime(day.year, day.month, day.day, tzinfo=LONDON).timestamp())
+        for t in range(start, start + 86400, 600):
+            hour = datetime.fromtimestamp(t, LONDON).hour
+            times.append(t)
+            watts.append(4000.0 if 6 <= hour < 18 else 0.0)
+    today = int(datetime(2024, 6, 12, tzinfo=LONDON).timestamp())
+    times += list(range(today, NOW, 600))
+    watts += [2000.0] * len(range(today, NOW, 600))
+    phpfina.write_points(settings.BMS_FEED_DIR, feed.pk, 600, times, watts, now=NOW)
+    ExpectedUse.objects.create(node=node, fuel="electricity", start=date(2024, 6, 1),
+                               end=date(2024, 6, 30), value=2160.0)  # fmt: skip
+    figures = public.today_against_model(node, NOW)
+    assert figures["value"] == pytest.approx(30.0)
+    assert figures["expected_day"] == pytest.approx(72.0)
+    assert figures["expected"] == pytest.approx(54.0)
+    assert figures["expected_basis"] == "profile"
 
 
 def test_co2_saved_over_the_last_30_whole_days(display):
