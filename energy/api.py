@@ -197,8 +197,30 @@ class MeterViewSet(viewsets.ModelViewSet):
     serializer_class = MeterSerializer
 
 
+class SiteIdOrSlugField(serializers.Field):
+    """A site by its numeric id or its slug (`3` or `cat-demo`); an id is tried first, so a
+    site whose slug is all digits is found by the slug only when no site has that id."""
+
+    default_error_messages = {"missing": "no site with id or slug {value!r}"}
+
+    def to_representation(self, value):
+        return value.pk
+
+    def to_internal_value(self, data):
+        raw = str(data).strip()
+        if not raw or len(raw) > 100:
+            self.fail("missing", value=raw[:40])
+        site = None
+        if raw.isascii() and raw.isdigit() and len(raw) <= 18:
+            site = Site.objects.filter(pk=int(raw)).first()
+        site = site or Site.objects.filter(slug=raw).first()
+        if site is None:
+            self.fail("missing", value=raw)
+        return site
+
+
 class UploadSerializer(serializers.Serializer):
-    site = serializers.PrimaryKeyRelatedField(queryset=Site.objects.all())
+    site = SiteIdOrSlugField(help_text="the site's numeric id or its slug")
     file = serializers.FileField()
 
 

@@ -13,7 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from energy import benchmarks
-from energy.consumption import ESTIMATED, GAP, MEASURED
+from energy.consumption import ESTIMATED, FIRST_DATE, GAP, LAST_DATE, MEASURED
 from energy.degree_days import DEFAULT_BASE_C
 from feeds.models import Feed
 from sensors.models import Site
@@ -304,6 +304,10 @@ class ExpectedUse(models.Model):
         return f"{self.node} {self.fuel} {self.start}..{self.end}"
 
     def clean(self) -> None:
+        for field in ("start", "end"):  # the days the rest of the module can hold
+            value = getattr(self, field)
+            if value and not FIRST_DATE <= value <= LAST_DATE:
+                raise ValidationError({field: f"{value} is outside {FIRST_DATE}..{LAST_DATE}"})
         if self.start and self.end and self.end < self.start:
             raise ValidationError({"end": "must not be before start"})
         if self.start and self.end and (self.end - self.start).days > 366:
