@@ -83,10 +83,15 @@ def feed_usage(meter: Meter, bounds: list[int], tz: str, now: float) -> list:
     margin = (fill // step + 1) * step
     start = bounds[0] - margin
     end = min(bounds[-1] + margin, (int(now) // step + 1) * step)
+    scale = meter.feed_scale  # a feed in Wh or kW (energy/models.py Meter.feed_unit_error)
     if meter.source == Meter.Source.POWER:
         t, v = read_windows(meter.feed_id, start, end, step, average=True, delta=False, tz=tz)
+        if scale != 1.0:
+            v = [None if x is None else x * scale for x in v]
         return consumption.power_usage(t, v, step, bounds, max_fill_s=fill)
     t, d = read_windows(meter.feed_id, start, end, step, average=False, delta=True, tz=tz)
+    if scale != 1.0:
+        d = [None if x is None else x * scale for x in d]
     # delta = last reading of the window minus the last one before it: a running sum of
     # the deltas is the register (less its first value), read at each window's end.
     times, regs, total = [], [], 0.0
