@@ -337,6 +337,16 @@ MARKUP_NAMES = [
 ]
 
 
+def test_a_name_with_a_line_break_does_not_stop_the_monthly_mail(june):
+    site, office, _room = june
+    office.name = "Hall\nBcc: x@evil.example"
+    office.save()
+    ReportRecipient.objects.create(site=site, email="office@example.org")
+    assert len(report_mail.send_month(site, 2024, 6)) == 1
+    assert mail.outbox[-1].subject == "[BMS] Hall Bcc: x@evil.example: energy in June 2024"
+    assert mail.outbox[-1].bcc == []
+
+
 @needs_poppler
 @pytest.mark.parametrize("name", MARKUP_NAMES)
 def test_a_name_with_markup_is_printed_as_written_not_obeyed(june, viewer_api, tmp_path, name):
