@@ -91,7 +91,10 @@ def parse(raw: bytes, site) -> list[ExpectedUse]:
     out: list[ExpectedUse] = []
     numbers: list[int] = []
     for number, cells in records:
-        extra = [c for i, c in enumerate(cells) if c.strip() and i >= len(header)]
+        # a filled cell with no column name over it would be dropped: refuse it
+        extra = [
+            c for i, c in enumerate(cells) if c.strip() and (i >= len(header) or not header[i])
+        ]
         if extra:
             raise _bad(number, "file", f"{extra[0].strip()[:40]!r} is beyond the header's "
                        f"columns ({', '.join(h for h in header if h)})")  # fmt: skip

@@ -130,7 +130,13 @@ def test_a_cell_beyond_the_header_is_refused_not_dropped(engineer_api, site, off
     r = _upload(engineer_api, site, HEADER.replace("\n", ",units\n") + "Office,gas,2024-01-01,"
                 "2024-01-31,5,kwh\n")  # fmt: skip
     assert r.status_code == 400 and "unknown column(s) units" in r.json()["error"]
-    assert not ExpectedUse.objects.exists()
+    r = _upload(engineer_api, site, HEADER.replace("\n", ",\n") + "Office,gas,2024-01-01,"
+                "2024-01-31,5,kwh\n")  # fmt: skip
+    assert r.status_code == 400 and "row 2, file: 'kwh' is beyond" in r.json()["error"]
+    # a trailing empty cell (a spreadsheet's export) is fine
+    r = _upload(engineer_api, site, HEADER + "Office,gas,2024-01-01,2024-01-31,5,\n")
+    assert r.status_code == 201
+    assert ExpectedUse.objects.count() == 1
 
 
 def test_a_duplicate_row_of_the_file_names_both_rows(engineer_api, site, office):
