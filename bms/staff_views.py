@@ -5,7 +5,6 @@ bms/ wires the apps together, so these views may use feeds, sensors and control 
 
 from __future__ import annotations
 
-import csv
 import time
 
 from django.conf import settings
@@ -17,6 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import NotFound, ValidationError
 
+from bms import csv_safe
 from bms.api_errors import error_response
 from bms.live import live_every_s, live_json, wants_live
 from bms.permissions import has_staff_role, is_engineer
@@ -141,7 +141,7 @@ def _csv_response(
     for feed_id, points in zip(ids, series, strict=True):
         for t_ms, value in points:
             by_time.setdefault(t_ms, {})[feed_id] = value
-    writer = csv.writer(_Echo())
+    writer = csv_safe.writer(_Echo())  # a feed named =HYPERLINK(...) stays text
     header = ["time_utc", "unix"] + [
         f"{feeds[i]} ({feeds[i].unit})" if feeds[i].unit else str(feeds[i]) for i in ids
     ]

@@ -12,7 +12,12 @@ from datetime import date, timedelta
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -197,8 +202,31 @@ class MeterViewSet(viewsets.ModelViewSet):
     serializer_class = MeterSerializer
 
 
+@extend_schema_field(OpenApiTypes.STR)
+class SiteIdOrSlugField(serializers.Field):
+    """A site by its numeric id or its slug (`3` or `cat-demo`); an id is tried first, so a
+    site whose slug is all digits is found by the slug only when no site has that id."""
+
+    default_error_messages = {"missing": "no site with id or slug {value!r}"}
+
+    def to_representation(self, value):
+        return value.pk
+
+    def to_internal_value(self, data):
+        raw = str(data).strip()
+        if not raw or len(raw) > 100:
+            self.fail("missing", value=raw[:40])
+        site = None
+        if raw.isascii() and raw.isdigit() and len(raw) <= 18:
+            site = Site.objects.filter(pk=int(raw)).first()
+        site = site or Site.objects.filter(slug=raw).first()
+        if site is None:
+            self.fail("missing", value=raw)
+        return site
+
+
 class UploadSerializer(serializers.Serializer):
-    site = serializers.PrimaryKeyRelatedField(queryset=Site.objects.all())
+    site = SiteIdOrSlugField(help_text="the site's numeric id or its slug")
     file = serializers.FileField()
 
 
@@ -210,8 +238,9 @@ class ExpectedUseViewSet(viewsets.ModelViewSet):
     @extend_schema(
         tags=["energy"],
         summary="Upload an energy model (CSV)",
-        description="Replaces expected use from a CSV file (docs/ENERGY.md); a bad row is a 400 "
-        "naming `file` and `row`. " + ENGINEERS_WRITE,
+        description="Replaces expected use from a CSV file (docs/ENERGY.md); `site` is the "
+        "site's numeric id or its slug. A bad row is a 400 naming `file` and `row`. "
+        + ENGINEERS_WRITE,
         request={"multipart/form-data": UploadSerializer},
         responses={201: OpenApiTypes.OBJECT},
     )

@@ -33,6 +33,32 @@ WATER = "water"
 GENERATION = "generation"
 FUELS = (ELECTRICITY, GAS, HEAT, OIL, WATER, GENERATION)
 UNIT = {ELECTRICITY: "kWh", GAS: "kWh", HEAT: "kWh", OIL: "kWh", WATER: "m³", GENERATION: "kWh"}
+# The units a meter's feed may be in, by the meter's source, and the factor to the unit the
+# figures are computed in: a cumulative register to kWh (water: m³), a power feed to W. A feed
+# with an empty unit is taken to be in the first (kWh, m³, W), as before units were checked.
+CUMULATIVE_ENERGY_UNITS = {"kwh": 1.0, "wh": 0.001}
+CUMULATIVE_WATER_UNITS = {"m³": 1.0, "m3": 1.0}
+POWER_UNITS = {"w": 1.0, "kw": 1000.0}
+
+
+def feed_units(fuel: str, source: str) -> dict[str, float]:
+    """{normalised unit: factor} a feed of a `source` ("cumulative"/"power") meter of `fuel`
+    may be in."""
+    if source == "power":
+        return POWER_UNITS
+    return CUMULATIVE_WATER_UNITS if fuel == WATER else CUMULATIVE_ENERGY_UNITS
+
+
+def normal_unit(unit: str) -> str:
+    return unit.replace(" ", "").lower()
+
+
+def same_unit(a: str, b: str) -> bool:
+    """'kWh' and 'kwh', 'm3' and 'm³' are the same unit."""
+    a, b = normal_unit(a).replace("m3", "m³"), normal_unit(b).replace("m3", "m³")
+    return a == b
+
+
 # Quantities that may be added and subtracted in a virtual meter: electricity bought and
 # electricity generated are the same quantity (house = import + PV - export); gas and
 # electricity are not, even though both count kWh.

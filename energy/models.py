@@ -13,7 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from energy import benchmarks
-from energy.consumption import ESTIMATED, GAP, MEASURED
+from energy.consumption import ESTIMATED, FIRST_DATE, GAP, LAST_DATE, MEASURED
 from energy.degree_days import DEFAULT_BASE_C
 from feeds.models import Feed
 from sensors.models import Site
@@ -241,6 +241,29 @@ class Meter(models.Model):
     def unit(self) -> str:
         return benchmarks.UNIT[self.fuel]
 
+    def feed_unit_error(self) -> str | None:
+        """Why the feed's unit does not fit this meter (an outside temperature feed in °C on
+        an electricity register), or None. An empty unit is accepted (docs/ENERGY.md)."""
+        if self.source == self.Source.VIRTUAL or self.feed_id is None or not self.fuel:
+            return None
+        allowed = benchmarks.feed_units(self.fuel, self.source)
+        unit = self.feed.unit or ""
+        if not unit.strip() or benchmarks.normal_unit(unit) in allowed:
+            return None
+        said = {"kwh": "kWh", "wh": "Wh", "m³": "m³", "m3": "m3", "w": "W", "kw": "kW"}
+        return (
+            f"'{self.feed}' is in {unit!r}: a {self.source} {self.fuel} meter reads a feed in "
+            f"{' or '.join(said[u] for u in allowed)} (or with no unit set)"
+        )
+
+    @property
+    def feed_scale(self) -> float:
+        """Factor from the feed's unit to kWh (water: m³) for a register, to W for power."""
+        if self.feed_id is None or self.source == self.Source.VIRTUAL:
+            return 1.0
+        allowed = benchmarks.feed_units(self.fuel, self.source)
+        return allowed.get(benchmarks.normal_unit(self.feed.unit or ""), 1.0)
+
     def clean(self) -> None:
         errors = {}
         if self.source == self.Source.VIRTUAL and self.feed_id is not None:
@@ -249,6 +272,10 @@ class Meter(models.Model):
             errors["feed"] = f"a {self.source} meter needs a feed"
         if self.source == self.Source.POWER and self.fuel == benchmarks.WATER:
             errors["source"] = "water is metered by a cumulative register (m³), not power"
+        if "feed" not in errors and "source" not in errors:
+            unit_error = self.feed_unit_error()
+            if unit_error:
+                errors["feed"] = unit_error
         if errors:
             raise ValidationError(errors)
 
@@ -304,6 +331,10 @@ class ExpectedUse(models.Model):
         return f"{self.node} {self.fuel} {self.start}..{self.end}"
 
     def clean(self) -> None:
+        for field in ("start", "end"):  # the days the rest of the module can hold
+            value = getattr(self, field)
+            if value and not FIRST_DATE <= value <= LAST_DATE:
+                raise ValidationError({field: f"{value} is outside {FIRST_DATE}..{LAST_DATE}"})
         if self.start and self.end and self.end < self.start:
             raise ValidationError({"end": "must not be before start"})
         if self.start and self.end and (self.end - self.start).days > 366:

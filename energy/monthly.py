@@ -9,12 +9,12 @@ operational rating. Methods: docs/ENERGY.md.
 from __future__ import annotations
 
 import calendar
-import csv
 import io
 import re
 from dataclasses import dataclass
 from datetime import date
 
+from bms import csv_safe
 from energy import report
 from energy.models import EnergySite, MeterNode
 
@@ -93,9 +93,10 @@ CSV_COLUMNS = [
 
 
 def to_csv(rep: MonthlyReport) -> bytes:
-    """One row per fuel and day, then one total row per fuel (day = "total")."""
+    """One row per fuel and day, then one total row per fuel (day = "total"). A name that
+    starts like a formula gets a leading quote (bms/csv_safe.py): the file is mailed."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\r\n")
+    w = csv_safe.writer(out, lineterminator="\r\n")
     w.writerow(CSV_COLUMNS)
     for f in rep.fuels:
         for row in f["rows"]:

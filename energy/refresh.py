@@ -84,8 +84,11 @@ def feed_usage(meter: Meter, bounds: list[int], tz: str, now: float) -> list:
     margin = (fill // step + 1) * step
     start = bounds[0] - margin
     end = min(bounds[-1] + margin, (int(now) // step + 1) * step)
+    scale = meter.feed_scale  # a feed in Wh or kW (energy/models.py Meter.feed_unit_error)
     if meter.source == Meter.Source.POWER:
         t, v = read_windows(meter.feed_id, start, end, step, average=True, delta=False, tz=tz)
+        if scale != 1.0:
+            v = [None if x is None else x * scale for x in v]
         return consumption.power_usage(t, v, step, bounds, max_fill_s=fill)
     interval = meter.feed.interval if meter.feed else step
     # delta = last reading of the window minus the last one before it: a running sum of
@@ -100,6 +103,8 @@ def feed_usage(meter: Meter, bounds: list[int], tz: str, now: float) -> list:
     fine = interval < step and step % interval == 0 and step // interval <= SLOTS_READ_ONE_BY_ONE
     read_step = interval if fine else step
     t, d = read_windows(meter.feed_id, start, end, read_step, average=False, delta=True, tz=tz)
+    if scale != 1.0:
+        d = [None if x is None else x * scale for x in d]
     step = read_step
     lag = max(0, step - interval)  # from window start to its last slot
     times, regs, total = [], [], 0.0

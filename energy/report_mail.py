@@ -58,7 +58,9 @@ def message(rep: monthly.MonthlyReport, to: list[str]) -> EmailMessage:
         f"against the model.",
     ]
     mail = EmailMessage(
-        subject=f"[BMS] {rep.title}",
+        # a name with a line break would be a header injection (Django refuses it, and the
+        # whole month's run stopped): one line
+        subject=" ".join(f"[BMS] {rep.title}".split()),
         body="\n".join(lines),
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=to,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from datetime import date
+from xml.sax.saxutils import escape
 
 from reportlab.graphics.charts.barcharts import VerticalBarChart
 from reportlab.graphics.charts.legends import Legend
@@ -39,6 +40,11 @@ WIDTH = 17 * cm
 
 def _n(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def _text(raw: object) -> str:
+    """Plain text for a Paragraph, whose text is parsed as ReportLab's XML-like markup."""
+    return escape(str(raw))
 
 
 def _money(x: float | None, currency: str) -> str:
@@ -143,10 +149,14 @@ def render(rep: MonthlyReport) -> bytes:
     )  # fmt: skip
     styles = getSampleStyleSheet()
     story: list = [
-        Paragraph(rep.title, styles["Title"]),
+        # Paragraph text is ReportLab markup: every name a person typed is escaped, so
+        # `Hall <b>` is printed as written, not parsed (a 500) or obeyed (a link, a font)
+        Paragraph(_text(rep.title), styles["Title"]),
         Paragraph(
-            f"{rep.node.site.name} · {rep.first.isoformat()} to {rep.last.isoformat()} "
-            f"(local days, {rep.node.site.time_zone or 'site time zone'})",
+            _text(
+                f"{rep.node.site.name} · {rep.first.isoformat()} to {rep.last.isoformat()} "
+                f"(local days, {rep.node.site.time_zone or 'site time zone'})"
+            ),
             styles["Normal"],
         ),
         Spacer(1, 0.4 * cm),
@@ -192,7 +202,7 @@ def render(rep: MonthlyReport) -> bytes:
                          _n(r["cusum"]), _money(r["cost"], rep.currency), _n(r["kg_co2e"]),
                          _n(r["hdd"])])  # fmt: skip
         story.append(Spacer(1, 0.4 * cm))
-        story.append(Paragraph(f"{f['fuel'].capitalize()} by day", styles["Heading3"]))
+        story.append(Paragraph(_text(f"{f['fuel'].capitalize()} by day"), styles["Heading3"]))
         story.append(_table(days, [2.4 * cm, 2.4 * cm, 2 * cm] + [2.04 * cm] * 5))
     story.append(Spacer(1, 0.4 * cm))
     story.append(

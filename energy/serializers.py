@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers
 
+from energy import benchmarks
 from energy.models import (
     EnergySite,
     ExpectedUse,
@@ -88,7 +89,9 @@ class TermSerializer(serializers.ModelSerializer):
 
 class MeterSerializer(CleanedSerializer):
     terms = TermSerializer(many=True, required=False)
-    unit = serializers.CharField(read_only=True)
+    # The unit follows from the fuel (kWh; water m³) and is not stored; given, it must agree,
+    # so `"fuel": "water", "unit": "kWh"` is a 400 naming unit, not a meter silently in m³.
+    unit = serializers.CharField(required=False, max_length=16)
 
     class Meta:
         model = Meter
@@ -107,6 +110,14 @@ class MeterSerializer(CleanedSerializer):
 
     def validate(self, attrs):
         self._validated_terms = attrs.get("terms")  # None: not given
+        unit = attrs.pop("unit", None)
+        fuel = attrs.get("fuel") or (self.instance.fuel if self.instance else None)
+        if unit is not None and fuel in benchmarks.UNIT:
+            if not benchmarks.same_unit(unit, benchmarks.UNIT[fuel]):
+                raise serializers.ValidationError(
+                    {"unit": [f"{unit!r}: a {fuel} meter counts in {benchmarks.UNIT[fuel]} "
+                              "(the unit follows from the fuel)"]}
+                )  # fmt: skip
         return super().validate(attrs)
 
     def _write_terms(self, meter: Meter, terms) -> None:

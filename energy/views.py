@@ -41,10 +41,18 @@ def energy_page(request: HttpRequest) -> HttpResponse:
         error, status = _readable(exc), 400
         first, last = parse_range({}, default_days=30)
         period = "day"
+    errors = [error] if error else []
     sites = list(Site.objects.all())
-    site = next((s for s in sites if str(s.pk) == params.get("site")), sites[0] if sites else None)
+    site = next((s for s in sites if str(s.pk) == params.get("site")), None)
+    if site is None and params.get("site"):
+        # a site, node or fuel asked for and not there is said, never swapped for another
+        errors.append(
+            f"site: no site {params['site'][:40]!r}; showing {sites[0] if sites else 'none'}"
+        )
+    site = site or (sites[0] if sites else None)
     context = {"nav": "energy", "sites": sites, "site": site, "first": first, "last": last,
                "period": period, "periods": consumption.PERIODS, "error": error,
+               "range_error": bool(error),
                # engineers import the site energy model here (energy_model_upload)
                "can_import": is_engineer(request.user),
                # the report of the month the range ends in
@@ -58,6 +66,9 @@ def energy_page(request: HttpRequest) -> HttpResponse:
             node = tree.nodes[int(raw)]
         elif nodes:
             node = nodes[0]["node"]
+        if raw and (node is None or str(node.pk) != raw):
+            errors.append(f"node: no node {raw[:40]!r} at site '{site}'"
+                          + (f"; showing '{node}'" if node is not None else ""))  # fmt: skip
         context.update(tree=nodes, node=node, league=report.league(tree, first, last))
         if node is not None:
             fuels = tree.fuels(node.pk)
@@ -65,12 +76,17 @@ def energy_page(request: HttpRequest) -> HttpResponse:
             # not silently swapped for another
             asked = params.get("fuel")
             fuel = asked if asked in benchmarks.FUELS else (fuels or [benchmarks.ELECTRICITY])[0]
+            if asked and asked not in benchmarks.FUELS:
+                errors.append(f"fuel: {asked[:40]!r}: use one of {', '.join(benchmarks.FUELS)}; "
+                              f"showing {fuel}")  # fmt: skip
             if fuel not in fuels:
                 fuels = [*fuels, fuel]
             context.update(
                 fuels=fuels, fuel=fuel,
                 figures=report.node_report(tree, node, fuel, first, last, period),
             )  # fmt: skip
+    if errors:
+        context["error"], status = "; ".join(errors), 400
     return render(request, "energy/energy.html", context, status=status)
 
 

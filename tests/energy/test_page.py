@@ -116,3 +116,38 @@ def test_one_missing_day_is_singular(client, viewer, tree):
     html = client.get(f"/staff/energy/?site={site.pk}&node={b.pk}&start=2024-05-01"
                       "&end=2024-05-03&period=month").content.decode()  # fmt: skip
     assert "(1 day missing)" in html and "1 days" not in html
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("fuel=plutonium", "fuel: &#x27;plutonium&#x27;: use one of electricity, gas"),
+        ("node=99999", "node: no node &#x27;99999&#x27; at site &#x27;CAT&#x27;"),
+        ("node=abc", "node: no node &#x27;abc&#x27;"),
+        ("site=99999", "site: no site &#x27;99999&#x27;"),
+    ],
+)
+def test_a_fuel_node_or_site_not_there_is_a_400_saying_so_not_swapped(
+    client, viewer, tree, query, words
+):
+    # found by the outside tester: ?fuel=plutonium showed electricity, ?node=99999 another
+    # building, both 200 with no word
+    site, b = tree
+    client.force_login(viewer)
+    r = client.get(f"/staff/energy/?{query}&start=2024-05-01&end=2024-05-03")
+    assert r.status_code == 400 and r["Content-Type"].startswith("text/html")
+    html = r.content.decode()
+    assert words in html and 'id="error"' in html
+    assert "Showing the last 30 days instead" not in html  # the range asked is kept
+    assert "<h1>Energy</h1>" in html
+
+
+def test_a_node_of_another_site_is_not_shown_under_this_one(client, viewer, tree):
+    site, b = tree
+    other = Site.objects.create(name="Other", slug="other")
+    theirs = MeterNode.objects.create(site=other, name="Their hall", kind="building")
+    client.force_login(viewer)
+    r = client.get(f"/staff/energy/?site={site.pk}&node={theirs.pk}")
+    assert r.status_code == 400 and f"no node &#x27;{theirs.pk}&#x27; at site" in r.content.decode()
+    ok = client.get(f"/staff/energy/?site={other.pk}&node={theirs.pk}&fuel=gas")
+    assert ok.status_code == 200 and 'id="error"' not in ok.content.decode()

