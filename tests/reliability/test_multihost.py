@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -249,6 +250,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
     cluster = Cluster(network, tmp_path, env)
     board = RelayBoard(coils=8)
     board.host = SERVER_IP
+    sampling = threading.Event()  # set: the tick sampler stops
     try:
         cluster.start_redis("redis-1")
         cluster.start_redis("redis-2", replica_of="redis-1")
@@ -283,19 +285,29 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         wait_until(lambda: _quiet(lambda: client.get(BEAT_LOCK)), 90, "worker-a's beat active")
         cluster.start_worker_host("worker-b")  # its beat: the standby
 
-        seen: list[float] = []
+        seen: list[float] = []  # every control tick's start, from its report in Redis
         relay_off_samples = 0
         tampered = False  # the test itself switched the relay off (the check at the end)
+
+        def sample_ticks() -> None:
+            # A thread of its own, every 0.1 s whatever the test is doing: the last tick is one
+            # key, overwritten by the next tick, so a tick not read within 3 s is missed and
+            # shows as a gap. (Sampled only between the test's steps, the wait for the senders
+            # to finish showed as a ~21 s "gap" while both control hosts ticked every 3 s.)
+            while not sampling.wait(0.1):
+                raw = _quiet(lambda: client.get(runtime.LAST_TICK_KEY))
+                if raw:
+                    at = datetime.fromisoformat(json.loads(raw)["at"]).timestamp()
+                    if not seen or at > seen[-1]:
+                        seen.append(at)
+
+        sampler = threading.Thread(target=sample_ticks, name="tick sampler", daemon=True)
+        sampler.start()
 
         def ticks() -> list[float]:
             nonlocal relay_off_samples
             cluster.supervise()
             _quiet(lambda: f.set_temperature(zone, 4.0))  # the sensor stays fresh
-            raw = _quiet(lambda: client.get(runtime.LAST_TICK_KEY))
-            if raw:
-                at = datetime.fromisoformat(json.loads(raw)["at"]).timestamp()
-                if not seen or at > seen[-1]:
-                    seen.append(at)
             if seen and len(seen) > 2 and not tampered and not board.coil(1):
                 relay_off_samples += 1
             return seen
@@ -350,6 +362,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         figures["Redis failover: replica promoted"] = time.time() - killed
         cluster.start_redis("redis-1")
         figures["Redis failover: next tick"] = first_tick_after(killed, "a tick after failover")
+        after_failover = seen[-1]  # the gap this tick ends is measured, not bounded
         hold(6)
 
         phases.append((time.time(), "beat host cut off"))
@@ -401,9 +414,13 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         except AssertionError as exc:  # print the figures all the same, then fail below
             print(exc)
         result = check()
+        sampling.set()
+        sampler.join(timeout=10)
         gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
         worst = seen[gaps.index(max(gaps)) + 1]  # when the longest gap ended
         during = next((n for t, n in reversed(phases) if t <= worst), "start-up")
+        # Every gap but the Redis failover's: each host's death or cut-off, and its return.
+        other_gaps = [b - a for a, b in zip(seen, seen[1:], strict=False) if b != after_failover]
         lost = result.accepted - result.found
         print(
             f"\nmulti-host (web, 2 worker hosts, Redis primary + replica + Sentinel, tick "
@@ -411,20 +428,23 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
             f"accepted {result.accepted}, found {result.found}, readings lost: {lost}, "
             f"wrong {result.wrong}, kWh points wrong {result.kwh_wrong}; refused and retried "
             f"{result.refused}; longest gap between control ticks {max(gaps):.1f} s ({during}) over "
-            f"{len(seen)} ticks; "
+            f"{len(seen)} ticks, longest outside the Redis failover {max(other_gaps):.1f} s; "
             + "; ".join(f"{k} {v:.1f} s" for k, v in figures.items())
             + f"; relay off in {relay_off_samples} samples, restored in {restored_s:.1f} s "
-            f"after a change behind the system's back; beat lock before the cut {owner!r}"
+            f"after a change behind the system's back; beat lock before the cut {owner!r}; "
+            f"logs in {tmp_path}"
         )
         assert result.accepted == result.sent
         assert lost == 0 and result.wrong == 0 and result.kwh_wrong == 0
         assert relay_off_samples == 0
-        # Measured, not yet bounded to two ticks: after the cut host comes back, ticks stopped
-        # for ~21 s in the runs (docs/RELIABILITY.md "Scale-out"); each takeover is bounded below.
-        assert max(gaps) <= 30
+        # Two ticks (+1 s) at most between ticks throughout: hosts killed, restarted, cut off and
+        # reconnected. The Redis failover's gap (Sentinel down-after 1 s, promotion, clients
+        # reconnecting) is measured, not bounded.
+        assert max(other_gaps) <= 2 * TICK_S + 1
         assert figures["beat host killed: next tick"] <= 2 * TICK_S + 1
         assert figures["beat host cut off: next tick"] <= 2 * TICK_S + 1
     finally:
+        sampling.set()
         board.stop()
         cluster.close()
         bms_redis._clients.clear()
