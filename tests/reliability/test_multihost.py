@@ -314,9 +314,15 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
 
         wait_until(lambda: len(ticks()) >= 2 and board.coil(1), 120, "ticks switching the relay")
 
+        # The first tick after each fault: the gap it ends began before the fault, up to a tick
+        # before it, so it is bounded from the fault instead (the takeover figures below).
+        after_fault: set[float] = set()
+
         def first_tick_after(moment: float, what: str) -> float:
             wait_until(lambda: ticks() and seen[-1] > moment, 60, what, every_s=0.1)
-            return seen[-1] - moment
+            first = next(t for t in seen if t > moment)
+            after_fault.add(first)
+            return first - moment
 
         def hold(seconds: float) -> None:
             end = time.monotonic() + seconds
@@ -362,7 +368,6 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         figures["Redis failover: replica promoted"] = time.time() - killed
         cluster.start_redis("redis-1")
         figures["Redis failover: next tick"] = first_tick_after(killed, "a tick after failover")
-        after_failover = seen[-1]  # the gap this tick ends is measured, not bounded
         hold(6)
 
         phases.append((time.time(), "beat host cut off"))
@@ -419,8 +424,8 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
         worst = seen[gaps.index(max(gaps)) + 1]  # when the longest gap ended
         during = next((n for t, n in reversed(phases) if t <= worst), "start-up")
-        # Every gap but the Redis failover's: each host's death or cut-off, and its return.
-        other_gaps = [b - a for a, b in zip(seen, seen[1:], strict=False) if b != after_failover]
+        # Every other gap: steady state, hosts restarted, the cut host reconnected.
+        other_gaps = [b - a for a, b in zip(seen, seen[1:], strict=False) if b not in after_fault]
         lost = result.accepted - result.found
         print(
             f"\nmulti-host (web, 2 worker hosts, Redis primary + replica + Sentinel, tick "
@@ -428,7 +433,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
             f"accepted {result.accepted}, found {result.found}, readings lost: {lost}, "
             f"wrong {result.wrong}, kWh points wrong {result.kwh_wrong}; refused and retried "
             f"{result.refused}; longest gap between control ticks {max(gaps):.1f} s ({during}) over "
-            f"{len(seen)} ticks, longest outside the Redis failover {max(other_gaps):.1f} s; "
+            f"{len(seen)} ticks, longest but those a fault opened {max(other_gaps):.1f} s; "
             + "; ".join(f"{k} {v:.1f} s" for k, v in figures.items())
             + f"; relay off in {relay_off_samples} samples, restored in {restored_s:.1f} s "
             f"after a change behind the system's back; beat lock before the cut {owner!r}; "
@@ -437,10 +442,11 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         assert result.accepted == result.sent
         assert lost == 0 and result.wrong == 0 and result.kwh_wrong == 0
         assert relay_off_samples == 0
-        # Two ticks (+1 s) at most between ticks throughout: hosts killed, restarted, cut off and
-        # reconnected. The Redis failover's gap (Sentinel down-after 1 s, promotion, clients
-        # reconnecting) is measured, not bounded.
+        # Two ticks (+1 s) at most: between ticks while hosts restart and the cut host comes
+        # back, and from each host's death or cut-off to the next tick. The Redis failover's
+        # next tick (Sentinel down-after 1 s, promotion, clients reconnecting) is measured only.
         assert max(other_gaps) <= 2 * TICK_S + 1
+        assert figures["worker host killed: next tick"] <= 2 * TICK_S + 1
         assert figures["beat host killed: next tick"] <= 2 * TICK_S + 1
         assert figures["beat host cut off: next tick"] <= 2 * TICK_S + 1
     finally:
