@@ -71,8 +71,14 @@ def _start_watch(check, name: str) -> None:
 def _start_worker_watch(sender=None, **_kwargs) -> None:
     """Beat outlives a dead worker: it checks that every queue still has a consumer."""
     import django
+    from django.apps import apps
 
-    django.setup()
+    # Celery's Django fixup has set Django up already (before beat's logging). A second
+    # django.setup() configures logging again, now that Celery has redirected sys.stderr to a
+    # logger: the console handler then writes into that redirect, and every line beat logs after
+    # "beat: Starting..." was dropped (the tasks it sends, bms.beat's lock and Redis warnings).
+    if not apps.ready:
+        django.setup()
     from bms import watchdog
 
     _start_watch(watchdog.check_workers, "workers")
