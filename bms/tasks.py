@@ -18,7 +18,8 @@ def heartbeat() -> None:
 
 @shared_task(name="bms.tasks.system_watchdog", ignore_result=True)
 def system_watchdog() -> dict:
-    """Commit backlog, data disk, workers per queue, beat: raise or clear their alarms."""
+    """Commit backlog, data disk, beat, refused points: raise or clear their alarms. Workers per
+    queue are beat's thread's check (bms/celery.py), never a wait on the control worker."""
     from bms import watchdog
 
-    return watchdog.run_all()
+    return watchdog.run_all(workers=False)

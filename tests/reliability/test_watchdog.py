@@ -123,7 +123,9 @@ def test_the_task_runs_every_check_and_survives_one_failing(redis_client, settin
     settings.BMS_ALARM_DISK_FREE_PCT = 0
     settings.BMS_FEED_DIR = "/nonexistent/feeds"  # the disk check fails; the others still run
     result = system_watchdog.apply().get()
-    assert set(result) == {"backlog", "disk", "workers", "beat", "refused"}
+    # not "workers": beat's thread checks them; on the control worker its 2 s inspect wait
+    # delayed a control tick once a minute (tests/reliability/test_multihost.py found it)
+    assert set(result) == {"backlog", "disk", "beat", "refused"}
     assert "error" in result["disk"] and "points" in result["backlog"]
     assert "celery-beat" in open_keys()  # no beat in this test
 
