@@ -21,6 +21,7 @@ What the lean path saves is measured in docs/BENCHMARKS.md ("Streams (issue #19)
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 from django.conf import settings
@@ -65,6 +66,24 @@ def ingest_routes() -> dict[str, View]:
     return routes
 
 
+def read_chunked_body(environ: dict, limit: int) -> None:
+    """Give a chunked request body a length Django can read.
+
+    Django reads CONTENT_LENGTH bytes of a body, and a request sent with
+    `Transfer-Encoding: chunked` has none: its body read as empty ("empty body", "cb: truncated
+    zlib data"), though emoncms takes it and some HTTP libraries send it (requests with a
+    generator body; found by an outside check). Gunicorn decodes the chunks and marks the input
+    `wsgi.input_terminated` (read to its end safely); such a body is read here, at most
+    `limit` + 1 bytes, so one more than the limit is the view's 413, never memory without end.
+    """
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if not chunked or environ.get("CONTENT_LENGTH") or not environ.get("wsgi.input_terminated"):
+        return
+    body = environ["wsgi.input"].read(limit + 1)
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+
+
 class IngestHandler(WSGIHandler):
     """Django's WSGI handler for the ingest paths only: a shorter middleware chain, no URL
     resolving per request (`routes` was read from the URL conf at start)."""
@@ -94,6 +113,10 @@ class IngestHandler(WSGIHandler):
         self._template_response_middleware = []
         self._exception_middleware = []
         self._middleware_chain = handler
+
+    def __call__(self, environ: dict, start_response):
+        read_chunked_body(environ, settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 1_048_576)
+        return super().__call__(environ, start_response)
 
     def _route(self, request: HttpRequest) -> HttpResponse:
         return self.routes[request.path_info](request)

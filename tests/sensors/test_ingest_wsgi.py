@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import zlib
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -174,3 +175,38 @@ def test_a_middleware_added_later_runs_on_the_ingest_paths_too(settings):
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, f"{__name__}.StampMiddleware"]
     status, headers, _ = call(IngestHandler(), "GET", "/api/v1/readings")
     assert status == 405 and headers["X-Stamp"] == "yes"
+
+
+def _chunked(body: bytes) -> dict:
+    # As gunicorn hands a chunked request to the application: the chunks decoded, no
+    # Content-Length, the input marked as ending where the body ends.
+    return {"HTTP_TRANSFER_ENCODING": "chunked", "CONTENT_LENGTH": "", "wsgi.input_terminated": True,
+            "wsgi.input": io.BytesIO(body)}  # fmt: skip
+
+
+def test_a_chunked_body_is_read(node_and_key, redis_client):
+    """Found by an outside check: `Transfer-Encoding: chunked` bodies read as empty on every
+    ingest path ("empty body", "cb: truncated zlib data"), though emoncms takes them."""
+    node, key = node_and_key
+    body = json.dumps({"values": {"t": 21.5}}).encode()
+    status, _h, content = call(wsgi.application, "POST", "/api/v1/readings", body,
+                               {"Authorization": f"Bearer {key}"}, **_chunked(body))  # fmt: skip
+    assert status == 202, content
+    bulk = zlib.compress(b"[[0,%d,1,2]]" % node.node_id)
+    status, _h, content = call(
+        wsgi.application, "POST", "/input/bulk.json", bulk, {"Authorization": f"Bearer {key}"},
+        QUERY_STRING="cb=1&sentat=0", **_chunked(bulk),
+    )  # fmt: skip
+    assert (status, content) == (200, b"ok")
+    assert [n for n, _rows in queued_batches(redis_client)] == [node.pk, node.pk]
+
+
+def test_a_chunked_body_over_the_limit_is_a_413_read_no_further(node_and_key, settings):
+    _node, key = node_and_key
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    stream = io.BytesIO(b'{"values": {"t": 1}, "pad": "' + b"x" * 5000 + b'"}')
+    extra = {**_chunked(b""), "wsgi.input": stream}
+    status, _h, content = call(wsgi.application, "POST", "/api/v1/readings", b"x",
+                               {"Authorization": f"Bearer {key}"}, **extra)  # fmt: skip
+    assert status == 413 and json.loads(content)["field"] == "body"
+    assert stream.tell() == 1001  # the limit + 1 bytes, not the whole body
