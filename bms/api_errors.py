@@ -61,3 +61,23 @@ def json_exception_handler(exc: Exception, context: dict) -> Response | None:
         body["fields"] = detail
     response.data = body
     return response
+
+
+# Paths whose clients read JSON: a refusal before any view (a Host not in ALLOWED_HOSTS, a
+# suspicious request) answers them in the same {"error", "field"} shape as every other refusal,
+# not Django's HTML "Bad Request (400)" page (found by an outside check of the ingest paths).
+JSON_PATH_PREFIXES = ("/api/", "/input/", "/feed/")
+
+
+def bad_request(request, exception: Exception | None = None):
+    """handler400 (bms/urls.py): JSON for API, ingest and feed paths, Django's page elsewhere."""
+    from django.core.exceptions import DisallowedHost
+    from django.views.defaults import bad_request as django_bad_request
+
+    path = request.path_info
+    if not (path.startswith(JSON_PATH_PREFIXES) or path.endswith(".json")):
+        return django_bad_request(request, exception)
+    if isinstance(exception, DisallowedHost):
+        host = request.META.get("HTTP_HOST", "")[:80]
+        return error_response(f"Host: {host!r} is not a host this site answers to", field="Host")
+    return error_response("bad request")

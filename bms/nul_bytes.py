@@ -22,5 +22,7 @@ class RefuseNulBytesMiddleware:
         for name, values in request.GET.lists():
             if "\x00" in name or any("\x00" in value for value in values):
                 shown = name.replace("\x00", "\\x00")
-                return error_response(f"{shown}: NUL bytes are not allowed in a query parameter.")
+                return error_response(
+                    f"{shown}: NUL bytes are not allowed in a query parameter.", field=shown
+                )
         return self.get_response(request)

@@ -24,3 +24,6 @@ urlpatterns = [
     path("", include("energy.urls")),
     path("", include("bms.page_urls")),
 ]
+
+# Refusals before any view (a Host not allowed) as JSON on API, ingest and feed paths.
+handler400 = "bms.api_errors.bad_request"

@@ -110,6 +110,22 @@ def check_key(key: Any, where: str, row: int | None = None) -> str:
     return key
 
 
+# Numeric text as a device writes it: ASCII digits, an optional sign, point and exponent.
+# Python's float() also takes '1_000', Arabic-Indic and full-width digits ('١٢٣', '１２'), which
+# no device sends and emoncms's (float) cast does not read as those numbers: an outside check
+# found them stored as 1000, 123 and 12. Such text is "not a number" here.
+NUMERIC_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def numeric_text(text: str) -> float:
+    """float() of numeric text (surrounding white space allowed); ValueError for anything else,
+    infinite and NaN values included only as far as float() reads them."""
+    stripped = text.strip()
+    if not NUMERIC_TEXT.fullmatch(stripped):
+        raise ValueError(f"not numeric text: {text[:40]!r}")
+    return float(stripped)
+
+
 def finite_float(value: int | float | str) -> float | None:
     """float(value) when it is a finite number, else None.
 
@@ -117,7 +133,7 @@ def finite_float(value: int | float | str) -> float | None:
     which must become a 400 naming the field, not a 500.
     """
     try:
-        number = float(value)
+        number = numeric_text(value) if isinstance(value, str) else float(value)
     except (ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None
@@ -131,7 +147,7 @@ def check_value(value: Any, where: str, row: int | None = None, *, allow_text: b
         if not allow_text:
             raise IngestError(f"{where}: value must be a number, got text", field=where, row=row)
         try:
-            value = float(value.strip())
+            value = numeric_text(value)
         except ValueError:
             raise IngestError(
                 f"{where}: value {value[:40]!r} is not numeric", field=where, row=row
@@ -177,7 +193,7 @@ def parse_time_value(raw: Any, where: str, row: int | None = None) -> float:
     if isinstance(raw, str):
         text = raw.strip()
         try:
-            number = float(text)
+            number = numeric_text(text)
         except ValueError:
             pass
         else:
@@ -361,7 +377,7 @@ def decompress_body(body: bytes, limits: Limits, *, field: str = "cb") -> bytes:
 
 def _reference_param(params: dict[str, str], name: str) -> float:
     try:
-        value = float(params[name])
+        value = numeric_text(params[name])
     except ValueError:
         raise IngestError(
             f"{name}: must be unix seconds, got {params[name][:40]!r}", field=name

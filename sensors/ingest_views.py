@@ -108,8 +108,14 @@ def _identify(request: HttpRequest, key: str | None) -> Identity:
         if wait is not None:
             raise Throttled(wait, BAD_REQUESTS)
         if not key:
+            scheme = request.META.get("HTTP_AUTHORIZATION", "").split(" ", 1)[0]
+            # A key sent as 'Token <key>' was not "missing": say which scheme to use instead.
+            sent = (
+                f"an Authorization header of scheme {scheme[:20]!r} is not read; " if scheme else ""
+            )
             raise IngestError(
-                "missing node key: send 'Authorization: Bearer <key>' (or apikey= on /input/)",
+                f"missing node key: {sent}send 'Authorization: Bearer <key>' "
+                "(or apikey= on /input/)",
                 status=401,
                 field="apikey",
             )
@@ -118,6 +124,11 @@ def _identify(request: HttpRequest, key: str | None) -> Identity:
 
 
 NODE_THROTTLED = "too many requests for this node"
+GATEWAY_THROTTLED = "too many requests for this gateway key"
+
+
+def _throttled_text(identity: Identity) -> str:
+    return GATEWAY_THROTTLED if isinstance(identity, GatewayIdentity) else NODE_THROTTLED
 
 
 def _charge(identity: Identity) -> throttle.Charge | None:
@@ -131,7 +142,7 @@ def _charge_first(identity: Identity) -> None:
     charge = _charge(identity)
     wait = None if charge is None else charge.run()
     if wait is not None:
-        raise Throttled(wait, NODE_THROTTLED)
+        raise Throttled(wait, _throttled_text(identity))
 
 
 @contextmanager

@@ -74,7 +74,8 @@ def record(subject: str, label: str, skipped: list[Skipped], now: float | None =
     if newly_open:
         raise_alarm(
             alarm_key(subject),
-            f"{label} sends values that are not numbers; they are skipped, the rest is stored: "
+            f"{label} sends values it cannot store (text, a bad time, node or input name); "
+            "they are skipped, the rest is stored: "
             f"{text}",
             source="node",
         )

@@ -28,6 +28,7 @@ def test_nul_in_query_is_refused(path, params, field):
     response = Client().get(path, params)
     assert response.status_code == 400
     assert response.json()["error"].startswith(f"{field}: NUL bytes")
+    assert response.json()["field"] == field
 
 
 @pytest.mark.django_db

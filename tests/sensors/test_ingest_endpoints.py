@@ -317,6 +317,51 @@ def test_bulk_bad_values_are_skipped_and_recorded_and_answered_ok(
         assert text in record["last"] and text in alarm.message
 
 
+@pytest.mark.parametrize("text", ["1_000", "١٢٣", "１２", "1_5", "٣٫٥", "0x10", "1 2"])
+def test_numbers_written_oddly_are_not_numbers(client, node_and_key, redis_client, text):
+    """Found by an outside check: Python's float() read '1_000' as 1000, Arabic-Indic '١٢٣' as
+    123 and full-width '１２' as 12, and they were stored. Only ASCII decimal text is a number;
+    the rest is skipped, recorded and answered `ok`, as other text is."""
+    node, key = node_and_key
+    data = json.dumps([[0, 10, 1.5, text]])
+    r = client.post("/input/bulk", {"data": data, "apikey": key, "time": str(T0)})
+    assert r.status_code == 200 and r.content == b"ok"
+    assert queued_batches(redis_client) == [[node.pk, [[T0, {"1": 1.5}]]]]
+    record = input_errors.summary(input_errors.node_subject(node.pk))
+    assert int(record["count"]) == 1 and "row 0 data[3]" in record["last"]
+    # /input/post refuses text in csv as it refuses any other text: a 400 naming the value
+    r = client.get("/input/post", {"node": "emontx1", "csv": text, "apikey": key})
+    assert r.status_code == 400 and r.json()["field"] == "csv[1]", r.content
+    assert len(queued_batches(redis_client)) == 1  # nothing more queued
+
+
+@pytest.mark.parametrize("text", ["1.5e3", " 12 ", "-3.", ".5", "+7"])
+def test_ascii_numeric_text_is_still_a_number(client, node_and_key, redis_client, text):
+    node, key = node_and_key
+    r = client.post("/input/bulk", {"data": json.dumps([[0, 10, text]]), "apikey": key,
+                                    "time": str(T0)})  # fmt: skip
+    assert r.status_code == 200 and r.content == b"ok"
+    assert queued_batches(redis_client) == [[node.pk, [[T0, {"1": float(text)}]]]]
+
+
+def test_a_key_sent_with_another_scheme_is_named(client, node_and_key, redis_client):
+    """A node key sent as 'Token <key>' was answered "missing node key": it says which scheme
+    to use instead (found by an outside check)."""
+    _, key = node_and_key
+    r = client.post("/api/v1/readings", {"values": {"a": 1}}, content_type="application/json",
+                    HTTP_AUTHORIZATION=f"Token {key}")  # fmt: skip
+    assert r.status_code == 401 and r.json()["field"] == "apikey"
+    assert "scheme 'Token' is not read; send 'Authorization: Bearer <key>'" in r.json()["error"]
+
+
+def test_a_time_in_other_digits_is_refused(client, node_and_key, redis_client):
+    _, key = node_and_key
+    r = client.get("/input/post", {"node": "emontx1", "csv": "1", "apikey": key,
+                                   "time": "١٧٩٥٦٧٥٠٠٠"})  # fmt: skip
+    assert r.status_code == 400 and r.json()["field"] == "time", r.content
+    assert queued_batches(redis_client) == []
+
+
 def test_bulk_too_many_rows(client, node_and_key, redis_client, settings):
     _, key = node_and_key
     settings.BMS_INGEST_MAX_ROWS = 2

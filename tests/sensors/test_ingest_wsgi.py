@@ -119,12 +119,19 @@ def test_accepted_and_refused_posts_carry_the_sites_security_headers(node_and_ke
 def test_a_host_not_allowed_is_refused_as_on_every_page(node_and_key, redis_client):
     _, key = node_and_key
     body = json.dumps({"values": {"power": 1}}).encode()
-    status, _, _ = call(
+    status, _, content = call(
         wsgi.application, "POST", "/api/v1/readings", body,
         {"Authorization": f"Bearer {key}", "Host": "evil.example"},
     )  # fmt: skip
     assert status == 400
+    # JSON naming the header, as every other refusal (was Django's HTML "Bad Request (400)")
+    assert json.loads(content) == {
+        "success": False, "error": "Host: 'evil.example' is not a host this site answers to",
+        "field": "Host",
+    }  # fmt: skip
     assert queued_batches(redis_client) == []
+    status, headers, _ = call(wsgi.application, "GET", "/staff/", headers={"Host": "evil.example"})
+    assert status == 400 and headers["Content-Type"].startswith("text/html")  # pages: HTML
 
 
 def test_https_required_redirects_before_the_view(node_and_key, redis_client, settings):
