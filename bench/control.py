@@ -23,13 +23,13 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import scratch_site  # noqa: E402  (bench/, the script's own folder)
 
 
 def serve_boards(ports: list[int], coils: int, ready, stop) -> None:
@@ -66,23 +66,10 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    scratch = Path(tempfile.mkdtemp(prefix="bms-bench-control-"))
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="bms.settings",
-        DATABASE_URL=f"sqlite:///{scratch / 'bench.sqlite3'}",
-        BMS_DATA_DIR=str(scratch),
-        REDIS_URL=args.redis_url,
-        LOG_LEVEL="ERROR",
-    )
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+    scratch_site.start("bms-bench-control-", args.redis_url, LOG_LEVEL="ERROR")
     from bms.redis import get_redis
     from control.drivers.simulated_board import free_port
 
-    call_command("migrate", verbosity=0)
     get_redis().flushdb()
 
     actuators_n = args.zones * 2

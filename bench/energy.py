@@ -26,7 +26,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import scratch_site  # noqa: E402  (bench/, the script's own folder)
 
 BUILDINGS = 50
 FIRST, LAST = date(2025, 1, 1), date(2025, 12, 31)
@@ -241,24 +241,13 @@ def main() -> None:
     parser.add_argument("--profile", choices=["page", "league"], help="cProfile one request")
     args = parser.parse_args()
 
-    base = Path(tempfile.mkdtemp(prefix="bench-energy-"))
-    os.environ.update(
-        BMS_DATA_DIR=str(base),
-        DATABASE_URL=args.database_url or f"sqlite:///{base / 'bench.sqlite3'}",
-        REDIS_URL=f"redis://127.0.0.1:6379/{args.redis_db}",
-        DJANGO_SETTINGS_MODULE="bms.settings",
-        ALLOWED_HOSTS="testserver,localhost",
-        DEBUG="false",
+    base = scratch_site.start(
+        "bench-energy-", f"redis://127.0.0.1:6379/{args.redis_db}", database_url=args.database_url
     )
-    import django
-
-    django.setup()
-    from django.core.management import call_command
     from django.db import connection
 
     from bms.redis import get_redis
 
-    call_command("migrate", verbosity=0)
     redis_client = get_redis()
     redis_client.flushdb()
     print(f"data dir {base}; database {connection.vendor}; Redis db {args.redis_db}")

@@ -19,13 +19,13 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import scratch_site  # noqa: E402  (bench/, the script's own folder)
 
 BUILDINGS = 50
 TARGET_S = 2.0
@@ -54,21 +54,12 @@ def main() -> None:
     parser.add_argument("--redis-db", type=int, default=8)
     parser.add_argument("--database-url", help="default: a scratch SQLite file")
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="bench-energy-model-"))
-    os.environ.update(
-        BMS_DATA_DIR=str(base),
-        DATABASE_URL=args.database_url or f"sqlite:///{base / 'bench.sqlite3'}",
-        REDIS_URL=f"redis://127.0.0.1:6379/{args.redis_db}",
-        DJANGO_SETTINGS_MODULE="bms.settings",
-        ALLOWED_HOSTS="testserver,localhost",
-        DEBUG="false",
-    )
-    import django
-
-    django.setup()
+    base = scratch_site.start(
+        "bench-energy-model-", f"redis://127.0.0.1:6379/{args.redis_db}",
+        database_url=args.database_url,
+    )  # fmt: skip
     from django.contrib.auth.models import Group, User
     from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
 
@@ -76,7 +67,6 @@ def main() -> None:
     from energy.models import ExpectedUse, MeterNode
     from sensors.models import Site
 
-    call_command("migrate", verbosity=0)
     print(f"database {connection.vendor}; nproc {os.cpu_count()}; load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
     try:

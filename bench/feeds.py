@@ -26,7 +26,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import scratch_site  # noqa: E402  (bench/, the script's own folder)
 
 YEAR_SLOTS = 365 * 86400 // 10  # 3,153,600
 START = 1_704_067_200  # 2024-01-01 00:00 UTC
@@ -226,24 +226,13 @@ def main() -> None:
     args = parser.parse_args()
 
     # The scratch data dir is on the same disk as var/ (a tmpfs would count no writes).
-    base = Path(tempfile.mkdtemp(prefix="bench-feeds-", dir=ROOT / "var"))
-    os.environ.update(
-        BMS_DATA_DIR=str(base),
-        DATABASE_URL=f"sqlite:///{base / 'bench.sqlite3'}",
-        REDIS_URL=f"redis://127.0.0.1:6379/{args.redis_db}",
-        DJANGO_SETTINGS_MODULE="bms.settings",
-        ALLOWED_HOSTS="testserver,localhost",
-        DEBUG="false",
+    base = scratch_site.start(
+        "bench-feeds-", f"redis://127.0.0.1:6379/{args.redis_db}", parent=ROOT / "var"
     )
-    import django
-
-    django.setup()
     from django.conf import settings
-    from django.core.management import call_command
 
     from bms.redis import get_redis
 
-    call_command("migrate", verbosity=0)
     redis_client = get_redis()
     redis_client.flushdb()
     print(f"data dir {base}; Redis db {args.redis_db}; numpy {np.__version__}")
