@@ -11,21 +11,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from energy import model_csv
-from energy.models import ExpectedUse, MeterNode
-from sensors.models import Site
+from energy.models import ExpectedUse
 
 API = "/api/v1/energy"
 HEADER = "building,fuel,start,end,kwh\n"
-
-
-@pytest.fixture
-def site(db) -> Site:
-    return Site.objects.create(name="CAT", slug="cat-demo")
-
-
-@pytest.fixture
-def office(site) -> MeterNode:
-    return MeterNode.objects.create(site=site, name="Office", kind="building", floor_area_m2=500)
 
 
 def _upload(api, site, body: bytes | str, site_param=None):

@@ -11,19 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from energy import model_csv, refresh
 from energy.models import ExpectedUse, Meter, MeterNode
 from feeds.models import Feed
-from sensors.models import Site
 
 API = "/api/v1/energy"
-
-
-@pytest.fixture
-def site(db) -> Site:
-    return Site.objects.create(name="CAT", slug="cat")
-
-
-@pytest.fixture
-def office(site) -> MeterNode:
-    return MeterNode.objects.create(site=site, name="Office", kind="building", floor_area_m2=500)
 
 
 @pytest.fixture
