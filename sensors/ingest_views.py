@@ -29,7 +29,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from bms import throttle
 from bms.openapi import documented_by
-from bms.redis import REDIS_FAILURES
+from bms.redis import REDIS_FAILURES, ReplicasBehind
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import emoncms_input, ingest_stream, input_budget, input_errors, node_auth
 from sensors.emoncms_input import BulkBatch, Skipped
@@ -206,6 +206,12 @@ def _enqueue(
     except REDIS_FAILURES as exc:
         names = ", ".join(node.name for node, _ in groups)
         log.error("could not queue a batch for node(s) %s: %s", names, exc)
+        if isinstance(exc, ReplicasBehind):  # BMS_REDIS_WAIT_REPLICAS: not yet safe to say ok
+            raise IngestError(
+                "ingest queue unavailable: no Redis replica acknowledged the reading (a failover "
+                "or resync in progress?), try again",
+                status=503,
+            ) from exc
         raise IngestError("ingest queue unavailable, try again", status=503) from exc
     if wait is not None:
         raise Throttled(wait, NODE_THROTTLED)

@@ -168,7 +168,9 @@ def test_a_failover_loses_no_accepted_request_when_appends_wait_for_a_replica(
     assert window < 30
 
 
-def test_an_append_no_replica_acknowledged_is_refused_not_accepted(cluster, settings, monkeypatch):
+def test_an_append_no_replica_acknowledged_is_refused_not_accepted(
+    cluster, settings, monkeypatch, db
+):
     settings.BMS_REDIS_WAIT_REPLICAS = 1
     # With replicas up the append is accepted. The wait is long here because on a loaded 2-core
     # machine a replica's first ack took longer than 200 ms (CI, session 5); the refusal below
@@ -181,7 +183,21 @@ def test_an_append_no_replica_acknowledged_is_refused_not_accepted(cluster, sett
     cluster.kill("replica-2")
     settings.BMS_REDIS_WAIT_MS = 200
     with pytest.raises(bms_redis.ReplicasBehind, match="0 of 1"):
-        ingest_stream.append(NODE, [[1_700_000_001, {"seq": 1}]])  # the view answers 503
+        ingest_stream.append(NODE, [[1_700_000_001, {"seq": 1}]])
+    # The view answers 503 and says why (an outside check found "ingest queue unavailable" gave
+    # an operator no hint that it was the replicas).
+    from sensors import cache
+    from sensors.models import Node
+    from tests.wsgi_client import WsgiClient
+
+    cache.clear_all()
+    node = Node(name="wait-node", node_id=None, interval=10)
+    key = node.set_new_key()
+    node.save()
+    r = WsgiClient().post("/api/v1/readings", {"values": {"a": 1}},
+                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")  # fmt: skip
+    assert r.status_code == 503
+    assert "no Redis replica acknowledged the reading" in r.json()["error"]
 
 
 @pytest.mark.soak  # see the note above the failover test
