@@ -16,7 +16,14 @@ from typing import Any
 from django.utils import timezone
 
 from control import runtime
-from control.models import HeatingPlant, OutputOverride, Override, WeatherCompensation, Zone
+from control.models import (
+    HeatingPlant,
+    OutputOverride,
+    Override,
+    RelayBoard,
+    WeatherCompensation,
+    Zone,
+)
 from feeds import service as feed_service
 from sensors.models import Actuator
 
@@ -203,6 +210,39 @@ def output_rows() -> list[dict[str, Any]]:
                 "confirmed": bool(s.get("confirmed")) if not three_point else not s.get("fault"),
                 "decided_at": _dt(s.get("decided_at")),
                 "override": held.get(p.pk),
+            }
+        )
+    return rows
+
+
+def board_rows() -> list[dict[str, Any]]:
+    """Each relay board's own communication watchdog as the last tick left it: whether the
+    plant will drop to the board's safe state if this server goes silent (issue #15)."""
+    from control.outputs import watchdog_status
+
+    boards = list(RelayBoard.objects.all())
+    states = watchdog_status([b.pk for b in boards])
+    rows = []
+    for b in boards:
+        state = states.get(b.pk) or {}
+        if b.watchdog_register is None:
+            status, fault = "no watchdog on this board", False
+        elif not b.enabled:
+            status, fault = "disabled: not written", False
+        elif not state:
+            status, fault = "not written yet (the next control tick writes it)", False
+        elif state.get("ok"):
+            status, fault = f"{state['value']} written to register {state['register']}", False
+        else:
+            status, fault = f"FAULT: {state.get('error') or 'not written'}", True
+        rows.append(
+            {
+                "id": b.pk,
+                "name": b.name,
+                "address": f"{b.host}:{b.port} unit {b.device_id}",
+                "status": status,
+                "fault": fault,
+                "written_at": _dt(state.get("written_at")) if state.get("ok") else None,
             }
         )
     return rows

@@ -29,7 +29,7 @@ from control import calendar, runtime
 from control.forms import BookingForm, OutputOverrideForm, OverrideForm, ReplayForm
 from control.models import Booking, HeatingPlant, OutputOverride, Override, SolarCircuit, Zone
 from control.replay import replay
-from control.status import actuator_status, output_rows, zone_status
+from control.status import actuator_status, board_rows, output_rows, zone_status
 from feeds.phpfina import FeedError
 
 
@@ -93,6 +93,7 @@ def _status_context(request: HttpRequest) -> dict:
         "others": others,
         "overrides": overrides,
         "circuits_out": circuits,
+        "boards": board_rows(),
         "any_output_override": any(c["override"] for c in circuits),
         "last_tick": runtime.load_last_tick(),
         "may_override": is_engineer(request.user),

@@ -457,3 +457,26 @@ def test_an_unchanged_output_gets_a_keep_alive_row_after_the_keepalive(redis_cli
     assert newest.confirmed_at is not None
     run_tick()
     assert AnalogueCommand.objects.filter(plant=plant).count() == 2
+
+
+def test_the_status_page_shows_each_boards_watchdog(viewer, redis_client, board):
+    """What the plant does if this server stops is the boards' watchdogs' business: the status
+    page says per board whether its watchdog was written, and in the board's words if not."""
+    valve = f.relay("Hall valve", board, coil=1)
+    f.zone("Hall", valve, temp=15.0)
+    good = RelayBoard.objects.create(name="Plant room", host=board.host, port=board.port,
+                                     watchdog_register=4, watchdog_value=60)  # fmt: skip
+    # A board at an address where nothing answers: its watchdog cannot be written.
+    dead = RelayBoard.objects.create(name="Loft board", host="127.0.0.1", port=1,
+                                     watchdog_register=4)  # fmt: skip
+    RelayBoard.objects.create(name="Old board", host="127.0.0.1", port=2)
+    run_tick()
+    client = Client()
+    client.force_login(viewer)
+    page = client.get("/staff/control/").content.decode()
+    table = page[page.index('id="relay-boards"') :]
+    row = table[table.index(f'id="board-{good.pk}"') :]
+    assert "60 written to register 4" in row[: row.index("</tr>")]
+    row = table[table.index(f'id="board-{dead.pk}"') :]
+    assert "FAULT: " in row[: row.index("</tr>")]
+    assert "no watchdog on this board" in table
