@@ -22,4 +22,4 @@ def system_watchdog() -> dict:
     queue are beat's thread's check (bms/celery.py), never a wait on the control worker."""
     from bms import watchdog
 
-    return watchdog.run_all(workers=False)
+    return watchdog.run_all()

@@ -299,24 +299,19 @@ def check_beat(now: float | None = None) -> dict:
     return {"beat_age_s": None if age is None else round(age, 1)}
 
 
-def run_all(now: float | None = None, *, workers: bool = True) -> dict:
-    """Every check, each on its own: one failing (say Redis away) does not skip the others.
-
-    workers=False leaves out the worker check, which waits up to its inspect timeout (2 s) for
-    the workers' replies: the beat task runs on the control worker, where that wait delayed a
-    control tick by ~2 s once a minute (seen in the multi-host runs), and beat's own thread
-    already runs that check every BMS_WATCHDOG_EVERY_S."""
+def run_all(now: float | None = None) -> dict:
+    """Every check but the workers', each on its own: one failing (say Redis away) does not
+    skip the others. The worker check is not here: it waits up to its inspect timeout (2 s)
+    for the workers' replies, and this runs on the control worker, where that wait delayed a
+    control tick by ~2 s once a minute (seen in the multi-host runs); beat's own thread runs
+    it every BMS_WATCHDOG_EVERY_S (bms/celery.py)."""
     results: dict[str, dict] = {}
-    checks = [
+    for name, check in (
         ("backlog", lambda: check_backlog(now)),
         ("disk", check_disk),
-        ("workers", check_workers),
         ("beat", lambda: check_beat(now)),
         ("refused", check_refused),
-    ]
-    for name, check in checks:
-        if name == "workers" and not workers:
-            continue
+    ):
         try:
             results[name] = check()
         except Exception as exc:  # reported and logged; the next run tries again

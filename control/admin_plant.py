@@ -24,6 +24,7 @@ from control.models import (
     ZoneTuning,
 )
 from control.outputs import output_status, watchdog_status
+from control.status import watchdog_text
 
 
 def zone_status_links(zone) -> str:
@@ -167,12 +168,7 @@ class RelayBoardAdmin(admin.ModelAdmin):
     def watchdog_now(self, board: RelayBoard) -> str:
         if board is None or board.pk is None or board.watchdog_register is None:
             return "—"
-        state = watchdog_status([board.pk]).get(board.pk) or {}
-        if not state:
-            return "not written yet"
-        if state.get("ok"):
-            return f"written {state['value']} to register {state['register']}"
-        return f"FAULT: {state.get('error') or 'not written'}"
+        return watchdog_text(board, watchdog_status([board.pk]).get(board.pk) or {})[0]
 
 
 @admin.register(AnalogueCommand)

@@ -215,6 +215,20 @@ def output_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def watchdog_text(board: RelayBoard, state: dict[str, Any]) -> tuple[str, bool]:
+    """A board's watchdog in words, and whether that is a fault: for the status page and the
+    admin list alike."""
+    if board.watchdog_register is None:
+        return "no watchdog on this board", False
+    if not board.enabled:
+        return "disabled: not written", False
+    if not state:
+        return "not written yet (the next control tick writes it)", False
+    if state.get("ok"):
+        return f"{state['value']} written to register {state['register']}", False
+    return f"FAULT: {state.get('error') or 'not written'}", True
+
+
 def board_rows() -> list[dict[str, Any]]:
     """Each relay board's own communication watchdog as the last tick left it: whether the
     plant will drop to the board's safe state if this server goes silent (issue #15)."""
@@ -225,16 +239,7 @@ def board_rows() -> list[dict[str, Any]]:
     rows = []
     for b in boards:
         state = states.get(b.pk) or {}
-        if b.watchdog_register is None:
-            status, fault = "no watchdog on this board", False
-        elif not b.enabled:
-            status, fault = "disabled: not written", False
-        elif not state:
-            status, fault = "not written yet (the next control tick writes it)", False
-        elif state.get("ok"):
-            status, fault = f"{state['value']} written to register {state['register']}", False
-        else:
-            status, fault = f"FAULT: {state.get('error') or 'not written'}", True
+        status, fault = watchdog_text(b, state)
         rows.append(
             {
                 "id": b.pk,

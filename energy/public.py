@@ -49,7 +49,9 @@ def today_against_model(node: MeterNode, now: float) -> dict:
     tree = report.Tree.load(site)
     by_id = {m.pk: m for ms in tree.meters.values() for m in ms}
     total, status, expected_day, any_meter = 0.0, consumption.MEASURED, 0.0, False
-    physical: list[tuple[Meter, int]] = []
+    # One feed read per meter for today and the same weekday of the last weeks (the profile).
+    bounds = profile_bounds(today, until, tz) + [midnight, until]
+    profiles: list[tuple[int, list] | None] = []  # (sign, usage) per meter; None: no feed
     hdd = _hdd_so_far(site, midnight, until, tz) if until > midnight else None
     for fuel in report.ENERGY_FUELS:
         ids = tree.meters_for(node.pk, fuel)
@@ -58,11 +60,13 @@ def today_against_model(node: MeterNode, now: float) -> dict:
         any_meter = True
         if until > midnight:
             for meter, sign in (p for i in ids for p in _physical(by_id[i], by_id)):
-                physical.append((meter, sign))
                 if meter.feed_id is None:  # its feed was deleted: today is not known
+                    profiles.append(None)
                     status = consumption.GAP
                     continue
-                (u,) = refresh.feed_usage(meter, [midnight, until], tz, now)
+                usage = refresh.feed_usage(meter, bounds, tz, now)
+                profiles.append((sign, usage))
+                u = usage[-1]  # midnight to the last whole hour
                 if u.value is None:
                     status = consumption.GAP
                 else:
@@ -75,7 +79,7 @@ def today_against_model(node: MeterNode, now: float) -> dict:
         return out
     out["expected_day"] = _r(expected_day)
     if expected_day is not None:
-        share = share_of_day_by(physical, today, until, tz, now)
+        share = share_of_day(profiles)
         out["expected_basis"] = "profile" if share is not None else "hours"
         if share is None:
             share = (until - midnight) / (next_midnight - midnight)
@@ -88,16 +92,9 @@ def today_against_model(node: MeterNode, now: float) -> dict:
 PROFILE_WEEKS = 4
 
 
-def share_of_day_by(
-    meters: list[tuple[Meter, int]], today, until: int, tz: str, now: float
-) -> float | None:
-    """Share of a whole day's use that the meters had used by `until`'s local hour, over the
-    same weekday of the last PROFILE_WEEKS weeks (weeks with a gap in any meter left out).
-
-    None when no week is complete or the share is not between 0 and 1 (no use, or a virtual
-    meter's terms cancelling): the caller falls back to the hours passed."""
-    if not meters or any(m.feed_id is None for m, _s in meters):
-        return None
+def profile_bounds(today, until: int, tz: str) -> list[int]:
+    """For each of the PROFILE_WEEKS same weekdays before `today`: its midnight, the same local
+    hour as `until`, and its closing midnight (usage between them: so far, and the rest)."""
     zone = ZoneInfo(tz)
     hour = datetime.fromtimestamp(until, zone).hour
     bounds: list[int] = []
@@ -106,11 +103,22 @@ def share_of_day_by(
         start, end = consumption.local_bounds(day, day, tz)
         cut = int(datetime(day.year, day.month, day.day, hour, tzinfo=zone).timestamp())
         bounds += [start, cut, end]
+    return bounds
+
+
+def share_of_day(profiles: list[tuple[int, list] | None]) -> float | None:
+    """Share of a whole day's use that the meters had used by this hour, over the same weekday
+    of the last PROFILE_WEEKS weeks (weeks with a gap in any meter left out). `profiles`: each
+    meter's sign and its usage between `profile_bounds` (and beyond: ignored).
+
+    None when a meter has no feed, no week is complete or the share is not between 0 and 1 (no
+    use, or a virtual meter's terms cancelling): the caller falls back to the hours passed."""
+    if not profiles or any(p is None for p in profiles):
+        return None
     so_far = [0.0] * PROFILE_WEEKS
     whole = [0.0] * PROFILE_WEEKS
     complete = [True] * PROFILE_WEEKS
-    for meter, sign in meters:
-        usage = refresh.feed_usage(meter, bounds, tz, now)
+    for sign, usage in profiles:
         for k in range(PROFILE_WEEKS):
             before, after = usage[3 * k], usage[3 * k + 1]  # usage[3k+2]: the days between
             if before.value is None or after.value is None:
