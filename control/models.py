@@ -322,16 +322,10 @@ class Booking(models.Model):
 MAX_OVERRIDE = timedelta(days=14)
 
 
-class Override(models.Model):
-    """A manual override of an actuator (or all a zone's actuators) until it expires."""
+class HeldUntil(models.Model):
+    """What a manual override of plant has, whatever it holds: a time it starts and one it
+    ends by itself, why and who, and a cancellation that keeps the row (the audit trail)."""
 
-    actuator = models.ForeignKey(
-        Actuator, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
-    )
-    zone = models.ForeignKey(
-        Zone, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
-    )
-    state = models.BooleanField(help_text="On (ticked) or off.")
     starts = models.DateTimeField(default=timezone.now)
     expires = models.DateTimeField()
     reason = models.CharField(max_length=200)
@@ -344,7 +338,31 @@ class Override(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        abstract = True
         ordering = ["-starts"]
+
+    def cancel(self, by: str) -> None:
+        """Cancel, never delete: the audit trail keeps every override."""
+        if self.cancelled:
+            return
+        self.cancelled, self.cancelled_at, self.cancelled_by = True, timezone.now(), by[:150]
+        self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
+
+    def is_active(self, at=None) -> bool:
+        at = at or timezone.now()
+        return not self.cancelled and self.starts <= at < self.expires
+
+
+class Override(HeldUntil):
+    """A manual override of an actuator (or all a zone's actuators) until it expires."""
+
+    actuator = models.ForeignKey(
+        Actuator, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
+    )
+    zone = models.ForeignKey(
+        Zone, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
+    )
+    state = models.BooleanField(help_text="On (ticked) or off.")
 
     def __str__(self) -> str:
         target = self.actuator or self.zone
@@ -379,17 +397,6 @@ class Override(models.Model):
                         "plant's output instead."
                     }
                 )
-
-    def cancel(self, by: str) -> None:
-        """Cancel, never delete: the audit trail keeps every override."""
-        if self.cancelled:
-            return
-        self.cancelled, self.cancelled_at, self.cancelled_by = True, timezone.now(), by[:150]
-        self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
-
-    def is_active(self, at=None) -> bool:
-        at = at or timezone.now()
-        return not self.cancelled and self.starts <= at < self.expires
 
 
 class ActuatorCommand(models.Model):
@@ -809,7 +816,7 @@ OUTPUT_OVERRIDE_MAX = timedelta(hours=24)
 OUTPUT_OVERRIDE_MIN = timedelta(minutes=1)
 
 
-class OutputOverride(models.Model):
+class OutputOverride(HeldUntil):
     """An operator holds a weather-compensated plant's analogue output (a mixing valve's
     position, or a modulating boiler's flow set point) for a bounded time, with a reason.
 
@@ -823,19 +830,6 @@ class OutputOverride(models.Model):
         help_text="Valve position (%: 0 closed, 100 open) for a mixing valve; flow set point "
         "(°C) for a modulating boiler."
     )
-    starts = models.DateTimeField(default=timezone.now)
-    expires = models.DateTimeField()
-    reason = models.CharField(max_length=200)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    cancelled = models.BooleanField(default=False)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
-    cancelled_by = models.CharField(max_length=150, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-starts"]
 
     def __str__(self) -> str:
         until = when_text(timezone.localtime(self.expires)) if self.expires else "?"
@@ -873,17 +867,6 @@ class OutputOverride(models.Model):
                 errors["expires"] = "Must be at most 24 hours after the start."
         if errors:
             raise ValidationError(errors)
-
-    def cancel(self, by: str) -> None:
-        """Cancel, never delete: the audit trail keeps every override."""
-        if self.cancelled:
-            return
-        self.cancelled, self.cancelled_at, self.cancelled_by = True, timezone.now(), by[:150]
-        self.save(update_fields=["cancelled", "cancelled_at", "cancelled_by"])
-
-    def is_active(self, at=None) -> bool:
-        at = at or timezone.now()
-        return not self.cancelled and self.starts <= at < self.expires
 
 
 class SolarCircuit(models.Model):
