@@ -6,7 +6,9 @@ then runs:
              throughput counts only values read back from the feed files (target >= 20,000/s).
   2. single: sequential one-reading posts to /api/v1/readings (target >= 500 req/s), p50/p99,
              then the same posts to gunicorn alone (bench/gunicorn_alone.py: same workers and
-             threads, a fixed 202, nothing behind it): the site should reach >= 85 % of that.
+             threads, a fixed 202, nothing behind it): the site should reach >= 85 % of that;
+             and to gunicorn + one XADD (bench/gunicorn_xadd_floor.py), the floor of any
+             design that appends a post to the stream before answering it.
 
     .venv/bin/python bench/ingest.py [--seconds 60] [--clients 8] [--single-seconds 20]
                                      [--single-only]
@@ -223,13 +225,14 @@ def single_phase(port: int, key: str, seconds: float, t0: int) -> dict:
     }
 
 
-def gunicorn_alone_rate(args, scratch: Path, seconds: float, t0: int) -> dict:
-    """single_phase against gunicorn serving bench/gunicorn_alone.py (same workers, threads)."""
+def baseline_rate(args, scratch: Path, seconds: float, t0: int, app: str) -> dict:
+    """single_phase against gunicorn serving bench/<app>.py (same workers, threads): gunicorn
+    alone, or the XADD floor."""
     port = free_port()
     py = sys.executable
-    with open(scratch / "gunicorn-alone.log", "ab") as logs:
+    with open(scratch / f"{app}.log", "ab") as logs:
         proc = subprocess.Popen(
-            [str(Path(py).parent / "gunicorn"), "gunicorn_alone:application", "--chdir",
+            [str(Path(py).parent / "gunicorn"), f"{app}:application", "--chdir",
              str(ROOT / "bench"), "--bind", f"127.0.0.1:{port}", "--workers",
              str(args.web_workers), "--threads", str(args.web_threads), "--keep-alive", "30"],
             stdout=logs, stderr=subprocess.STDOUT,
@@ -242,7 +245,7 @@ def gunicorn_alone_rate(args, scratch: Path, seconds: float, t0: int) -> dict:
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("gunicorn alone did not start") from None
+                    raise RuntimeError(f"gunicorn serving {app} did not start") from None
                 time.sleep(0.1)
         # Its CPU per request is the floor of the site's web CPU: gunicorn's own share.
         pids = process_tree(proc.pid)
@@ -384,11 +387,18 @@ def main() -> None:
             + ", ".join(f"{name} {ms:.2f} ms" for name, ms in cpu_ms.items())
             + f"; total {sum(cpu_ms.values()):.2f} ms"
         )
-        alone = gunicorn_alone_rate(args, scratch, args.single_seconds, t_single)
+        alone = baseline_rate(args, scratch, args.single_seconds, t_single, "gunicorn_alone")
         print(
             f"  gunicorn alone: {alone['rate']:,.0f} req/s (p50 {alone['p50_ms']:.2f} ms, "
             f"web CPU {alone['web_cpu_ms']:.2f} ms per request); "
             f"the site reached {single['rate'] / alone['rate']:.0%} of it"
+        )
+        floor = baseline_rate(args, scratch, args.single_seconds, t_single, "gunicorn_xadd_floor")
+        print(
+            f"  gunicorn + one XADD (the floor of answering after the append): "
+            f"{floor['rate']:,.0f} req/s (p50 {floor['p50_ms']:.2f} ms) = "
+            f"{floor['rate'] / alone['rate']:.0%} of gunicorn alone; "
+            f"the site reached {single['rate'] / floor['rate']:.0%} of the floor"
         )
         ok = bulk_ok and landed == single["requests"]
         print("verified: none lost" if ok else "VERIFICATION FAILED")
