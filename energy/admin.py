@@ -55,7 +55,7 @@ class MeterAdmin(admin.ModelAdmin):
 class MeterInline(admin.TabularInline):
     model = Meter
     extra = 0
-    fields = ["name", "fuel", "source", "feed", "counts_to_node"]
+    fields = ["name", "fuel", "source", "feed", "counts_to_node", "separable_use"]
     show_change_link = True
 
 

@@ -22,6 +22,7 @@ FUEL_CHOICES = [(f, f) for f in benchmarks.FUELS]
 MAX_TREE_DEPTH = 8
 MAX_TERMS = 50
 MAX_AREA_M2 = 10_000_000
+HOURS_A_YEAR = 8784  # a leap year
 
 
 class EnergySite(models.Model):
@@ -172,6 +173,13 @@ class MeterNode(models.Model):
         max_length=32, blank=True, choices=benchmarks.TM46_CHOICES,
         help_text="CIBSE TM46 benchmark category (buildings).",
     )  # fmt: skip
+    annual_occupancy_hours = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(HOURS_A_YEAR)],
+        help_text="Hours a year the building is occupied, counted as TM46 counts them for its "
+        "category (offices, laboratories, workshops, storage: hours with over 25 % of the "
+        "nominal maximum occupants; the others: hours fully open to the public). Longer than "
+        "the category's standard hours raises its DEC benchmark; blank: standard hours.",
+    )  # fmt: skip
     baseline_start = models.DateField(null=True, blank=True)
     baseline_end = models.DateField(
         null=True, blank=True, help_text="Last day of the baseline (the performance line)."
@@ -185,6 +193,15 @@ class MeterNode(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def building(self) -> MeterNode | None:
+        """This node if it is a building, else its nearest building above it."""
+        node, depth = self, 0
+        while node is not None and depth <= MAX_TREE_DEPTH:
+            if node.kind == self.Kind.BUILDING:
+                return node
+            node, depth = node.parent, depth + 1
+        return None
 
     def clean(self) -> None:
         errors = {}
@@ -204,6 +221,16 @@ class MeterNode(models.Model):
                 errors["parent"] = f"the tree may be at most {MAX_TREE_DEPTH} levels deep"
         if self.baseline_start and self.baseline_end and self.baseline_end < self.baseline_start:
             errors["baseline_end"] = "must not be before baseline_start"
+        if self.annual_occupancy_hours is not None:
+            bench = benchmarks.TM46_TYPICAL.get(self.tm46_category)
+            if self.kind != self.Kind.BUILDING or bench is None:
+                errors["annual_occupancy_hours"] = (
+                    "only a building with a TM46 category has occupancy hours"
+                )
+            elif bench.hours_standard is None:
+                errors["annual_occupancy_hours"] = (
+                    f"TM46 does not adjust '{bench.label}' for occupancy hours: leave blank"
+                )
         if errors:
             raise ValidationError(errors)
 
@@ -228,6 +255,12 @@ class Meter(models.Model):
     max_fill_hours = models.PositiveIntegerField(
         default=48, validators=[MaxValueValidator(744)],
         help_text="Holes in the data up to this long are filled and shown as estimated.",
+    )  # fmt: skip
+    separable_use = models.CharField(
+        max_length=100, blank=True,
+        help_text="The TM46 separable energy use this meter measures on its own (e.g. "
+        "'regional server room'): its use is taken out of its building's for the DEC rating "
+        "only. Blank for an ordinary meter.",
     )  # fmt: skip
 
     class Meta:
@@ -276,8 +309,21 @@ class Meter(models.Model):
             unit_error = self.feed_unit_error()
             if unit_error:
                 errors["feed"] = unit_error
+        if self.separable_use.strip():
+            errors.update(self._separable_errors())
         if errors:
             raise ValidationError(errors)
+
+    def _separable_errors(self) -> dict[str, str]:
+        """TM46: a separable use is metered on its own, is energy, and is inside a building."""
+        if self.fuel not in benchmarks.TM46_CLASS:
+            return {"separable_use": f"{self.fuel} is not energy use of a building (TM46)"}
+        if self.source == self.Source.VIRTUAL:
+            return {"separable_use": "TM46 takes out only a separately metered use: not a "
+                    "virtual meter"}  # fmt: skip
+        if self.node_id is not None and self.node.building() is None:
+            return {"separable_use": f"'{self.node}' is not in a building"}
+        return {}
 
 
 class VirtualTerm(models.Model):

@@ -13,7 +13,7 @@ from datetime import date, timedelta
 import numpy as np
 from django.db import connection
 
-from energy import benchmarks, consumption, degree_days, regression
+from energy import benchmarks, consumption, dec, degree_days, regression
 from energy.models import (
     EnergySite,
     ExpectedUse,
@@ -74,6 +74,20 @@ class Tree:
     def buildings(self) -> list[MeterNode]:
         return [n for n in self.nodes.values() if n.kind == MeterNode.Kind.BUILDING]
 
+    def separable_meters(self, node_id: int) -> list[Meter]:
+        """Meters marked as a TM46 separable use in the node and below it, not inside another
+        building (a meter's building is its nearest: MeterNode.building)."""
+        out: list[Meter] = []
+        stack = [node_id]
+        while stack:
+            n = stack.pop()
+            out.extend(m for m in self.meters.get(n, ()) if m.separable_use.strip())
+            stack.extend(
+                c for c in self.children.get(n, ())
+                if self.nodes[c].kind != MeterNode.Kind.BUILDING
+            )  # fmt: skip
+        return sorted(out, key=lambda m: m.pk)
+
 
 def daily_use(
     meter_ids: list[int], first: date, last: date
@@ -115,12 +129,17 @@ def sum_days(
 
 def degree_days_for(site, first: date, last: date) -> tuple[dict[date, float | None], float]:
     """HDD per local day from the site's outside temperature feed ({} without one)."""
+    means, base = outside_means(site, first, last)
+    return {d: degree_days.heating_degree_days(m, base) for d, m in means.items()}, base
+
+
+def outside_means(site, first: date, last: date) -> tuple[dict[date, float | None], float]:
+    """Mean outside temperature per local day ({} without a feed) and the site's HDD base."""
     settings_row = EnergySite.objects.filter(site=site).first()
     base = settings_row.hdd_base_c if settings_row else degree_days.DEFAULT_BASE_C
     if settings_row is None or settings_row.outside_temperature_feed_id is None:
         return {}, base
-    means = daily_feed_means(site, settings_row.outside_temperature_feed_id, first, last)
-    return {d: degree_days.heating_degree_days(m, base) for d, m in means.items()}, base
+    return daily_feed_means(site, settings_row.outside_temperature_feed_id, first, last), base
 
 
 def daily_feed_means(site, feed_id: int, first: date, last: date) -> dict[date, float | None]:
@@ -446,15 +465,23 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
         for fuel in ENERGY_FUELS
         if (ids := tree.meters_for(node.pk, fuel))
     }
-    all_ids = sorted({i for ids in fuel_ids.values() for i in ids})
+    separable = {node.pk: tree.separable_meters(node.pk) for node in buildings}
+    all_ids = sorted(
+        {i for ids in fuel_ids.values() for i in ids}
+        | {m.pk for meters in separable.values() for m in meters}
+    )
     arrays = day_arrays(all_ids, first, last)
     factors = rates(tree.site)
     models = _expected_rows(buildings, first, last)  # one query, not one per building
     lines = _baseline_lines(tree, [n for n in buildings if n.baseline_start and n.baseline_end])
     hdd_arr = np.full(n, np.nan)
-    if lines:
-        hdd, _base = degree_days_for(tree.site, first, last)
-        hdd_arr = _array(hdd, days)
+    means: dict[date, float | None] = {}
+    if lines or any(node.tm46_category for node in buildings):
+        means, base = outside_means(tree.site, first, last)  # one read for both uses
+        hdd_arr = _array(
+            {d: degree_days.heating_degree_days(m, base) for d, m in means.items()}, days
+        )
+    dec_hdd = dec.degree_days_a_year(means)
     out = []
     for node in buildings:
         per_fuel: dict[str, float] = {}
@@ -489,11 +516,11 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
         year = sum(annual.values()) if annual else None
         elec = annual.get(benchmarks.ELECTRICITY, 0.0)
         fossil_factor = _weighted_fossil_factor(per_fuel, factors)
-        rating = None
-        if year is not None and node.floor_area_m2 and node.tm46_category:
-            rating = benchmarks.operational_rating(
-                elec, year - elec, node.floor_area_m2, node.tm46_category,
-                factors[benchmarks.ELECTRICITY][1], fossil_factor,
+        rating = dec.DecResult(None, None, None)
+        if year is not None:
+            rating = dec.building_rating(
+                node, elec, year - elec, dec.separable_a_year(separable[node.pk], arrays),
+                dec_hdd, factors[benchmarks.ELECTRICITY][1], fossil_factor,
             )  # fmt: skip
         bench = benchmarks.TM46_TYPICAL.get(node.tm46_category)
         per_m2 = benchmarks.per_m2(total, node.floor_area_m2) if total is not None else None
@@ -515,8 +542,10 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
                 "tm46_category": node.tm46_category or None,
                 "tm46_typical_electricity": bench.electricity if bench else None,
                 "tm46_typical_fossil": bench.fossil if bench else None,
-                "operational_rating": _r(rating, 0),
-                "dec_grade": benchmarks.dec_grade(rating),
+                "operational_rating": _r(rating.rating, 0),
+                "dec_grade": benchmarks.dec_grade(rating.rating),
+                # the benchmark the rating used and what adjusted it (docs/ENERGY.md)
+                "dec": rating.details,
                 "actual_compared_kwh": _r(actual_sum) if n_compared else None,
                 "expected_kwh": _r(exp_sum) if n_compared else None,
                 "change_pct": _r(100.0 * (actual_sum - exp_sum) / exp_sum, 1)
@@ -524,7 +553,7 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
                 else None,
                 "compared_days": n_compared,
                 "gap_meter_days": gaps,
-                "warning": negative_use_warning(negative),
+                "warning": negative_use_warning(negative) or rating.warning,
             }
         )
     out.sort(key=lambda r: (r["kwh_per_m2"] is None, -(r["kwh_per_m2"] or 0)))

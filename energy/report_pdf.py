@@ -18,7 +18,7 @@ from reportlab.graphics.charts.lineplots import LinePlot
 from reportlab.graphics.shapes import Drawing, Line, String
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4
-from reportlab.lib.styles import getSampleStyleSheet
+from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.lib.units import cm
 from reportlab.platypus import (
     KeepTogether,
@@ -163,6 +163,7 @@ def render(rep: MonthlyReport) -> bytes:
     ]
     totals = rep.totals()
     b = rep.building or {}
+    dec = b.get("dec")
     summary = [
         ["Figure", "Value"],
         ["Cost (all fuels)", _money(totals["cost"], rep.currency)],
@@ -176,10 +177,18 @@ def render(rep: MonthlyReport) -> bytes:
         ["TM46 typical, electricity + fossil (kWh/m² a year)",
          f"{_n(b.get('tm46_typical_electricity'), 0)} + {_n(b.get('tm46_typical_fossil'), 0)}"
          if b.get("tm46_category") else "no category set"],
-        ["DEC operational rating (simplified)",
+        ["TM46 benchmark for this building, electricity + fossil (kWh/m² a year)",
+         f"{_n(dec['benchmark_electricity'], 0)} + {_n(dec['benchmark_fossil'], 0)}"
+         if dec else "–"],
+        ["DEC operational rating",
          f"{_n(b.get('operational_rating'), 0)} ({b.get('dec_grade') or '–'})"],
     ]  # fmt: skip
+
     story.append(_table(summary, [11 * cm, 6 * cm]))
+    # what adjusted the benchmark and what was taken out, in the words of the staff page
+    note_style = ParagraphStyle("dec-note", parent=styles["Normal"], fontSize=8, leading=10)
+    for note in dec["notes"] if dec else []:
+        story.append(Paragraph(_text(f"DEC {note}"), note_style))
     story.append(Spacer(1, 0.3 * cm))
     per_fuel = [["Fuel", "Actual", "Expected", "CUSUM", "Saved", "Cost", "kg CO2e", "Gap days"]]
     for f in rep.fuels:

@@ -77,7 +77,7 @@ class MeterNodeSerializer(CleanedSerializer):
         model = MeterNode
         fields = [
             "id", "site", "parent", "name", "kind", "floor_area_m2", "tm46_category",
-            "baseline_start", "baseline_end",
+            "annual_occupancy_hours", "baseline_start", "baseline_end",
         ]  # fmt: skip
 
 
@@ -97,7 +97,7 @@ class MeterSerializer(CleanedSerializer):
         model = Meter
         fields = [
             "id", "node", "name", "fuel", "unit", "source", "feed", "counts_to_node",
-            "max_fill_hours", "terms",
+            "max_fill_hours", "separable_use", "terms",
         ]  # fmt: skip
 
     def extra_checks(self, instance) -> None:

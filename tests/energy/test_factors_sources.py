@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from energy.benchmarks import DEFAULT_FACTORS, TM46_TYPICAL
+from energy.benchmarks import CHECKED_TWICE, DEFAULT_FACTORS, ONE_SOURCE, TM46_TYPICAL
 
 # factor id -> (fuel, kg CO2e per unit as the flat file gives it)
 FLAT_FILE_2023 = {
@@ -31,12 +31,25 @@ def test_energy_doc_states_each_default_factor_and_its_source_row():
         assert factor_id in text, factor_id
 
 
-def test_energy_doc_marks_each_unchecked_tm46_row_as_not_verified():
+def test_energy_doc_names_each_tm46_row_from_one_source_only():
+    """Every row not confirmed by a second source is named in the doc's "one reproduction
+    only" row, and the code marks the confirmed ones, and only those, as checked twice."""
     text = DOC.read_text(encoding="utf-8")
     section = text.split("## Values checked against sources", 1)[1]
-    for category in ("workshop", "storage", "hotel"):
-        bench = TM46_TYPICAL[category]
-        row = next(
-            line for line in section.splitlines() if line.startswith(f"| TM46 {bench.label}")
-        )
-        assert "not verified" in row, row
+    one_source_row = next(
+        line for line in section.splitlines() if line.startswith("| TM46 rows from one")
+    )
+    assert "not checked against TM46 itself" in one_source_row
+    for bench in TM46_TYPICAL.values():
+        if bench.source == ONE_SOURCE:
+            assert bench.label in one_source_row, bench.label
+    verified = next(line for line in section.splitlines() if line.startswith("| TM46 General"))
+    checked = {b.label for b in TM46_TYPICAL.values() if b.source == CHECKED_TWICE}
+    assert checked == {
+        "General office", "Cultural activities", "Swimming pool centre",
+        "Dry sports and leisure facility", "Public buildings with light usage",
+        "Schools and seasonal public buildings",
+    }  # fmt: skip
+    for label in checked:
+        bench = next(b for b in TM46_TYPICAL.values() if b.label == label)
+        assert f"{label} {bench.electricity} + {bench.fossil}" in verified, label

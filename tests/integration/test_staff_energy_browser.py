@@ -190,7 +190,12 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     expect(cells.nth(1)).to_have_text(f"{tree['total']:.0f}")
     expect(cells.nth(2)).to_have_text(f"{tree['per_m2']:.1f}")
     grade = "ABCDEFG"[min(6, max(0, (round(tree["rating"]) - 1) // 25))]
-    expect(cells.nth(5)).to_have_text(f"{round(tree['rating'])} ({grade})")
+    expect(cells.nth(5).locator(".dec-rating")).to_have_text(f"{round(tree['rating'])} ({grade})")
+    # under the rating, what adjusted its benchmark (this site has no outside temperature)
+    expect(cells.nth(5).locator(".dec-notes li")).to_have_text([
+        "weather: not adjusted (no outside temperature in the range)",
+        "occupancy: standard hours (2,040 h a year) assumed",
+    ])  # fmt: skip
     expect(cells.nth(6)).to_have_text(f"{tree['change']:.1f} % over 14 days")
     browser_page.wait_for_function("document.body.dataset.chartsReady === '1'")
     shoot(browser_page, "energy")
