@@ -89,8 +89,13 @@ def building_rating(
     elif adjusted.occupancy_hours is None:
         notes.append(f"occupancy: standard hours ({bench.hours_standard:,} h a year) assumed")
     else:
+        entered = ""
+        if hours < bench.hours_standard:
+            entered = f"{hours:,} h entered, under the standard: "
+        elif hours > bench.hours_max:
+            entered = f"{hours:,} h entered, over the maximum: "
         notes.append(
-            f"occupancy: {adjusted.occupancy_hours:,} h a year counted (standard "
+            f"occupancy: {entered}{adjusted.occupancy_hours:,} h a year counted (standard "
             f"{bench.hours_standard:,}, maximum {bench.hours_max:,})"
         )
     if sep_names:

@@ -203,6 +203,34 @@ class MeterNode(models.Model):
             node, depth = node.parent, depth + 1
         return None
 
+    def _orphaned_separable_errors(self) -> dict[str, str]:
+        """A change of kind or parent must not leave a separable meter below this node outside
+        every building: its use would silently stop being taken out of a DEC rating (found by
+        an outside check). Meters under a building below this node are not affected."""
+        if self.building() is not None:
+            return {}
+        orphaned, level = [], [self.pk]
+        for _depth in range(MAX_TREE_DEPTH + 1):
+            if not level:
+                break
+            orphaned += [
+                f"'{m.name}' ({m.separable_use})"
+                for m in Meter.objects.filter(node_id__in=level).exclude(separable_use="")
+            ]
+            level = list(
+                MeterNode.objects.filter(parent_id__in=level)
+                .exclude(kind=self.Kind.BUILDING)
+                .values_list("pk", flat=True)
+            )
+        if not orphaned:
+            return {}
+        stored = MeterNode.objects.filter(pk=self.pk).values_list("kind", flat=True).first()
+        field = "kind" if stored != self.kind else "parent"
+        return {
+            field: f"separable meter(s) {', '.join(sorted(orphaned)[:5])} would no longer be in "
+            "a building: clear their separable use or move them first"
+        }
+
     def clean(self) -> None:
         errors = {}
         if self.parent_id is not None:
@@ -221,6 +249,8 @@ class MeterNode(models.Model):
                 errors["parent"] = f"the tree may be at most {MAX_TREE_DEPTH} levels deep"
         if self.baseline_start and self.baseline_end and self.baseline_end < self.baseline_start:
             errors["baseline_end"] = "must not be before baseline_start"
+        if self.pk is not None and not errors:
+            errors.update(self._orphaned_separable_errors())
         if self.annual_occupancy_hours is not None:
             bench = benchmarks.TM46_TYPICAL.get(self.tm46_category)
             if self.kind != self.Kind.BUILDING or bench is None:

@@ -187,6 +187,8 @@ def render(rep: MonthlyReport) -> bytes:
     story.append(_table(summary, [11 * cm, 6 * cm]))
     # what adjusted the benchmark and what was taken out, in the words of the staff page
     note_style = ParagraphStyle("dec-note", parent=styles["Normal"], fontSize=8, leading=10)
+    if b.get("warning"):  # why there is no rating, as the staff page says it
+        story.append(Paragraph(_text(f"Warning: {b['warning']}"), note_style))
     for note in dec["notes"] if dec else []:
         story.append(Paragraph(_text(f"DEC {note}"), note_style))
     story.append(Spacer(1, 0.3 * cm))

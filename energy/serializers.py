@@ -195,3 +195,67 @@ class ReportRecipientSerializer(NoUnknownFields, CleanedSerializer):
         fields = ["id", "site", "node", "email"]
         # clean() names a duplicate by its address; the table constraint stays the backstop
         validators: list = []
+
+
+class LeagueDecSerializer(serializers.Serializer):
+    """The schema of a league row's `dec` (energy/dec.py): documentation only."""
+
+    benchmark_electricity = serializers.FloatField(
+        help_text="TM46 electricity benchmark adjusted for this building, kWh/m² a year"
+    )
+    benchmark_fossil = serializers.FloatField(
+        help_text="TM46 fossil-thermal benchmark adjusted for this building, kWh/m² a year"
+    )
+    hdd_year = serializers.FloatField(
+        allow_null=True, help_text="heating degree days a year at 15.5 °C; null: not adjusted"
+    )
+    hdd_reference = serializers.FloatField(help_text="TM46's standard year: 2021")
+    hdd_base_c = serializers.FloatField(help_text="15.5")
+    weather_ratio = serializers.FloatField(allow_null=True, help_text="hdd_year / 2021")
+    occupancy_hours = serializers.IntegerField(
+        allow_null=True, help_text="the hours counted; null: standard hours or not adjusted"
+    )
+    hours_standard = serializers.IntegerField(allow_null=True)
+    hours_max = serializers.IntegerField(allow_null=True)
+    separable_kwh_year = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="kWh a year taken out, by `electricity` and `fossil`",
+    )
+    separable_uses = serializers.ListField(child=serializers.CharField())
+    notes = serializers.ListField(
+        child=serializers.CharField(), help_text="what adjusted the benchmark, in words"
+    )
+
+
+class LeagueRowSerializer(serializers.Serializer):
+    """The schema of one building of the league (energy/report.py league): documentation."""
+
+    node = serializers.IntegerField()
+    name = serializers.CharField()
+    floor_area_m2 = serializers.FloatField(allow_null=True)
+    kwh = serializers.FloatField(allow_null=True, help_text="energy use over the range")
+    kwh_per_m2 = serializers.FloatField(allow_null=True)
+    kwh_per_m2_year = serializers.FloatField(
+        allow_null=True, help_text="annualised on the days with data"
+    )
+    days = serializers.IntegerField()
+    days_with_data = serializers.IntegerField()
+    tm46_category = serializers.CharField(allow_null=True)
+    tm46_typical_electricity = serializers.FloatField(allow_null=True)
+    tm46_typical_fossil = serializers.FloatField(allow_null=True)
+    operational_rating = serializers.FloatField(allow_null=True, help_text="100 = typical")
+    dec_grade = serializers.CharField(allow_null=True, help_text="A to G")
+    dec = LeagueDecSerializer(allow_null=True)
+    actual_compared_kwh = serializers.FloatField(allow_null=True)
+    expected_kwh = serializers.FloatField(allow_null=True)
+    change_pct = serializers.FloatField(allow_null=True)
+    compared_days = serializers.IntegerField()
+    gap_meter_days = serializers.IntegerField()
+    warning = serializers.CharField(allow_null=True)
+
+
+class LeagueSerializer(serializers.Serializer):
+    site = serializers.IntegerField()
+    first = serializers.DateField()
+    last = serializers.DateField()
+    buildings = LeagueRowSerializer(many=True)

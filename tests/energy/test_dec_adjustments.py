@@ -232,3 +232,73 @@ def test_a_separable_use_must_be_metered_energy_inside_a_building(
     assert r.status_code == 400, r.content
     assert "separable_use" in r.content.decode() and says in r.content.decode()
     assert not Meter.objects.filter(name="M").exists()
+
+
+def test_moving_a_room_with_a_separable_meter_out_of_its_building_is_refused(engineer_api, site):
+    """Found by the outside check: a separable meter's room moved to the top of the tree, or
+    its building turned into a floor, silently stopped being taken out of the rating."""
+    office = MeterNode.objects.create(site=site, name="Office", kind="building")
+    room = MeterNode.objects.create(site=site, parent=office, name="Server room", kind="room")
+    _power_meter(room, "Servers", "electricity", separable_use="regional server room")
+
+    r = engineer_api.patch(f"{API}/nodes/{room.pk}", {"parent": None}, format="json")
+    assert r.status_code == 400, r.content
+    body = r.content.decode()
+    assert "parent" in body and "'Servers' (regional server room)" in body
+    r = engineer_api.patch(f"{API}/nodes/{office.pk}", {"kind": "floor"}, format="json")
+    assert r.status_code == 400 and "kind" in r.content.decode()
+    room.refresh_from_db()
+    office.refresh_from_db()
+    assert room.parent_id == office.pk and office.kind == "building"
+    # under another building it is still inside one: allowed
+    other = MeterNode.objects.create(site=site, name="Library", kind="building")
+    r = engineer_api.patch(f"{API}/nodes/{room.pk}", {"parent": other.pk}, format="json")
+    assert r.status_code == 200, r.content
+
+
+def test_the_admin_refuses_turning_the_building_into_a_floor(client, superuser, site):
+    office = MeterNode.objects.create(site=site, name="Office", kind="building")
+    room = MeterNode.objects.create(site=site, parent=office, name="Server room", kind="room")
+    _power_meter(room, "Servers", "electricity", separable_use="server room")
+    client.force_login(superuser)
+    form = {"site": site.pk, "name": "Office", "kind": "floor", "floor_area_m2": "",
+            "tm46_category": "", "annual_occupancy_hours": "", "baseline_start": "",
+            "baseline_end": "", "meters-TOTAL_FORMS": "0", "meters-INITIAL_FORMS": "0",
+            "meters-MIN_NUM_FORMS": "0", "meters-MAX_NUM_FORMS": "1000"}  # fmt: skip
+    r = client.post(f"/admin/energy/meternode/{office.pk}/change/", form)
+    assert r.status_code == 200  # the form again, with the error
+    assert "would no longer be in a building" in r.content.decode()
+    office.refresh_from_db()
+    assert office.kind == "building"
+
+
+def test_hours_outside_the_range_say_what_was_entered_and_what_counted(site, viewer_api):
+    office = MeterNode.objects.create(site=site, name="Office", kind="building",
+                                      floor_area_m2=100, tm46_category="general_office",
+                                      annual_occupancy_hours=0)  # fmt: skip
+    _days(_power_meter(office, "Main", "electricity"), 26.0)
+    url = f"{API}/league?site={site.pk}&start={FIRST}&end={LAST}"
+    notes = viewer_api.get(url).json()["buildings"][0]["dec"]["notes"]
+    assert "occupancy: 0 h entered, under the standard: 2,040 h a year counted" in notes[1]
+    office.annual_occupancy_hours = 8784
+    office.save()
+    notes = viewer_api.get(url).json()["buildings"][0]["dec"]["notes"]
+    assert "occupancy: 8,784 h entered, over the maximum: 8,760 h a year counted" in notes[1]
+
+
+def test_the_league_schema_names_every_field_it_gives_and_takes_the_site_slug(dec_site, viewer_api):
+    """The OpenAPI schema of the league (an outside check found it a bare object) lists what
+    a row holds; `site` takes the slug as the model upload does."""
+    from energy.serializers import LeagueDecSerializer, LeagueRowSerializer
+
+    office = MeterNode.objects.create(site=dec_site, name="Office", kind="building",
+                                      floor_area_m2=100, tm46_category="general_office")  # fmt: skip
+    _days(_power_meter(office, "Main", "electricity"), 26.0)
+    r = viewer_api.get(f"{API}/league?site={dec_site.slug}&start={FIRST}&end={LAST}")
+    assert r.status_code == 200, r.content
+    row = r.json()["buildings"][0]
+    assert set(row) == set(LeagueRowSerializer().fields)
+    assert set(row["dec"]) == set(LeagueDecSerializer().fields)
+    missing = viewer_api.get(f"{API}/league?site=no-such-site")
+    assert missing.status_code == 400
+    assert "no site with id or slug 'no-such-site'" in missing.content.decode()

@@ -53,3 +53,23 @@ def test_energy_doc_names_each_tm46_row_from_one_source_only():
     for label in checked:
         bench = next(b for b in TM46_TYPICAL.values() if b.label == label)
         assert f"{label} {bench.electricity} + {bench.fossil}" in verified, label
+
+
+def test_energy_doc_table_of_tm46_rows_is_the_code():
+    """An assessor recomputes a rating from docs/ENERGY.md: each category's row there must be
+    what the code uses (typical values, weather shares, hours, fractions, separable uses)."""
+    text = DOC.read_text(encoding="utf-8")
+    for b in TM46_TYPICAL.values():
+        row = next(
+            line for line in text.splitlines() if line.startswith(f"| {b.label} (`{b.category}`)")
+        )
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == f"{b.electricity:g} + {b.fossil:g}", b.label
+        assert cells[2] == f"{b.weather_electricity:g} / {b.weather_fossil:g}", b.label
+        if b.hours_standard is None:
+            assert cells[3] == "none" and cells[4] == "–", b.label
+        else:
+            assert cells[3].startswith(f"{b.hours_standard:,}–{b.hours_max:,} ("), b.label
+            added = f"{b.occupancy_electricity:.0%} / {b.occupancy_fossil:.0%}"
+            assert cells[4] == added, b.label
+        assert cells[5] == (b.separable or "–"), b.label

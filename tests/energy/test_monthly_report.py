@@ -386,3 +386,24 @@ def test_a_name_that_starts_like_a_formula_is_text_in_the_csv_numbers_stay_numbe
         office.save()
         body = monthly.to_csv(monthly.build(office, 2024, 6)).decode()
         assert {r[0] for r in list(csv.reader(io.StringIO(body)))[1:]} == {"'" + start}
+
+
+@needs_poppler
+def test_the_pdf_says_why_there_is_no_rating_and_what_adjusted_it(june, tmp_path):
+    """Found by the outside check: a separable meter larger than its building left the PDF
+    with "– (–)" and no reason, though the page and the API gave one."""
+    _site, office, room = june
+    feed = Feed.objects.create(name="kiln", tag="t", interval=60)
+    kiln = Meter.objects.create(node=room, name="Kiln", fuel="electricity", source="power",
+                                feed=feed, separable_use="furnace")  # fmt: skip
+    MeterDay.objects.bulk_create(
+        MeterDay(meter=kiln, day=date(2024, 6, d), value=500.0, status="measured")
+        for d in range(1, 31)
+    )
+    path = tmp_path / "r.pdf"
+    path.write_bytes(report_pdf.render(monthly.build(office, 2024, 6)))
+    text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+    flat = " ".join(text.split())
+    assert "the separable uses take out more than the building uses" in flat
+    assert "DEC separable uses taken out a year" in flat and "furnace (Kiln, electricity)" in flat
