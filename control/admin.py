@@ -142,8 +142,23 @@ class BookingAdmin(admin.ModelAdmin):
         return False
 
 
+class HeldUntilAdmin(admin.ModelAdmin):
+    """An operator's hold (control.models.HeldUntil): who made it is recorded, and it is
+    cancelled, never deleted."""
+
+    actions = [cancel_selected]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # cancelled instead: the audit trail keeps every override
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+
 @admin.register(Override)
-class OverrideAdmin(admin.ModelAdmin):
+class OverrideAdmin(HeldUntilAdmin):
     list_display = [
         "__str__",
         "actuator",
@@ -158,19 +173,10 @@ class OverrideAdmin(admin.ModelAdmin):
     list_filter = ["state", "cancelled"]
     search_fields = ["reason"]
     readonly_fields = ["created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]
-    actions = [cancel_selected]
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False  # cancelled instead: the audit trail keeps every override
-
-    def save_model(self, request, obj, form, change):
-        if not change:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
 
 
 @admin.register(OutputOverride)
-class OutputOverrideAdmin(admin.ModelAdmin):
+class OutputOverrideAdmin(HeldUntilAdmin):
     """An analogue output held by an operator (rules: OutputOverride.clean); cancelled, never
     deleted. It starts when it is made."""
 
@@ -180,15 +186,6 @@ class OutputOverrideAdmin(admin.ModelAdmin):
     search_fields = ["reason"]
     readonly_fields = ["starts", "created_by", "cancelled", "cancelled_at", "cancelled_by",
                        "created"]  # fmt: skip
-    actions = [cancel_selected]
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False  # cancelled instead: the audit trail keeps every override
-
-    def save_model(self, request, obj, form, change):
-        if not change:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
 
 
 @admin.register(ActuatorCommand)

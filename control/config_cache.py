@@ -292,40 +292,46 @@ def rebuild(config: dict, now: datetime):
 # --- what waits for the database -------------------------------------------------------------
 
 
+def _queue_rows(key: str, fields: tuple[str, ...], rows: list) -> None:
+    if rows:
+        get_redis().rpush(key, *(dumps({name: getattr(r, name) for name in fields}) for r in rows))
+
+
+def _pending_rows(key: str) -> list[dict]:
+    return [loads(raw) for raw in get_redis().lrange(key, 0, -1)]
+
+
+def _drop_rows(key: str, count: int) -> None:
+    # Only what was written: rows queued meanwhile by another process stay.
+    get_redis().ltrim(key, count, -1)
+
+
 def queue_audit(rows: list) -> None:
     """ActuatorCommand rows (unsaved model instances) to write when the database is back."""
-    if rows:
-        get_redis().rpush(
-            PENDING_AUDIT_KEY,
-            *(dumps({name: getattr(r, name) for name in _AUDIT_FIELDS}) for r in rows),
-        )
+    _queue_rows(PENDING_AUDIT_KEY, _AUDIT_FIELDS, rows)
 
 
 def pending_audit() -> list[dict]:
-    return [loads(raw) for raw in get_redis().lrange(PENDING_AUDIT_KEY, 0, -1)]
+    return _pending_rows(PENDING_AUDIT_KEY)
 
 
 def drop_audit(count: int) -> None:
-    # Only what was written: rows queued meanwhile by another process stay.
-    get_redis().ltrim(PENDING_AUDIT_KEY, count, -1)
+    _drop_rows(PENDING_AUDIT_KEY, count)
 
 
 def queue_analogue(rows: list) -> None:
     """AnalogueCommand rows (unsaved model instances) to write when the database is back: the
-    same queue as the relays' rows, so an output held or moved during an outage is audited."""
-    if rows:
-        get_redis().rpush(
-            PENDING_ANALOGUE_KEY,
-            *(dumps({name: getattr(r, name) for name in _ANALOGUE_FIELDS}) for r in rows),
-        )
+    same kind of queue as the relays' rows, so an output held or moved during an outage is
+    audited."""
+    _queue_rows(PENDING_ANALOGUE_KEY, _ANALOGUE_FIELDS, rows)
 
 
 def pending_analogue() -> list[dict]:
-    return [loads(raw) for raw in get_redis().lrange(PENDING_ANALOGUE_KEY, 0, -1)]
+    return _pending_rows(PENDING_ANALOGUE_KEY)
 
 
 def drop_analogue(count: int) -> None:
-    get_redis().ltrim(PENDING_ANALOGUE_KEY, count, -1)
+    _drop_rows(PENDING_ANALOGUE_KEY, count)
 
 
 def queue_alarm(key: str, action: dict) -> None:

@@ -322,9 +322,19 @@ class Booking(models.Model):
 MAX_OVERRIDE = timedelta(days=14)
 
 
+class HeldQuerySet(models.QuerySet):
+    def active(self, at=None) -> HeldQuerySet:
+        """The holds in force at `at` (now): not cancelled, started, not yet expired; the same
+        rule as HeldUntil.is_active, in the database."""
+        at = at or timezone.now()
+        return self.filter(cancelled=False, starts__lte=at, expires__gt=at)
+
+
 class HeldUntil(models.Model):
     """What a manual override of plant has, whatever it holds: a time it starts and one it
     ends by itself, why and who, and a cancellation that keeps the row (the audit trail)."""
+
+    objects = HeldQuerySet.as_manager()
 
     starts = models.DateTimeField(default=timezone.now)
     expires = models.DateTimeField()

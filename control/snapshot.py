@@ -227,11 +227,7 @@ def _reading(last: dict[int, tuple[int, float]], feed_id: int | None) -> Reading
 def _active_overrides(now: datetime) -> dict[tuple[str, int], OverrideSpec]:
     found: dict[tuple[str, int], OverrideSpec] = {}
     # Newest first: when two overlap, the one set most recently wins.
-    for o in (
-        Override.objects.filter(cancelled=False, starts__lte=now, expires__gt=now)
-        .select_related("created_by")
-        .order_by("-starts", "-pk")
-    ):
+    for o in Override.objects.active(now).select_related("created_by").order_by("-starts", "-pk"):
         key = ("actuator", o.actuator_id) if o.actuator_id else ("zone", o.zone_id)
         found.setdefault(
             key,
@@ -251,9 +247,7 @@ def _output_overrides(now: datetime) -> dict[int, OutputOverrideSpec]:
     """plant id -> the operator's hold on its analogue output; the newest wins."""
     found: dict[int, OutputOverrideSpec] = {}
     for o in (
-        OutputOverride.objects.filter(cancelled=False, starts__lte=now, expires__gt=now)
-        .select_related("created_by")
-        .order_by("-starts", "-pk")
+        OutputOverride.objects.active(now).select_related("created_by").order_by("-starts", "-pk")
     ):
         found.setdefault(
             o.plant_id,

@@ -58,9 +58,7 @@ def actuator_status(actuators: list[Actuator] | None = None) -> list[dict[str, A
     states = runtime.load_actuators([a.pk for a in actuators])
     now = timezone.now()
     overrides: dict[int, Override] = {}
-    for o in Override.objects.filter(
-        actuator__in=actuators, cancelled=False, starts__lte=now, expires__gt=now
-    ).order_by("starts"):
+    for o in Override.objects.active(now).filter(actuator__in=actuators).order_by("starts"):
         overrides[o.actuator_id] = o
     rows = []
     for a in actuators:
@@ -171,9 +169,8 @@ def output_rows() -> list[dict[str, Any]]:
     now = timezone.now()
     held: dict[int, OutputOverride] = {}
     for o in (
-        OutputOverride.objects.filter(
-            plant__in=plants, cancelled=False, starts__lte=now, expires__gt=now
-        )
+        OutputOverride.objects.active(now)
+        .filter(plant__in=plants)
         .select_related("created_by")
         .order_by("starts", "pk")
     ):

@@ -54,6 +54,7 @@ def _bad(field: str, message: str) -> ValidationError:
 
 
 FIRST_DATE, LAST_DATE = consumption.FIRST_DATE, consumption.LAST_DATE
+MONTH_PARAMETER = OpenApiParameter("month", OpenApiTypes.STR, required=True, description="YYYY-MM")
 
 
 def _in_bounds(field: str, value: date) -> date:
@@ -167,8 +168,7 @@ class MeterNodeViewSet(viewsets.ModelViewSet):
         summary="Monthly report of a building (PDF)",
         description="The month's figures as on the staff page: use against the model per "
         "day and fuel, CUSUM, kWh/m², cost, CO₂e, with charts (docs/ENERGY.md). " + STAFF_READ,
-        parameters=[OpenApiParameter("month", OpenApiTypes.STR, required=True,
-                                     description="YYYY-MM")],
+        parameters=[MONTH_PARAMETER],
         responses={(200, "application/pdf"): OpenApiTypes.BINARY},
     )  # fmt: skip
     @action(detail=True, methods=["get"], url_path="report.pdf")
@@ -181,8 +181,7 @@ class MeterNodeViewSet(viewsets.ModelViewSet):
         summary="Monthly report of a building (CSV)",
         description="One row per fuel and day (actual, status, expected, CUSUM, cost, kg "
         "CO₂e, HDD) and a total row per fuel; a gap is an empty cell. " + STAFF_READ,
-        parameters=[OpenApiParameter("month", OpenApiTypes.STR, required=True,
-                                     description="YYYY-MM")],
+        parameters=[MONTH_PARAMETER],
         responses={(200, "text/csv"): OpenApiTypes.STR},
     )  # fmt: skip
     @action(detail=True, methods=["get"], url_path="report.csv")

@@ -12,10 +12,8 @@ OperationalError through Django's execute_wrapper hook, the same error a lost se
 from __future__ import annotations
 
 import contextlib
-import os
 from datetime import time as dtime
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.db import OperationalError, connection
@@ -35,6 +33,7 @@ from control.models import (
 )
 from control.runner import run_tick
 from sensors.models import Alarm
+from tests.sqlite_away import sqlite_file_away
 
 from . import factories as f
 
@@ -46,17 +45,8 @@ OFFLINE = "database unavailable: using configuration cached at"
 @contextlib.contextmanager
 def database_unavailable():
     if connection.vendor == "sqlite":
-        db_file = Path(connection.settings_dict["NAME"])
-        away = db_file.with_name(db_file.name + ".away")
-        connection.close()
-        os.rename(db_file, away)
-        db_file.mkdir()
-        try:
+        with sqlite_file_away():
             yield
-        finally:
-            connection.close()
-            db_file.rmdir()
-            os.rename(away, db_file)
         return
 
     def refuse(*_args):

@@ -105,30 +105,13 @@ def test_overview_shows_nodes_online_and_silent(viewer, redis_client):
 
 
 def test_overview_shows_zone_temperature_next_booking_and_preheat_start(viewer, redis_client):
-    import time
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from control.models import Booking, Zone
-    from feeds import service
-    from feeds.models import Feed
-    from sensors.models import Node, Sensor
-
-    node = Node(name="room-node")
-    node.set_new_key()
-    node.save()
-    feed = Feed.objects.create(name="room1:temp", interval=10)
-    sensor = Sensor.objects.create(node=node, key="temp", feed=feed)
-    zone = Zone.objects.create(
-        name="Room One", slug="room-one", temperature_sensor=sensor, heating_rate_min_per_k=20
-    )
-    service.log_points([(feed.pk, int(time.time()) - 20, 17.0)])
     start = timezone.now() + timedelta(hours=2)
-    Booking.objects.create(zone=zone, title="Yoga", start=start, end=start + timedelta(hours=1))
-    html = _login(viewer).get("/staff/").content.decode()
-    row = html[html.index('id="zone-room-one"') :]
-    row = row[: row.index("</tr>")]
+    _yoga_in_room_one(17.0, start)
+    row = _zone_row(_login(viewer).get("/staff/").content.decode())
     assert "17.0 °C" in row and "Yoga" in row
     assert "(60 min)" in row  # 3 K below 20 °C at 20 min/K
     expected = timezone.localtime(start - timedelta(minutes=60)).strftime("%H:%M")
@@ -146,24 +129,11 @@ def test_overview_shows_the_preheat_minutes_control_latched_not_a_recomputed_fig
     from django.utils import timezone
 
     from control import runtime
-    from control.models import Booking, Zone
     from control.state import OPTIMUM_START
-    from feeds import service
-    from feeds.models import Feed
-    from sensors.models import Node, Sensor
 
-    node = Node(name="room-node")
-    node.set_new_key()
-    node.save()
-    feed = Feed.objects.create(name="room1:temp", interval=10)
-    sensor = Sensor.objects.create(node=node, key="temp", feed=feed)
-    zone = Zone.objects.create(
-        name="Room One", slug="room-one", temperature_sensor=sensor, heating_rate_min_per_k=20
-    )
     # The room warmed faster than predicted: 19 °C now would be 20 min, but 80 were latched.
-    service.log_points([(feed.pk, int(time.time()) - 20, 19.0)])
     start = timezone.now() + timedelta(minutes=30)
-    Booking.objects.create(zone=zone, title="Yoga", start=start, end=start + timedelta(hours=1))
+    zone = _yoga_in_room_one(19.0, start)
     runtime.save_zones(
         {
             zone.pk: {
@@ -177,9 +147,7 @@ def test_overview_shows_the_preheat_minutes_control_latched_not_a_recomputed_fig
             }
         }
     )
-    html = _login(viewer).get("/staff/").content.decode()
-    row = html[html.index('id="zone-room-one"') :]
-    row = row[: row.index("</tr>")]
+    row = _zone_row(_login(viewer).get("/staff/").content.decode())
     assert "(80 min)" in row and "(20 min)" not in row
     assert timezone.localtime(start - timedelta(minutes=80)).strftime("%H:%M") in row
 
@@ -210,3 +178,32 @@ def test_an_overnight_booking_is_listed_with_its_end_day(booker):
     assert "Night shift" not in when  # the title has its own column
     end = timezone.localtime(start + timedelta(hours=3))
     assert f"{end:%a} {end.day} {end:%b %Y} 01:00" in when
+
+
+def _yoga_in_room_one(temp_c: float, start):
+    """Zone "Room One" (20 min/K) with a temperature sensor reading `temp_c` 20 s ago and a
+    one-hour booking "Yoga" from `start`."""
+    import time
+    from datetime import timedelta
+
+    from control.models import Booking, Zone
+    from feeds import service
+    from feeds.models import Feed
+    from sensors.models import Node, Sensor
+
+    node = Node(name="room-node")
+    node.set_new_key()
+    node.save()
+    feed = Feed.objects.create(name="room1:temp", interval=10)
+    sensor = Sensor.objects.create(node=node, key="temp", feed=feed)
+    zone = Zone.objects.create(
+        name="Room One", slug="room-one", temperature_sensor=sensor, heating_rate_min_per_k=20
+    )
+    service.log_points([(feed.pk, int(time.time()) - 20, temp_c)])
+    Booking.objects.create(zone=zone, title="Yoga", start=start, end=start + timedelta(hours=1))
+    return zone
+
+
+def _zone_row(html: str) -> str:
+    row = html[html.index('id="zone-room-one"') :]
+    return row[: row.index("</tr>")]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -24,6 +22,7 @@ from control.models import AnalogueCommand, OutputOverride
 from tests.integration.test_weather_worker import BoardProcess, mixing_plant
 from tests.processes import stop_process
 from tests.reliability.harness import Site, wait_until
+from tests.sqlite_away import sqlite_file_away
 
 pytestmark = pytest.mark.integration
 
@@ -34,16 +33,8 @@ OFFLINE = "[database unavailable: using configuration cached at"
 @contextlib.contextmanager
 def database_away(site: Site):
     if connection.vendor == "sqlite":
-        db_file = Path(connection.settings_dict["NAME"])
-        away = db_file.with_name(db_file.name + ".away")
-        connection.close()
-        os.rename(db_file, away)
-        db_file.mkdir()
-        try:
+        with sqlite_file_away():
             yield
-        finally:
-            db_file.rmdir()
-            os.rename(away, db_file)
         return
     proxy = site.db_proxy
     assert proxy is not None, "on PostgreSQL the fault site goes through the proxy"

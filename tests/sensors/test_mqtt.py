@@ -117,31 +117,17 @@ def test_messages_from_mosquitto_become_one_task_per_node(redis_client):
     retired.enabled = False
     retired.save()
     base = f"t{uuid.uuid4().hex[:8]}"
-    ingestor = MqttIngestor(topic=f"{base}/#", window_s=0.3)
-    ingestor.start()
-    publisher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
-    try:
-        assert ingestor.connected.wait(10), "could not subscribe on Mosquitto"
-        publisher.connect("127.0.0.1", 1883)
-        publisher.loop_start()
-        for topic, payload in [
+    ingestor = _publish_through_mosquitto(
+        base,
+        [
             (f"{base}/emontx1/power1", "250"),
             (f"{base}/emontx1/vrms", "241.5"),
             (f"{base}/emontx1/bad", "oops"),
             (f"{base}/ghost/power1", "1"),
             (f"{base}/retired/power1", "5"),
             (f"{base}/11", '{"power1": 6}'),
-        ]:
-            publisher.publish(topic, payload, qos=1).wait_for_publish(5)
-        deadline = time.monotonic() + 10
-        while ingestor.stats.messages < 6 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.35)
-        ingestor.flush()
-    finally:
-        publisher.loop_stop()
-        publisher.disconnect()
-        ingestor.stop()
+        ],
+    )
     batches = queued_batches(redis_client)
     assert len(batches) == 1
     node_pk, rows = batches[0]
@@ -159,21 +145,34 @@ def test_messages_from_mosquitto_become_one_task_per_node(redis_client):
 def test_time_base_levels_and_spaces_through_mosquitto(redis_client):
     node, _ = make_node("boiler room", node_id=12)
     base = f"site{uuid.uuid4().hex[:8]}/emon"
+    sent_at = int(time.time()) - 120
+    _publish_through_mosquitto(
+        base,
+        [
+            (f"{base}/boiler room", f'{{"flow temp": 61.5, "time": {sent_at}}}'),
+            (f"{base}/boiler room/external temperature", "4.5"),
+        ],
+    )
+    [(node_pk, rows)] = queued_batches(redis_client)
+    assert node_pk == node.pk
+    assert rows[0] == [sent_at, {"flow temp": 61.5}]  # the payload's time, not arrival
+    assert rows[1][0] >= sent_at + 100 and rows[1][1] == {"external temperature": 4.5}
+
+
+def _publish_through_mosquitto(base: str, messages: list[tuple[str, str]]) -> MqttIngestor:
+    """Subscribe an ingestor to `base`/#, publish `messages` on the local Mosquitto (QoS 1),
+    wait until it has them all and its batch window has passed, flush it and stop it."""
     ingestor = MqttIngestor(topic=f"{base}/#", window_s=0.3)
     ingestor.start()
     publisher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
-    sent_at = int(time.time()) - 120
     try:
         assert ingestor.connected.wait(10), "could not subscribe on Mosquitto"
         publisher.connect("127.0.0.1", 1883)
         publisher.loop_start()
-        for topic, payload in [
-            (f"{base}/boiler room", f'{{"flow temp": 61.5, "time": {sent_at}}}'),
-            (f"{base}/boiler room/external temperature", "4.5"),
-        ]:
+        for topic, payload in messages:
             publisher.publish(topic, payload, qos=1).wait_for_publish(5)
         deadline = time.monotonic() + 10
-        while ingestor.stats.messages < 2 and time.monotonic() < deadline:
+        while ingestor.stats.messages < len(messages) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.35)
         ingestor.flush()
@@ -181,7 +180,4 @@ def test_time_base_levels_and_spaces_through_mosquitto(redis_client):
         publisher.loop_stop()
         publisher.disconnect()
         ingestor.stop()
-    [(node_pk, rows)] = queued_batches(redis_client)
-    assert node_pk == node.pk
-    assert rows[0] == [sent_at, {"flow temp": 61.5}]  # the payload's time, not arrival
-    assert rows[1][0] >= sent_at + 100 and rows[1][1] == {"external temperature": 4.5}
+    return ingestor
