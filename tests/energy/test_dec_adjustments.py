@@ -302,3 +302,18 @@ def test_the_league_schema_names_every_field_it_gives_and_takes_the_site_slug(de
     missing = viewer_api.get(f"{API}/league?site=no-such-site")
     assert missing.status_code == 400
     assert "no site with id or slug 'no-such-site'" in missing.content.decode()
+
+
+def test_a_viewer_posting_the_admin_form_is_refused(client, viewer, site):
+    office = MeterNode.objects.create(site=site, name="Office", kind="building",
+                                      floor_area_m2=100, tm46_category="general_office")  # fmt: skip
+    client.force_login(viewer)
+    form = {"site": site.pk, "name": "Office", "kind": "building", "floor_area_m2": "100",
+            "tm46_category": "general_office", "annual_occupancy_hours": "5400",
+            "baseline_start": "", "baseline_end": "", "meters-TOTAL_FORMS": "0",
+            "meters-INITIAL_FORMS": "0", "meters-MIN_NUM_FORMS": "0",
+            "meters-MAX_NUM_FORMS": "1000"}  # fmt: skip
+    r = client.post(f"/admin/energy/meternode/{office.pk}/change/", form)
+    assert r.status_code == 403
+    office.refresh_from_db()
+    assert office.annual_occupancy_hours is None

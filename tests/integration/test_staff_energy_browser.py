@@ -208,3 +208,52 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     assert width <= 390, f"the energy page is {width} px wide at 390 px"
     assert seen["errors"] == []
     assert seen["hosts"] == {urlparse(server.url).netloc}
+
+
+def test_an_engineer_sets_occupancy_hours_and_a_separable_meter_and_the_page_shows_them(
+    tree, server
+):
+    """#17, the DEC adjustments as an estates engineer makes them: the building's occupancy
+    hours and the café's sub-meter as a separable use, both in the admin through Chromium; a
+    value over the bound is refused on the form; the energy page's notes then say both."""
+    from bms.roles import ENGINEERS
+
+    engineer = User.objects.create_user("estates", password=PASSWORD, is_staff=True)
+    engineer.groups.add(Group.objects.get(name=ENGINEERS))
+    site = Site.objects.get(slug="campus")
+    cafe_meter = Meter.objects.get(name="Café sub-meter")
+    library = f"{server.url}/admin/energy/meternode/{tree['library']}/change/"
+    viewport = {"width": 1100, "height": 900}
+    with logged_in_page(server.url, "estates", PASSWORD, "/admin/", viewport) as (page, seen):
+        page.goto(library)
+        page.fill("#id_annual_occupancy_hours", "8785")
+        page.click("input[name=_save]")
+        expect(page.locator(".errorlist")).to_contain_text("less than or equal to 8784")
+        page.fill("#id_annual_occupancy_hours", "5400")
+        page.click("input[name=_save]")
+        expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+
+        page.goto(f"{server.url}/admin/energy/meter/{cafe_meter.pk}/change/")
+        page.fill("#id_separable_use", "catering kitchen")
+        page.click("input[name=_save]")
+        expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+
+        page.goto(f"{server.url}/staff/energy/?site={site.pk}&start={FIRST}&end={LAST}")
+        notes = page.locator(f"#league tr[data-node='{tree['library']}'] .dec-notes li")
+        expect(notes.nth(1)).to_have_text(
+            "occupancy: 5,400 h a year counted (standard 2,040, maximum 8,760)"
+        )
+        expect(notes.nth(2)).to_contain_text("catering kitchen (Café sub-meter, electricity)")
+        assert seen["errors"] == []
+
+
+def test_a_viewer_sees_the_dec_fields_read_only_in_the_admin(page, tree, server):
+    """The refused side: the viewer of the page fixture may read the building in the admin
+    (view permission) but gets no field to change its occupancy hours and no save button; a
+    post of the form is a 403 (tests/security, the authorization matrix)."""
+    browser_page, seen = page
+    browser_page.goto(f"{server.url}/admin/energy/meternode/{tree['library']}/change/")
+    expect(browser_page.locator(".field-annual_occupancy_hours")).to_be_visible()
+    expect(browser_page.locator("#id_annual_occupancy_hours")).to_have_count(0)
+    expect(browser_page.locator("input[name=_save]")).to_have_count(0)
+    assert seen["errors"] == []
