@@ -67,8 +67,8 @@ def main() -> None:
     args = parser.parse_args()
 
     scratch_site.start("bms-bench-control-", args.redis_url, LOG_LEVEL="ERROR")
-    from bms.redis import get_redis
     from control.drivers.simulated_board import free_port
+    from core.redis import get_redis
 
     get_redis().flushdb()
 

@@ -60,7 +60,7 @@ def build_site() -> dict:
     from django.conf import settings
     from django.contrib.auth.models import Group, User
 
-    from bms.roles import VIEWERS
+    from core.roles import VIEWERS
     from energy.models import (
         EnergySite,
         ExpectedUse,
@@ -246,7 +246,7 @@ def main() -> None:
     )
     from django.db import connection
 
-    from bms.redis import get_redis
+    from core.redis import get_redis
 
     redis_client = get_redis()
     redis_client.flushdb()

@@ -63,7 +63,7 @@ def main() -> None:
     from django.db import connection
     from django.test import Client
 
-    from bms.roles import ENGINEERS
+    from core.roles import ENGINEERS
     from energy.models import ExpectedUse, MeterNode
     from sensors.models import Site
 

@@ -231,7 +231,7 @@ def main() -> None:
     )
     from django.conf import settings
 
-    from bms.redis import get_redis
+    from core.redis import get_redis
 
     redis_client = get_redis()
     redis_client.flushdb()

@@ -34,7 +34,7 @@ def is_standby(scheduler) -> bool:
 @beat_init.connect
 def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
     """The active beat stamps Redis every few seconds so /healthz can tell it is alive."""
-    from bms.redis import get_redis
+    from core.redis import get_redis
 
     scheduler = sender.scheduler if sender is not None else None
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-from bms.log_scrub import MASK, SENSITIVE_HEADERS, scrub
+from core.log_scrub import MASK, SENSITIVE_HEADERS, scrub
 
 
 class GunicornLogger(Logger):

@@ -14,8 +14,8 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
 from bms.celery import BEAT_HEARTBEAT_KEY, app
-from bms.permissions import has_staff_role
-from bms.redis import get_redis
+from core.permissions import has_staff_role
+from core.redis import get_redis
 
 # Beat stamps every 10 s; three missed stamps means it is gone.
 BEAT_STALE_AFTER_S = 35

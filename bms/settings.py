@@ -16,7 +16,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from bms.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
+from core.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 read_dotenv(BASE_DIR / ".env")
@@ -102,10 +102,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "knox",  # staff API tokens: stored hashed, with an expiry (bms/authentication.py)
+    "knox",  # staff API tokens: stored hashed, with an expiry (core/authentication.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "axes",  # login lockout (bms/login_lockout.py); before bms, whose admin.py amends its admin
+    "axes",  # login lockout (core/login_lockout.py); before bms, whose admin.py amends its admin
+    "core",
     "bms",
     "feeds",
     "sensors",
@@ -116,7 +117,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "bms.nul_bytes.RefuseNulBytesMiddleware",
+    "core.nul_bytes.RefuseNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -143,8 +144,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
-            # Dates written one way on every page: {{ x|when }}, {{ x|day }} (bms/dates.py).
-            "builtins": ["bms.templatetags.dates"],
+            # Dates written one way on every page: {{ x|when }}, {{ x|day }} (core/dates.py).
+            "builtins": ["core.templatetags.dates"],
         },
     },
 ]
@@ -229,20 +230,20 @@ WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/admin/login/"
 LOGIN_REDIRECT_URL = "/staff/"
 
-# --- Login lockout (django-axes; bms/login_lockout.py, docs/CONFIGURATION.md) -------------
+# --- Login lockout (django-axes; core/login_lockout.py, docs/CONFIGURATION.md) -------------
 # Every password check goes through the lockout backend first: after BMS_LOGIN_FAILURE_LIMIT
 # wrong passwords for one username from one client IP, that pair is refused (HTTP 429)
 # without checking the password until BMS_LOGIN_COOLOFF_MINUTES have passed.
 AUTHENTICATION_BACKENDS = [
-    "bms.login_lockout.LockoutBackend",
+    "core.login_lockout.LockoutBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("BMS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("BMS_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True  # a right password clears the count for that username and IP
-AXES_CLIENT_IP_CALLABLE = "bms.login_lockout.client_ip"  # honours BMS_TRUSTED_PROXIES
-AXES_USERNAME_CALLABLE = "bms.login_lockout.username_of"
+AXES_CLIENT_IP_CALLABLE = "core.login_lockout.client_ip"  # honours BMS_TRUSTED_PROXIES
+AXES_USERNAME_CALLABLE = "core.login_lockout.username_of"
 AXES_SENSITIVE_PARAMETERS = ["password"]
 
 # Requests: ingest bodies are bounded here and again per endpoint.
@@ -258,7 +259,7 @@ BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE = env_int(
     "BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE", 1000, minimum=0
 )
 
-# --- Throttling (bms/throttle.py, docs/CONFIGURATION.md) ---------------------------------
+# --- Throttling (core/throttle.py, docs/CONFIGURATION.md) ---------------------------------
 # Counts live in Redis so every gunicorn worker shares them. Generous defaults: a real site
 # posts maybe 50 requests/s in all, bench/ingest.py several hundred/s from one node.
 CACHES = {
@@ -297,24 +298,24 @@ BMS_TRUSTED_PROXIES = env_int("BMS_TRUSTED_PROXIES", 0, minimum=0)
 REST_FRAMEWORK = {
     # Token first so an unauthenticated request gets 401 with WWW-Authenticate, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "bms.authentication.TokenAuth",
+        "core.authentication.TokenAuth",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["bms.permissions.GroupPermission"],
+    "DEFAULT_PERMISSION_CLASSES": ["core.permissions.GroupPermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "bms.pagination.BoundedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
-    "EXCEPTION_HANDLER": "bms.api_errors.json_exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.json_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [
-        "bms.throttle.AnonRateThrottle",
-        "bms.throttle.UserRateThrottle",
+        "core.throttle.AnonRateThrottle",
+        "core.throttle.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {"anon": BMS_THROTTLE_API_ANON, "user": BMS_THROTTLE_API_USER},
-    # 0, not None: None makes DRF count by the client's own X-Forwarded-For (bms/throttle.py).
+    # 0, not None: None makes DRF count by the client's own X-Forwarded-For (core/throttle.py).
     "NUM_PROXIES": BMS_TRUSTED_PROXIES,
-    # JSON that nests too deep is a 400, never a 500 (bms/parsers.py); too big a 413.
+    # JSON that nests too deep is a 400, never a 500 (core/parsers.py); too big a 413.
     "DEFAULT_PARSER_CLASSES": [
-        "bms.parsers.BoundedJSONParser",
+        "core.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -338,9 +339,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Plain Django views (ingest, node commands) documented by each app, and tag descriptions:
-    # bms/openapi.py. Tags are set per operation, so no path prefix is needed to group them.
-    "PREPROCESSING_HOOKS": ["bms.openapi.add_plain_views"],
-    "POSTPROCESSING_HOOKS": ["bms.openapi.describe_schema"],
+    # core/openapi.py. Tags are set per operation, so no path prefix is needed to group them.
+    "PREPROCESSING_HOOKS": ["core.openapi.add_plain_views"],
+    "POSTPROCESSING_HOOKS": ["core.openapi.describe_schema"],
 }
 
 # --- MQTT ingest (manage.py bms_mqtt, sensors/mqtt_auth.py, docs/GATEWAYS.md) ---------------
@@ -376,7 +377,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 300,
     # kombu waits forever by default on a broker that stopped answering without closing the
     # connection (a hung Redis, a dropped link): a publish from beat, an ack from a worker.
-    # As bms.redis: give up after 5 s, and the caller's retry or Celery's reconnect takes over.
+    # As core.redis: give up after 5 s, and the caller's retry or Celery's reconnect takes over.
     "socket_timeout": 5,
     "socket_connect_timeout": 5,
 }
@@ -498,7 +499,7 @@ BMS_ALARM_BEAT_STALE_S = env_int("BMS_ALARM_BEAT_STALE_S", 120, minimum=30)
 # After a worker starts, nodes and relays are judged only after this many seconds (nodes: at
 # least 3 of their intervals), so a restart does not raise an alarm per device (ALARMS.md).
 BMS_ALARM_STARTUP_GRACE = env_int("BMS_ALARM_STARTUP_GRACE", 120, minimum=0)
-# Live staff pages (overview, plant status) update their data in place this often (bms/live.py).
+# Live staff pages (overview, plant status) update their data in place this often (core/live.py).
 BMS_STAFF_LIVE_S = env_int("BMS_STAFF_LIVE_S", 60, minimum=1)
 # The control worker watches beat from a thread; test runs have no beat, so they turn it off.
 BMS_WATCHDOG_WATCH_BEAT = env_bool("BMS_WATCHDOG_WATCH_BEAT", True)
@@ -506,8 +507,8 @@ BMS_WATCHDOG_WATCH_BEAT = env_bool("BMS_WATCHDOG_WATCH_BEAT", True)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # Node keys travel in query strings: mask `apikey=`, `token=` ... values (bms/log_scrub.py).
-    "filters": {"scrub": {"()": "bms.log_scrub.ScrubSecretsFilter"}},
+    # Node keys travel in query strings: mask `apikey=`, `token=` ... values (core/log_scrub.py).
+    "filters": {"scrub": {"()": "core.log_scrub.ScrubSecretsFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "django.server": {

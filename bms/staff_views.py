@@ -16,10 +16,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import NotFound, ValidationError
 
-from bms import csv_safe
-from bms.api_errors import error_response
-from bms.live import live_every_s, live_json, wants_live
-from bms.permissions import has_staff_role, is_engineer
+from core import csv_safe
+from core.api_errors import error_response
+from core.live import live_every_s, live_json, wants_live
+from core.permissions import has_staff_role, is_engineer
 from feeds import query
 from feeds.models import Feed
 from sensors.alarms import acknowledge, acknowledge_all
@@ -89,7 +89,7 @@ def _export_params(request: HttpRequest) -> dict[str, str]:
 
 
 def _validation_response(exc: ValidationError, status: int = 400) -> JsonResponse:
-    """The JSON every API error has (bms/api_errors.py), naming the bad parameter."""
+    """The JSON every API error has (core/api_errors.py), naming the bad parameter."""
     detail = exc.detail if isinstance(exc.detail, dict) else {"ids": exc.detail}
     field = next(iter(detail))
     message = detail[field][0] if isinstance(detail[field], list) else detail[field]

@@ -7,7 +7,7 @@ import time
 from celery import shared_task
 
 from bms.celery import HEARTBEAT_EVERY_S, WORKER_HEARTBEAT_KEY
-from bms.redis import get_redis
+from core.redis import get_redis
 
 
 @shared_task(ignore_result=True)

@@ -26,4 +26,4 @@ urlpatterns = [
 ]
 
 # Refusals before any view (a Host not allowed) as JSON on API, ingest and feed paths.
-handler400 = "bms.api_errors.bad_request"
+handler400 = "core.api_errors.bad_request"

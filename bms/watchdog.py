@@ -34,7 +34,7 @@ import redis
 from django.conf import settings
 
 from bms.celery import BEAT_HEARTBEAT_KEY, app
-from bms.redis import get_redis
+from core.redis import get_redis
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm
 
@@ -155,12 +155,12 @@ REFUSED_COUNT = re.compile(r"Feed \d+: (\d+) points refused")
 
 def _when_unix(last: str) -> str:
     """The buffer's "t reason" of the latest refused point, its Unix time written as people
-    read dates (bms/dates.py), in the site's zone (a raw t=1794861900 was shown, issue #16)."""
+    read dates (core/dates.py), in the site's zone (a raw t=1794861900 was shown, issue #16)."""
     from datetime import UTC, datetime
 
     from django.utils import timezone
 
-    from bms.dates import when_text
+    from core.dates import when_text
 
     head, _, reason = str(last).partition(" ")
     try:

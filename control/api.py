@@ -6,7 +6,6 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import ValidationError
 
-from bms.openapi import BOOKERS_WRITE, document_viewset
 from control.models import (
     ActuatorCommand,
     AnalogueCommand,
@@ -33,6 +32,7 @@ from control.serializers import (
     WeatherCompensationSerializer,
     ZoneSerializer,
 )
+from core.openapi import BOOKERS_WRITE, document_viewset
 
 
 @document_viewset("control", "zone", "zones")
@@ -102,7 +102,7 @@ class BookingViewSet(viewsets.ModelViewSet):
 
     queryset = Booking.objects.select_related("zone")
     serializer_class = BookingSerializer
-    bookers_may_write = True  # bms.permissions.GroupPermission: bookers write bookings only
+    bookers_may_write = True  # core.permissions.GroupPermission: bookers write bookings only
 
     def perform_create(self, serializer) -> None:
         serializer.save(booked_by=self.request.user.get_username(), source=Booking.Source.API)

@@ -1,6 +1,5 @@
 from django.urls import path
 
-from bms.routers import OptionalSlashRouter
 from control import node_api
 from control.api import (
     ActuatorCommandViewSet,
@@ -16,6 +15,7 @@ from control.api import (
     ZoneViewSet,
 )
 from control.status_api import ControlStatusView
+from core.routers import OptionalSlashRouter
 
 router = OptionalSlashRouter()
 router.register("zones", ZoneViewSet)

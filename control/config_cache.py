@@ -18,7 +18,6 @@ from dataclasses import fields, is_dataclass
 from datetime import date, datetime, time
 from typing import Any
 
-from bms.redis import get_redis
 from control import runtime
 from control.state import (
     ActuatorSpec,
@@ -36,6 +35,7 @@ from control.state import (
     WeatherSpec,
     ZoneSpec,
 )
+from core.redis import get_redis
 from feeds import service as feed_service
 from sensors.models import Actuator
 

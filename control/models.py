@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from bms.dates import span_text, when_text
-from bms.hosts import validate_host
+from core.dates import span_text, when_text
+from core.hosts import validate_host
 from sensors.models import Actuator, Sensor, Site
 
 

@@ -14,13 +14,13 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from bms.api_errors import error_response
-from bms.openapi import documented_by
 from control import runtime
 from control.drivers import node_queue
 from control.models import ActuatorCommand, NodeCommand
 from control.node_api_docs import NodeCommandAckDoc, NodeCommandsDoc
 from control.runner import alarm_key
+from core.api_errors import error_response
+from core.openapi import documented_by
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm, Node
 

@@ -1,7 +1,7 @@
 """OpenAPI documentation of the node command queue (control/node_api.py, docs/CONTROL.md).
 
 Plain Django views authenticated by the node's key; these APIViews only carry their
-documentation into /api/schema/ (bms/openapi.py `documented_by`). Never routed.
+documentation into /api/schema/ (core/openapi.py `documented_by`). Never routed.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from bms.openapi import NODE_KEY, NodeKeyBearer
+from core.openapi import NODE_KEY, NodeKeyBearer
 
 ERROR = inline_serializer(
     "NodeCommandError",

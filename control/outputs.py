@@ -17,13 +17,13 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from bms.redis import get_redis
 from control import config_cache
 from control import settings_defaults as conf
 from control.drivers import registers, three_point
 from control.models import ActuatorCommand, AnalogueCommand, RelayBoard
 from control.runtime import PREFIX
 from control.state import OutputDecision
+from core.redis import get_redis
 
 log = logging.getLogger(__name__)
 

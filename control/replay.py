@@ -19,7 +19,6 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from bms.dates import when_text
 from control import snapshot as live
 from control.evaluator import evaluate
 from control.models import Booking, ScheduleException, Zone
@@ -27,6 +26,7 @@ from control.optimum import corrected_rate, first_reached
 from control.state import ActuatorSpec, Reading, Snapshot, ZoneSpec
 from control.strategies import bookings as booking_windows
 from control.strategies import schedule as schedule_windows
+from core.dates import when_text
 from feeds import service as feed_service
 
 MAX_STEPS = 20_000

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bms import redis_lock
-from bms.redis import get_redis
+from core import redis_lock
+from core.redis import get_redis
 
 PREFIX = "bms:control"
 MEMORY_KEY = f"{PREFIX}:memory"
@@ -124,14 +124,14 @@ def load_last_tick() -> dict[str, Any] | None:
 def acquire_tick_lock(ttl_s: int) -> str | None:
     """One tick at a time: a slow tick must not overlap the next one from beat. The token to
     release it with, or None while another tick holds it. A lock left by a tick cut off by a
-    Redis restart is taken over (bms/redis_lock.py): frost protection must not wait out its
+    Redis restart is taken over (core/redis_lock.py): frost protection must not wait out its
     TTL."""
     return redis_lock.acquire(get_redis(), TICK_LOCK_KEY, ttl_s)
 
 
 def tick_lock(lease_s: int):
     """`with tick_lock(lease) as token:` the tick lock as a lease renewed while the tick runs
-    (bms/redis_lock.py `held`): a tick whose host dies frees it within `lease_s` (issue #18),
+    (core/redis_lock.py `held`): a tick whose host dies frees it within `lease_s` (issue #18),
     however long a live tick takes. token None: another tick holds it."""
     return redis_lock.held(get_redis(), TICK_LOCK_KEY, lease_s)
 

@@ -1,15 +1,15 @@
 """Staff pages for the plant schematics (control/schematic.py): one per heating plant and solar
-circuit, live-updated in place like plant status (bms/live.py)."""
+circuit, live-updated in place like plant status (core/live.py)."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from bms.live import live_every_s, live_json, wants_live
 from control.models import HeatingPlant, SolarCircuit
 from control.schematic import plant_schematic, solar_schematic
 from control.views import staff_page
+from core.live import live_every_s, live_json, wants_live
 
 
 def _page(request: HttpRequest, diagram: dict, kind: str) -> HttpResponse:

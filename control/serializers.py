@@ -1,6 +1,5 @@
 from rest_framework import serializers
 
-from bms.serializers import ModelCleanSerializer
 from control.models import (
     ActuatorCommand,
     AnalogueCommand,
@@ -14,6 +13,7 @@ from control.models import (
     WeatherCompensation,
     Zone,
 )
+from core.serializers import ModelCleanSerializer
 
 
 class SchedulePeriodSerializer(ModelCleanSerializer):

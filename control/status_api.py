@@ -8,9 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bms.openapi import STAFF_READ
 from control import runtime
 from control.status import actuator_status, output_rows, zone_status
+from core.openapi import STAFF_READ
 
 
 def _actuator(row: dict) -> dict:

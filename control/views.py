@@ -1,7 +1,7 @@
 """Staff pages: plant status (/staff/control/), replay (/staff/control/replay/<zone>/),
 room booking calendar (/staff/bookings/<zone>/).
 
-Roles (bms/roles.py): every staff role may look; engineers override plant and run replays;
+Roles (core/roles.py): every staff role may look; engineers override plant and run replays;
 bookers and engineers create, move and cancel bookings; viewers only read.
 """
 
@@ -22,14 +22,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from bms.live import live_every_s, live_json, wants_live
-from bms.permissions import has_staff_role, is_engineer, user_groups
-from bms.roles import BOOKERS
 from control import calendar, runtime
 from control.forms import BookingForm, OutputOverrideForm, OverrideForm, ReplayForm
 from control.models import Booking, HeatingPlant, OutputOverride, Override, SolarCircuit, Zone
 from control.replay import replay
 from control.status import actuator_status, board_rows, output_rows, zone_status
+from core.live import live_every_s, live_json, wants_live
+from core.permissions import has_staff_role, is_engineer, user_groups
+from core.roles import BOOKERS
 from feeds.phpfina import FeedError
 
 
@@ -64,7 +64,7 @@ def _redirect_to_week(zone: Zone, day: date) -> HttpResponse:
 
 @staff_page
 def plant_status(request: HttpRequest) -> HttpResponse:
-    """The page, or with ?live=1 its live part as JSON (bms/live.py): no reload wipes a form."""
+    """The page, or with ?live=1 its live part as JSON (core/live.py): no reload wipes a form."""
     context = _status_context(request)
     if wants_live(request):
         return live_json(request, "control/_status_live.html", context)

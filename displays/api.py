@@ -2,7 +2,7 @@
 
 from rest_framework import viewsets
 
-from bms.openapi import document_viewset
+from core.openapi import document_viewset
 from displays.models import Display, Panel
 from displays.serializers import DisplaySerializer, PanelSerializer
 

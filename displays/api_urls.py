@@ -1,4 +1,4 @@
-from bms.routers import OptionalSlashRouter
+from core.routers import OptionalSlashRouter
 from displays.api import DisplayViewSet, PanelViewSet
 
 router = OptionalSlashRouter()

@@ -2,7 +2,7 @@
 
 Access rule (see docs/DISPLAYS.md): without login a display must be public, and of its
 panels' feeds only those marked public are read; a logged-in user in a staff role group
-(bms/roles.py) or a superuser sees everything.
+(core/roles.py) or a superuser sees everything.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 
-from bms.permissions import has_staff_role
+from core.permissions import has_staff_role
 from displays import building_panels, panel_data
 from displays.models import Display, Panel
 from displays.options import validate_options

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from bms.serializers import ModelCleanSerializer
+from core.serializers import ModelCleanSerializer
 from displays.models import Display, Panel
 from displays.warnings import private_feed_warnings
 

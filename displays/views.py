@@ -14,8 +14,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
-from bms.api_errors import error_response
-from bms.throttle import public_throttle
+from core.api_errors import error_response
+from core.throttle import public_throttle
 from displays import kiosk_data
 from displays.models import Display
 

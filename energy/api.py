@@ -1,6 +1,6 @@
 """REST API under /api/v1/energy/ (docs/API.md, docs/ENERGY.md).
 
-Staff roles read, engineers write (bms.permissions.GroupPermission, the project default).
+Staff roles read, engineers write (core.permissions.GroupPermission, the project default).
 Figures: GET nodes/<id>/consumption, nodes/<id>/performance, league; model import: POST
 expected/upload (CSV); recompute days from the feeds: POST refresh.
 """
@@ -25,7 +25,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bms.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
+from core.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
 from energy import benchmarks, consumption, model_csv, monthly, refresh, report, report_pdf
 from energy.models import (
     EnergySite,

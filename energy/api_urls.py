@@ -1,6 +1,6 @@
 from django.urls import path
 
-from bms.routers import OptionalSlashRouter
+from core.routers import OptionalSlashRouter
 from energy.api import (
     EnergySiteViewSet,
     ExpectedUseViewSet,

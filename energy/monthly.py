@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from bms import csv_safe
+from core import csv_safe
 from energy import report
 from energy.models import EnergySite, MeterNode
 
@@ -94,7 +94,7 @@ CSV_COLUMNS = [
 
 def to_csv(rep: MonthlyReport) -> bytes:
     """One row per fuel and day, then one total row per fuel (day = "total"). A name that
-    starts like a formula gets a leading quote (bms/csv_safe.py): the file is mailed."""
+    starts like a formula gets a leading quote (core/csv_safe.py): the file is mailed."""
     out = io.StringIO()
     w = csv_safe.writer(out, lineterminator="\r\n")
     w.writerow(CSV_COLUMNS)

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
-from bms.permissions import has_staff_role, is_engineer
+from core.permissions import has_staff_role, is_engineer
 from energy import benchmarks, consumption, model_csv, report
 from energy.api import parse_choice, parse_range
 from energy.models import MeterNode

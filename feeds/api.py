@@ -2,7 +2,7 @@
 
 from rest_framework import viewsets
 
-from bms.openapi import document_viewset
+from core.openapi import document_viewset
 from feeds.models import Feed
 from feeds.serializers import FeedSerializer
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from bms.routers import OptionalSlashRouter
+from core.routers import OptionalSlashRouter
 from feeds import data_api
 from feeds.api import FeedViewSet
 

@@ -6,7 +6,7 @@ Redis layout (all keys under PREFIX):
     dirty           a set of feed ids that have buffered records
     last            a hash feed_id -> "t value": the newest point of each feed
     commit:lock     held while a commit runs, so two beats never commit the same records
-                    (bms/redis_lock.py: one whose holder is gone is taken over)
+                    (core/redis_lock.py: one whose holder is gone is taken over)
     written         a hash feed_id -> bytes at the head of buf:<id> already written to the
                     .dat but not yet fsync'd (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import redis
 
-from bms import machine, redis_lock
+from core import machine, redis_lock
 from feeds import phpfina
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bms.openapi import FEED_READERS
+from core.openapi import FEED_READERS
 from feeds import query, service
 
 Q = OpenApiParameter.QUERY

@@ -24,8 +24,8 @@ from rest_framework.exceptions import (
     ValidationError,
 )
 
-from bms.authentication import TokenAuth
-from bms.permissions import has_staff_role
+from core.authentication import TokenAuth
+from core.permissions import has_staff_role
 from feeds import phpfina, service
 from feeds.models import Feed
 

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from bms.serializers import ModelCleanSerializer
+from core.serializers import ModelCleanSerializer
 from feeds.models import Feed
 from feeds.save_warnings import feed_warnings
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from bms import redis_lock
-from bms.redis import get_redis
+from core import redis_lock
+from core.redis import get_redis
 from feeds import emoncms_read, phpfina, shards
 from feeds.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
 from feeds.last_value import file_last_value

@@ -24,9 +24,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bms.authentication import TokenAuth
-from bms.openapi import FEED_READERS
-from bms.throttle import PublicRateThrottle
+from core.authentication import TokenAuth
+from core.openapi import FEED_READERS
+from core.throttle import PublicRateThrottle
 from feeds import emoncms_api, phpfina, query, service
 from feeds.data_api import ERRORS
 from feeds.models import Feed

@@ -11,7 +11,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from bms.dates import when_text
+from core.dates import when_text
 from sensors.models import Alarm
 
 log = logging.getLogger(__name__)

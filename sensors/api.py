@@ -7,7 +7,7 @@ from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from bms.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
+from core.openapi import ENGINEERS_WRITE, STAFF_READ, document_viewset
 from sensors.alarms import acknowledge
 from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
 from sensors.serializers import (

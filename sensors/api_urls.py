@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from bms.routers import OptionalSlashRouter
+from core.routers import OptionalSlashRouter
 from sensors import ingest_views
 from sensors.api import (
     ActuatorViewSet,

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from redis.exceptions import RedisError
 
-from bms.redis import get_redis
+from core.redis import get_redis
 
 log = logging.getLogger(__name__)
 

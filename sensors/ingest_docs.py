@@ -1,7 +1,7 @@
 """OpenAPI documentation of the ingest endpoints (sensors/ingest_views.py, docs/INGEST.md).
 
 The views are plain Django views (the hot path, emoncms answers); these APIViews only carry
-their documentation into /api/schema/ (bms/openapi.py `documented_by`, `add_plain_views`).
+their documentation into /api/schema/ (core/openapi.py `documented_by`, `add_plain_views`).
 They are never routed, so they serve nothing.
 """
 
@@ -19,7 +19,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from bms.openapi import NODE_KEY, NODE_OR_GATEWAY_KEY, NodeKeyBearer, NodeKeyQuery
+from core.openapi import NODE_KEY, NODE_OR_GATEWAY_KEY, NodeKeyBearer, NodeKeyQuery
 
 Q = OpenApiParameter.QUERY
 

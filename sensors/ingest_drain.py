@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import LockError
 
-from bms.redis import get_redis, redis_script
+from core.redis import get_redis, redis_script
 from sensors import ingest_stream as stream
 
 log = logging.getLogger(__name__)

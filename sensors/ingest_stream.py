@@ -7,12 +7,12 @@ request: XADD, mark the node ready in its shard, take the shard's kick flag). Wo
 through Celery's public API only when its shard has none pending (the kick flag, SET NX with a
 TTL), and one drain task takes many requests.
 
-Keys (all on the app's Redis, bms.redis):
+Keys (all on the app's Redis, core.redis):
 - `sensors:ingest:stream:<node id>`: one stream per node, so one node's requests stay in the
   order they were accepted and a drain can take a bounded slice of each node (fairness). An
   entry is `{"r": "<JSON rows [[t, {key: number}], ...]>"}`; it is deleted once its points are
   in the feed buffer. Nothing trims it (no MAXLEN): memory is bounded by the per-node throttle
-  (bms/throttle.py) and watched by the backlog alarm (`BMS_INGEST_BACKLOG_ALARM`).
+  (core/throttle.py) and watched by the backlog alarm (`BMS_INGEST_BACKLOG_ALARM`).
 - `sensors:ingest:ready:<shard>`: the set of nodes of the shard (`node id % BMS_INGEST_SHARDS`)
   whose stream has entries not yet processed.
 - `sensors:ingest:kick:<shard>`: a drain task for the shard is queued or running.
@@ -27,8 +27,8 @@ import logging
 
 from django.conf import settings
 
-from bms import throttle
-from bms.redis import REDIS_FAILURES, durably, get_redis, redis_script
+from core import throttle
+from core.redis import REDIS_FAILURES, durably, get_redis, redis_script
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def lease_key(shard: int) -> str:
     return f"{LEASE_PREFIX}{int(shard)}"
 
 
-# The throttle count (bms/throttle.py's COUNT_LUA) and the append in one script: an accepted
+# The throttle count (core/throttle.py's COUNT_LUA) and the append in one script: an accepted
 # post costs the web one round trip. Nothing is stored when the count is over the limit.
 # KEYS: the throttle counter (or a placeholder), then per node: stream, ready set, kick flag.
 # ARGV: the limit ('' = not charged), the counter's TTL, the kick TTL, then per node: id, rows.
@@ -116,7 +116,7 @@ def append_charged(
     each node's rows in the node's stream; one round trip. The wait (seconds) if the count is
     over the limit, and then nothing was stored; None once everything is in Redis.
 
-    With BMS_REDIS_WAIT_REPLICAS, on a replica too before this returns (bms/redis.py)."""
+    With BMS_REDIS_WAIT_REPLICAS, on a replica too before this returns (core/redis.py)."""
     keys = [charge.key if charge else stream_key(batches[0][0]) if batches else "-"]
     args: list = ["" if charge is None else charge.limit, charge.ttl_s if charge else 0, KICK_TTL_S]
     for node_id, rows in batches:

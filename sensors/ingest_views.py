@@ -4,9 +4,9 @@
 A request is accepted once it is validated and its whole batch is appended to its node's
 Redis Stream (sensors/ingest_stream.py), which workers drain: the web process never waits on
 the feed store. Plain Django views, not DRF, because this is the hot path (hundreds of posts a second)
-and every error must have the emoncms-friendly shape of bms.api_errors anyway.
+and every error must have the emoncms-friendly shape of core.api_errors anyway.
 
-Throttling (bms/throttle.py) is done here, around the key check, not by a decorator: a node is
+Throttling (core/throttle.py) is done here, around the key check, not by a decorator: a node is
 charged only once its key matched (in the same script that stores its request: one round trip
 for an accepted post), and a missing or wrong key is charged to the client address.
 
@@ -27,9 +27,9 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 
-from bms import throttle
-from bms.openapi import documented_by
-from bms.redis import REDIS_FAILURES, ReplicasBehind
+from core import throttle
+from core.openapi import documented_by
+from core.redis import REDIS_FAILURES, ReplicasBehind
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import emoncms_input, ingest_stream, input_budget, input_errors, node_auth
 from sensors.emoncms_input import BulkBatch, Skipped

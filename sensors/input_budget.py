@@ -20,7 +20,7 @@ import logging
 
 from django.conf import settings
 
-from bms.redis import get_redis
+from core.redis import get_redis
 from sensors.alarms import raise_alarm
 from sensors.cache import ProcessCache
 from sensors.models import Node, Sensor

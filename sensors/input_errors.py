@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from bms.redis import get_redis
+from core.redis import get_redis
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.emoncms_input import Skipped
 

@@ -44,7 +44,7 @@ class RegisterMapError(ValueError):
         self.row = row
 
     def as_dict(self) -> dict:
-        """The API's error shape (bms/api_errors.py), plus the row."""
+        """The API's error shape (core/api_errors.py), plus the row."""
         where = "" if self.row is None else f"row {self.row}: "
         body = {"success": False, "error": f"{where}{self.field}: {self.message}",
                 "fields": {self.field: [self.message]}, "field": self.field}  # fmt: skip

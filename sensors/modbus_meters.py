@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from redis.exceptions import LockError
 
-from bms.redis import get_redis
+from core.redis import get_redis
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.modbus_maps import validate_register_map
 from sensors.modbus_poll import (

@@ -11,7 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-from bms.hosts import validate_host
+from core.hosts import validate_host
 from feeds.models import Feed
 from sensors import keys
 from sensors.sensor_params import param_errors

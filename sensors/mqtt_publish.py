@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from bms.redis import get_redis
+from core.redis import get_redis
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from bms.redis import get_redis
+from core.redis import get_redis
 from feeds import process_catalog
 from feeds.models import Feed
 from sensors import conversions as cv

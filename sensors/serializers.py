@@ -2,7 +2,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from rest_framework import serializers
 
-from bms.serializers import ModelCleanSerializer
+from core.serializers import ModelCleanSerializer
 from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
 
 

@@ -10,7 +10,7 @@ Redis keys:
 
 from __future__ import annotations
 
-from bms.redis import get_redis
+from core.redis import get_redis
 
 # A node is silent once it has missed three of its expected posts.
 SILENT_FACTOR = 3

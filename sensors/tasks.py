@@ -18,8 +18,8 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from bms.dates import when_text
-from bms.redis import get_redis
+from core.dates import when_text
+from core.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import state
 from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm

@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from bms.roles import BOOKERS, ENGINEERS, VIEWERS
+from core.roles import BOOKERS, ENGINEERS, VIEWERS
 from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def fresh_feed_files() -> None:
 
 @pytest.fixture
 def redis_client():
-    from bms.redis import get_redis
+    from core.redis import get_redis
 
     client = get_redis()
     client.flushdb()

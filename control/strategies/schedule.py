@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bms.dates import day_text
 from control.state import SCHEDULE, ExceptionSpec, ScheduleSpec, Window
 from control.strategies.timefmt import local_instant
+from core.dates import day_text
 
 WEEKDAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 

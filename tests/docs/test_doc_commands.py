@@ -147,7 +147,7 @@ def live_demo(celery_worker, django_db_blocker) -> Iterator[LiveDemo]:
     from django.contrib.auth.models import User
     from django.core.management import call_command
 
-    from bms.redis import get_redis
+    from core.redis import get_redis
     from tests.live_http import KioskServer
 
     data_dir = Path(os.environ["BMS_DATA_DIR"])

@@ -15,7 +15,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from drf_spectacular.validation import validate_schema
 
-from bms.openapi import TAGS
+from core.openapi import TAGS
 
 METHODS = ("get", "post", "put", "patch", "delete")
 DEVICE_PATHS = {

@@ -76,7 +76,7 @@ def reference_files(redis_client, tmp_path: Path) -> dict[str, bytes]:
 
 def finish_and_compare(redis_client, directory: Path, expected: dict[str, bytes]) -> None:
     # The killed commit's lock is still there; its holder is dead, so this commit takes it
-    # over at once instead of waiting out its TTL (bms/redis_lock.py).
+    # over at once instead of waiting out its TTL (core/redis_lock.py).
     report = FeedBuffer(redis_client).commit(directory, {1: 10, 2: 10}, now=NOW)
     assert not report.skipped
     got = {p.name: p.read_bytes() for p in directory.iterdir() if not p.name.endswith(".tmp")}

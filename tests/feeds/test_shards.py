@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from bms import redis_lock
+from core import redis_lock
 from feeds import service, shards
 from feeds.models import Feed
 from feeds.routing import route_commit

@@ -224,7 +224,7 @@ def test_a_key_with_control_characters_is_refused_not_a_500(feeds, key):
     """PostgreSQL cannot store or compare a NUL byte: the query used to fail with a 500."""
     _, private = feeds
     client = APIClient()
-    # A NUL anywhere in the query string is refused before any view (bms/nul_bytes.py).
+    # A NUL anywhere in the query string is refused before any view (core/nul_bytes.py).
     in_query = 400 if "\x00" in key else 401
     assert client.get(data_url(private, apikey=key)).status_code == in_query
     assert client.get("/feed/list.json", {"apikey": key}).status_code == in_query

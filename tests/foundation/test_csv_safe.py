@@ -1,4 +1,4 @@
-"""bms/csv_safe.py: the one CSV writer of the project neutralises formula-like cells (OWASP
+"""core/csv_safe.py: the one CSV writer of the project neutralises formula-like cells (OWASP
 "CSV Injection": a leading single quote) and leaves numbers alone."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from bms import csv_safe
+from core import csv_safe
 
 
 @pytest.mark.parametrize(

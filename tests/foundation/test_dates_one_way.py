@@ -1,4 +1,4 @@
-"""Dates are written one way on every staff page (#16.9): "Mon 24 Nov 2026 15:01" (bms/dates.py).
+"""Dates are written one way on every staff page (#16.9): "Mon 24 Nov 2026 15:01" (core/dates.py).
 
 The demo site gives every kind of page something dated to show (bookings, schedules, a heating
 plant, a solar circuit); on top come an override, relay commands, alarms open, acknowledged,
@@ -17,9 +17,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from bms.dates import day_text, when_text
 from bms.demo.site import ensure_demo_site
 from control.models import ActuatorCommand, Booking, HeatingPlant, Override, SolarCircuit
+from core.dates import day_text, when_text
 from feeds import service
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Actuator, Alarm, Node
@@ -41,7 +41,7 @@ OTHER_WAYS = [
     re.compile(r"\bt=\d{9,}\b"),  # a raw Unix time
     re.compile(r"\bUTC\b"),  # the site's zone is the one shown
     # Django's timesince ("3\xa0minutes", "1\xa0hour, 2\xa0minutes"): ages are written as
-    # live.js keeps them ("3 min", "1 h 2 min"; bms/dates.py duration_text), one way (#16).
+    # live.js keeps them ("3 min", "1 h 2 min"; core/dates.py duration_text), one way (#16).
     re.compile(r"\b\d+\s(?:minute|hour|week|month|year)s?\b"),
 ]
 
@@ -167,7 +167,7 @@ def test_every_staff_page_writes_dates_one_way(engineer, dated_world):
 
 
 def test_the_day_filter_reads_report_rows_iso_days_and_leaves_other_text():
-    from bms.templatetags.dates import day
+    from core.templatetags.dates import day
 
     assert day("2026-11-01") == "Sun 1 Nov 2026"
     assert day("2026-11-01T00:00:00+00:00") == "Sun 1 Nov 2026"
@@ -180,7 +180,7 @@ def test_ages_are_written_as_live_js_writes_them():
     import json
     import subprocess
 
-    from bms.dates import duration_text
+    from core.dates import duration_text
     from tests.conftest import ROOT
 
     seconds = [0, 1, 59, 60, 61, 3599, 3600, 3660, 7200, 47 * 3600 + 59 * 60, 48 * 3600, 10**6]

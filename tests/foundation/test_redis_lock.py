@@ -1,4 +1,4 @@
-"""bms.redis_lock on the real Redis: held, renewed, released, and taken over only when its
+"""core.redis_lock on the real Redis: held, renewed, released, and taken over only when its
 holder can be told gone: taken on an earlier Redis server (the restart itself:
 tests/reliability/test_redis_restart.py) or held by a dead process of this machine (a killed
 commit: tests/feeds/test_crash.py)."""
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bms import machine, redis_lock
+from core import machine, redis_lock
 
 KEY = "test:lock"
 

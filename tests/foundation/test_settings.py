@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from bms.env import env_bool, env_int, env_list, env_str, read_dotenv
+from core.env import env_bool, env_int, env_list, env_str, read_dotenv
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from bms.roles import BOOKERS, ENGINEERS, VIEWERS
+from core.roles import BOOKERS, ENGINEERS, VIEWERS
 from sensors.alarms import raise_alarm
 from sensors.models import Alarm
 

@@ -178,7 +178,7 @@ def test_kiosk(world, slug, page, params):
     _check(response, started, json_endpoint=page == "data.json")
     if slug == "secret":
         # An unpublished kiosk is never shown. A NUL in a parameter is refused (400) before any
-        # view runs, whatever the slug (bms/nul_bytes.py), so it says nothing about the kiosk.
+        # view runs, whatever the slug (core/nul_bytes.py), so it says nothing about the kiosk.
         nul = any("\x00" in str(v) for v in params.values())
         assert response.status_code == (400 if nul else 404), params
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import expect
 
-from bms.roles import ENGINEERS, VIEWERS
+from core.roles import ENGINEERS, VIEWERS
 from energy import refresh
 from energy.models import ExpectedUse, Meter, MeterNode
 from feeds import phpfina

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
-from bms.roles import ENGINEERS
+from core.roles import ENGINEERS
 from feeds import service
 from feeds.models import Feed
 from tests.browser import logged_in_page

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page
 
-from bms.roles import ENGINEERS
+from core.roles import ENGINEERS
 from tests.browser import logged_in_page
 from tests.integration.test_control_worker import tick
 from tests.integration.test_weather_worker import BoardProcess, mixing_plant

@@ -14,10 +14,10 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from bms.roles import ENGINEERS
 from control.drivers.simulated_board import RelayBoard
 from control.models import Booking, HeatingPlant, SolarCircuit
 from control.runner import run_tick
+from core.roles import ENGINEERS
 from feeds import service
 from sensors.models import Actuator
 from tests.control import factories as f

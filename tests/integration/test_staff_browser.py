@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 from playwright.sync_api import Page
 
-from bms.roles import ENGINEERS
 from control.models import Booking, Zone
+from core.roles import ENGINEERS
 from feeds import service
 from feeds.models import Feed
 from sensors.alarms import raise_alarm

@@ -15,8 +15,8 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
-from bms.dates import day_text
-from bms.roles import VIEWERS
+from core.dates import day_text
+from core.roles import VIEWERS
 from energy import refresh
 from energy.benchmarks import TM46_TYPICAL
 from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
@@ -216,7 +216,7 @@ def test_an_engineer_sets_occupancy_hours_and_a_separable_meter_and_the_page_sho
     """#17, the DEC adjustments as an estates engineer makes them: the building's occupancy
     hours and the café's sub-meter as a separable use, both in the admin through Chromium; a
     value over the bound is refused on the form; the energy page's notes then say both."""
-    from bms.roles import ENGINEERS
+    from core.roles import ENGINEERS
 
     engineer = User.objects.create_user("estates", password=PASSWORD, is_staff=True)
     engineer.groups.add(Group.objects.get(name=ENGINEERS))

@@ -12,8 +12,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from bms.dates import day_text
 from control.models import Booking, Override, Zone
+from core.dates import day_text
 from sensors.alarms import clear_alarm, raise_alarm
 from sensors.models import Alarm
 from tests.integration import test_staff_browser as _base

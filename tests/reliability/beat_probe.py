@@ -6,7 +6,7 @@ import time
 
 from celery import shared_task
 
-from bms.redis import get_redis
+from core.redis import get_redis
 
 PROBE_KEY = "test:probe"
 

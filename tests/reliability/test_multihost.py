@@ -33,9 +33,9 @@ import pytest
 import redis
 from django.db import connection
 
-from bms import redis as bms_redis
 from control import runtime
 from control.drivers.simulated_board import RelayBoard
+from core import redis as bms_redis
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f
 from tests.reliability.harness import Sender, Site, free_port, queue_state, wait_until

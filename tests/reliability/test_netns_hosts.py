@@ -24,9 +24,9 @@ import pytest
 import redis
 from django.db import connection
 
-from bms import redis as bms_redis
 from control import runtime
 from control.drivers.simulated_board import RelayBoard
+from core import redis as bms_redis
 from sensors.models import Actuator
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f

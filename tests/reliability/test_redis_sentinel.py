@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from bms import redis as bms_redis
-from bms.redis import REDIS_FAILURES
+from core import redis as bms_redis
+from core.redis import REDIS_FAILURES
 from sensors import ingest_stream
 from tests.reliability.harness import free_port, wait_until
 

@@ -22,7 +22,7 @@ from django.contrib import admin
 from django.contrib.auth.models import User
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from bms.roles import OUR_APPS
+from core.roles import OUR_APPS
 from tests.security.conftest import HIDDEN, World
 from tests.wsgi_client import WsgiClient as Client
 

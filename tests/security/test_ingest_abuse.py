@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bms import throttle
+from core import throttle
 from feeds.models import Feed
 from sensors import cache, node_auth
 from tests.wsgi_client import WsgiClient as Client

@@ -12,7 +12,7 @@ import json
 import pytest
 from django.conf import settings
 
-from bms.parsers import nesting_depth_exceeds
+from core.parsers import nesting_depth_exceeds
 
 WRITE_ENDPOINTS = [
     ("post", "/api/v1/bookings"),

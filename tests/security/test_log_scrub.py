@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bms.log_scrub import MASK, ScrubSecretsFilter, scrub
+from core.log_scrub import MASK, ScrubSecretsFilter, scrub
 from tests.live_http import free_port
 from tests.processes import stop_process
 

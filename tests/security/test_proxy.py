@@ -191,7 +191,7 @@ def site_things(transactional_db, redis_client, proxy):
     """A kiosk display, a node and its key, a logged-in engineer's session cookie."""
     from django.contrib.auth.models import Group, User
 
-    from bms.roles import ENGINEERS
+    from core.roles import ENGINEERS
     from displays.models import Display
     from tests.sensors.conftest import make_node
 

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from bms.roles import VIEWERS
+from core.roles import VIEWERS
 from tests.security.conftest import HIDDEN, World
 
 ROOT = Path(__file__).resolve().parents[2]

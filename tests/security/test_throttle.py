@@ -1,4 +1,4 @@
-"""Throttling (bms/throttle.py) and request size limits, on the real Redis.
+"""Throttling (core/throttle.py) and request size limits, on the real Redis.
 
 Each limit from both sides: under it requests pass, over it a 429 with a JSON message and
 Retry-After, decided before the view runs (the request has no effect). Counters are shared
@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 from knox.models import AuthToken
 
-from bms import throttle
+from core import throttle
 from displays.models import Display
 from feeds.models import Feed
 from tests.wsgi_client import WsgiClient as Client

@@ -160,7 +160,7 @@ def test_rotate_gateway_key_engineer_allowed_viewer_refused(engineer, viewer, si
 def test_a_key_issued_by_another_process_is_accepted_at_once(redis_client, site_gateway):
     """An outside run: for up to 0.6 s after a rotation in one gunicorn worker, the others
     refused the new key (their set of key prefixes was read before it)."""
-    from bms.redis import get_redis
+    from core.redis import get_redis
     from sensors import cache, node_auth
 
     site, _gateway, _key = site_gateway

@@ -21,7 +21,7 @@
   const fmt = (options) => new Intl.DateTimeFormat("en-GB", { timeZone: TZ, hourCycle: "h23", ...options });
   const partsFmt = fmt({ year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
   const fmtFull = fmt({ weekday: "short", day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
-  // Dates one way, as on every staff page (bms/dates.py): "Tue 1 Jul 2025 15:01[:07]".
+  // Dates one way, as on every staff page (core/dates.py): "Tue 1 Jul 2025 15:01[:07]".
   const whenText = (ms, seconds) => {
     const p = Object.fromEntries(fmtFull.formatToParts(ms).map((x) => [x.type, x.value]));
     return `${p.weekday} ${p.day} ${p.month} ${p.year} ${p.hour}:${p.minute}${seconds ? ":" + p.second : ""}`;

@@ -1,7 +1,7 @@
 """This machine and its processes as Linux's /proc tells them (None or "" where it cannot).
 
 Used where data must not outlive what it belongs to: the feed buffer's offsets of unsynced
-writes belong to one boot (the page cache), a Redis lock to one live process (bms/redis_lock.py).
+writes belong to one boot (the page cache), a Redis lock to one live process (core/redis_lock.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""API permissions by staff group (see bms/roles.py).
+"""API permissions by staff group (see core/roles.py).
 
 engineers (and superusers): read and write everything;
 bookers: read everything, write bookings;
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from bms.roles import BOOKERS, ENGINEERS, ROLE_GROUPS
+from core.roles import BOOKERS, ENGINEERS, ROLE_GROUPS
 
 
 def user_groups(user) -> set[str]:

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import throttling
 
-from bms.redis import REDIS_FAILURES, redis_script
+from core.redis import REDIS_FAILURES, redis_script
 
 log = logging.getLogger(__name__)
 

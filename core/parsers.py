@@ -4,7 +4,7 @@ Python's json raises RecursionError (not ValueError) on deep nesting, which DRF'
 not catch: `[` x 100,000 was a 500 on every write. Here a body nested deeper than
 BMS_JSON_MAX_DEPTH (or too deep for the json module at all) is a 400 before any view sees it.
 The body's size is bounded before parsing: DRF reads it through Django's request.body, which
-enforces DATA_UPLOAD_MAX_MEMORY_SIZE (a 413 from bms/api_errors.py).
+enforces DATA_UPLOAD_MAX_MEMORY_SIZE (a 413 from core/api_errors.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Template filters writing dates one way (bms/dates.py), in the site's time zone. Built in
+"""Template filters writing dates one way (core/dates.py), in the site's time zone. Built in
 (settings TEMPLATES builtins), so no {% load %} is needed:
 
     {{ alarm.raised_at|when }}   {{ seen|when:"s" }}   {{ monday|day }}   {{ booking.end|clock }}
@@ -13,7 +13,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
-from bms.dates import day_text, duration_text, span_text, time_text, when_text
+from core.dates import day_text, duration_text, span_text, time_text, when_text
 
 register = template.Library()
 

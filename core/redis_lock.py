@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 import redis
 
-from bms import machine
+from core import machine
 
 log = logging.getLogger(__name__)
 

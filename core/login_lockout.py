@@ -1,7 +1,7 @@
 """Login lockout: django-axes in front of every password check (settings AXES_*).
 
 After BMS_LOGIN_FAILURE_LIMIT wrong passwords for one username from one client IP (the IP as
-bms.throttle.client_ip sees it, so BMS_TRUSTED_PROXIES is honoured) that pair gets HTTP 429
+core.throttle.client_ip sees it, so BMS_TRUSTED_PROXIES is honoured) that pair gets HTTP 429
 for BMS_LOGIN_COOLOFF_MINUTES, and the password is not even hashed: a flood of guesses costs
 one indexed query each instead of a PBKDF2 hash, and the kiosk stays fast.
 """
@@ -13,7 +13,7 @@ import ipaddress
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
 
-from bms import throttle
+from core import throttle
 
 
 class LockoutBackend(AxesStandaloneBackend):
@@ -45,7 +45,7 @@ def username_of(request, credentials: dict | None) -> str | None:
 
 
 def client_ip(request) -> str | None:
-    """AXES_CLIENT_IP_CALLABLE: bms.throttle.client_ip (BMS_TRUSTED_PROXIES), if an address."""
+    """AXES_CLIENT_IP_CALLABLE: core.throttle.client_ip (BMS_TRUSTED_PROXIES), if an address."""
     for candidate in (throttle.client_ip(request), request.META.get("REMOTE_ADDR", "")):
         try:
             return str(ipaddress.ip_address(candidate.strip()))

@@ -1,8 +1,8 @@
 """OpenAPI documentation wiring shared by the apps (drf-spectacular, /api/schema/).
 
 Each app documents its own operations in its api.py (`document_viewset`, `extend_schema`);
-this module holds what they share: who-may-call sentences (roles: bms/roles.py, enforced by
-bms/permissions.py), the tag list, and the two schema hooks named in
+this module holds what they share: who-may-call sentences (roles: core/roles.py, enforced by
+core/permissions.py), the tag list, and the two schema hooks named in
 SPECTACULAR_SETTINGS:
 
 - `add_plain_views` (preprocessing): drf-spectacular only enumerates DRF views. The ingest

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from bms.api_errors import error_response
+from core.api_errors import error_response
 
 
 class RefuseNulBytesMiddleware:

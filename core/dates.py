@@ -9,7 +9,7 @@
 Weekday, day without a leading zero, month name, four-digit year: unambiguous in every locale
 (24/11 and 11/24 are not), and the same in pages, alarm messages and control reasons. Form
 inputs still carry ISO values (yyyy-mm-dd), the only ones a browser's date input accepts.
-No Django here: templates use the `day` and `when` filters of bms/templatetags/dates.py.
+No Django here: templates use the `day` and `when` filters of core/templatetags/dates.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Staff roles as Django groups, created after every migrate.
 
 engineers: everything; bookers: bookings only; viewers: read only.
-API permissions are enforced by bms.permissions.GroupPermission, admin by these groups'
+API permissions are enforced by core.permissions.GroupPermission, admin by these groups'
 model permissions, so both agree.
 """
 

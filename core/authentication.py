@@ -33,7 +33,7 @@ class TokenAuth(TokenAuthentication):
 class TokenAuthScheme(OpenApiAuthenticationExtension):
     """The OpenAPI schema's description of TokenAuth (same name as DRF's token scheme had)."""
 
-    target_class = "bms.authentication.TokenAuth"
+    target_class = "core.authentication.TokenAuth"
     name = "tokenAuth"
     match_subclasses = True
 
