@@ -14,15 +14,13 @@ import time
 from celery import Celery
 from celery.signals import beat_init, worker_ready
 
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY, HEARTBEAT_EVERY_S
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bms.settings")
 
 app = Celery("bms")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-BEAT_HEARTBEAT_KEY = "bms:health:beat"
-WORKER_HEARTBEAT_KEY = "bms:health:worker"
-HEARTBEAT_EVERY_S = 10
 
 
 def is_standby(scheduler) -> bool:
@@ -56,7 +54,7 @@ WATCHDOG_EVERY_S = int(os.environ.get("BMS_WATCHDOG_EVERY_S", "60"))
 
 def _start_watch(check, name: str) -> None:
     """Run one watchdog check every WATCHDOG_EVERY_S in a daemon thread of this process."""
-    from bms import watchdog
+    from alarms import watchdog
 
     threading.Thread(
         target=watchdog.watch_loop,
@@ -79,7 +77,7 @@ def _start_worker_watch(sender=None, **_kwargs) -> None:
     # "beat: Starting..." was dropped (the tasks it sends, bms.beat's lock and Redis warnings).
     if not apps.ready:
         django.setup()
-    from bms import watchdog
+    from alarms import watchdog
 
     _start_watch(watchdog.check_workers, "workers")
 
@@ -92,6 +90,6 @@ def _start_beat_watch(sender=None, **_kwargs) -> None:
     queues = {q.name for q in sender.task_consumer.queues} if sender is not None else set()
     if "control" not in queues or not settings.BMS_WATCHDOG_WATCH_BEAT:
         return
-    from bms import watchdog
+    from alarms import watchdog
 
     _start_watch(watchdog.check_beat, "beat")

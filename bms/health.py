@@ -13,7 +13,8 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
-from bms.celery import BEAT_HEARTBEAT_KEY, app
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY
+from bms.celery import app
 from core.permissions import has_staff_role
 from core.redis import get_redis
 

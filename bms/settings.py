@@ -109,10 +109,13 @@ INSTALLED_APPS = [
     "core",
     "bms",
     "feeds",
+    "alarms",
     "sensors",
     "control",
     "energy",
     "displays",
+    "demo",
+    "staff",
 ]
 
 MIDDLEWARE = [
@@ -136,7 +139,7 @@ ASGI_APPLICATION = "bms.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "bms" / "templates"],
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -216,7 +219,6 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "var" / "static")))
 STATICFILES_DIRS = [
-    BASE_DIR / "bms" / "static",
     # Chart.js from npm (`npm ci`), served as /static/vendor/chart.js/chart.umd.js: never a CDN.
     ("vendor/chart.js", BASE_DIR / "node_modules" / "chart.js" / "dist"),
 ]
@@ -398,7 +400,7 @@ CELERY_TASK_ROUTES = (
         # The iCal sync fetches and writes for seconds: never on the control worker (issue #14).
         "control.tasks.sync_ical_feeds": {"queue": "commit"},
         "control.tasks.*": {"queue": "control"},
-        "bms.tasks.*": {"queue": "control"},
+        "alarms.tasks.*": {"queue": "control"},
         "energy.tasks.*": {"queue": "commit"},
     },
 )
@@ -407,8 +409,8 @@ CELERY_BEAT_SCHEDULE = {
     "check-silent-nodes": {"task": "sensors.tasks.check_silent_nodes", "schedule": 60.0},
     "poll-modbus-meters": {"task": "sensors.tasks.poll_modbus_meters", "schedule": 10.0},
     "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
-    "worker-heartbeat": {"task": "bms.tasks.heartbeat", "schedule": 15.0},
-    "system-watchdog": {"task": "bms.tasks.system_watchdog", "schedule": 60.0},
+    "worker-heartbeat": {"task": "alarms.tasks.heartbeat", "schedule": 15.0},
+    "system-watchdog": {"task": "alarms.tasks.system_watchdog", "schedule": 60.0},
     # Daily use per meter for the energy page (energy/refresh.py, docs/ENERGY.md).
     "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
     # Last month's energy report to each building's recipients, 06:10 on the 1st (docs/ENERGY.md).
@@ -489,7 +491,7 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bms@localhost")
 BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
-# System watchdog thresholds (bms/watchdog.py, docs/RELIABILITY.md).
+# System watchdog thresholds (alarms/watchdog.py, docs/RELIABILITY.md).
 BMS_ALARM_DISK_FREE_PCT = env_float("BMS_ALARM_DISK_FREE_PCT", 10.0, minimum=0.0)
 BMS_ALARM_BACKLOG_POINTS = env_int("BMS_ALARM_BACKLOG_POINTS", 2_000_000, minimum=1)
 BMS_ALARM_BACKLOG_AGE_S = env_int(

@@ -14,6 +14,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("feeds.api_urls")),
     path("api/v1/", include("sensors.api_urls")),
+    path("api/v1/", include("alarms.api_urls")),
     path("api/v1/", include("control.api_urls")),
     path("api/v1/", include("displays.api_urls")),
     path("api/v1/", include("energy.api_urls")),
@@ -22,7 +23,7 @@ urlpatterns = [
     path("", include("control.urls")),
     path("", include("displays.urls")),
     path("", include("energy.urls")),
-    path("", include("bms.page_urls")),
+    path("", include("staff.urls")),
 ]
 
 # Refusals before any view (a Host not allowed) as JSON on API, ingest and feed paths.

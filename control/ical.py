@@ -32,9 +32,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from alarms.lifecycle import clear_alarm, raise_alarm
 from control import ical_fetch
 from control.models import CANCELLED_BY_FEED, Booking, Zone
-from sensors.alarms import clear_alarm, raise_alarm
 
 log = logging.getLogger(__name__)
 

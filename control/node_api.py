@@ -14,6 +14,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.models import Alarm
 from control import runtime
 from control.drivers import node_queue
 from control.models import ActuatorCommand, NodeCommand
@@ -21,8 +23,7 @@ from control.node_api_docs import NodeCommandAckDoc, NodeCommandsDoc
 from control.runner import alarm_key
 from core.api_errors import error_response
 from core.openapi import documented_by
-from sensors.alarms import clear_alarm, raise_alarm
-from sensors.models import Alarm, Node
+from sensors.models import Node
 
 # One answer for "no such node", "node disabled" and "wrong key": they are authentication
 # answers, and different ones would tell a caller without a key which node ids exist.

@@ -17,6 +17,8 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
+from alarms.models import Alarm
 from control import config_cache, outputs, runtime
 from control import settings_defaults as conf
 from control import snapshot as snapshot_builder
@@ -24,8 +26,7 @@ from control.drivers import modbus, node_queue
 from control.evaluator import evaluate
 from control.models import ActuatorCommand, AnalogueCommand, HeatingPlant
 from control.state import Decision
-from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
-from sensors.models import Actuator, Alarm
+from sensors.models import Actuator
 
 log = logging.getLogger(__name__)
 
@@ -355,7 +356,7 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
     return len(extra)
 
 
-# Set by the first tick after this process's start-up grace (sensors.alarms.in_startup_grace):
+# Set by the first tick after this process's start-up grace (alarms.lifecycle.in_startup_grace):
 # faults found during the grace were recorded but not alarmed, so that tick judges them all.
 _judged_since_start = False
 

@@ -4,7 +4,7 @@
     when:  Mon 24 Nov 2026 15:01        (seconds where they matter: 15:01:07)
     time:  15:01                        (only beside a day already shown, e.g. an end time)
     span:  Mon 24 Nov 2026 15:01–16:30  (the end's day is written when it is another day)
-    age:   45 s, 12 min, 3 h 5 min, 4 days (as bms/static/bms/live.js keeps it up to date)
+    age:   45 s, 12 min, 3 h 5 min, 4 days (as core/static/core/live.js keeps it up to date)
 
 Weekday, day without a leading zero, month name, four-digit year: unambiguous in every locale
 (24/11 and 11/24 are not), and the same in pages, alarm messages and control reasons. Form

@@ -1,5 +1,5 @@
 """Live staff pages: the part of a page that changes is also served as JSON (`?live=1`) and
-swapped in place by bms/static/bms/live.js, so the page never reloads a form away."""
+swapped in place by core/static/core/live.js, so the page never reloads a form away."""
 
 from __future__ import annotations
 

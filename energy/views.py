@@ -30,7 +30,7 @@ def _flatten(tree: report.Tree, parent: int | None = None, depth: int = 0) -> li
 @login_required
 def energy_page(request: HttpRequest) -> HttpResponse:
     if not has_staff_role(request.user):
-        return render(request, "bms/forbidden.html", status=403)
+        return render(request, "core/forbidden.html", status=403)
     params = request.GET
     error, status = None, 200
     try:

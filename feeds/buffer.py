@@ -18,7 +18,7 @@ Redis layout (all keys under PREFIX):
                     with feed_id % shards == shard; adding points does not depend on shards.
     refused         a hash feed_id -> points the feed store refused (too old, gap too large...)
                     since staff last acknowledged it; refused:last: feed_id -> "t reason" of
-                    the latest. bms/watchdog.py raises an alarm from them (refused points are
+                    the latest. alarms/watchdog.py raises an alarm from them (refused points are
                     never written, but never silently dropped either)
 
 Why an append-only string: APPEND is O(1), a block is read with one GETRANGE and parsed by

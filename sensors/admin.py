@@ -7,11 +7,9 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from sensors import input_errors, state
-from sensors.alarms import acknowledge
 from sensors.models import (
     MODBUS_DEFAULT_BLOCK,
     Actuator,
-    Alarm,
     EmoncmsOrigin,
     GatewayKey,
     ModbusBus,
@@ -258,34 +256,3 @@ class ActuatorAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "driver", "host", "port", "device_id", "coil", "enabled"]
     list_filter = ["kind", "driver", "enabled", "site"]
     search_fields = ["name", "host", "description"]
-
-
-@admin.register(Alarm)
-class AlarmAdmin(admin.ModelAdmin):
-    list_display = [
-        "raised_at",
-        "severity",
-        "source",
-        "message",
-        "is_open",
-        "cleared_at",
-        "acknowledged_at",
-    ]
-    list_filter = ["severity", "source", ("cleared_at", admin.EmptyFieldListFilter)]
-    search_fields = ["message", "key"]
-    readonly_fields = [f.name for f in Alarm._meta.fields]
-    actions = ["acknowledge_selected"]
-
-    @admin.display(boolean=True, description="open")
-    def is_open(self, alarm: Alarm) -> bool:
-        return alarm.is_open
-
-    def has_add_permission(self, request) -> bool:
-        return False  # alarms are raised by the system, not typed in
-
-    # Engineers only (change_alarm), as POST /api/v1/alarms/<id>/acknowledge.
-    @admin.action(description="Acknowledge selected alarms", permissions=["change"])
-    def acknowledge_selected(self, request, queryset):
-        for alarm in queryset.filter(acknowledged_at__isnull=True):
-            acknowledge(alarm, request.user)
-        self.message_user(request, f"Acknowledged at {timezone.localtime():%H:%M}.")

@@ -4,7 +4,6 @@ from core.routers import OptionalSlashRouter
 from sensors import ingest_views
 from sensors.api import (
     ActuatorViewSet,
-    AlarmViewSet,
     ModbusBusViewSet,
     ModbusRegisterMapViewSet,
     ModbusRegisterViewSet,
@@ -21,7 +20,6 @@ router.register("modbus-registers", ModbusRegisterViewSet)
 router.register("modbus-buses", ModbusBusViewSet)
 router.register("modbus-register-maps", ModbusRegisterMapViewSet, basename="modbus-register-map")
 router.register("actuators", ActuatorViewSet)
-router.register("alarms", AlarmViewSet)
 
 # Node ingest before the router, so it is never taken for a viewset route.
 urlpatterns = [

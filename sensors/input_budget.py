@@ -20,8 +20,8 @@ import logging
 
 from django.conf import settings
 
+from alarms.lifecycle import raise_alarm
 from core.redis import get_redis
-from sensors.alarms import raise_alarm
 from sensors.cache import ProcessCache
 from sensors.models import Node, Sensor
 

@@ -23,8 +23,8 @@ import logging
 import time
 from collections.abc import Iterable
 
+from alarms.lifecycle import clear_alarm, raise_alarm
 from core.redis import get_redis
-from sensors.alarms import clear_alarm, raise_alarm
 from sensors.emoncms_input import Skipped
 
 log = logging.getLogger(__name__)

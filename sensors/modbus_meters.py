@@ -16,8 +16,9 @@ from django.conf import settings
 from django.db import transaction
 from redis.exceptions import LockError
 
+from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.models import Alarm
 from core.redis import get_redis
-from sensors.alarms import clear_alarm, raise_alarm
 from sensors.modbus_maps import validate_register_map
 from sensors.modbus_poll import (
     MeterReader,
@@ -27,7 +28,7 @@ from sensors.modbus_poll import (
     poll_meter,
     serial_client,
 )
-from sensors.models import Alarm, ModbusBus, ModbusRegister, Node, Sensor
+from sensors.models import ModbusBus, ModbusRegister, Node, Sensor
 
 log = logging.getLogger(__name__)
 

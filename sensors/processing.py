@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from alarms.lifecycle import clear_alarm, raise_alarm
 from core.redis import get_redis
 from feeds import process_catalog
 from feeds.models import Feed
 from sensors import conversions as cv
 from sensors import input_budget, mqtt_publish, state
-from sensors.alarms import clear_alarm, raise_alarm
 from sensors.cache import ProcessCache, bump_generation, check_generation
 from sensors.models import Node, PulseCounterState, Sensor
 

@@ -5,7 +5,7 @@ Without this a typo (`rzero` for `r0`), text where a number belongs (`{"r0": "ab
 lost every reading at ingest (a ConversionError per value, seen only in the worker log).
 Here each kind lists the keys it understands, each key its type and range; `param_errors`
 returns one message per bad key, naming it, and Sensor.clean() raises them on `params`, so the
-admin shows them on the field and the API answers 400 (bms/serializers.ModelCleanSerializer).
+admin shows them on the field and the API answers 400 (core/serializers.py, ModelCleanSerializer).
 
 The defaults used at ingest live beside the code that uses them (sensors/conversions.py,
 sensors/processing.py); a key added there must be listed here too, or saving refuses it.

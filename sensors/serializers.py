@@ -3,7 +3,7 @@ from django.db import IntegrityError, transaction
 from rest_framework import serializers
 
 from core.serializers import ModelCleanSerializer
-from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
+from sensors.models import Actuator, ModbusBus, ModbusRegister, Node, Sensor, Site
 
 
 class SiteSerializer(ModelCleanSerializer):
@@ -126,11 +126,3 @@ class ActuatorSerializer(ModelCleanSerializer):
             raise serializers.ValidationError(
                 {"coil": ["Another enabled actuator already drives this coil."]}
             ) from exc
-
-
-class AlarmSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Alarm
-        fields = ["id", "key", "severity", "source", "message", "raised_at", "cleared_at",
-                  "acknowledged_at", "acknowledged_by"]  # fmt: skip
-        read_only_fields = fields

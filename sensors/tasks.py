@@ -18,12 +18,13 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
+from alarms.models import Alarm
 from core.dates import when_text
 from core.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors import state
-from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
-from sensors.models import Alarm, Node
+from sensors.models import Node
 
 log = logging.getLogger(__name__)
 

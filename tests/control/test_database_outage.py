@@ -19,6 +19,7 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from alarms.models import Alarm
 from control import config_cache
 from control import snapshot as snapshot_builder
 from control.drivers.simulated_board import RelayBoard
@@ -32,7 +33,6 @@ from control.models import (
     SchedulePeriod,
 )
 from control.runner import run_tick
-from sensors.models import Alarm
 from tests.sqlite_away import sqlite_file_away
 
 from . import factories as f

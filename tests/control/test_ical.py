@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from alarms.models import Alarm
 from control.ical import IcalError, occurrences, sync_all, sync_zone
 from control.models import Booking, Zone
-from sensors.models import Alarm
 from tests.control.feed_server import FeedServer
 
 LONDON = ZoneInfo("Europe/London")

@@ -17,10 +17,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from alarms.models import Alarm
 from control import ical
 from control.ical import IcalError, sync_all, sync_zone
 from control.models import Booking, Zone
-from sensors.models import Alarm
 from tests.control.feed_server import FeedServer
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)

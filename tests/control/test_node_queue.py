@@ -8,10 +8,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from alarms.models import Alarm
 from control import runtime
 from control.models import ActuatorCommand, NodeCommand, Override
 from control.runner import run_tick
-from sensors.models import Actuator, Alarm
+from sensors.models import Actuator
 
 from . import factories as f
 

@@ -1,7 +1,7 @@
 """Start-up grace for relays (#16.5): a relay board that does not answer in the first
 BMS_ALARM_STARTUP_GRACE seconds after the control worker started is shown as a fault at once,
 but alarmed (and emailed) only if it still does not answer after the grace. Time is given as
-now=, measured from sensors.alarms.PROCESS_STARTED_AT, never slept."""
+now=, measured from alarms.lifecycle.PROCESS_STARTED_AT, never slept."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from alarms.lifecycle import PROCESS_STARTED_AT
+from alarms.models import Alarm
 from control import runner
 from control.drivers.simulated_board import RelayBoard
 from control.runner import run_tick
-from sensors.alarms import PROCESS_STARTED_AT
-from sensors.models import Alarm
 
 from . import factories as f
 

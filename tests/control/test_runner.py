@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from alarms.models import Alarm
 from control import runtime
 from control.drivers.simulated_board import RelayBoard
 from control.models import ActuatorCommand, Booking, HeatingPlant, Override
 from control.runner import run_tick
 from control.status import actuator_status, zone_status
-from sensors.models import Alarm
 
 from . import factories as f
 

@@ -185,7 +185,7 @@ def test_the_pi_state_carries_from_tick_to_tick_through_redis(redis_client, boar
 
 
 def test_a_refused_output_register_alarms_with_the_boards_words(redis_client, board):
-    from sensors.models import Alarm
+    from alarms.models import Alarm
 
     plant, _ = register_plant(board)
     WeatherCompensation.objects.filter(plant=plant).update(register_address=40)  # beyond 16

@@ -5,8 +5,8 @@ import struct
 
 from pymodbus.client import AsyncModbusTcpClient
 
-from bms.demo import layout
-from bms.demo.devices import EnergyMeter, RelayBoard
+from demo import layout
+from demo.devices import EnergyMeter, RelayBoard
 
 
 def test_coils_written_by_a_client_are_what_the_simulator_reads():

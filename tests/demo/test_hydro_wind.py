@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from bms.demo.hydro import RiverFlow, Turbine
-from bms.demo.wind import COUNTER_WRAP, Anemometer, Wind
+from demo.hydro import RiverFlow, Turbine
+from demo.wind import COUNTER_WRAP, Anemometer, Wind
 
 
 def test_turbine_output_follows_flow_between_minimum_and_design_flow():

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bms.demo import layout
-from bms.demo.plant import Coils, DemoPlant, float32_registers, jeelib_line
+from demo import layout
+from demo.plant import Coils, DemoPlant, float32_registers, jeelib_line
 from sensors.gateways.jeelib import decode_values, parse_line
 
 WINTER_MORNING = datetime(2025, 1, 15, 8, 0, tzinfo=UTC)

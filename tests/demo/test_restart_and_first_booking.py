@@ -8,15 +8,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bms.demo import layout
-from bms.demo.plant import Coils, DemoPlant
-from bms.demo.site import (
+from control.models import Booking
+from control.strategies.optimum_start import preheat_minutes
+from demo import layout
+from demo.plant import Coils, DemoPlant
+from demo.site import (
     RESUME_MAX_AGE_S,
     ensure_demo_site,
     last_recorded_temperatures,
 )
-from control.models import Booking
-from control.strategies.optimum_start import preheat_minutes
 from feeds import service
 
 WINTER_MORNING = datetime(2026, 1, 14, 8, 2, tzinfo=UTC)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from bms.demo import layout
 from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
+from demo import layout
 from displays.models import Display, Panel
 from feeds.models import Feed
 from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
@@ -164,7 +164,7 @@ def test_bad_options_are_refused_clearly(key_file, args, message):
 def test_help_documents_every_option():
     from django.core.management import load_command_class
 
-    command = load_command_class("bms", "simulate_site")
+    command = load_command_class("demo", "simulate_site")
     out = StringIO()
     command.create_parser("manage.py", "simulate_site").print_help(out)
     text = out.getvalue()
@@ -176,7 +176,7 @@ def test_help_documents_every_option():
 
 @pytest.mark.django_db
 def test_gateway_config_is_valid_for_bms_gateway_and_private(key_file, tmp_path):
-    from bms.demo.keystore import gateway_config, write_private_json
+    from demo.keystore import gateway_config, write_private_json
     from sensors.gateways.config import load_config
 
     _setup()

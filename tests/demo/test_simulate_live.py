@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from pymodbus.client import ModbusTcpClient
 
-from bms.demo import layout
+from demo import layout
 from feeds.models import Feed
 from sensors.models import Node
 from tests.conftest import ROOT, test_database_url

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from bms.demo import layout
-from bms.demo.simulator import Simulator, SimulatorConfig
+from demo import layout
+from demo.simulator import Simulator, SimulatorConfig
 
 
 def _closed_port() -> int:
@@ -31,7 +31,7 @@ def _post_warnings(caplog) -> list[str]:
 
 
 def test_an_unreachable_server_is_reported_once_per_node_and_the_run_goes_on(caplog):
-    caplog.set_level(logging.INFO, logger="bms.demo")
+    caplog.set_level(logging.INFO, logger="demo")
     keys = {spec.name: "0" * 32 for spec in layout.HTTP_NODES}
     simulator = _run(f"http://127.0.0.1:{_closed_port()}", keys)
     nodes = len(layout.HTTP_NODES)
@@ -45,7 +45,7 @@ def test_an_unreachable_server_is_reported_once_per_node_and_the_run_goes_on(cap
 
 @pytest.mark.django_db
 def test_a_refused_key_is_reported_with_the_servers_reason(live_server, caplog):
-    caplog.set_level(logging.INFO, logger="bms.demo")
+    caplog.set_level(logging.INFO, logger="demo")
     keys = {spec.name: "f" * 32 for spec in layout.HTTP_NODES}  # no such node key
     keys.pop(layout.HTTP_NODES[0].name)  # and one node without a key at all
     simulator = _run(live_server.url, keys)
@@ -75,7 +75,7 @@ def test_a_relay_port_in_use_is_a_clear_error_not_a_traceback(tmp_path, settings
 
 
 def test_the_jeelib_log_is_kept_to_two_bounded_files(tmp_path, monkeypatch):
-    from bms.demo import simulator
+    from demo import simulator
 
     monkeypatch.setattr(simulator, "JEELIB_LOG_MAX_BYTES", 100)
     log_path = tmp_path / "jeelib.log"

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bms.demo import solar
+from demo import solar
 
 LAT, LON = 52.62, -3.84
 

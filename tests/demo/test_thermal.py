@@ -2,7 +2,7 @@
 
 import pytest
 
-from bms.demo.thermal import BoilerCircuit, Room, SolarThermal
+from demo.thermal import BoilerCircuit, Room, SolarThermal
 
 HOUR = 3600.0
 

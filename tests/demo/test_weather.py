@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from bms.demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
+from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
 
 
 def test_ou_process_reverts_to_its_mean_with_the_stated_spread():

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from displays.demo import ensure_demo_displays
+from demo.displays import ensure_demo_displays
 from feeds import service
 from feeds.models import Feed
 from sensors.models import Site

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from displays.demo import ensure_demo_displays
+from demo.displays import ensure_demo_displays
 from displays.models import Display, Panel
 from feeds.models import Feed
 

@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from energy import demo, report
+from demo import energy as demo
+from energy import report
 from energy.models import MeterDay, MeterNode
 from sensors.models import Site
 

@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from bms import watchdog
+from alarms import watchdog
+from alarms.models import Alarm
 from feeds import phpfina, service
 from feeds.models import Feed
-from sensors.models import Alarm
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -109,7 +109,7 @@ def test_the_refused_alarm_counts_up_and_clears_once_acknowledged(feed_dir, redi
     # Not acknowledged: it stays open. Acknowledged: it clears and the count is forgotten.
     watchdog.check_refused()
     assert Alarm.objects.filter(key=key, cleared_at__isnull=True).exists()
-    from sensors.alarms import acknowledge
+    from alarms.lifecycle import acknowledge
 
     acknowledge(alarm, engineer)
     watchdog.check_refused()

@@ -4,7 +4,7 @@ import pytest
 from django.contrib import admin
 from django.test import Client
 
-OUR_APPS = {"feeds", "sensors", "control", "displays"}
+OUR_APPS = {"feeds", "alarms", "sensors", "control", "displays"}
 OUR_MODELS = [m for m in admin.site._registry if m._meta.app_label in OUR_APPS]
 
 

@@ -3,8 +3,8 @@
 import pytest
 from django.core import mail
 
-from sensors.alarms import acknowledge, clear_alarm, raise_alarm
-from sensors.models import Alarm
+from alarms.lifecycle import acknowledge, clear_alarm, raise_alarm
+from alarms.models import Alarm
 
 pytestmark = pytest.mark.django_db
 

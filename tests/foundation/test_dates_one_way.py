@@ -17,12 +17,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from bms.demo.site import ensure_demo_site
+from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.models import Alarm
 from control.models import ActuatorCommand, Booking, HeatingPlant, Override, SolarCircuit
 from core.dates import day_text, when_text
+from demo.site import ensure_demo_site
 from feeds import service
-from sensors.alarms import clear_alarm, raise_alarm
-from sensors.models import Actuator, Alarm, Node
+from sensors.models import Actuator, Node
 from sensors.tasks import check_silent_nodes
 
 pytestmark = pytest.mark.django_db
@@ -121,7 +122,7 @@ def dated_world(tmp_path, settings, engineer, redis_client) -> dict:
     service.log_points([(node.sensors.first().feed_id, int(time.time()) - 3600, 1.0)])
     check_silent_nodes(now=time.time())
     # The plant status's last control tick, and a feed's refused points (their alarm).
-    from bms.watchdog import check_refused
+    from alarms.watchdog import check_refused
     from control import runtime
     from feeds.service import get_buffer
 
@@ -184,7 +185,7 @@ def test_ages_are_written_as_live_js_writes_them():
     from tests.conftest import ROOT
 
     seconds = [0, 1, 59, 60, 61, 3599, 3600, 3660, 7200, 47 * 3600 + 59 * 60, 48 * 3600, 10**6]
-    script = (ROOT / "bms/static/bms/live.js").read_text()
+    script = (ROOT / "core/static/core/live.js").read_text()
     body = script[script.index("function duration(") : script.index("function updateDurations")]
     js = subprocess.run(
         ["node", "-e", f"{body}; console.log(JSON.stringify({seconds}.map(duration)))"],

@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from bms.celery import BEAT_HEARTBEAT_KEY
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY
 
 
 def _closed_port() -> int:

@@ -7,9 +7,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from alarms.lifecycle import raise_alarm
+from alarms.models import Alarm
 from core.roles import BOOKERS, ENGINEERS, VIEWERS
-from sensors.alarms import raise_alarm
-from sensors.models import Alarm
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from sensors.alarms import raise_alarm
-from sensors.models import Alarm
+from alarms.lifecycle import raise_alarm
+from alarms.models import Alarm
 
 PAGES = ["/staff/", "/staff/feeds/", "/staff/alarms/"]
 

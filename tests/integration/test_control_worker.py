@@ -11,11 +11,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from alarms.models import Alarm
 from control import runtime
 from control.drivers.simulated_board import RelayBoard
 from control.models import ActuatorCommand, Booking, HeatingPlant, Override, Schedule
 from control.tasks import control_tick
-from sensors.models import Alarm
 from tests.control import factories as f
 
 pytestmark = [pytest.mark.integration]

@@ -20,10 +20,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from alarms.models import Alarm
 from control import runtime
 from control.models import Booking, Zone
 from control.tasks import control_tick, sync_ical_feeds
-from sensors.models import Alarm
 from tests.conftest import ROOT, test_database_url
 from tests.control.test_ical_security import flood
 from tests.processes import stop_process

@@ -11,8 +11,9 @@ import paho.mqtt.client as mqtt
 import pytest
 from django.conf import settings
 
+from alarms.models import Alarm
 from sensors import cache
-from sensors.models import Alarm, ModbusRegister, Node
+from sensors.models import ModbusRegister, Node
 from sensors.mqtt import MqttIngestor
 from sensors.tasks import poll_modbus_meters
 from tests.integration.test_ingest_e2e import stored, wait_for_feed

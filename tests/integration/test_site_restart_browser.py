@@ -25,7 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from sensors.models import Alarm
+from alarms.models import Alarm
 from tests.browser import logged_in_page
 from tests.conftest import ROOT, test_database_url
 from tests.live_http import free_port

@@ -13,11 +13,11 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 from playwright.sync_api import Page
 
+from alarms.lifecycle import raise_alarm
 from control.models import Booking, Zone
 from core.roles import ENGINEERS
 from feeds import service
 from feeds.models import Feed
-from sensors.alarms import raise_alarm
 from sensors.models import Node, Sensor
 from tests.browser import logged_in_page
 from tests.live_http import KioskServer

@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.models import Alarm
 from control.models import Booking, Override, Zone
 from core.dates import day_text
-from sensors.alarms import clear_alarm, raise_alarm
-from sensors.models import Alarm
 from tests.integration import test_staff_browser as _base
 
 # The fixtures of the first staff browser tests: a logged-in engineer in real Chromium.

@@ -11,7 +11,7 @@ import time
 import pytest
 import redis as redis_lib
 
-from bms.celery import BEAT_HEARTBEAT_KEY
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY
 from tests.reliability.harness import PrivateRedis, Site, wait_until
 
 pytestmark = pytest.mark.integration

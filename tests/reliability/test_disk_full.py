@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from bms import watchdog
+from alarms import watchdog
+from alarms.models import Alarm
 from feeds import phpfina, service
 from feeds.models import Feed
 from feeds.tasks import commit_buffer
-from sensors.models import Alarm
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sensors.models import Alarm
+from alarms.models import Alarm
 from tests.reliability.harness import wait_until
 
 pytestmark = pytest.mark.integration

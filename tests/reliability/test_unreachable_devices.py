@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from alarms.models import Alarm
 from control.drivers.simulated_board import RelayBoard
 from control.runner import run_tick
-from sensors.models import Alarm, ModbusRegister, Node
+from sensors.models import ModbusRegister, Node
 from sensors.tasks import poll_modbus_meter
 from tests.control import factories as f
 from tests.reliability.blackhole import Blackhole

@@ -8,12 +8,12 @@ import time
 import pytest
 from django.core import mail
 
-from bms import watchdog
-from bms.celery import BEAT_HEARTBEAT_KEY
-from bms.tasks import system_watchdog
+from alarms import watchdog
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY
+from alarms.models import Alarm
+from alarms.tasks import system_watchdog
 from feeds import service
 from feeds.models import Feed
-from sensors.models import Alarm
 
 pytestmark = pytest.mark.django_db
 
@@ -132,7 +132,7 @@ def test_the_task_runs_every_check_and_survives_one_failing(redis_client, settin
 
 def test_the_watchdog_runs_every_minute_on_the_control_queue(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["system-watchdog"]
-    assert entry == {"task": "bms.tasks.system_watchdog", "schedule": 60.0}
+    assert entry == {"task": "alarms.tasks.system_watchdog", "schedule": 60.0}
     from bms.celery import app
 
-    assert app.amqp.router.route({}, "bms.tasks.system_watchdog")["queue"].name == "control"
+    assert app.amqp.router.route({}, "alarms.tasks.system_watchdog")["queue"].name == "control"

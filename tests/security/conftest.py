@@ -22,6 +22,7 @@ class World:
 
 @pytest.fixture
 def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
+    from alarms.models import Alarm
     from control.models import (
         ActuatorCommand,
         Booking,
@@ -46,7 +47,7 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     )
     from feeds.models import Feed
     from sensors import cache
-    from sensors.models import Actuator, Alarm, ModbusBus, ModbusRegister, Node, Sensor, Site
+    from sensors.models import Actuator, ModbusBus, ModbusRegister, Node, Sensor, Site
 
     cache.clear_all()
     w = World()

@@ -34,7 +34,7 @@ NOBODY: frozenset[str] = frozenset()
 DELETE = "delete_selected"
 MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("sensors.node", "rotate_write_key"): WRITERS,
-    ("sensors.alarm", "acknowledge_selected"): WRITERS,
+    ("alarms.alarm", "acknowledge_selected"): WRITERS,
     ("axes.accessattempt", "cleanup_expired_attempts"): ONLY_SUPER,
     ("sensors.gatewaykey", "rotate_gateway_key"): WRITERS,
     # Bookings and overrides are cancelled, never deleted (the audit trail keeps them).
@@ -66,7 +66,7 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
             "energy.reportrecipient",
             "feeds.feed",
             "sensors.actuator",
-            "sensors.alarm",
+            "alarms.alarm",
             # deleting an origin makes the next import_emoncms bring that object in anew
             "sensors.emoncmsorigin",
             "sensors.gatewaykey",
@@ -160,10 +160,10 @@ def test_rotate_write_key_only_for_engineers_and_the_log_names_who(world: World,
 
 @pytest.mark.parametrize("role", ROLES)
 def test_acknowledge_selected_only_for_engineers_as_in_the_api(world: World, role: str):
-    from sensors.models import Alarm
+    from alarms.models import Alarm
 
     alarm_id = world.ids["alarm"]
-    _post_action(role, "/admin/sensors/alarm/", "acknowledge_selected", [alarm_id])
+    _post_action(role, "/admin/alarms/alarm/", "acknowledge_selected", [alarm_id])
     alarm = Alarm.objects.get(pk=alarm_id)
     if role in WRITERS:
         assert alarm.acknowledged_by is not None

@@ -10,8 +10,9 @@ import zlib
 
 import pytest
 
+from alarms.models import Alarm
 from sensors import input_errors, keys
-from sensors.models import Alarm, GatewayKey, Node, Sensor, Site
+from sensors.models import GatewayKey, Node, Sensor, Site
 from tests.sensors.conftest import queued_batches
 from tests.wsgi_client import WsgiClient as Client
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from alarms.models import Alarm
 from feeds import service
 from feeds.models import Feed
 from sensors import ingest_stream as stream
 from sensors.ingest_drain import Drain, drain_shard
-from sensors.models import Alarm, Sensor
+from sensors.models import Sensor
 from sensors.processing import ingest_rows
 from sensors.tasks import kick_ingest_drains
 from tests.sensors.conftest import make_node, queued_batches

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from alarms.models import Alarm
 from feeds.models import Feed
 from sensors import input_budget
-from sensors.models import Alarm, Sensor, Site
+from sensors.models import Sensor, Site
 from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node, queued_batches
 from tests.wsgi_client import WsgiClient as Client

@@ -10,6 +10,7 @@ import time
 import pytest
 from pymodbus.constants import ExcCodes
 
+from alarms.models import Alarm
 from sensors import state
 from sensors.modbus_poll import (
     ModbusPollError,
@@ -18,7 +19,7 @@ from sensors.modbus_poll import (
     plan_reads,
     poll_meter,
 )
-from sensors.models import Alarm, ModbusRegister, Node
+from sensors.models import ModbusRegister, Node
 from sensors.tasks import poll_modbus_meter, poll_modbus_meters
 from tests.sensors.modbus_meter import FC_HOLDING, FC_INPUT, MeterServer, float32_words
 

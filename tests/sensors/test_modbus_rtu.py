@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from alarms.models import Alarm
 from sensors import state
 from sensors.modbus_maps import shipped_map
 from sensors.modbus_meters import apply_register_map, bus_lock_key, poll_bus
 from sensors.modbus_poll import MeterReader, RegisterSpec, serial_client
-from sensors.models import Alarm, ModbusBus, Node
+from sensors.models import ModbusBus, Node
 from sensors.tasks import poll_modbus_bus, poll_modbus_meters
 
 pytestmark = pytest.mark.skipif(shutil.which("socat") is None, reason="socat is not installed")

@@ -6,10 +6,11 @@ import time
 
 import pytest
 
+from alarms.models import Alarm
 from feeds import service
 from feeds.models import Feed
 from sensors import state
-from sensors.models import Alarm, Sensor
+from sensors.models import Sensor
 from sensors.processing import ingest_rows
 from sensors.tasks import check_silent_nodes
 from tests.sensors.conftest import make_node

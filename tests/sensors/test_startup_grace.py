@@ -1,13 +1,15 @@
 """Start-up grace (#16.5): right after a worker starts, a node is judged silent only once it has
 had BMS_ALARM_STARTUP_GRACE (and at least 3 of its intervals) to post. Time is given as now=,
-measured from sensors.alarms.PROCESS_STARTED_AT, never slept."""
+measured from alarms.lifecycle.PROCESS_STARTED_AT, never slept."""
 
 from __future__ import annotations
 
 import pytest
 
-from sensors import alarms, state
-from sensors.models import Alarm, Node
+from alarms import lifecycle as alarms
+from alarms.models import Alarm
+from sensors import state
+from sensors.models import Node
 from sensors.tasks import check_silent_nodes
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 /* Plant schematic: clicking (or Enter on) an element shows its "why" and recent commands in the
- * side panel. The details come with each live update (hidden in the live region, bms/live.js),
+ * side panel. The details come with each live update (hidden in the live region, core/live.js),
  * so an open panel is refreshed in place when the region is swapped. */
 (function () {
   "use strict";

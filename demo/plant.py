@@ -1,0 +1,241 @@
+"""The whole simulated site stepped together: weather, PV, solar thermal, hydro, boiler, rooms,
+the grid meter, and what each node would report. No Django.
+
+Time has two rates. The sun and the outside temperature follow the real wall clock (the site
+shows today's sun); everything with a state (clouds, river, wind, water and room temperatures)
+advances `speed` times faster, so at --speed 60 a room warms in minutes instead of an hour.
+Counters and energy totals (anemometer pulses, meter kWh) integrate over *real* time, so the
+rates the server derives from them stay physically right whatever the speed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from demo import layout, solar
+from demo.hydro import RiverFlow, Turbine
+from demo.thermal import BoilerCircuit, Room, SolarThermal
+from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
+from demo.wind import Anemometer, Wind
+
+PV_PEAK_KW = 10.0
+
+
+@dataclass
+class Coils:
+    """Relay board outputs as the simulated plant sees them."""
+
+    boiler: bool = False
+    heating_pump: bool = False
+    solar_pump: bool = False
+    valves: dict[str, bool] = field(default_factory=dict)  # room slug -> open
+
+    @classmethod
+    def from_bits(cls, bits: list[bool]) -> Coils:
+        def bit(i: int) -> bool:
+            return bool(bits[i]) if i < len(bits) else False
+
+        return cls(
+            boiler=bit(layout.COIL_BOILER),
+            heating_pump=bit(layout.COIL_HEATING_PUMP),
+            solar_pump=bit(layout.COIL_SOLAR_PUMP),
+            valves={room.slug: bit(room.coil) for room in layout.ROOMS},
+        )
+
+    def describe(self) -> str:
+        on = [
+            name
+            for name, state in (
+                ("boiler", self.boiler),
+                ("heating pump", self.heating_pump),
+                ("solar pump", self.solar_pump),
+            )
+            if state
+        ]
+        on += [f"valve {slug}" for slug, state in self.valves.items() if state]
+        return ", ".join(on) if on else "all off"
+
+
+class DemoPlant:
+    def __init__(self, now: datetime, seed: int | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.tz = ZoneInfo(layout.TIME_ZONE)
+        self.clouds = Clouds(rng=self.rng)
+        self.river = RiverFlow(rng=self.rng)
+        self.turbine = Turbine()
+        self.wind = Wind(rng=self.rng)
+        self.anemometer = Anemometer()
+        self.humidity = OrnsteinUhlenbeck(mean=65.0, sigma=8.0, tau_s=3 * 3600.0, rng=self.rng)
+        self.grid_volts = OrnsteinUhlenbeck(mean=240.0, sigma=2.0, tau_s=120.0, rng=self.rng)
+        self.outside_c = self._outside(now)
+        self.solar_thermal = SolarThermal(collector_c=self.outside_c, tank_c=44.0)
+        self.circuit = BoilerCircuit(flow_c=max(self.outside_c, 15.0))
+        self.rooms = {
+            room.slug: Room(name=room.name, temperature_c=max(room.start_c, self.outside_c + 2))
+            for room in layout.ROOMS
+        }
+        self.coils = Coils(valves={room.slug: False for room in layout.ROOMS})
+        self.import_kwh = 12_000.0 + self.rng.uniform(0, 500)  # a meter that has been in a while
+        self.now = now
+        self.irradiance = 0.0
+        self.pv_w = 0.0
+        self.hydro_w = 0.0
+        self.grid_w = 0.0
+        self._update_instantaneous(now)
+
+    def resume(self, last: dict[str, float]) -> list[str]:
+        """Carry on from the last recorded temperatures (keys: `room:<slug>`, `tank`,
+        `collector`, `flow`), so a restarted demo has no cliffs in its charts. Values outside
+        -30..110 °C are ignored (a broken feed must not start a room at 500 °C). Returns the
+        keys used."""
+        used = []
+        for key, value in last.items():
+            if not -30.0 <= value <= 110.0:
+                continue
+            kind, _, slug = key.partition(":")
+            if kind == "room" and slug in self.rooms:
+                self.rooms[slug].temperature_c = value
+            elif key == "tank":
+                self.solar_thermal.tank_c = value
+            elif key == "collector":
+                self.solar_thermal.collector_c = value
+            elif key == "flow":
+                self.circuit.flow_c = value
+            else:
+                continue
+            used.append(key)
+        return used
+
+    def _outside(self, now: datetime) -> float:
+        local = now.astimezone(self.tz)
+        hour = local.hour + local.minute / 60.0 + local.second / 3600.0
+        return outside_temperature(local.timetuple().tm_yday, hour)
+
+    def _update_instantaneous(self, now: datetime) -> None:
+        elevation = solar.solar_elevation_deg(layout.LATITUDE, layout.LONGITUDE, now)
+        self.irradiance = solar.clear_sky_ghi(elevation) * self.clouds.clear_fraction
+        self.pv_w = solar.pv_power_w(self.irradiance, PV_PEAK_KW)
+        self.hydro_w = self.turbine.power_w(self.river.flow_l_s)
+        self.outside_c = self._outside(now)
+        self.grid_w = self.site_demand_w(now) - self.pv_w - self.hydro_w
+
+    def _open(self, now: datetime) -> bool:
+        """The visitor centre is open 10:00–17:00 local time."""
+        return 10 <= now.astimezone(self.tz).hour < 17
+
+    def site_demand_w(self, now: datetime) -> float:
+        """Electrical load of the site: base load, the visitor centre by day, the plant."""
+        load = 2500.0 + (3500.0 if self._open(now) else 0.0)
+        load += 90.0 * self.coils.heating_pump + 60.0 * self.coils.solar_pump
+        load += 150.0 * self.coils.boiler  # burner fan and controls
+        return load
+
+    def step(self, now: datetime, real_dt_s: float, speed: float, coils: Coils) -> None:
+        """Advance to `now`: stateful physics by real_dt_s × speed, counters by real_dt_s."""
+        sim_dt = max(0.0, real_dt_s) * speed
+        self.coils = coils
+        self.now = now
+        self.clouds.step(sim_dt)
+        self.river.step(sim_dt)
+        self.wind.step(sim_dt)
+        self.humidity.step(sim_dt)
+        self.grid_volts.step(real_dt_s)
+        self._update_instantaneous(now)
+
+        # The visitor centre café draws hot water while it is open.
+        draw = 400.0 if self._open(now) else 0.0
+        self.solar_thermal.step(
+            sim_dt, self.irradiance, self.outside_c, coils.solar_pump, draw_w=draw
+        )
+        circulating = coils.heating_pump
+        load = sum(room.last_heat_w for room in self.rooms.values())
+        self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
+        self.circuit.step(sim_dt, coils.boiler, coils.heating_pump, load)
+        for slug, room in self.rooms.items():
+            room.step(
+                sim_dt,
+                self.outside_c,
+                coils.valves.get(slug, False),
+                self.circuit.flow_c,
+                circulating,
+            )
+        self.anemometer.step(real_dt_s, self.wind.speed_m_s)
+        self.import_kwh += max(0.0, self.grid_w) * real_dt_s / 3.6e6
+
+    # --- what the nodes report -------------------------------------------------------------
+
+    def http_values(self) -> dict[str, dict[str, float]]:
+        """Values per HTTP (emonTx/emonTH) node name, as /input/bulk {name: value} objects."""
+        values: dict[str, dict[str, float]] = {
+            "emontx-pv": {"power": round(self.pv_w, 1), "irradiance": round(self.irradiance, 1)},
+            "emontx-solarthermal": {
+                "collector": round(self.solar_thermal.collector_c, 2),
+                "tank": round(self.solar_thermal.tank_c, 2),
+                # A heat meter counts heat into the tank; antifreeze circulation is not "gain".
+                "heat": round(max(0.0, self.solar_thermal.last_power_w), 1),
+            },
+            "emontx-hydro": {
+                "power": round(self.hydro_w, 1),
+                "flow": round(self.river.flow_l_s, 2),
+            },
+        }
+        assert self.humidity.value is not None
+        for slug, room in self.rooms.items():
+            # Heating a room lowers its relative humidity (~3 %RH per K near room temperature).
+            humidity = self.humidity.value - 3.0 * (room.temperature_c - 15.0)
+            values[f"emonth-{slug}"] = {
+                "temperature": round(room.temperature_c, 2),
+                "humidity": round(min(95.0, max(25.0, humidity)), 1),
+            }
+        return values
+
+    def jeelib_frames(self) -> dict[int, list[int]]:
+        """16-bit values per JeeLib node id: hundredths of °C (int16); the anemometer's
+        counter (uint16)."""
+        return {
+            10: [_hundredths(self.circuit.flow_c), _hundredths(self.outside_c)],
+            11: [self.anemometer.counter],
+        }
+
+    def meter_values(self) -> dict[str, float]:
+        assert self.grid_volts.value is not None
+        volts = self.grid_volts.value
+        return {
+            "voltage": volts,
+            "current": abs(self.grid_w) / volts,
+            "power": self.grid_w,
+            "frequency": 50.0 + 0.03 * math.sin(self.now.timestamp() / 37.0),
+            "import_kwh": self.import_kwh,
+        }
+
+    def summary(self) -> str:
+        rooms = ", ".join(f"{slug} {room.temperature_c:.1f}°C" for slug, room in self.rooms.items())
+        return (
+            f"PV {self.pv_w / 1000:.2f} kW, hydro {self.hydro_w / 1000:.2f} kW "
+            f"(river {self.river.flow_l_s:.0f} l/s), collector {self.solar_thermal.collector_c:.1f}°C "
+            f"tank {self.solar_thermal.tank_c:.1f}°C, boiler flow {self.circuit.flow_c:.1f}°C, "
+            f"outside {self.outside_c:.1f}°C, wind {self.wind.speed_m_s:.1f} m/s; rooms: {rooms}; "
+            f"relays: {self.coils.describe()}"
+        )
+
+
+def _hundredths(value: float) -> int:
+    return max(-32768, min(32767, round(value * 100)))
+
+
+def jeelib_line(node_id: int, values: list[int], rssi: int = -60, datacodes: str = "h") -> str:
+    """A JeeLib RF12demo/RFM69 serial line: `OK <id> <little-endian value bytes> (<rssi>)`."""
+    codes = datacodes * len(values) if len(datacodes) == 1 else datacodes
+    payload = struct.pack("<" + codes, *values)
+    return f"OK {node_id} {' '.join(str(b) for b in payload)} ({rssi})"
+
+
+def float32_registers(value: float) -> list[int]:
+    """A float32 as two 16-bit registers, high word first (SDM630 order)."""
+    high, low = struct.unpack(">HH", struct.pack(">f", value))
+    return [high, low]

@@ -1,0 +1,79 @@
+"""Data for the staff overview, gathered from every app (staff/ is the one app that may)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+from django.utils import timezone
+
+from alarms.models import Alarm
+from control.models import ActuatorCommand
+from control.state import OPTIMUM_START
+from control.status import actuator_status, zone_status
+from control.strategies.optimum_start import preheat_minutes
+from sensors import state as node_state
+from sensors.models import Node
+
+
+def _node_rows(now: float) -> list[dict]:
+    seen = node_state.all_last_seen()
+    rows = []
+    for node in Node.objects.select_related("site").order_by("name"):
+        last = seen.get(node.pk)
+        rows.append(
+            {
+                "node": node,
+                "last_seen": datetime.fromtimestamp(last, UTC) if last else None,
+                "online": node.enabled and not node_state.is_silent(last, node.interval, now),
+            }
+        )
+    return rows
+
+
+def _last_commands(actuator_ids: list[int]) -> dict[int, ActuatorCommand]:
+    latest: dict[int, ActuatorCommand] = {}
+    # Newest first, keep the first seen per actuator: one query, bounded.
+    recent = ActuatorCommand.objects.filter(actuator_id__in=actuator_ids).order_by("-requested_at")
+    for command in recent[:5000]:
+        latest.setdefault(command.actuator_id, command)
+    return latest
+
+
+def _with_preheat_start(rows: list[dict]) -> list[dict]:
+    """Add when pre-heat for the next booking will start, at the zone's learned rate."""
+    for row in rows:
+        zone, booking = row["zone"], row["next_booking"]
+        row["preheat_start"] = None
+        if booking is None or row["temperature"] is None or not zone.optimum_start:
+            continue
+        setpoint = booking.setpoint or zone.comfort_setpoint
+        minutes = preheat_minutes(
+            row["temperature"], setpoint, zone.heating_rate_min_per_k, zone.max_preheat_min
+        )
+        latched = row.get("preheat_min")
+        if row["mode"] == OPTIMUM_START and latched is not None and booking.start > timezone.now():
+            # Pre-heat has started: control holds the minutes it computed at switch-on (issue
+            # #15.3), so show those, not a figure recomputed from the room as it is now (the
+            # page said 82 min while the zone's reason said 80).
+            minutes = float(latched)
+        row["preheat_start"] = booking.start - timedelta(minutes=minutes)
+        row["preheat_min_planned"] = round(minutes)
+    return rows
+
+
+def site_overview() -> dict:
+    now = time.time()
+    actuators = actuator_status()
+    last = _last_commands([row["id"] for row in actuators])
+    for row in actuators:
+        row["last_command"] = last.get(row["id"])
+    return {
+        "now": timezone.now(),
+        "nodes": _node_rows(now),
+        "zones": _with_preheat_start(zone_status()),
+        "actuators": actuators,
+        "open_alarms": Alarm.objects.filter(cleared_at__isnull=True).select_related(
+            "acknowledged_by"
+        ),
+    }
