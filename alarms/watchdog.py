@@ -41,7 +41,7 @@ from core.redis import get_redis
 
 log = logging.getLogger(__name__)
 
-# Layout of the feed buffer, documented in feeds/buffer.py (read here, never written).
+# Layout of the feed buffer, documented in feeds/store/buffer.py (read here, never written).
 FEED_PREFIX = "feeds:"
 FEED_DIRTY_KEY = FEED_PREFIX + "dirty"
 FEED_RECORD_SIZE = 9
@@ -56,7 +56,7 @@ def watched_queues() -> tuple[str, ...]:
     count = int(_setting("BMS_FEED_SHARDS", 1))
     if count == 1:
         return QUEUES
-    return QUEUES + tuple(f"commit-{k}" for k in range(count))  # feeds/shards.py queue_of
+    return QUEUES + tuple(f"commit-{k}" for k in range(count))  # feeds/store/shards.py queue_of
 
 
 BACKLOG_ALARM = "feeds-backlog"
@@ -179,7 +179,7 @@ def check_refused() -> dict:
     """One alarm per feed with refused points, its message kept up to date. Once staff have
     acknowledged it, the points it counted are forgotten and it clears; points refused after
     that open a new one."""
-    from feeds.service import get_buffer  # bms wires the apps: feeds is below it
+    from feeds.store.service import get_buffer  # bms wires the apps: feeds is below it
 
     buffer = get_buffer()
     refused = buffer.refused()
@@ -231,7 +231,7 @@ def _disk_problem(directory: Path, threshold: float) -> tuple[float, str]:
 def check_disk() -> dict:
     """Free space of the disks holding the feed files (the feed root and, with sharded writers,
     each shard's directory: they may be other disks), and whether a file can be written."""
-    from feeds.service import layout  # bms wires the apps: feeds is below it
+    from feeds.store.service import layout  # bms wires the apps: feeds is below it
 
     root = Path(settings.BMS_FEED_DIR)
     threshold = float(_setting("BMS_ALARM_DISK_FREE_PCT", 10))

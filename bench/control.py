@@ -130,8 +130,8 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
     from django.utils import timezone
 
     from control.models import Booking, HeatingPlant, Zone
-    from feeds import service as feed_service
     from feeds.models import Feed
+    from feeds.store import service as feed_service
     from sensors.models import Actuator, Node, Sensor
 
     node = Node(name="bench")
@@ -191,7 +191,7 @@ def run(args, ports, per_board) -> None:
     from control.evaluator import evaluate
     from control.models import ActuatorCommand, Booking
     from control.runner import run_tick
-    from feeds import service as feed_service
+    from feeds.store import service as feed_service
     from sensors.models import Actuator
 
     zones, feeds = build_site(args.zones, ports, per_board)

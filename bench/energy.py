@@ -70,8 +70,8 @@ def build_site() -> dict:
         MeterNode,
         VirtualTerm,
     )
-    from feeds import phpfina
     from feeds.models import Feed
+    from feeds.store import phpfina
     from sensors.models import Site
 
     t0 = time.perf_counter()

@@ -1,18 +1,18 @@
 """Feed store benchmark (issue #3). Prints its figures; see docs/BENCHMARKS.md "Feed store".
 
   1. read:   1000 averaged points across one year of 10 s data (3,153,600 slots), in-process
-             (feeds.phpfina.read) and through /feed/data.json (Django test client, anonymous,
+             (feeds.store.phpfina.read) and through /feed/data.json (Django test client, anonymous,
              public feed, full middleware and DRF stack). Targets: median <= 5 ms / <= 25 ms.
   2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
              Target >= 1,000,000 values/s.
-  2b. shards: the same commit split over 1, 2 and 4 shard writers (feeds/shards.py), each a
+  2b. shards: the same commit split over 1, 2 and 4 shard writers (feeds/store/shards.py), each a
              process of its own under its own lock, as one worker per shard queue runs it:
              wall time from the start of the first to the end of the last.
   3. load:   bytes dirtied per second (/proc/self/io write_bytes) committing the seed's workload
              (25 feeds at 60 s, 20 feeds at 10 s) in simulated time, at commit intervals of
              1 s, 60 s, 5 min, 30 min. Targets <= 5.95, 3.2, 0.77, 0.14 kB/s. Each commit
              fsyncs when BMS_FEED_SYNC_INTERVAL (default 60 s) has passed since the last sync,
-             as feeds.service.commit_all does; 1 s commits are also shown with a sync every
+             as feeds.store.service.commit_all does; 1 s commits are also shown with a sync every
              commit and every 30 s (the kernel's own writeback age, vm.dirty_expire_centisecs).
 
 Scratch data dir, SQLite file and the Redis db given by --redis-db (flushed!).
@@ -74,8 +74,8 @@ def median_ms(fn, repeat: int) -> tuple[float, float]:
 def bench_read(feed_dir: Path, repeat: int) -> None:
     from django.test import Client
 
-    from feeds import phpfina
     from feeds.models import Feed
+    from feeds.store import phpfina
 
     client = Client()
     end = START + YEAR_SLOTS * 10 - 10
@@ -99,7 +99,7 @@ def bench_read(feed_dir: Path, repeat: int) -> None:
 
 
 def bench_commit(redis_client, base: Path) -> None:
-    from feeds.buffer import FeedBuffer
+    from feeds.store.buffer import FeedBuffer
 
     buffer = FeedBuffer(redis_client)
     print("\n2. commit throughput, buffer -> files (fsync'd)")
@@ -125,7 +125,7 @@ def _commit_one_shard(url: str, shard: int, shards: int, directory: str, feeds: 
     """One shard's writer in its own process: its own Redis connection, lock and directory."""
     import redis
 
-    from feeds.buffer import FeedBuffer
+    from feeds.store.buffer import FeedBuffer
 
     buffer = FeedBuffer(redis.Redis.from_url(url), shard=shard, shards=shards)
     report = buffer.commit(directory, dict.fromkeys(range(1, feeds + 1), 10), now=2e9)
@@ -136,7 +136,7 @@ def _commit_one_shard(url: str, shard: int, shards: int, directory: str, feeds: 
 def bench_sharded_commit(redis_client, base: Path, url: str) -> None:
     import multiprocessing
 
-    from feeds.buffer import FeedBuffer
+    from feeds.store.buffer import FeedBuffer
 
     buffer = FeedBuffer(redis_client)
     cores = os.cpu_count()
@@ -170,7 +170,7 @@ def bench_sharded_commit(redis_client, base: Path, url: str) -> None:
 
 
 def bench_write_load(redis_client, base: Path) -> None:
-    from feeds.buffer import FeedBuffer
+    from feeds.store.buffer import FeedBuffer
 
     buffer = FeedBuffer(redis_client)
     intervals = {i: 60 for i in range(1, 26)} | {i: 10 for i in range(26, 46)}

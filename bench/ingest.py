@@ -261,7 +261,7 @@ def baseline_rate(args, scratch: Path, seconds: float, t0: int, app: str) -> dic
 def bulk_and_verify(args, port: int, key: str, node, now: int, redis) -> bool:
     """The bulk phase, then every value read back from the feed files. True if none is lost,
     wrong or refused."""
-    from feeds import service
+    from feeds.store import service
     from sensors.models import Sensor
 
     t_bulk = now - 30 * 86400  # a synthetic second per row: 1 s feeds, no overwrites
@@ -348,7 +348,7 @@ def main() -> None:
         redis.flushdb()
         services.start()
         django.setup()
-        from feeds import service
+        from feeds.store import service
         from sensors.models import Node, Sensor
 
         bulk_node = Node(name="bench-bulk", node_id=10, interval=1)

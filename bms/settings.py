@@ -91,7 +91,7 @@ BMS_FEED_MAX_CSV_ROWS = env_int("BMS_FEED_MAX_CSV_ROWS", 500_000, minimum=100)
 # Padding bounds of the feed store (docs/FEEDS.md): a point may not start a new feed, or move a
 # feed's start, more than this many days before now; one commit pads at most this many slots.
 BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 7, minimum=1)
-# emoncms's own bound is the most (feeds/phpfina.py MAX_PADDING_SLOTS): larger values are cut.
+# emoncms's own bound is the most (feeds/store/phpfina.py MAX_PADDING_SLOTS): larger values are cut.
 BMS_FEED_MAX_GAP_SLOTS = env_int("BMS_FEED_MAX_GAP_SLOTS", 15_768_000, minimum=1)
 
 INSTALLED_APPS = [
@@ -392,8 +392,8 @@ if REDIS_SENTINELS and "CELERY_BROKER_URL" not in os.environ:
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 # Separate queues so a flood of readings never delays the boiler.
 CELERY_TASK_ROUTES = (
-    # A shard's commit goes to that shard's queue (feeds/routing.py); with one shard, "commit".
-    "feeds.routing.route_commit",
+    # A shard's commit goes to that shard's queue (feeds/store/routing.py); with one shard, "commit".
+    "feeds.store.routing.route_commit",
     {
         "feeds.tasks.*": {"queue": "commit"},
         "sensors.tasks.*": {"queue": "ingest"},
@@ -425,7 +425,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("BMS_INGEST_KICK_EVERY_S", 2.0, minimum=0.5),
     },
 }
-# One commit per shard and interval, each routed to its shard's queue (feeds/routing.py).
+# One commit per shard and interval, each routed to its shard's queue (feeds/store/routing.py).
 if BMS_FEED_SHARDS == 1:
     CELERY_BEAT_SCHEDULE["commit-feed-buffer"] = {
         "task": "feeds.tasks.commit_buffer",

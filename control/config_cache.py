@@ -36,7 +36,7 @@ from control.state import (
     ZoneSpec,
 )
 from core.redis import get_redis
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Actuator
 
 log = logging.getLogger(__name__)

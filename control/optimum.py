@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from control.models import OptimumStartLog, Zone
-from feeds import service as feed_service
-from feeds.phpfina import FeedError
+from feeds.store import service as feed_service
+from feeds.store.phpfina import FeedError
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Replay a zone's strategies over recorded history, switching nothing.
 
-The zone's temperature feed (feeds.service.read) and its bookings and schedule drive the same
+The zone's temperature feed (feeds.store.service.read) and its bookings and schedule drive the same
 pure evaluator the live tick uses; actuators are simulated (their min on/off times apply).
 It is open loop: the recorded temperatures are what happened under the control of the time,
 so the replay shows what these strategies *would have decided* — switching times, heating
@@ -27,7 +27,7 @@ from control.state import ActuatorSpec, Reading, Snapshot, ZoneSpec
 from control.strategies import bookings as booking_windows
 from control.strategies import schedule as schedule_windows
 from core.dates import when_text
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 
 MAX_STEPS = 20_000
 DEFAULT_SHORT_CYCLE_S = 600
@@ -247,7 +247,7 @@ def replay(
 
 class _Sampler:
     """The latest reading at or before a moment, from the windows the feed returned (each
-    stamped with its start, as feeds.service.read gives them), whatever their alignment."""
+    stamped with its start, as feeds.store.service.read gives them), whatever their alignment."""
 
     def __init__(self, points: list[list]) -> None:
         self.times: list[float] = []

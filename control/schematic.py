@@ -16,7 +16,7 @@ from typing import Any
 
 from control.models import ActuatorCommand, HeatingPlant, SolarCircuit
 from control.status import actuator_status, zone_status
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Sensor
 
 RECENT_COMMANDS = 8  # per actuator, newest first

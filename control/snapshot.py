@@ -39,7 +39,7 @@ from control.state import (
     WeatherSpec,
     ZoneSpec,
 )
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Actuator
 
 DEFAULT_TUNING = ZoneTuning()

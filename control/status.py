@@ -24,7 +24,7 @@ from control.models import (
     WeatherCompensation,
     Zone,
 )
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Actuator
 
 FLAG_LABELS = {

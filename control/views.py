@@ -30,7 +30,7 @@ from control.status import actuator_status, board_rows, output_rows, zone_status
 from core.live import live_every_s, live_json, wants_live
 from core.permissions import has_staff_role, is_engineer, user_groups
 from core.roles import BOOKERS
-from feeds.phpfina import FeedError
+from feeds.store.phpfina import FeedError
 
 
 def _tz() -> ZoneInfo:

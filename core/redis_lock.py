@@ -1,6 +1,6 @@
 """A Redis lock that outlives a crash of its holder only as long as nobody can tell it crashed.
 
-The feed commit (feeds/buffer.py, TTL 120 s, renewed before every block) and the control tick
+The feed commit (feeds/store/buffer.py, TTL 120 s, renewed before every block) and the control tick
 (control/runner.py, TTL up to two ticks) hold such a lock. A holder that cannot release it
 leaves it for the rest of its TTL, and until then every commit, or every tick with frost
 protection in it, is skipped. Two such cases can be told for certain, and the lock is taken

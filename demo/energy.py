@@ -9,7 +9,7 @@ the kiosk panels show what it saved. The Visitor centre did not change (its heat
 switched), which the CUSUM shows too: flat.
 
 History is a pure function of the hour and the seed (each day's weather and noise come from
-a generator seeded with the day), written in bulk with feeds.phpfina.write_points: running it
+a generator seeded with the day), written in bulk with feeds.store.phpfina.write_points: running it
 again writes the same values (idempotent), and a restart writes only what is new. The feeds'
 own files are written here, never the live ones of the simulator.
 """
@@ -29,9 +29,9 @@ from django.db import transaction
 from demo.weather import outside_temperature
 from energy import refresh
 from energy.models import EnergySite, FuelRate, Meter, MeterDay, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
-from feeds.service import feed_dir
+from feeds.store import phpfina
+from feeds.store.service import feed_dir
 
 HOUR = 3600
 HISTORY_DAYS = 365

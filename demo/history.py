@@ -4,7 +4,7 @@ bars and "energy today" have something to show on the first run.
 Only when the PV power feed is still empty (a fresh site): the plant is stepped minute by
 minute over the past days with the same physics the live simulator uses, the solar pump
 switched by the control app's own differential strategy, and the points written straight to
-the feed store with feeds.service.log_points (history has no node to post it; the live
+the feed store with feeds.store.service.log_points (history has no node to post it; the live
 simulator posts through the real interfaces from now on). Cumulative kWh feeds end at the
 totals that power_to_kwh then carries on from. Room temperatures are not backfilled.
 """
@@ -20,8 +20,8 @@ from django.conf import settings
 from control.state import SolarSpec
 from control.strategies import solar as solar_strategy
 from demo.plant import Coils, DemoPlant
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 log = logging.getLogger("demo")
 

@@ -344,7 +344,7 @@ RESUME_MAX_AGE_S = 12 * 3600
 def last_recorded_temperatures(demo: DemoSite, now: float) -> dict[str, float]:
     """The last recorded room, tank, collector and boiler-flow temperatures, keyed for
     DemoPlant.resume, for the ones recorded within RESUME_MAX_AGE_S of `now`."""
-    from feeds import service
+    from feeds.store import service
 
     feeds: dict[str, Feed | None] = {
         f"room:{room.slug}": Feed.objects.filter(

@@ -17,9 +17,9 @@ from core.permissions import has_staff_role
 from displays import building_panels, panel_data
 from displays.models import Display, Panel
 from displays.options import validate_options
-from feeds import service
 from feeds.models import Feed
-from feeds.phpfina import FeedError
+from feeds.store import service
+from feeds.store.phpfina import FeedError
 
 log = logging.getLogger(__name__)
 DEFAULT_GRID_G_PER_KWH = 207.0

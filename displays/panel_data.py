@@ -1,4 +1,4 @@
-"""What each kind of panel shows, computed from the feed store (feeds.service only).
+"""What each kind of panel shows, computed from the feed store (feeds.store.service only).
 
 One function per Panel.Kind. Each takes the panel's visible feeds (already filtered for
 public access) and a Clock, and returns the plain JSON the kiosk page draws. Times go out as
@@ -16,8 +16,8 @@ from zoneinfo import ZoneInfo
 
 from displays import equivalents
 from displays.models import Panel
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 DAY = 86400
 FLOW_UNITS = {"l/s", "l/min", "m³/s", "m3/s", "m³/h", "m3/h"}

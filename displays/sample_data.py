@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 PV_PEAK_W = 10_000.0  # a 10 kWp roof
 HYDRO_HEAD_M = 12.0

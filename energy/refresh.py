@@ -1,4 +1,4 @@
-"""Fill MeterDay from the feeds (read-only, through feeds.service.read) and virtual terms.
+"""Fill MeterDay from the feeds (read-only, through feeds.store.service.read) and virtual terms.
 
 Reads hourly windows (quarter-hours in zones whose offset is not whole hours) so local
 midnights, DST days included, fall on window edges: a cumulative feed is read as the change
@@ -18,8 +18,8 @@ from django.db import transaction
 
 from energy import benchmarks, consumption, grid_carbon
 from energy.models import EnergySite, Meter, MeterDay, VirtualTerm
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 HOUR = 3600
 HALF_HOUR = 1800

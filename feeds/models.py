@@ -1,7 +1,7 @@
 """The Feed: a fixed-interval series stored as a PHPFina file pair under BMS_FEED_DIR.
 
 Only configuration lives in the database; data points live in `<id>.dat` and recent
-points and the last value in Redis (see feeds/phpfina.py and feeds/buffer.py).
+points and the last value in Redis (see feeds/store/phpfina.py and feeds/store/buffer.py).
 """
 
 from __future__ import annotations

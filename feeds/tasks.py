@@ -1,4 +1,4 @@
-"""Celery tasks of the feed store (queue "commit", or a shard's "commit-<k>": feeds/routing.py)."""
+"""Celery tasks of the feed store (queue "commit", or a shard's "commit-<k>": feeds/store/routing.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from feeds import service
+from feeds.store import service
 
 log = logging.getLogger(__name__)
 

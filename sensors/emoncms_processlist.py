@@ -5,7 +5,7 @@ emoncms stores a list as comma-separated `<process>:<arg>[:<arg>]`, where `<proc
 versions; `process__log_to_feed`). The table below is emoncms's `id_num -> function` with the
 type of each argument. A feed argument becomes our `feed` (the id the feed got on import), a
 value our `arg`, an input our `input` (the sensor it became), text our `arg`; whether the step
-is usable here is decided by feeds.processes.validate_steps, so processes added there are
+is usable here is decided by feeds.processes.run.validate_steps, so processes added there are
 imported without touching this file.
 
 A list is kept up to its first step that cannot be mapped (unknown process, a feed that was not
@@ -92,7 +92,7 @@ class Mapped:
 
 def to_steps(text: str | None, feeds: dict[int, int], inputs: dict[int, int], validate) -> Mapped:
     """Our steps for an emoncms list. `feeds`/`inputs`: emoncms id -> our id; `validate`:
-    feeds.processes.validate_steps (passed in so this module stays free of the runner)."""
+    feeds.processes.run.validate_steps (passed in so this module stays free of the runner)."""
     emon = decode(text)
     out: list[dict] = []
     for index, step in enumerate(emon):

@@ -35,14 +35,15 @@ from typing import BinaryIO
 
 from django.db import transaction
 
-from feeds import emoncms_files, phpfina, phptimeseries
+from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
-from feeds.processes import validate_steps
+from feeds.processes.run import validate_steps
+from feeds.store import phpfina, phptimeseries
 from sensors import emoncms_processlist, mysqldump
 from sensors.ingest import emoncms_name, is_emoncms_name
 from sensors.models import EmoncmsOrigin, Node, Sensor, Site
 
-# Where a feed id's files live (feeds.service.feed_dir: the id's shard directory).
+# Where a feed id's files live (feeds.store.service.feed_dir: the id's shard directory).
 FeedDir = Callable[[int], Path]
 
 PHPFINA, PHPTIMESERIES = 5, 2
@@ -420,7 +421,7 @@ def _import_feed_data(
             description=f"Imported from emoncms {source} feed {feed.id} "
                         f"({ENGINES.get(feed.engine)})",
         )  # fmt: skip
-        feed_dir = feed_dir_of(ours.pk)  # the new id's shard (feeds/shards.py)
+        feed_dir = feed_dir_of(ours.pk)  # the new id's shard (feeds/store/shards.py)
         feed_dir.mkdir(parents=True, exist_ok=True)
         try:
             if feed.engine == PHPFINA:

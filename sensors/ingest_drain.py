@@ -15,7 +15,7 @@ A pass over the shard, for every node with entries (its `ready` set):
    rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer.
 A point processed twice (a chunk done but not acknowledged when its drain died) is harmless:
 feed slots are overwritten with the same value, and accumulating processes and pulse counters
-skip a point not newer than the last they processed (feeds/processes.py, sensors/conversions.py).
+skip a point not newer than the last they processed (feeds/processes/run.py, sensors/conversions.py).
 
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).

@@ -1,6 +1,6 @@
 """A process list checked against the database before it is saved (admin, API, commands).
 
-feeds/process_catalog.py checks the shape (known process, typed arguments, goto in range,
+feeds/processes/catalog.py checks the shape (known process, typed arguments, goto in range,
 length bound); here each feed and input a step names must exist, belong to the sensor's site,
 and a daily step's feed must be a daily (86400 s) feed. Without this a step pointing at a feed that
 does not exist was accepted and its points were dropped at every commit.
@@ -8,8 +8,8 @@ does not exist was accepted and its points were dropped at every commit.
 
 from __future__ import annotations
 
-from feeds import process_catalog
 from feeds.models import Feed
+from feeds.processes import catalog as process_catalog
 
 DAY_S = 86_400
 

@@ -8,7 +8,7 @@ process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
 the bound of sensors/input_budget.py: beyond it a new key's readings are skipped (with an alarm).
 
 Per batch: one cached sensor map, one Redis pipeline for pulse state, one call to
-feeds.service.process_inputs (which pipelines the feed buffer), one pipeline for node state.
+feeds.store.service.process_inputs (which pipelines the feed buffer), one pipeline for node state.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from django.db import transaction
 
 from alarms.lifecycle import clear_alarm, raise_alarm
 from core.redis import get_redis
-from feeds import process_catalog
 from feeds.models import Feed
+from feeds.processes import catalog as process_catalog
 from sensors import conversions as cv
 from sensors import input_budget, mqtt_publish, state
 from sensors.cache import ProcessCache, bump_generation, check_generation
@@ -242,7 +242,7 @@ def _convert_and_process(
     pulse_specs: list[SensorSpec],
     report: IngestReport,
 ) -> IngestReport:
-    from feeds import service  # the feed store; imported late so web never loads numpy paths
+    from feeds.store import service  # the feed store; imported late so web never loads numpy paths
 
     pulse_states, pulse_saved = _load_pulse_states(pulse_specs) if pulse_specs else ({}, {})
     items: list[tuple[str, list[dict], int, float]] = []

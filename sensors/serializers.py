@@ -43,7 +43,7 @@ class SensorSerializer(ModelCleanSerializer):
         read_only_fields = ["created"]
 
     def validate_processes(self, steps):
-        from feeds.process_catalog import normalise_steps
+        from feeds.processes.catalog import normalise_steps
 
         if not isinstance(steps, list):
             raise serializers.ValidationError("Must be a list of process steps.")

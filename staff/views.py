@@ -22,8 +22,8 @@ from core import csv_safe
 from core.api_errors import error_response
 from core.live import live_every_s, live_json, wants_live
 from core.permissions import has_staff_role, is_engineer
-from feeds import query
 from feeds.models import Feed
+from feeds.web import query
 
 MAX_EXPORT_FEEDS = 20
 EXPORT_PARAMS = ("ids", "start", "end", "interval", "timezone")
@@ -100,7 +100,7 @@ def _validation_response(exc: ValidationError, status: int = 400) -> JsonRespons
 def feed_export_csv(request: HttpRequest) -> HttpResponse:
     """CSV of the chosen feeds: time, then one column per feed.
 
-    Parameters, limits and errors are those of /feed/data.json (feeds/query.py): ids, start,
+    Parameters, limits and errors are those of /feed/data.json (feeds/web/query.py): ids, start,
     end, interval (seconds or daily/weekly/monthly: averages over each window; `raw`: each
     feed's stored values at its own interval), timezone; at most MAX_EXPORT_FEEDS feeds and
     BMS_FEED_MAX_POINTS rows per feed. Defaults: the last day, about 1000 rows.

@@ -1,4 +1,4 @@
-"""Compare feeds/emoncms_read.py with emoncms's own PHPFina::get_data_combined on the same file.
+"""Compare feeds/emoncms/read.py with emoncms's own PHPFina::get_data_combined on the same file.
 
 Needs php-cli and an emoncms checkout (not shipped, not used by the tests):
     EMONCMS_DIR=/path/to/emoncms .venv/bin/python scripts/emoncms-compare/compare.py
@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from feeds import emoncms_read, php_dates, phpfina
+from feeds.emoncms import php_dates
+from feeds.emoncms import read as emoncms_read
+from feeds.store import phpfina
 
 HERE = Path(__file__).resolve().parent
 D = tempfile.mkdtemp()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from control.models import Zone
-from feeds import service as feed_service
 from feeds.models import Feed
+from feeds.store import service as feed_service
 from sensors.models import Actuator, Node, Sensor
 
 

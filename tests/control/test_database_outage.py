@@ -174,7 +174,7 @@ def _weather_plant(board, output: str = "register", **weather):
     zone = f.zone("Hall", valve, temp=15.0, setback_setpoint=20.0)
     outside, flow = f.temperature_sensor("outside"), f.temperature_sensor("flow")
     now = int(timezone.now().timestamp())
-    from feeds import service as feed_service
+    from feeds.store import service as feed_service
 
     feed_service.log_points([(outside.feed_id, now, 0.0), (flow.feed_id, now, 40.0)])
     plant = HeatingPlant.objects.create(

@@ -13,7 +13,7 @@ from django.utils import timezone
 from control.drivers.simulated_board import RelayBoard
 from control.models import AnalogueCommand, HeatingPlant, OutputOverride, WeatherCompensation
 from control.runner import run_tick
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Actuator
 
 from . import factories as f

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from control.models import ActuatorCommand, Booking
 from control.replay import replay
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Actuator
 
 from . import factories as f

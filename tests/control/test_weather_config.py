@@ -14,7 +14,7 @@ from control import outputs
 from control.drivers.simulated_board import RelayBoard as SimulatedBoard
 from control.models import AnalogueCommand, HeatingPlant, RelayBoard, WeatherCompensation
 from control.runner import run_tick
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from sensors.models import Actuator
 
 from . import factories as f

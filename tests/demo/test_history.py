@@ -6,8 +6,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 ROLES = {
     "pv_power": ("emontx-pv", "PV power"),

@@ -17,7 +17,7 @@ from demo.site import (
     ensure_demo_site,
     last_recorded_temperatures,
 )
-from feeds import service
+from feeds.store import service
 
 WINTER_MORNING = datetime(2026, 1, 14, 8, 2, tzinfo=UTC)
 

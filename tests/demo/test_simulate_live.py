@@ -94,7 +94,7 @@ def _feed(node: str, name: str) -> Feed:
 
 
 def _last(feed: Feed) -> tuple[int, float] | None:
-    from feeds.service import last_value
+    from feeds.store.service import last_value
 
     return last_value(feed.pk)
 

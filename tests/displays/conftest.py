@@ -1,5 +1,5 @@
 """Fixtures for the kiosk tests: a site in Europe/London, feeds by role, data written through
-the real feed store (feeds.service, Redis + PHPFina files), and the three demo displays."""
+the real feed store (feeds.store.service, Redis + PHPFina files), and the three demo displays."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from demo.displays import ensure_demo_displays
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors.models import Site
 
 LONDON = ZoneInfo("Europe/London")

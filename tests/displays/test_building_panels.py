@@ -24,8 +24,8 @@ from displays import kiosk_data
 from displays.models import Display, Panel
 from energy import public
 from energy.models import ExpectedUse, Meter, MeterDay, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 
 LONDON = ZoneInfo("Europe/London")
 NOW = int(datetime(2024, 6, 12, 15, 30, tzinfo=LONDON).timestamp())

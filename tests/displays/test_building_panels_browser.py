@@ -19,8 +19,8 @@ from playwright.sync_api import sync_playwright
 
 from displays.models import Display, Panel
 from energy.models import ExpectedUse, Meter, MeterDay, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from tests.displays.test_kiosk_browser import CHROMIUM, CHROMIUM_ARGS, FIND_OVERFLOW
 from tests.live_http import KioskServer
 

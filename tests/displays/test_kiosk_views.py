@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from displays.models import Display, Panel
-from feeds import service
+from feeds.store import service
 
 pytestmark = pytest.mark.django_db
 

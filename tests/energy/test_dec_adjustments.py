@@ -14,8 +14,8 @@ from django.conf import settings
 
 from energy.benchmarks import adjusted_benchmark, dec_grade, operational_rating
 from energy.models import EnergySite, FuelRate, Meter, MeterDay, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 
 API = "/api/v1/energy"
 LONDON = ZoneInfo("Europe/London")

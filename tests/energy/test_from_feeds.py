@@ -12,8 +12,8 @@ from django.conf import settings
 
 from energy import refresh
 from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterDay, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.models import Site
 
 API = "/api/v1/energy"

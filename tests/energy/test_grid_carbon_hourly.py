@@ -19,8 +19,8 @@ from django.conf import settings
 
 from energy import refresh, report
 from energy.models import EnergySite, GridCarbonPeriod, Meter, MeterDay, MeterNode, VirtualTerm
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.models import Site
 
 from .test_from_feeds import LONDON, NOW

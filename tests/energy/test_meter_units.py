@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 
 from energy import refresh
 from energy.models import Meter, MeterDay, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.models import Site
 
 API = "/api/v1/energy"

@@ -268,7 +268,7 @@ def test_electricity_factors_prefer_the_feed_then_the_table(june, redis_client, 
     import numpy as np
 
     from energy.models import EnergySite
-    from feeds import phpfina
+    from feeds.store import phpfina
 
     site, _office, _room = june
     feed = Feed.objects.create(name="grid g/kWh", tag="t", interval=1800)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from feeds.buffer import FeedBuffer
+from feeds.store.buffer import FeedBuffer
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """An independent reference for emoncms's /feed/data.json semantics, written from the rules in
-docs/FEEDS.md ("emoncms read semantics"), not from feeds/emoncms_read.py: one window at a
+docs/FEEDS.md ("emoncms read semantics"), not from feeds/emoncms/read.py: one window at a
 time, the file read with `struct`, calendar edges walked with datetime one day at a time.
 Slow and obvious on purpose; tests/feeds/test_emoncms_differential.py compares the two.
 """

@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from feeds import phpfina
-from feeds.buffer import FeedBuffer
+from feeds.store import phpfina
+from feeds.store.buffer import FeedBuffer
 
 NOW = 2_000_000_000
 
@@ -129,7 +129,7 @@ def test_a_bad_value_smuggled_into_the_buffer_is_refused_at_commit(buffer, feed_
 
 
 def test_a_commit_that_lost_its_lock_does_not_trim(buffer, feed_dir):
-    from feeds.buffer import LockLost
+    from feeds.store.buffer import LockLost
 
     buffer.add([(1, 1000 + 10 * i, 1.0, False) for i in range(20)])
 

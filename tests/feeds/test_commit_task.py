@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 pytestmark = [pytest.mark.integration]
 

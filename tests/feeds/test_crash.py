@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from feeds.buffer import FeedBuffer
+from feeds.store.buffer import FeedBuffer
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 2_000_000_000
@@ -25,7 +25,7 @@ NOW = 2_000_000_000
 CHILD = textwrap.dedent(
     """
     import sys, time, redis
-    from feeds.buffer import FeedBuffer
+    from feeds.store.buffer import FeedBuffer
     host, port, db, directory, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
     sync = sys.argv[6] == "sync"
 

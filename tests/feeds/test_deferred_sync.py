@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from feeds import phpfina, service
-from feeds.buffer import RECORD_SIZE, FeedBuffer, LockLost
+from feeds.store import phpfina, service
+from feeds.store.buffer import RECORD_SIZE, FeedBuffer, LockLost
 
 NOW = 2_000_000_000
 

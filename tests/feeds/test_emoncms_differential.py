@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 from tests.feeds import emoncms_reference as ref
 
 pytestmark = pytest.mark.django_db

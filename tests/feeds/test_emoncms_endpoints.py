@@ -11,8 +11,8 @@ import pytest
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 
 pytestmark = pytest.mark.django_db
 LONDON = ZoneInfo("Europe/London")
@@ -254,7 +254,7 @@ def test_a_feed_with_no_last_value_in_redis_answers_from_its_file(engineer_api, 
 def test_start_and_end_may_be_php_date_strings_read_in_the_timezone(engineer_api, feeds,
                                                                      monkeypatch):  # fmt: skip
     feed, _ = feeds
-    monkeypatch.setattr("feeds.emoncms_api.now", lambda: T0 + 50 + 3600)  # 13:00:50 London
+    monkeypatch.setattr("feeds.emoncms.params.now", lambda: T0 + 50 + 3600)  # 13:00:50 London
     body = data(engineer_api, feed, start="-1 hour -1 min", end="now -1 hour",
                 timeformat="unix").json()  # fmt: skip
     assert [t for t, _ in body] == [T0 - 10 + 10 * i for i in range(7)]

@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from feeds import phpfina
-from feeds.process_catalog import BY_ID, KNOWN, PROCESSES
-from feeds.processes import ProcessRunner
+from feeds.processes.catalog import BY_ID, KNOWN, PROCESSES
+from feeds.processes.run import ProcessRunner
+from feeds.store import phpfina
 
 LONDON = ZoneInfo("Europe/London")
 OUT = 999  # a log_to_feed at the end of a list shows the value passed on

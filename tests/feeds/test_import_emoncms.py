@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 pytestmark = pytest.mark.django_db
 

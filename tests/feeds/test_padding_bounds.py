@@ -13,8 +13,8 @@ import pytest
 
 from alarms import watchdog
 from alarms.models import Alarm
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 
 DAY = 86_400
 NOW = 1_700_000_000

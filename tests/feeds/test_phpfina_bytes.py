@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from feeds import phpfina
+from feeds.store import phpfina
 
 NOW = 2_000_000_000
 ONE, TWO, THREE, FOUR, FIVE = (

@@ -13,8 +13,8 @@ import threading
 import numpy as np
 import pytest
 
-from feeds import phpfina
-from feeds.buffer import FeedBuffer
+from feeds.store import phpfina
+from feeds.store.buffer import FeedBuffer
 
 NOW = 2_000_000_000
 ONE, TWO, THREE = (bytes.fromhex(h) for h in ("0000803f", "00000040", "00004040"))

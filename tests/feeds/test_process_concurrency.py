@@ -17,8 +17,8 @@ import pytest
 import redis as redis_lib
 from django.conf import settings
 
-from feeds.buffer import FeedBuffer, parse_records
-from feeds.processes import ProcessRunner
+from feeds.processes.run import ProcessRunner
+from feeds.store.buffer import FeedBuffer, parse_records
 
 KWH, KWHD, WH, PULSES = 5, 6, 7, 8
 POWER_STEPS = [

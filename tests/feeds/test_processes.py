@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from feeds.processes import ProcessRunner, validate_steps
+from feeds.processes.run import ProcessRunner, validate_steps
 
 LONDON = ZoneInfo("Europe/London")
 

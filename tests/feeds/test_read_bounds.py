@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from feeds import phpfina
+from feeds.store import phpfina
 
 NOW = 1_700_000_000  # a multiple of 10
 HUGE = 0xFFFFFFFF
@@ -114,8 +114,7 @@ ATTACK = textwrap.dedent(
     """
     import json, resource, sys, time
     import numpy as np
-    from feeds import phpfina
-
+    from feeds.store import phpfina
     directory, cap_mb, now = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     # A week of 10 s data, then the attack's read with points in the buffer, under a cap of
     # the address space now plus cap_mb.

@@ -1,6 +1,6 @@
 """Issue #14 over HTTP: the huge-interval read on /feed/data.json, /api/v1/feeds/<id>/data and
 the staff CSV export stays within a memory cap and answers right; the export parses its
-parameters as /feed/data.json does (feeds/query.py), so bad ones are 400s naming the field;
+parameters as /feed/data.json does (feeds/web/query.py), so bad ones are 400s naming the field;
 who may export (every staff role) and who may not (no role, anonymous)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from tests.feeds.test_read_bounds import address_space_cap
 
 pytestmark = pytest.mark.django_db

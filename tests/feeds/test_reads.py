@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from feeds import phpfina
+from feeds.store import phpfina
 
 LONDON = ZoneInfo("Europe/London")
 

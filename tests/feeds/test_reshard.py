@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from feeds import service, shards
 from feeds.management.commands import reshard_feeds
 from feeds.models import Feed
+from feeds.store import service, shards
 
 pytestmark = pytest.mark.django_db
 # Real times: the command drains the buffer at the real now, like a commit worker.

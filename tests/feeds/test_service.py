@@ -1,4 +1,4 @@
-"""feeds.service: the contract other apps use, with the real Redis and database."""
+"""feeds.store.service: the contract other apps use, with the real Redis and database."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 
 pytestmark = pytest.mark.django_db
 

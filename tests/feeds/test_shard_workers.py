@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from tests.conftest import ROOT, test_database_url
 from tests.processes import stop_process
 

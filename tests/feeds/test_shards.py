@@ -1,4 +1,4 @@
-"""Sharded feed writers (feeds/shards.py): feed_id % N picks a feed's commit queue, its writer's
+"""Sharded feed writers (feeds/store/shards.py): feed_id % N picks a feed's commit queue, its writer's
 lock and its directory; reads find the feed from its id. Real Redis, real files."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from core import redis_lock
-from feeds import service, shards
 from feeds.models import Feed
-from feeds.routing import route_commit
+from feeds.store import service, shards
+from feeds.store.routing import route_commit
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 pytestmark = pytest.mark.django_db
 T0 = 1_700_000_000  # a multiple of 10

@@ -22,7 +22,7 @@ from alarms.models import Alarm
 from control.models import ActuatorCommand, Booking, HeatingPlant, Override, SolarCircuit
 from core.dates import day_text, when_text
 from demo.site import ensure_demo_site
-from feeds import service
+from feeds.store import service
 from sensors.models import Actuator, Node
 from sensors.tasks import check_silent_nodes
 
@@ -124,7 +124,7 @@ def dated_world(tmp_path, settings, engineer, redis_client) -> dict:
     # The plant status's last control tick, and a feed's refused points (their alarm).
     from alarms.watchdog import check_refused
     from control import runtime
-    from feeds.service import get_buffer
+    from feeds.store.service import get_buffer
 
     runtime.save_last_tick({"at": now.isoformat(), "zones": 1, "decisions": 1})
     buffer = get_buffer()

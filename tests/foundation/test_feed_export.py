@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 T0 = 1_699_999_200  # a whole hour
 TEMPS = [(T0 + i * 10, 18.0 + (i % 9) * 0.125) for i in range(30)]  # 18.0 ... 19.0, exact floats

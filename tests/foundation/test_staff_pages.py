@@ -187,8 +187,8 @@ def _yoga_in_room_one(temp_c: float, start):
     from datetime import timedelta
 
     from control.models import Booking, Zone
-    from feeds import service
     from feeds.models import Feed
+    from feeds.store import service
     from sensors.models import Node, Sensor
 
     node = Node(name="room-node")

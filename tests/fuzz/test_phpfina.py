@@ -1,4 +1,4 @@
-"""Property tests of the PHPFina engine (feeds/phpfina.py), on real files in a temp directory.
+"""Property tests of the PHPFina engine (feeds/store/phpfina.py), on real files in a temp directory.
 
 Writes: any block of (time, value, join) is split into written and refused points, nothing
 raised; every accepted point reads back as its float32 (last arrival wins per slot), and the
@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from feeds import phpfina
+from feeds.store import phpfina
 from tests.fuzz.profiles import FUZZ
 
 NOW = 1_750_000_000

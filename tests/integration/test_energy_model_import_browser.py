@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from core.roles import ENGINEERS, VIEWERS
 from energy import refresh
 from energy.models import ExpectedUse, Meter, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.models import Site
 from tests.browser import logged_in_page
 from tests.live_http import KioskServer

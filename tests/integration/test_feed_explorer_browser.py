@@ -20,8 +20,8 @@ from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
 from core.roles import ENGINEERS
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from tests.browser import logged_in_page
 from tests.integration import test_staff_browser as _base
 

@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 import pytest
 from django.conf import settings
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors import cache
 from sensors.models import Sensor
 from tests.sensors.conftest import make_node

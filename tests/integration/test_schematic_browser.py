@@ -18,7 +18,7 @@ from control.drivers.simulated_board import RelayBoard
 from control.models import Booking, HeatingPlant, SolarCircuit
 from control.runner import run_tick
 from core.roles import ENGINEERS
-from feeds import service
+from feeds.store import service
 from sensors.models import Actuator
 from tests.control import factories as f
 from tests.integration import test_staff_browser as _base

@@ -16,8 +16,8 @@ from playwright.sync_api import Page
 from alarms.lifecycle import raise_alarm
 from control.models import Booking, Zone
 from core.roles import ENGINEERS
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors.models import Node, Sensor
 from tests.browser import logged_in_page
 from tests.live_http import KioskServer

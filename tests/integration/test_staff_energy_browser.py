@@ -20,8 +20,8 @@ from core.roles import VIEWERS
 from energy import refresh
 from energy.benchmarks import TM46_TYPICAL
 from energy.models import EnergySite, ExpectedUse, FuelRate, Meter, MeterNode
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.models import Site
 from tests.browser import logged_in_page
 from tests.integration.test_staff_ux_browser import shoot

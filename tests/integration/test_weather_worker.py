@@ -17,7 +17,7 @@ from alarms.models import Alarm
 from control import outputs
 from control.drivers.simulated_board import free_port
 from control.models import AnalogueCommand, HeatingPlant, RelayBoard, WeatherCompensation
-from feeds import service as feed_service
+from feeds.store import service as feed_service
 from tests.control import factories as f
 from tests.integration.test_control_worker import tick, wait_until
 from tests.processes import stop_process

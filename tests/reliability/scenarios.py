@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 
-from feeds import phpfina
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.models import Node, Sensor
 from tests.reliability.harness import (
     Sender,

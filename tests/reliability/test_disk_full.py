@@ -14,8 +14,8 @@ import pytest
 
 from alarms import watchdog
 from alarms.models import Alarm
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 from feeds.tasks import commit_buffer
 
 pytestmark = pytest.mark.django_db

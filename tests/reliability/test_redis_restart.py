@@ -37,7 +37,7 @@ def run_restarts(fault_site, restarts: int, readings: int, down_s: float = 2.0):
 # Was intermittent on PostgreSQL in the full suite (xfail). A restart while the worker held a
 # task stopped the worker for good (bms/broker.py, removed with issue #19: ingest no longer
 # holds acks_late messages); one during a feed commit left the commit
-# lock held for its 120 s TTL (feeds/buffer.py); either kept the site from settling. And a new
+# lock held for its 120 s TTL (feeds/store/buffer.py); either kept the site from settling. And a new
 # feed's first points arriving during a commit were dropped as "no such feed" (commit_all).
 def test_redis_restarted_twice_during_ingest_loses_nothing(fault_site):
     run_restarts(fault_site, restarts=2, readings=800)
@@ -103,8 +103,8 @@ def test_a_commit_cut_off_by_a_redis_restart_does_not_hold_the_next_for_the_lock
     import numpy as np
     import redis
 
-    from feeds import phpfina
-    from feeds.buffer import FeedBuffer
+    from feeds.store import phpfina
+    from feeds.store.buffer import FeedBuffer
 
     client = private_redis.client()
     points = [(1, 1_000_000 + 10 * i, float(i), False) for i in range(10)]

@@ -12,8 +12,8 @@ from alarms import watchdog
 from alarms.heartbeat import BEAT_HEARTBEAT_KEY
 from alarms.models import Alarm
 from alarms.tasks import system_watchdog
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 
 pytestmark = pytest.mark.django_db
 

@@ -37,7 +37,7 @@ def _client(user: User | None) -> Client:
 def private_value_on_public_display(world: World):
     """The public display 'pv' with a panel showing the private feed, which has a value."""
     from displays.models import Display, Panel
-    from feeds import service
+    from feeds.store import service
 
     display = Display.objects.get(slug=world.slugs["public"])
     panel = Panel.objects.create(display=display, kind="live_value", label="power")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from feeds import phpfina, phptimeseries
+from feeds.store import phpfina, phptimeseries
 
 INTERVAL = 10
 KWH_TOTAL = 1234.5  # the imported kWh feed's last value: accumulation continues from it

@@ -8,8 +8,8 @@ import io
 import numpy as np
 import pytest
 
-from feeds import phptimeseries
-from feeds.processes import validate_steps
+from feeds.processes.run import validate_steps
+from feeds.store import phptimeseries
 from sensors import emoncms_processlist as pl
 from sensors import mysqldump
 from tests.sensors.make_emoncms_backup import insert, sql_literal

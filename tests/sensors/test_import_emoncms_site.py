@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 from sensors import ingest_stream
 from sensors.ingest_drain import drain_shard
 from sensors.models import EmoncmsOrigin, GatewayKey, Node, Sensor, Site

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from alarms.models import Alarm
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors import ingest_stream as stream
 from sensors.ingest_drain import Drain, drain_shard
 from sensors.models import Sensor

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors.models import Sensor
 from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from feeds.models import Feed
-from feeds.process_catalog import MAX_STEPS
+from feeds.processes.catalog import MAX_STEPS
 from sensors.models import Node, Sensor, Site
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from alarms.models import Alarm
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors import state
 from sensors.models import Sensor
 from sensors.processing import ingest_rows

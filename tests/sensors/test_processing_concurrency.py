@@ -15,8 +15,8 @@ import time
 import pytest
 from django.db import connection
 
-from feeds import service
 from feeds.models import Feed
+from feeds.store import service
 from sensors import ingest_stream
 from sensors.ingest_drain import drain_shard
 from sensors.models import Sensor

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from control.models import Zone
 from control.replay import parse_day, replay
-from feeds.phpfina import FeedError
+from feeds.store.phpfina import FeedError
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ Web and ingest keep running: readings keep arriving in the Redis buffer. The com
   4. removes the old names and releases the locks.
 Readers follow the record, so they find every feed before, during and after. Points that
 arrive during the move wait in Redis; commit workers still configured for the old layout
-refuse to write (feeds.shards.LayoutMismatch) until restarted with the new
+refuse to write (feeds.store.shards.LayoutMismatch) until restarted with the new
 BMS_FEED_SHARDS / BMS_FEED_SHARD_DIRS, and commit them then. docs/DEPLOYMENT.md.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from feeds import service, shards
+from feeds.store import service, shards
 
 
 class Command(BaseCommand):

@@ -18,9 +18,9 @@ import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from feeds import phpfina, service
 from feeds.models import Feed
-from feeds.process_steps import DayClock
+from feeds.processes.steps import DayClock
+from feeds.store import phpfina, service
 
 DAY_S = 86_400
 MARK = "[daily slots: emoncms]"

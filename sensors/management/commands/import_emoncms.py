@@ -20,8 +20,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from feeds import emoncms_files, phpfina, service
+from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
+from feeds.store import phpfina, service
 from sensors import emoncms_site
 from sensors.models import Site
 
@@ -187,7 +188,7 @@ class Command(BaseCommand):
                 name=str(emon_id), tag=tag, interval=meta.interval, public=public,
                 description=f"Imported from emoncms feed {emon_id} ({source})",
             )  # fmt: skip
-            target = service.feed_dir(feed.id)  # the new id's shard (feeds/shards.py)
+            target = service.feed_dir(feed.id)  # the new id's shard (feeds/store/shards.py)
             target.mkdir(parents=True, exist_ok=True)
             try:
                 emoncms_files.copy_phpfina(meta_file, dat_file, target, feed.id)

@@ -1,6 +1,6 @@
 """The feeds API other apps call (documented in docs/FEEDS.md): Django settings and the Feed
-table wired to the engine (feeds/phpfina.py), the Redis buffer (feeds/buffer.py) and the
-input processes (feeds/processes.py).
+table wired to the engine (feeds/store/phpfina.py), the Redis buffer (feeds/store/buffer.py) and the
+input processes (feeds/processes/run.py).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from django.conf import settings
 
 from core import redis_lock
 from core.redis import get_redis
-from feeds import emoncms_read, phpfina, shards
-from feeds.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
-from feeds.last_value import file_last_value
+from feeds.emoncms import read as emoncms_read
 from feeds.models import Feed
-from feeds.processes import InputItem, ProcessRunner, RunReport
+from feeds.processes.run import InputItem, ProcessRunner, RunReport
+from feeds.store import phpfina, shards
+from feeds.store.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
+from feeds.store.last_value import file_last_value
 
 Point = tuple[int, int, float]  # (feed_id, t_unix_seconds, value)
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 
 
 def feed_dir(feed_id: int | None = None) -> Path:
-    """The directory holding a feed's files (its shard's, feeds/shards.py); without an id the
+    """The directory holding a feed's files (its shard's, feeds/store/shards.py); without an id the
     feed root, BMS_FEED_DIR (the only directory with one shard)."""
     if feed_id is None:
         return Path(settings.BMS_FEED_DIR)
@@ -251,7 +252,7 @@ def commit_all(
     shard's feeds, or with `shard` None every shard's in turn, each under its own lock.
 
     `sync` None: fsync and release points from Redis when BMS_FEED_SYNC_INTERVAL has passed
-    since the shard's last sync, else only write them (see feeds/buffer.py). Raises
+    since the shard's last sync, else only write them (see feeds/store/buffer.py). Raises
     shards.LayoutMismatch, writing nothing, when the files were re-sharded under this process.
     """
     configured = configured_layout()

@@ -1,5 +1,5 @@
 """What each input process does to a value: emoncms's process_processlist.php, function by
-function, in Python. The runner (feeds/processes.py) calls these; no Redis or Django here.
+function, in Python. The runner (feeds/processes/run.py) calls these; no Redis or Django here.
 
 A value is a float or None (emoncms's null: reset2null, a division by zero, an input or feed
 with no value yet). Stateless steps take (batch, step, t, value) and return the new value.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from zoneinfo import ZoneInfo
 
-from feeds.buffer import BufferedPoint
+from feeds.store.buffer import BufferedPoint
 
 MAX_KWH_GAP_S = 7200  # power_to_kwh(d): a longer silence adds nothing (emoncms: < 7200)
 MAX_POWER_W = 60_000  # wh/kwh_accumulator: a jump implying more is a spike (emoncms)

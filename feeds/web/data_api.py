@@ -3,7 +3,7 @@
 GET /api/v1/feeds/data?ids=1,2&start=&end=...   -> [{"id": 1, "data": [[t, v], ...]}, ...]
 GET /api/v1/feeds/<id>/data?start=&end=...      -> {"id": 1, "data": [[t, v], ...]}
 GET /api/v1/feeds/<id>/timevalue                -> {"id": 1, "time": t, "value": v}
-Access: feeds/query.py (staff read all, anyone reads public feeds).
+Access: feeds/web/query.py (staff read all, anyone reads public feeds).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.openapi import FEED_READERS
-from feeds import query, service
+from feeds.store import service
+from feeds.web import query
 
 Q = OpenApiParameter.QUERY
 DATA_PARAMETERS = [
@@ -73,7 +74,7 @@ ERRORS = {
 
 
 class FeedDataBase(APIView):
-    permission_classes = [AllowAny]  # per-feed rule in feeds/query.py
+    permission_classes = [AllowAny]  # per-feed rule in feeds/web/query.py
 
 
 class FeedData(FeedDataBase):

@@ -2,7 +2,7 @@
 
 A feed belongs to shard `feed_id % N`. Each shard has one commit queue (Celery routes
 `commit_buffer(shard)` there, see `route_commit`), one writer that holds the shard's Redis
-lock (feeds/buffer.py), and one directory. N = 1 is the one-machine layout: one queue
+lock (feeds/store/buffer.py), and one directory. N = 1 is the one-machine layout: one queue
 (`commit`), one lock, the feed files directly in BMS_FEED_DIR.
 
 The layout in force is written down in `<BMS_FEED_DIR>/shards.json` (`{"shards": N, "dirs":
@@ -26,7 +26,7 @@ from pathlib import Path
 RECORD_NAME = "shards.json"
 MAX_SHARDS = 64  # a queue, a worker and a lock each: more is a configuration mistake
 COMMIT_QUEUE = "commit"
-# A feed's files and the leftovers of an interrupted write (feeds/phpfina.py): all move together.
+# A feed's files and the leftovers of an interrupted write (feeds/store/phpfina.py): all move together.
 FEED_FILE = re.compile(r"^(\d+)\.(dat|meta)(\.tmp|\.new)?$")
 
 

@@ -349,7 +349,7 @@ def write_points(
 
     `fsync` covers every file change; `data_fsync=False` leaves this call's .dat pages in the
     page cache for a later `sync_data` (the write buffer syncs less often than it writes, see
-    feeds/buffer.py), while a meta rewrite or a prepend is still made durable at once.
+    feeds/store/buffer.py), while a meta rewrite or a prepend is still made durable at once.
     """
     data_fsync = fsync if data_fsync is None else data_fsync
     t = np.asarray(times, dtype=np.int64).ravel()

@@ -1,12 +1,12 @@
 """The Celery router of feed commits: `commit_buffer(shard)` goes to that shard's queue
-(feeds/shards.py `queue_of`), so each shard's commits reach the one worker that writes it.
+(feeds/store/shards.py `queue_of`), so each shard's commits reach the one worker that writes it.
 Listed first in CELERY_TASK_ROUTES; any other task falls through to the table after it."""
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from feeds import shards
+from feeds.store import shards
 
 COMMIT_TASK = "feeds.tasks.commit_buffer"
 

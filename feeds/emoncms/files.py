@@ -1,5 +1,5 @@
 """emoncms feed files brought into our feed store: a PHPFina pair copied under a new feed id,
-a PHPTimeSeries file converted (feeds/phptimeseries.py), and the feed's last value seeded in
+a PHPTimeSeries file converted (feeds/store/phptimeseries.py), and the feed's last value seeded in
 Redis from the file.
 
 Why seed: accumulating processes (power_to_kwh, wh_accumulator) start from the feed's last
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from feeds import phpfina
+from feeds.store import phpfina
 
 COPY_CHUNK = 8 * 1024 * 1024
 SCAN_CHUNK = 1 << 20  # slots read at a time looking back for the last value

@@ -1,10 +1,10 @@
-"""CRUD for feed configuration. Feed data endpoints live in feeds/data_api.py."""
+"""CRUD for feed configuration. Feed data endpoints live in feeds/web/data_api.py."""
 
 from rest_framework import viewsets
 
 from core.openapi import document_viewset
 from feeds.models import Feed
-from feeds.serializers import FeedSerializer
+from feeds.web.serializers import FeedSerializer
 
 
 @document_viewset(

@@ -1,7 +1,7 @@
 """emoncms-compatible feed reads: /feed/list.json, timevalue, value, fetch, data, csvexport, export.
 
 Same parameters and reply shapes as emoncms, so its graphs, apps and scripts work unchanged
-(see docs/FEEDS.md). Access rules and parameter parsing: feeds/query.py.
+(see docs/FEEDS.md). Access rules and parameter parsing: feeds/web/query.py.
 """
 
 from __future__ import annotations
@@ -27,15 +27,17 @@ from rest_framework.views import APIView
 from core.authentication import TokenAuth
 from core.openapi import FEED_READERS
 from core.throttle import PublicRateThrottle
-from feeds import emoncms_api, phpfina, query, service
-from feeds.data_api import ERRORS
+from feeds.emoncms import params as emoncms_api
 from feeds.models import Feed
+from feeds.store import phpfina, service
+from feeds.web import query
+from feeds.web.data_api import ERRORS
 
 PHPFINA_ENGINE = 5  # emoncms's engine number for PHPFina
 
 
 class EmoncmsView(APIView):
-    # Anyone may ask; feeds/query.py decides per feed (public feeds are readable anonymously).
+    # Anyone may ask; feeds/web/query.py decides per feed (public feeds are readable anonymously).
     permission_classes = [AllowAny]
     authentication_classes = [
         query.ApiKeyQueryAuthentication,

@@ -1,5 +1,5 @@
-"""Feed data requests shared by the emoncms paths (feeds/views.py) and the DRF API
-(feeds/data_api.py): parameter parsing that names the bad parameter, and who may read what.
+"""Feed data requests shared by the emoncms paths (feeds/web/views.py) and the DRF API
+(feeds/web/data_api.py): parameter parsing that names the bad parameter, and who may read what.
 
 Who may read: staff in a role group (engineers, bookers, viewers) and superusers read every
 feed; anyone else, anonymous included, reads only feeds marked public. A feed someone may not
@@ -26,8 +26,8 @@ from rest_framework.exceptions import (
 
 from core.authentication import TokenAuth
 from core.permissions import has_staff_role
-from feeds import phpfina, service
 from feeds.models import Feed
+from feeds.store import phpfina, service
 
 MAX_IDS = 50
 MAX_ID = 2**63 - 1  # BigAutoField

@@ -11,7 +11,7 @@ Redis layout (all keys under PREFIX):
                     .dat but not yet fsync'd (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
     synced_at       unix time of the last commit that fsync'd and trimmed
-                    With sharded writers (feeds/shards.py) these four are per shard: shard 0
+                    With sharded writers (feeds/store/shards.py) these four are per shard: shard 0
                     uses the names above, shard k>0 adds ":<k>" (commit:lock:2, written:2 ...),
                     since each shard's writer may run on another host (its own page cache
                     and boot id) and syncs on its own clock. A shard commits the dirty feeds
@@ -50,7 +50,7 @@ import numpy as np
 import redis
 
 from core import machine, redis_lock
-from feeds import phpfina
+from feeds.store import phpfina
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class FeedBuffer:
 
     def seed_last(self, feed_id: int, t: int, value: float) -> bool:
         """Set a feed's last value when it has none (an imported file's newest point), so
-        processes that start from it carry on (feeds/emoncms_files.py). True if set."""
+        processes that start from it carry on (feeds/emoncms/files.py). True if set."""
         return bool(self.redis.hsetnx(self.last_key, int(feed_id), f"{int(t)} {float(value)!r}"))
 
     # --- reading ---------------------------------------------------------------------------

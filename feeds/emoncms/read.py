@@ -18,7 +18,7 @@ same points from the same file (docs/FEEDS.md, "emoncms read semantics"):
   the last window's missing sample is the feed's last value when that falls inside it, and each
   point is the next sample minus this one.
 
-Like feeds/phpfina.py this module knows nothing of Django: the caller passes the directory, the
+Like feeds/store/phpfina.py this module knows nothing of Django: the caller passes the directory, the
 buffered points, the last value and the limits.
 """
 
@@ -32,7 +32,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 
-from feeds import phpfina
+from feeds.store import phpfina
 
 CALENDAR = ("daily", "weekly", "monthly", "annual")
 AUTO_POINTS = 800  # interval=0: about this many points (emoncms's default)

@@ -3,7 +3,7 @@ emoncms work (docs/FEEDS.md)."""
 
 from django.urls import path
 
-from feeds import views
+from feeds.web import views
 
 urlpatterns = [
     path("feed/list.json", views.FeedList.as_view(), name="feed-list-json"),

@@ -1,8 +1,8 @@
 """Input processes: emoncms's process list, by the same names, ids and meanings.
 
 A sensor's `processes` is a JSON list of steps run in order on each reading, each taking the
-value left by the one before (feeds/process_catalog.py lists them and their arguments,
-feeds/process_steps.py says what each does, docs/FEEDS.md has the table):
+value left by the one before (feeds/processes/catalog.py lists them and their arguments,
+feeds/processes/steps.py says what each does, docs/FEEDS.md has the table):
 
     {"process": "log_to_feed", "feed": 7}        log the value
     {"process": "scale", "arg": 2.0}             value * arg
@@ -31,15 +31,15 @@ from dataclasses import dataclass, field
 
 import redis
 
-from feeds import process_steps as ps
-from feeds.buffer import BufferedPoint, FeedBuffer
-from feeds.process_catalog import (
+from feeds.processes import steps as ps
+from feeds.processes.catalog import (
     CONTROL_FLOW,
     KNOWN,
     READS_FEED,
     STATEFUL,
     validate_steps,
 )
+from feeds.store.buffer import BufferedPoint, FeedBuffer
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ the next of emoncms's usual intervals, and coarsens it further if the file would
 span more than `max_slots` slots. Points that share a slot keep the later one, as PHPFina
 itself does.
 
-No Django here: callers pass paths and bounds (as feeds/phpfina.py).
+No Django here: callers pass paths and bounds (as feeds/store/phpfina.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from feeds import phpfina
+from feeds.store import phpfina
 
 RECORD_FORMAT = "<BIf"
 RECORD_SIZE = struct.calcsize(RECORD_FORMAT)  # 9

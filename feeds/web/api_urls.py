@@ -1,8 +1,8 @@
 from django.urls import path
 
 from core.routers import OptionalSlashRouter
-from feeds import data_api
-from feeds.api import FeedViewSet
+from feeds.web import data_api
+from feeds.web.api import FeedViewSet
 
 router = OptionalSlashRouter()
 router.register("feeds", FeedViewSet)

@@ -1,6 +1,6 @@
 """A feed's last value read from its PHPFina file, for when Redis has none.
 
-Redis holds the newest point of each feed written since Redis last started (feeds/buffer.py's
+Redis holds the newest point of each feed written since Redis last started (feeds/store/buffer.py's
 `last` hash). An imported feed, or any feed after Redis lost its data, has none there; emoncms
 then reads the engine's last value (feed_model.php get_timevalue -> PHPFina lastvalue) and so
 do we, so a kWh total continues from the file instead of starting again from zero. No Django.
@@ -12,9 +12,10 @@ import os
 
 import numpy as np
 
-from feeds import phpfina
+from feeds.store import (
+    phpfina,  # How far back from the end of a file we look for a value that is not a gap (NaN): 64 Ki
+)
 
-# How far back from the end of a file we look for a value that is not a gap (NaN): 64 Ki
 # slots, 256 KiB read at most; a feed silent for longer than that has no usable last value.
 MAX_SCAN_SLOTS = 65_536
 

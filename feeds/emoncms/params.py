@@ -1,7 +1,7 @@
 """Parameters and output formats of emoncms's /feed/data.json family, as emoncms reads them
 (Modules/feed/feed_controller.php and feed_model.php), with a bound on each.
 
-The engine is feeds/emoncms_read.py; the views are in feeds/views.py. Where we are stricter
+The engine is feeds/emoncms/read.py; the views are in feeds/web/views.py. Where we are stricter
 than emoncms (a 400 naming the parameter where emoncms would guess or answer `false`), docs/
 FEEDS.md says so.
 """
@@ -18,8 +18,11 @@ import numpy as np
 from django.conf import settings
 from rest_framework.exceptions import ValidationError
 
-from feeds import emoncms_read, php_dates, phpfina, query, service
+from feeds.emoncms import php_dates
+from feeds.emoncms import read as emoncms_read
 from feeds.models import Feed
+from feeds.store import phpfina, service
+from feeds.web import query
 
 TIMEFORMATS = ("unixms", "unix", "excel", "iso8601", "notime")
 MAX_DP = 15  # a float64 holds about 15-17 significant digits: more places add nothing
@@ -50,7 +53,7 @@ def now() -> float:
 
 def parse_time(params: Mapping[str, str], param: str, timezone: str = "UTC") -> int:
     """Unix seconds or milliseconds, or a PHP date string as emoncms takes (`-1 week`, `today`,
-    `2021-12-01 10:30`; feeds/php_dates.py) read in `timezone`."""
+    `2021-12-01 10:30`; feeds/emoncms/php_dates.py) read in `timezone`."""
     raw = params.get(param)
     if raw is None or raw.strip() == "":
         raise _bad(param, "required: unix time in seconds or milliseconds")
