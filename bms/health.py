@@ -48,9 +48,9 @@ def check_beat() -> dict:
 
 
 def check_ingest() -> dict:
-    """Accepted ingest requests not processed yet (sensors/ingest_stream.py); not ok above the
+    """Accepted ingest requests not processed yet (sensors/ingest/stream.py); not ok above the
     backlog alarm's bound (BMS_INGEST_BACKLOG_ALARM), where workers are falling behind."""
-    from sensors.ingest_drain import backlog
+    from sensors.ingest.drain import backlog
 
     waiting = sum(backlog().values())
     limit = settings.BMS_INGEST_BACKLOG_ALARM

@@ -72,7 +72,7 @@ BMS_CONTROL_DEVICE_DEADLINE = env_float("BMS_CONTROL_DEVICE_DEADLINE", 3.0, mini
 BMS_CONTROL_DEVICE_ATTEMPTS = env_int("BMS_CONTROL_DEVICE_ATTEMPTS", 3, minimum=1)
 BMS_CONTROL_NODE_ACK_TIMEOUT = env_int("BMS_CONTROL_NODE_ACK_TIMEOUT", 300, minimum=10)
 # Modbus meters over TCP: seconds per request, and retries of an unanswered one (an RS-485 bus
-# has its own timeout); each meter's poll is bounded as a whole (sensors/modbus_meters.py).
+# has its own timeout); each meter's poll is bounded as a whole (sensors/devices/modbus_meters.py).
 BMS_MODBUS_TIMEOUT_S = env_float("BMS_MODBUS_TIMEOUT_S", 2.0, minimum=0.1)
 BMS_MODBUS_RETRIES = env_int("BMS_MODBUS_RETRIES", 1, minimum=0)
 # iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
@@ -346,7 +346,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["core.openapi.describe_schema"],
 }
 
-# --- MQTT ingest (manage.py bms_mqtt, sensors/mqtt_auth.py, docs/GATEWAYS.md) ---------------
+# --- MQTT ingest (manage.py bms_mqtt, sensors/devices/mqtt_auth.py, docs/GATEWAYS.md) ---------------
 # Defaults of the command's options. The password may come from BMS_MQTT_PASSWORD_FILE.
 BMS_MQTT_HOST = env_str("BMS_MQTT_HOST", "127.0.0.1")
 BMS_MQTT_PORT = env_int("BMS_MQTT_PORT", 0, minimum=0)  # 0: 8883 with TLS, else 1883
@@ -418,7 +418,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "energy.tasks.send_monthly_reports",
         "schedule": crontab(minute=10, hour=6, day_of_month=1),
     },
-    # The safety net of the web's drain kicks (sensors/ingest_stream.py): a shard with waiting
+    # The safety net of the web's drain kicks (sensors/ingest/stream.py): a shard with waiting
     # requests and no drain gets one within this long (a drain killed, an outage ended).
     "kick-ingest-drains": {
         "task": "sensors.tasks.kick_ingest_drains",

@@ -11,8 +11,8 @@ Who is counted:
   allowance without its key. A missing or wrong key is counted against the client address
   (BMS_THROTTLE_INGEST_FAILED): over that allowance the address gets 429 instead of 401, while
   a good key from the same address is still accepted. The ingest views call `count_failed_key`
-  and `ingest_charge` (sensors/ingest_views.py); a node's charge is counted in the same script
-  as its request is stored (sensors/ingest_stream.py), so an accepted post is one round trip.
+  and `ingest_charge` (sensors/ingest/views.py); a node's charge is counted in the same script
+  as its request is stored (sensors/ingest/stream.py), so an accepted post is one round trip.
 - public: the logged-in user, or the client IP.
 - /api/ (DRF): the user, or the client IP as `client_ip` reads it (never a client's own
   X-Forwarded-For unless BMS_TRUSTED_PROXIES says a proxy wrote it).
@@ -69,7 +69,7 @@ def _rate_for(text: str | None) -> Rate | None:
 
 # Count one request in its window's counter, which expires just after the window: one command
 # and one reply on every request. A Lua function, so that the ingest append can count the
-# request in the same script as it stores it (sensors/ingest_stream.py): one round trip.
+# request in the same script as it stores it (sensors/ingest/stream.py): one round trip.
 COUNT_LUA = """
 local function count_hit(key, ttl)
   local count = redis.call('INCR', key)
@@ -159,7 +159,7 @@ def ingest_charge(kind: str, pk: int) -> Charge | None:
     """The charge of one request of a node (`kind` "node") or a site's gateway key ("gateway":
     sensors.models.GatewayKey, the same rate as a node, since one emonhub posts one batch every
     few seconds for all its nodes); None when BMS_THROTTLE_INGEST is off. Not yet counted: the
-    ingest views count it with the append (sensors/ingest_stream.py) or alone (`Charge.run`)."""
+    ingest views count it with the append (sensors/ingest/stream.py) or alone (`Charge.run`)."""
     rate = _ingest_rate("BMS_THROTTLE_INGEST")
     if rate is None:
         return None

@@ -6,7 +6,8 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from sensors import input_errors, state
+from sensors.ingest import input_errors
+from sensors.ingest import node_state as state
 from sensors.models import (
     MODBUS_DEFAULT_BLOCK,
     Actuator,
@@ -48,13 +49,13 @@ class SensorInline(admin.TabularInline):
 class ModbusRegisterInline(admin.TabularInline):
     model = ModbusRegister
     extra = 0
-    # The map's bound (sensors/modbus_maps.py MAX_ROWS), enforced on save, not only shown.
+    # The map's bound (sensors/devices/modbus_maps.py MAX_ROWS), enforced on save, not only shown.
     max_num = 200
     validate_max = True
 
 
 def _register_map_choices() -> list[tuple[str, str]]:
-    from sensors.modbus_maps import shipped_maps
+    from sensors.devices.modbus_maps import shipped_maps
 
     return [("", "—")] + [(name, doc["title"]) for name, doc in shipped_maps().items()]
 
@@ -106,8 +107,8 @@ class NodeAdmin(admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         template = form.cleaned_data.get("register_map_template")
         if template:
-            from sensors.modbus_maps import shipped_map
-            from sensors.modbus_meters import apply_register_map
+            from sensors.devices.modbus_maps import shipped_map
+            from sensors.devices.modbus_meters import apply_register_map
 
             document = shipped_map(template)
             count = apply_register_map(form.instance, document["registers"], document["max_block"])
@@ -136,7 +137,7 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.display(description="input errors")
     def input_errors(self, node: Node) -> str:
-        """Values skipped from accepted emoncms batches (sensors/input_errors.py)."""
+        """Values skipped from accepted emoncms batches (sensors/ingest/input_errors.py)."""
         record = input_errors.summary(input_errors.node_subject(node.pk))
         if not record:
             return "none"

@@ -70,8 +70,8 @@ class NodeViewSet(viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["post"], url_path="register-map")
     def register_map(self, request, pk=None):
-        from sensors.modbus_maps import RegisterMapError, shipped_map, validate_max_block
-        from sensors.modbus_meters import apply_register_map
+        from sensors.devices.modbus_maps import RegisterMapError, shipped_map, validate_max_block
+        from sensors.devices.modbus_meters import apply_register_map
 
         node = self.get_object()
         body = request.data if isinstance(request.data, dict) else {}
@@ -116,7 +116,7 @@ class ModbusBusViewSet(viewsets.ModelViewSet):
 
 
 class ModbusRegisterMapViewSet(viewsets.ViewSet):
-    """The register maps shipped as data (sensors/meter_maps/)."""
+    """The register maps shipped as data (sensors/devices/meter_maps/)."""
 
     @extend_schema(
         tags=["sensors"],
@@ -126,7 +126,7 @@ class ModbusRegisterMapViewSet(viewsets.ViewSet):
         responses=OpenApiTypes.OBJECT,
     )
     def list(self, request):
-        from sensors.modbus_maps import shipped_maps
+        from sensors.devices.modbus_maps import shipped_maps
 
         return Response(list(shipped_maps().values()))
 

@@ -1,7 +1,6 @@
 from django.urls import re_path
 
 from core.routers import OptionalSlashRouter
-from sensors import ingest_views
 from sensors.api import (
     ActuatorViewSet,
     ModbusBusViewSet,
@@ -11,6 +10,7 @@ from sensors.api import (
     SensorViewSet,
     SiteViewSet,
 )
+from sensors.ingest import views as ingest_views
 
 router = OptionalSlashRouter()
 router.register("sites", SiteViewSet)

@@ -58,7 +58,7 @@ class Site(models.Model):
 
 # Node names as emoncms allows them (letters and numbers of any script, `_`, whitespace, `-`,
 # `.`): emonhub sends `emon.pi` or a name with a space unchanged, and a gateway key creates the
-# node under the name it was sent with (sensors/emoncms_input.py).
+# node under the name it was sent with (sensors/ingest/emoncms_input.py).
 node_name_validator = RegexValidator(
     r"^[\w\s.\-]+$",
     "Use letters, digits, '_', '-', '.' and spaces (emoncms's node name characters).",
@@ -200,7 +200,7 @@ class GatewayKey(WriteKeyHolder, models.Model):
 
     emonhub sends every radio node it hears in one bulk request with one key. A node key writes
     its own node only; a gateway key writes any node of its site and registers an unknown node
-    or input as new (auto-created, within the site's bound: sensors/input_budget.py). Stored as
+    or input as new (auto-created, within the site's bound: sensors/ingest/input_budget.py). Stored as
     a hash like node keys (sensors/keys.py); shown once when created or rotated."""
 
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="gateway_keys")
@@ -306,7 +306,7 @@ class PulseCounterState(models.Model):
     """A pulse counter's state, kept durably so its total survives a Redis that lost its data.
 
     Redis holds the live state (sensors:pulse:<id>); this row is written from it at most every
-    PULSE_SAVE_S seconds of readings (sensors/processing.py). Restoring an older row loses
+    PULSE_SAVE_S seconds of readings (sensors/ingest/processing.py). Restoring an older row loses
     nothing while the node has not rebooted since: the counter is cumulative, so the next
     count is differenced against the row's count.
     """
@@ -399,7 +399,7 @@ class EmoncmsOrigin(models.Model):
 
 
 class ModbusRegister(models.Model):
-    """One value a Modbus meter node is polled for (sensors/modbus_poll.py decodes it)."""
+    """One value a Modbus meter node is polled for (sensors/devices/modbus_poll.py decodes it)."""
 
     class Function(models.TextChoices):
         INPUT = "input", "Input registers (FC4)"
@@ -440,7 +440,7 @@ class ModbusRegister(models.Model):
         return f"{self.node.name}:{self.key} @{self.address}"
 
     def clean(self) -> None:
-        from sensors.modbus_maps import RegisterMapError, validate_row
+        from sensors.devices.modbus_maps import RegisterMapError, validate_row
 
         try:
             validate_row(

@@ -87,7 +87,7 @@ def feed_owner_sites(feed_ids: set[int], *, exclude_sensor: int | None) -> dict[
         return {}
     writers: dict[int, set[int | None]] = {}
     writers_excl: dict[int, set[int | None]] = {}
-    # Bounded: sensors are bounded per site (sensors/input_budget.py).
+    # Bounded: sensors are bounded per site (sensors/ingest/input_budget.py).
     for pk, site, steps in Sensor.objects.exclude(processes=[]).values_list(
         "pk", "node__site_id", "processes"
     ):

@@ -8,7 +8,7 @@ returns one message per bad key, naming it, and Sensor.clean() raises them on `p
 admin shows them on the field and the API answers 400 (core/serializers.py, ModelCleanSerializer).
 
 The defaults used at ingest live beside the code that uses them (sensors/conversions.py,
-sensors/processing.py); a key added there must be listed here too, or saving refuses it.
+sensors/ingest/processing.py); a key added there must be listed here too, or saving refuses it.
 """
 
 from __future__ import annotations

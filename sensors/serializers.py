@@ -72,7 +72,7 @@ class ModbusBusSerializer(ModelCleanSerializer):
 
 
 class RegisterMapRequestSerializer(serializers.Serializer):
-    """For the schema only: the view validates with sensors/modbus_maps.py (field and row)."""
+    """For the schema only: the view validates with sensors/devices/modbus_maps.py (field and row)."""
 
     template = serializers.CharField(
         required=False, help_text="A shipped map (GET /api/v1/modbus-register-maps), or:"

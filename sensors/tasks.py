@@ -1,7 +1,7 @@
 """Celery tasks of the sensors app (queue `ingest`, routed by module in settings).
 
 - drain_ingest_shard: processes the requests the web appended to a shard's streams
-  (sensors/ingest_stream.py, sensors/ingest_drain.py); queued by the web and by
+  (sensors/ingest/stream.py, sensors/ingest/drain.py); queued by the web and by
 - kick_ingest_drains (beat): the safety net, and the ingest backlog alarm.
 - check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
 - poll_modbus_meters (beat): hands each due Modbus TCP meter to its own short poll task, and
@@ -23,7 +23,7 @@ from alarms.models import Alarm
 from core.dates import when_text
 from core.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import state
+from sensors.ingest import node_state as state
 from sensors.models import Node
 
 log = logging.getLogger(__name__)
@@ -32,14 +32,14 @@ log = logging.getLogger(__name__)
 @shared_task(
     name="sensors.tasks.drain_ingest_shard",
     ignore_result=True,
-    # The requests are in their streams until processed (sensors/ingest_drain.py): a drain task
+    # The requests are in their streams until processed (sensors/ingest/drain.py): a drain task
     # lost with its worker is replaced by the next kick or beat's safety net, so the message
     # needs no redelivery.
     acks_late=False,
 )
 def drain_ingest_shard(shard: int) -> dict:
     """Process the shard's accepted requests: streams -> sensors -> conversions -> feeds."""
-    from sensors.ingest_drain import drain_shard
+    from sensors.ingest.drain import drain_shard
 
     return drain_shard(shard).as_dict()
 
@@ -53,8 +53,8 @@ def kick_ingest_drains() -> dict:
     with waiting requests and no drain holding it (a kicked task lost with its worker, a drain
     stopped by an outage or killed), and raise an alarm when the backlog passes
     BMS_INGEST_BACKLOG_ALARM requests (cleared below half of it)."""
-    from sensors import ingest_stream as stream
-    from sensors.ingest_drain import backlog
+    from sensors.ingest import stream as stream
+    from sensors.ingest.drain import backlog
 
     redis = get_redis()
     per_shard = backlog()
@@ -156,8 +156,8 @@ def poll_modbus_meters() -> list[int]:
     time_limit=40,
 )
 def poll_modbus_meter(node_id: int) -> dict:
-    """Poll one Modbus TCP meter (sensors/modbus_meters.py)."""
-    from sensors.modbus_meters import poll_tcp_node
+    """Poll one Modbus TCP meter (sensors/devices/modbus_meters.py)."""
+    from sensors.devices.modbus_meters import poll_tcp_node
 
     node = Node.objects.filter(pk=node_id, enabled=True).first()
     if node is None or not node.modbus_host:
@@ -169,13 +169,13 @@ def poll_modbus_meter(node_id: int) -> dict:
     name="sensors.tasks.poll_modbus_bus",
     ignore_result=True,
     acks_late=False,
-    # A bus holds at most 32 meters of at most 8 s each (sensors/modbus_meters.py).
+    # A bus holds at most 32 meters of at most 8 s each (sensors/devices/modbus_meters.py).
     soft_time_limit=280,
     time_limit=300,
 )
 def poll_modbus_bus(bus_id: int, node_ids: list[int] | None = None) -> dict:
     """Poll the due meters of one RS-485 bus in turn, under the bus lock."""
-    from sensors.modbus_meters import poll_bus
+    from sensors.devices.modbus_meters import poll_bus
     from sensors.models import ModbusBus
 
     bus = ModbusBus.objects.filter(pk=bus_id, enabled=True).first()

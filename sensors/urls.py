@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from sensors import ingest_views
+from sensors.ingest import views as ingest_views
 
 urlpatterns = [
     path("input/post", ingest_views.input_post, name="input-post"),

@@ -12,7 +12,7 @@ from control.models import ActuatorCommand
 from control.state import OPTIMUM_START
 from control.status import actuator_status, zone_status
 from control.strategies.optimum_start import preheat_minutes
-from sensors import state as node_state
+from sensors.ingest import node_state as node_state
 from sensors.models import Node
 
 

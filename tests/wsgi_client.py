@@ -3,7 +3,7 @@
 
 Django's own test Client calls its own handler and never passes through bms/wsgi.py, so it
 would test the ingest views behind Django's full middleware stack while production reaches them
-through sensors/ingest_wsgi.py. With this client (the `client` fixture, tests/conftest.py, and
+through sensors/ingest/wsgi.py. With this client (the `client` fixture, tests/conftest.py, and
 the ingest tests' own clients) a request that bms.wsgi sends to the lean ingest handler is run
 through bms.wsgi.application itself, so what the tests assert (status, body, headers,
 throttling) holds for the path production uses. Every other request goes to Django's test

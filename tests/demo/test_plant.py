@@ -6,7 +6,7 @@ import pytest
 
 from demo import layout
 from demo.plant import Coils, DemoPlant, float32_registers, jeelib_line
-from sensors.gateways.jeelib import decode_values, parse_line
+from sensors.devices.gateways.jeelib import decode_values, parse_line
 
 WINTER_MORNING = datetime(2025, 1, 15, 8, 0, tzinfo=UTC)
 

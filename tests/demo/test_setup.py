@@ -177,7 +177,7 @@ def test_help_documents_every_option():
 @pytest.mark.django_db
 def test_gateway_config_is_valid_for_bms_gateway_and_private(key_file, tmp_path):
     from demo.keystore import gateway_config, write_private_json
-    from sensors.gateways.config import load_config
+    from sensors.devices.gateways.config import load_config
 
     _setup()
     keys = json.loads(key_file.read_text())

@@ -96,7 +96,7 @@ def test_a_user_without_a_role_sees_no_details_and_staff_do(client, settings, vi
 def test_the_ingest_backlog_is_reported_and_fails_above_its_bound(
     client, redis_client, settings, viewer
 ):
-    from sensors import ingest_stream
+    from sensors.ingest import stream as ingest_stream
 
     client.force_login(viewer)  # the figures are for staff; anonymous callers see ok/fail
 

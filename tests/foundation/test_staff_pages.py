@@ -88,7 +88,7 @@ def test_csv_export_refuses_a_backwards_range(viewer):
 def test_overview_shows_nodes_online_and_silent(viewer, redis_client):
     import time
 
-    from sensors import state
+    from sensors.ingest import node_state as state
     from sensors.models import Node
 
     fresh, quiet = Node(name="fresh", interval=10), Node(name="quiet", interval=10)

@@ -11,7 +11,7 @@ import struct
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sensors.gateways import jeelib, llap
+from sensors.devices.gateways import jeelib, llap
 from tests.fuzz.profiles import FUZZ
 
 # Serial noise: printable text, control characters, brackets, minus signs, digits.

@@ -1,4 +1,4 @@
-"""Property tests of the ingest formats (sensors/ingest.py): REST readings, emoncms
+"""Property tests of the ingest formats (sensors/ingest/parse.py): REST readings, emoncms
 /input/post (fulljson, json, csv) and /input/bulk.
 
 Documented behaviour: rows or IngestError with a 4xx status and a field name. Any other
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sensors.ingest import (
+from sensors.ingest.parse import (
     MIN_TIME,
     IngestError,
     Limits,
@@ -175,7 +175,7 @@ def test_zip_bomb_is_refused_with_413():
 
 # --- Found by the properties above: integers too big for a float -------------------------------
 # JSON allows integers of any length; Python parses them exactly and float() of one with more
-# than ~309 digits raised OverflowError, a 500 instead of a 400 (fixed: sensors.ingest.finite_float).
+# than ~309 digits raised OverflowError, a 500 instead of a 400 (fixed: sensors.ingest.parse.finite_float).
 HUGE = "1" + "0" * 400
 
 
@@ -200,8 +200,8 @@ def test_huge_json_integer_is_a_400(call):
 def test_a_unicode_digit_node_name_is_a_name_not_a_crash(name):
     """Found by test_input_post_any_params in CI (session 6): str.isdigit() is true for "¹",
     int() refuses it, and /input/post answered 500. Only ASCII digits are a node number."""
-    from sensors.emoncms_input import node_ref
-    from sensors.ingest import check_node_ref
+    from sensors.ingest.emoncms_input import node_ref
+    from sensors.ingest.parse import check_node_ref
 
     assert check_node_ref(name, "node") == name
     ref, problem = node_ref(name)

@@ -4,7 +4,7 @@ worker: each is answered exactly `ok` (emonhub resends anything else forever) an
 lands where emoncms's bulk() would put it: same node, same input name, same time.
 
 The expected placement is computed here from emoncms's documented rules, independently of
-sensors/emoncms_input.py: `cb` -> raw body is zlib JSON, else the form field `data`; a row is
+sensors/ingest/emoncms_input.py: `cb` -> raw body is zlib JSON, else the form field `data`; a row is
 `[t, node, values...]`; an object names its values, other values take keys 1, 2, ... by
 position; the row time is `t + (server_now - sentat)`."""
 
@@ -23,7 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.conf import settings
 
-from sensors import cache, keys, state
+from sensors import cache, keys
+from sensors.ingest import node_state as state
 from sensors.models import GatewayKey, Node, Sensor, Site
 from tests.live_http import KioskServer
 

@@ -13,8 +13,8 @@ from django.conf import settings
 
 from alarms.models import Alarm
 from sensors import cache
+from sensors.devices.mqtt import MqttIngestor
 from sensors.models import ModbusRegister, Node
-from sensors.mqtt import MqttIngestor
 from sensors.tasks import poll_modbus_meters
 from tests.integration.test_ingest_e2e import stored, wait_for_feed
 from tests.sensors.conftest import make_node

@@ -15,7 +15,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 
 # A killed drain's requests are taken over within seconds: a short lease, beat's safety net
-# every second (sensors/ingest_drain.py).
+# every second (sensors/ingest/drain.py).
 BMS_INGEST_LEASE_S = 2.0
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,  # noqa: F405

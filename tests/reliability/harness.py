@@ -223,7 +223,7 @@ class Site:
 
 
 def ingest_waiting(client: redis.Redis) -> int:
-    """Requests in the node streams not processed yet (sensors/ingest_stream.py)."""
+    """Requests in the node streams not processed yet (sensors/ingest/stream.py)."""
     return sum(client.xlen(key) for key in client.scan_iter(match="sensors:ingest:stream:*"))
 
 

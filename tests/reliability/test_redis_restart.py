@@ -48,7 +48,7 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     and has a BRPOP in flight for its other slot: kombu's channel close once died with
     AttributeError there and the worker exited for good. The request is held running by the
     node's auto-create lock, which the test takes first (a batch with a new input key waits for
-    it, sensors/processing.py); after the restart a new drain takes it over from the stream."""
+    it, sensors/ingest/processing.py); after the restart a new drain takes it over from the stream."""
     import time
 
     from tests.reliability.harness import drain_pending, queue_state, settled, wait_until

@@ -17,7 +17,7 @@ import redis
 
 from core import redis as bms_redis
 from core.redis import REDIS_FAILURES
-from sensors import ingest_stream
+from sensors.ingest import stream as ingest_stream
 from tests.reliability.harness import free_port, wait_until
 
 pytestmark = pytest.mark.integration

@@ -53,7 +53,7 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
 # by running each node's batches in the order they were accepted ("Per-node order" in
 # sensors/publish.py; tests/integration/test_ingest_order.py).
 # Issue #19 replaced both (and the modules named) with node streams drained one drain per shard
-# at a time (sensors/ingest_stream.py, sensors/ingest_drain.py): a request stays in its stream
+# at a time (sensors/ingest/stream.py, sensors/ingest/drain.py): a request stays in its stream
 # until processed, and a node's requests are processed in order by one drain.
 
 

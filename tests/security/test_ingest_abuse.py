@@ -13,7 +13,8 @@ import pytest
 
 from core import throttle
 from feeds.models import Feed
-from sensors import cache, node_auth
+from sensors import cache
+from sensors.ingest import node_auth
 from tests.wsgi_client import WsgiClient as Client
 
 FIXED_NOW = 1_800_000_000.0  # a window start: no minute boundary can fall inside a test

@@ -55,7 +55,7 @@ def _everything_stored(redis_client) -> str:
             parts.append(repr(redis_client.lrange(key, 0, -1)))
         elif kind == b"set":
             parts.append(repr(redis_client.smembers(key)))
-        elif kind == b"stream":  # accepted ingest requests (sensors/ingest_stream.py)
+        elif kind == b"stream":  # accepted ingest requests (sensors/ingest/stream.py)
             parts.append(repr(redis_client.xrange(key)))
     return "\n".join(parts)
 

@@ -105,7 +105,7 @@ def test_a_refused_post_of_a_node_is_counted_and_a_throttled_one_stores_nothing(
     nodes, redis_client, settings
 ):
     """An accepted post is counted in the script that stores it, a refused one alone: either
-    way once, and over the limit nothing is stored (sensors/ingest_stream.py)."""
+    way once, and over the limit nothing is stored (sensors/ingest/stream.py)."""
     from tests.sensors.conftest import queued_batches
 
     settings.BMS_THROTTLE_INGEST = "3/day"

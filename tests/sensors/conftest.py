@@ -31,9 +31,9 @@ def node_and_key(db):
 
 
 def queued_batches(redis_client) -> list[list]:
-    """The requests waiting in the node streams (sensors/ingest_stream.py) as [node, rows]: a
+    """The requests waiting in the node streams (sensors/ingest/stream.py) as [node, rows]: a
     node's in the order they were accepted (across nodes, only to the millisecond)."""
-    from sensors import ingest_stream
+    from sensors.ingest import stream as ingest_stream
 
     entries = []
     for key in redis_client.scan_iter(match=ingest_stream.STREAM_PREFIX + "*"):

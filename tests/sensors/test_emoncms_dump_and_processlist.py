@@ -10,8 +10,8 @@ import pytest
 
 from feeds.processes.run import validate_steps
 from feeds.store import phptimeseries
-from sensors import emoncms_processlist as pl
-from sensors import mysqldump
+from sensors.emoncms_import import mysqldump
+from sensors.emoncms_import import processlist as pl
 from tests.sensors.make_emoncms_backup import insert, sql_literal
 
 CREATE = b"CREATE TABLE `input` (\n  `id` int(11) NOT NULL,\n  `name` text,\n  `v` float\n);\n"

@@ -7,8 +7,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from sensors.gateways.config import GatewayConfigError, parse_config
-from sensors.gateways.runner import Gateway, HttpPoster
+from sensors.devices.gateways.config import GatewayConfigError, parse_config
+from sensors.devices.gateways.runner import Gateway, HttpPoster
 from tests.sensors.conftest import make_node, queued_batches
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,7 +11,8 @@ import zlib
 import pytest
 
 from alarms.models import Alarm
-from sensors import input_errors, keys
+from sensors import keys
+from sensors.ingest import input_errors
 from sensors.models import GatewayKey, Node, Sensor, Site
 from tests.sensors.conftest import queued_batches
 from tests.wsgi_client import WsgiClient as Client
@@ -162,7 +163,8 @@ def test_a_key_issued_by_another_process_is_accepted_at_once(redis_client, site_
     """An outside run: for up to 0.6 s after a rotation in one gunicorn worker, the others
     refused the new key (their set of key prefixes was read before it)."""
     from core.redis import get_redis
-    from sensors import cache, node_auth
+    from sensors import cache
+    from sensors.ingest import node_auth
 
     site, _gateway, _key = site_gateway
     node = Node(name="emontx9", node_id=29, site=site)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sensors.gateways import jeelib, llap
+from sensors.devices.gateways import jeelib, llap
 
 # --- JeeLib -----------------------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from django.core.management import CommandError, call_command
 
 from feeds.models import Feed
 from feeds.store import phpfina, service
-from sensors import ingest_stream
-from sensors.ingest_drain import drain_shard
+from sensors.ingest import stream as ingest_stream
+from sensors.ingest.drain import drain_shard
 from sensors.models import EmoncmsOrigin, GatewayKey, Node, Sensor, Site
 from tests.sensors import make_emoncms_backup as backup
 from tests.wsgi_client import WsgiClient as Client

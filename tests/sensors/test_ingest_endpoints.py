@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import pytest
 
 from alarms.models import Alarm
-from sensors import input_errors
+from sensors.ingest import input_errors
 from tests.sensors.conftest import make_node, queued_batches
 from tests.wsgi_client import WsgiClient as Client
 

@@ -1,5 +1,5 @@
-"""Ingest on Redis Streams (issue #19): the web's append (sensors/ingest_stream.py) and the
-worker's drain (sensors/ingest_drain.py), on the real Redis and database, in this process."""
+"""Ingest on Redis Streams (issue #19): the web's append (sensors/ingest/stream.py) and the
+worker's drain (sensors/ingest/drain.py), on the real Redis and database, in this process."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from alarms.models import Alarm
 from feeds.models import Feed
 from feeds.store import service
-from sensors import ingest_stream as stream
-from sensors.ingest_drain import Drain, drain_shard
+from sensors.ingest import stream as stream
+from sensors.ingest.drain import Drain, drain_shard
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor
-from sensors.processing import ingest_rows
 from sensors.tasks import kick_ingest_drains
 from tests.sensors.conftest import make_node, queued_batches
 

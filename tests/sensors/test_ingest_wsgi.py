@@ -1,4 +1,4 @@
-"""The lean WSGI path of the ingest endpoints (sensors/ingest_wsgi.py, routed by bms/wsgi.py).
+"""The lean WSGI path of the ingest endpoints (sensors/ingest/wsgi.py, routed by bms/wsgi.py).
 
 Requests are sent to bms.wsgi.application itself, as gunicorn does (no test client): the lean
 path must answer exactly as Django's full stack would, headers included, and refuse what the
@@ -17,7 +17,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
 from bms import wsgi
-from sensors.ingest_wsgi import IngestHandler, ingest_routes
+from sensors.ingest.wsgi import IngestHandler, ingest_routes
 from tests.sensors.conftest import queued_batches
 
 pytestmark = pytest.mark.django_db

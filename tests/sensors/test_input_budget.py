@@ -10,9 +10,9 @@ import pytest
 
 from alarms.models import Alarm
 from feeds.models import Feed
-from sensors import input_budget
+from sensors.ingest import input_budget
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor, Site
-from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node, queued_batches
 from tests.wsgi_client import WsgiClient as Client
 

@@ -8,8 +8,8 @@ import pytest
 
 from feeds.models import Feed
 from feeds.store import service
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor
-from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node
 
 pytestmark = pytest.mark.django_db

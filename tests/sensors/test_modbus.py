@@ -11,14 +11,14 @@ import pytest
 from pymodbus.constants import ExcCodes
 
 from alarms.models import Alarm
-from sensors import state
-from sensors.modbus_poll import (
+from sensors.devices.modbus_poll import (
     ModbusPollError,
     RegisterSpec,
     decode,
     plan_reads,
     poll_meter,
 )
+from sensors.ingest import node_state as state
 from sensors.models import ModbusRegister, Node
 from sensors.tasks import poll_modbus_meter, poll_modbus_meters
 from tests.sensors.modbus_meter import FC_HOLDING, FC_INPUT, MeterServer, float32_words

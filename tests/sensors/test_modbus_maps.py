@@ -8,7 +8,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from sensors.modbus_maps import MAX_ROWS, RegisterMapError, shipped_maps, validate_register_map
+from sensors.devices.modbus_maps import (
+    MAX_ROWS,
+    RegisterMapError,
+    shipped_maps,
+    validate_register_map,
+)
 from sensors.models import ModbusBus, ModbusRegister, Node
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from alarms.models import Alarm
-from sensors import state
-from sensors.modbus_maps import shipped_map
-from sensors.modbus_meters import apply_register_map, bus_lock_key, poll_bus
-from sensors.modbus_poll import MeterReader, RegisterSpec, serial_client
+from sensors.devices.modbus_maps import shipped_map
+from sensors.devices.modbus_meters import apply_register_map, bus_lock_key, poll_bus
+from sensors.devices.modbus_poll import MeterReader, RegisterSpec, serial_client
+from sensors.ingest import node_state as state
 from sensors.models import ModbusBus, Node
 from sensors.tasks import poll_modbus_bus, poll_modbus_meters
 

@@ -8,8 +8,8 @@ import uuid
 import paho.mqtt.client as mqtt
 import pytest
 
-from sensors.ingest import IngestError
-from sensors.mqtt import Batcher, MqttIngestor, parse_message
+from sensors.devices.mqtt import Batcher, MqttIngestor, parse_message
+from sensors.ingest.parse import IngestError
 from tests.sensors.conftest import make_node, queued_batches
 
 NOW = 1_750_000_000

@@ -19,8 +19,8 @@ import paho.mqtt.client as mqtt
 import pytest
 from django.core.management import CommandError, call_command
 
-from sensors.mqtt import MqttIngestor
-from sensors.mqtt_auth import (
+from sensors.devices.mqtt import MqttIngestor
+from sensors.devices.mqtt_auth import (
     MQTT_FIELD_MAX_BYTES,
     MqttAuth,
     MqttConfigError,

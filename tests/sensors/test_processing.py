@@ -9,9 +9,9 @@ import pytest
 from alarms.models import Alarm
 from feeds.models import Feed
 from feeds.store import service
-from sensors import state
+from sensors.ingest import node_state as state
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor
-from sensors.processing import ingest_rows
 from sensors.tasks import check_silent_nodes
 from tests.sensors.conftest import make_node
 

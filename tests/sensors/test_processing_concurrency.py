@@ -1,7 +1,7 @@
 """Parallel drains of one node's requests count every reading once.
 
 Worker concurrency 2 and the web's kicks beside beat's safety net start several drains of one
-shard at once (sensors/ingest_drain.py). Four threads drain the same node's requests at once;
+shard at once (sensors/ingest/drain.py). Four threads drain the same node's requests at once;
 a twin node gets them once, in order, straight through ingest_rows. The pulse total and the
 kWh integral (accumulating state in Redis) must come out identical: the shard's lease lets
 one drain at a time process a node, and no request is processed twice or skipped.
@@ -17,10 +17,10 @@ from django.db import connection
 
 from feeds.models import Feed
 from feeds.store import service
-from sensors import ingest_stream
-from sensors.ingest_drain import drain_shard
+from sensors.ingest import stream as ingest_stream
+from sensors.ingest.drain import drain_shard
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor
-from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node
 
 T0 = 1_700_000_000

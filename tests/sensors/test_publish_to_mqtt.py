@@ -10,10 +10,10 @@ import uuid
 import paho.mqtt.client as mqtt
 import pytest
 
-from sensors import mqtt_publish
+from sensors.devices import mqtt_publish
+from sensors.devices.mqtt import MqttIngestor
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor
-from sensors.mqtt import MqttIngestor
-from sensors.processing import ingest_rows
 from tests.sensors.conftest import make_node
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,7 +8,7 @@ import pytest
 
 from alarms import lifecycle as alarms
 from alarms.models import Alarm
-from sensors import state
+from sensors.ingest import node_state as state
 from sensors.models import Node
 from sensors.tasks import check_silent_nodes
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sensors.gateways.config import GatewayConfigError, load_config
-from sensors.gateways.runner import Gateway, HttpPoster
+from sensors.devices.gateways.config import GatewayConfigError, load_config
+from sensors.devices.gateways.runner import Gateway, HttpPoster
 
 
 class Command(BaseCommand):

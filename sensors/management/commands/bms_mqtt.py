@@ -8,8 +8,8 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from sensors.mqtt import MqttIngestor
-from sensors.mqtt_auth import MqttAuth, MqttConfigError, is_loopback, read_secret_file
+from sensors.devices.mqtt import MqttIngestor
+from sensors.devices.mqtt_auth import MqttAuth, MqttConfigError, is_loopback, read_secret_file
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@
     import_emoncms /var/lib/phpfina [--ids 5 9] [--tag emoncms]   feed files only (as before)
 
 The first two bring inputs, process lists, feeds (names, tags, units, data) and write a report
-of what could not be brought over (sensors/emoncms_site.py); run twice, nothing doubles. The
+of what could not be brought over (sensors/emoncms_import/site.py); run twice, nothing doubles. The
 folder form registers each `<n>.meta` + `<n>.dat` pair as a new Feed named `<n>`.
 """
 
@@ -23,7 +23,7 @@ from django.db import transaction
 from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
 from feeds.store import phpfina, service
-from sensors import emoncms_site
+from sensors.emoncms_import import site as emoncms_site
 from sensors.models import Site
 
 BAR_WIDTH = 30

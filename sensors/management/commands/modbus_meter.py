@@ -10,8 +10,13 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from sensors.modbus_maps import RegisterMapError, shipped_map, shipped_maps, validate_max_block
-from sensors.modbus_meters import apply_register_map
+from sensors.devices.modbus_maps import (
+    RegisterMapError,
+    shipped_map,
+    shipped_maps,
+    validate_max_block,
+)
+from sensors.devices.modbus_meters import apply_register_map
 from sensors.models import ModbusBus, Node
 
 MAX_MAP_FILE_BYTES = 256 * 1024  # 200 rows fit in a fraction of this

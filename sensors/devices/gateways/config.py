@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sensors.gateways.jeelib import DATACODES
+from sensors.devices.gateways.jeelib import DATACODES
 
 
 class GatewayConfigError(ValueError):

@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 
 import paho.mqtt.client as mqtt
 
-from sensors import mqtt_publish
-from sensors.emoncms_input import NonFinite, lenient_value
-from sensors.ingest import (
+from sensors.devices import mqtt_publish
+from sensors.devices.mqtt_auth import LOGIN_REFUSED, MqttAuth, apply_auth
+from sensors.ingest.emoncms_input import NonFinite, lenient_value
+from sensors.ingest.node_auth import lookup_ref
+from sensors.ingest.parse import (
     MIN_TIME,
     IngestError,
     Limits,
@@ -43,8 +45,6 @@ from sensors.ingest import (
     check_value,
     parse_time_value,
 )
-from sensors.mqtt_auth import LOGIN_REFUSED, MqttAuth, apply_auth
-from sensors.node_auth import lookup_ref
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class MqttIngestor:
         self.batcher.add(node, t, values, time.monotonic())
 
     def flush(self, *, all_: bool = False) -> int:
-        from sensors import ingest_stream
+        from sensors.ingest import stream as ingest_stream
 
         sent = 0
         for ref, rows in self.batcher.due(time.monotonic(), all_=all_):
@@ -293,7 +293,9 @@ class MqttIngestor:
         try:
             while not self._stop.wait(tick_s):
                 self.flush()
-                if self.connected.is_set():  # publish_to_mqtt steps (sensors/mqtt_publish.py)
+                if (
+                    self.connected.is_set()
+                ):  # publish_to_mqtt steps (sensors/devices/mqtt_publish.py)
                     mqtt_publish.publish_pending(self.client)
         finally:
             self.stop()

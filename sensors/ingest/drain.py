@@ -11,7 +11,7 @@ A pass over the shard, for every node with entries (its `ready` set):
 2. Nodes with nothing pending read new entries with one multi-stream `XREADGROUP`.
    Both take at most `BMS_INGEST_SLICE` requests per node: a flooding node waits behind
    itself, and every other node of the shard gets its slice in the same pass.
-3. Each node's slice goes to sensors.processing.ingest_rows in chunks of at most CHUNK_ROWS
+3. Each node's slice goes to sensors.ingest.processing.ingest_rows in chunks of at most CHUNK_ROWS
    rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer.
 A point processed twice (a chunk done but not acknowledged when its drain died) is harmless:
 feed slots are overwritten with the same value, and accumulating processes and pulse counters
@@ -38,7 +38,7 @@ from django.db import DatabaseError
 from redis.exceptions import LockError
 
 from core.redis import get_redis, redis_script
-from sensors import ingest_stream as stream
+from sensors.ingest import stream as stream
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ class Drain:
         return slices
 
     def _process(self, node_id: int, entries: list) -> int:
-        from sensors.processing import ingest_rows
+        from sensors.ingest.processing import ingest_rows
 
         chunk_ids: list = []
         chunk_rows: list[list] = []

@@ -4,7 +4,7 @@ middleware stack.
 A node posts hundreds of times a second on a busy site, and most of what Django does per request
 is for pages and the staff API: sessions, CSRF, users, messages, static files, the login
 lockout, then the URL resolver walking every app's routes. None of it is used by the ingest
-views (sensors/ingest_views.py: a node key, no cookie, csrf_exempt). bms/wsgi.py hands the
+views (sensors/ingest/views.py: a node key, no cookie, csrf_exempt). bms/wsgi.py hands the
 ingest paths to `IngestHandler`, which is Django's own WSGIHandler (the same request object,
 request_started/request_finished signals and so database connection handling, error
 responses and `django.request` logging) with a shorter middleware chain and a fixed route:
@@ -105,7 +105,7 @@ class IngestHandler(WSGIHandler):
             for hook in ("process_view", "process_template_response", "process_exception"):
                 if hasattr(middleware, hook):
                     raise ImproperlyConfigured(
-                        f"{path} has {hook}: add it to sensors.ingest_wsgi.NOT_ON_INGEST if the "
+                        f"{path} has {hook}: add it to sensors.ingest.wsgi.NOT_ON_INGEST if the "
                         "ingest views do not need it, or route ingest through the full handler"
                     )
             handler = convert_exception_to_response(middleware)

@@ -1,7 +1,7 @@
 """The emoncms input API as emoncms answers it: `/input/bulk` bodies and names.
 
 emonhub keeps a batch until the reply is exactly `ok` and resends anything else forever, so one
-bad value must never refuse a batch here. Compared with sensors/ingest.py (strict, used by our
+bad value must never refuse a batch here. Compared with sensors/ingest/parse.py (strict, used by our
 own REST API, a request with any bad row refused whole):
 
 - the body may be raw zlib JSON (`cb=1`, emonhub with `sendnames = 1` or `compress = 1`), hex
@@ -12,7 +12,7 @@ own REST API, a request with any bad row refused whole):
 - a value that is `null`, `""`, text that is not a number, a boolean, nested, non-finite or too
   large for a feed is SKIPPED and reported (emoncms casts it with `(float)`, storing a made-up
   0 or 1); a row whose time or node is unusable is skipped the same way. The caller records
-  the skips where staff see them (sensors/input_errors.py) and still answers `ok`.
+  the skips where staff see them (sensors/ingest/input_errors.py) and still answers `ok`.
 
 What is still refused whole (4xx): a body that is not zlib/hex/JSON, not a list of rows, or over
 the bounds (rows, values, decompressed size). emoncms answers such a request with an error text
@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sensors.ingest import (
+from sensors.ingest.parse import (
     MAX_ABS_VALUE,
     MAX_NAME_LENGTH,
     MIN_TIME,

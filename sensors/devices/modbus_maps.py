@@ -7,7 +7,7 @@ A map is a list of rows:
     {"key": "power", "address": 12, "function": "input", "data_type": "float32",
      "word_order": "ABCD", "scale": 1, "offset": 0, "count": 2, "name": "...", "unit": "W"}
 `count`, if given, must be the number of registers the type takes. The shipped maps are JSON
-files in sensors/meter_maps/ (one per meter model, with the source of its addresses).
+files in sensors/devices/meter_maps/ (one per meter model, with the source of its addresses).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from sensors.modbus_poll import (
+from sensors.devices.modbus_poll import (
     FUNCTIONS,
     MAX_ADDRESS,
     MAX_REGISTERS_PER_READ,
@@ -146,7 +146,7 @@ def validate_max_block(value: object) -> int:
 
 @cache
 def shipped_maps() -> dict[str, dict]:
-    """name -> map document, from sensors/meter_maps/*.json (validated as they load)."""
+    """name -> map document, from sensors/devices/meter_maps/*.json (validated as they load)."""
     maps = {}
     for path in sorted(MAPS_DIR.glob("*.json")):
         document = json.loads(path.read_text())

@@ -3,7 +3,7 @@
 The web answers only once the request is in Redis: one script, one round trip (count the
 request against its node's throttle allowance, and if it is allowed, for each node of the
 request: XADD, mark the node ready in its shard, take the shard's kick flag). Workers drain the streams
-(sensors/ingest_drain.py). No Celery message is built per request: the web queues a drain task
+(sensors/ingest/drain.py). No Celery message is built per request: the web queues a drain task
 through Celery's public API only when its shard has none pending (the kick flag, SET NX with a
 TTL), and one drain task takes many requests.
 

@@ -9,7 +9,7 @@ in memory. The tokenizer knows exactly MySQL's literal forms mysqldump writes: N
 0x hex. Anything else is a DumpError naming the line, never a guess.
 
 Bounds: a statement of a wanted table may be at most `max_line` bytes and each table at most
-`max_rows` rows; the caller bounds the file (sensors/emoncms_site.py).
+`max_rows` rows; the caller bounds the file (sensors/emoncms_import/site.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 `/input/bulk` (also with `.json`, as emonhub posts).
 
 A request is accepted once it is validated and its whole batch is appended to its node's
-Redis Stream (sensors/ingest_stream.py), which workers drain: the web process never waits on
+Redis Stream (sensors/ingest/stream.py), which workers drain: the web process never waits on
 the feed store. Plain Django views, not DRF, because this is the hot path (hundreds of posts a second)
 and every error must have the emoncms-friendly shape of core.api_errors anyway.
 
@@ -10,7 +10,7 @@ Throttling (core/throttle.py) is done here, around the key check, not by a decor
 charged only once its key matched (in the same script that stores its request: one round trip
 for an accepted post), and a missing or wrong key is charged to the client address.
 
-In production these views are reached through sensors/ingest_wsgi.py (bms/wsgi.py routes their
+In production these views are reached through sensors/ingest/wsgi.py (bms/wsgi.py routes their
 paths there, past the middleware they do not use); Django's URL conf names them too.
 """
 
@@ -31,12 +31,13 @@ from core import throttle
 from core.openapi import documented_by
 from core.redis import REDIS_FAILURES, ReplicasBehind
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors import emoncms_input, ingest_stream, input_budget, input_errors, node_auth
-from sensors.emoncms_input import BulkBatch, Skipped
-from sensors.ingest import IngestError, Limits, Row, parse_post, parse_readings
-from sensors.ingest_docs import InputBulkDoc, InputPostDoc, ReadingsDoc
+from sensors.ingest import emoncms_input, input_budget, input_errors, node_auth
+from sensors.ingest import stream as ingest_stream
+from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
+from sensors.ingest.emoncms_input import BulkBatch, Skipped
+from sensors.ingest.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
+from sensors.ingest.parse import IngestError, Limits, Row, parse_post, parse_readings
 from sensors.models import Node
-from sensors.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ def _charge_first(identity: Identity) -> None:
 @contextmanager
 def _charged(identity: NodeIdentity) -> Iterator[throttle.Charge | None]:
     """A node key's request is counted once: with its append when it is accepted (one round
-    trip, sensors/ingest_stream.py), or alone when it is refused on the way (a 4xx or 503 then
+    trip, sensors/ingest/stream.py), or alone when it is refused on the way (a 4xx or 503 then
     becomes a 429 if the node is over its allowance, as if it had been counted first). The
     steps inside have no side effect but the refusal, so counting them last changes nothing."""
     charge = _charge(identity)
@@ -178,7 +179,7 @@ def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
 
 def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
     """REST only: a reading that would create an input beyond the bound is a 409 naming it
-    (emonhub is answered `ok` and the worker skips and records it: sensors/input_budget.py)."""
+    (emonhub is answered `ok` and the worker skips and records it: sensors/ingest/input_budget.py)."""
     keys = {key for row in rows for key in row.values}
     over = input_budget.over_budget(identity.id, keys)
     if not over:
@@ -305,7 +306,7 @@ def _resolve_for_gateway(
 ) -> tuple[NodeIdentity | None, str]:
     """The node a gateway row names, registered as new if the site has none by that name.
 
-    A new node counts against the site's bound of auto-created inputs (sensors/input_budget.py):
+    A new node counts against the site's bound of auto-created inputs (sensors/ingest/input_budget.py):
     it is only made while the site has room for one more input, so the nodes a key can create
     are bounded by the same figure as its inputs."""
     identity = node_auth.lookup_ref(ref)

@@ -19,8 +19,8 @@ from redis.exceptions import LockError
 from alarms.lifecycle import clear_alarm, raise_alarm
 from alarms.models import Alarm
 from core.redis import get_redis
-from sensors.modbus_maps import validate_register_map
-from sensors.modbus_poll import (
+from sensors.devices.modbus_maps import validate_register_map
+from sensors.devices.modbus_poll import (
     MeterReader,
     ModbusPollError,
     PollResult,
@@ -108,7 +108,7 @@ def record_failure(node: Node, error: str) -> dict:
 
 def record_result(node: Node, specs: list[RegisterSpec], result: PollResult) -> dict:
     """The meter answered: clear its alarm, raise/clear per-register alarms, ingest the values."""
-    from sensors.processing import ingest_rows
+    from sensors.ingest.processing import ingest_rows
 
     redis = get_redis()
     redis.delete(f"sensors:modbus-failures:{node.pk}")

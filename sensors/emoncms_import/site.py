@@ -8,13 +8,13 @@ Two sources give the same `EmonSite` (its inputs, its feeds, a folder holding `p
   and `.dat`, `phptimeseries/feed_<id>.MYD`, and emonhub.conf/settings we do not need. Only
   those members are read, each to a path we build from its validated name, so no member can
   land outside the staging folder; links, devices and `..` names are refused and reported.
-  The dump is parsed by sensors/mysqldump.py, never executed.
+  The dump is parsed by sensors/emoncms_import/mysqldump.py, never executed.
 - `from_http`: a running emoncms over its API with a read key: /input/list.json,
   /feed/list.json, /feed/getmeta.json and /feed/export.json (the raw file bytes).
 
 `import_site` then creates (or, on a second run, finds) one Feed per PHPFina/PHPTimeSeries
 feed, one Node per emoncms node and one Sensor per input, and maps each input's process list
-(sensors/emoncms_processlist.py). Which emoncms id became which object of ours is kept in
+(sensors/emoncms_import/processlist.py). Which emoncms id became which object of ours is kept in
 EmoncmsOrigin, so a second run changes nothing that is already there. Every imported feed's
 last value is seeded in Redis from its file, so kWh accumulators continue from the imported
 total. Whatever could not be brought over is listed in the report, one line each.
@@ -39,8 +39,9 @@ from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
 from feeds.processes.run import validate_steps
 from feeds.store import phpfina, phptimeseries
-from sensors import emoncms_processlist, mysqldump
-from sensors.ingest import emoncms_name, is_emoncms_name
+from sensors.emoncms_import import mysqldump
+from sensors.emoncms_import import processlist as emoncms_processlist
+from sensors.ingest.parse import emoncms_name, is_emoncms_name
 from sensors.models import EmoncmsOrigin, Node, Sensor, Site
 
 # Where a feed id's files live (feeds.store.service.feed_dir: the id's shard directory).

@@ -2,7 +2,7 @@
 
 emonhub resends a refused batch forever, so the emoncms endpoints keep a batch's good values
 and skip the bad ones (`null`, text, booleans, a row without a usable time or node:
-sensors/emoncms_input.py). Each skip is recorded where staff see it:
+sensors/ingest/emoncms_input.py). Each skip is recorded where staff see it:
 
 - Redis hash `sensors:input-errors:<subject>`: `count` (values skipped so far), `last` (the
   newest skips, named by row, position and reason), `at` (unix seconds). The node admin page
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from alarms.lifecycle import clear_alarm, raise_alarm
 from core.redis import get_redis
-from sensors.emoncms_input import Skipped
+from sensors.ingest.emoncms_input import Skipped
 
 log = logging.getLogger(__name__)
 

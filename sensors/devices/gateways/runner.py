@@ -17,8 +17,8 @@ import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sensors.gateways import jeelib, llap
-from sensors.gateways.config import GatewayConfig
+from sensors.devices.gateways import jeelib, llap
+from sensors.devices.gateways.config import GatewayConfig
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """How many inputs ingest may still create on its own for a node.
 
-An unseen key of a known node gets a Sensor and a Feed (sensors/processing.py), so that nothing
+An unseen key of a known node gets a Sensor and a Feed (sensors/ingest/processing.py), so that nothing
 is dropped before an engineer configures it. Unbounded, that let one node key fill the disk: a
 single request with 5,000 made-up keys made 5,000 feeds. So auto-created inputs are bounded per
 node (BMS_INGEST_MAX_AUTO_INPUTS_PER_NODE) and per site (BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE;

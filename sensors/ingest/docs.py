@@ -1,4 +1,4 @@
-"""OpenAPI documentation of the ingest endpoints (sensors/ingest_views.py, docs/INGEST.md).
+"""OpenAPI documentation of the ingest endpoints (sensors/ingest/views.py, docs/INGEST.md).
 
 The views are plain Django views (the hot path, emoncms answers); these APIViews only carry
 their documentation into /api/schema/ (core/openapi.py `documented_by`, `add_plain_views`).

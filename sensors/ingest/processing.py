@@ -1,11 +1,11 @@
 """The worker side of ingest: (node, key) -> Sensor -> conversion -> input processes.
 
-Called by the ingest drain (sensors/ingest_drain.py, in the Celery task
+Called by the ingest drain (sensors/ingest/drain.py, in the Celery task
 `sensors.tasks.drain_ingest_shard`) (and directly by the Modbus poller,
 which already runs in a worker). Rows are `[t, {key: number}]`, validated by the web
 process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
 `<node>:<key>` logged with log_to_feed, so nothing is dropped before it is configured, up to
-the bound of sensors/input_budget.py: beyond it a new key's readings are skipped (with an alarm).
+the bound of sensors/ingest/input_budget.py: beyond it a new key's readings are skipped (with an alarm).
 
 Per batch: one cached sensor map, one Redis pipeline for pulse state, one call to
 feeds.store.service.process_inputs (which pipelines the feed buffer), one pipeline for node state.
@@ -24,8 +24,10 @@ from core.redis import get_redis
 from feeds.models import Feed
 from feeds.processes import catalog as process_catalog
 from sensors import conversions as cv
-from sensors import input_budget, mqtt_publish, state
 from sensors.cache import ProcessCache, bump_generation, check_generation
+from sensors.devices import mqtt_publish
+from sensors.ingest import input_budget
+from sensors.ingest import node_state as state
 from sensors.models import Node, PulseCounterState, Sensor
 
 log = logging.getLogger(__name__)
@@ -220,7 +222,7 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
         skipped = sorted(keys - specs.keys())
         if skipped:
             # Beyond the auto-created input bound: these keys' readings are dropped, the
-            # node's known inputs are processed as usual (sensors/input_budget.py).
+            # node's known inputs are processed as usual (sensors/ingest/input_budget.py).
             points = sum(1 for _, values in rows for k in values if k not in specs)
             rows = [[t, {k: v for k, v in values.items() if k in specs}] for t, values in rows]
             report.skipped_keys = skipped
@@ -228,7 +230,7 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
             keys -= set(skipped)
 
     # A pulse counter's state is read here and written after the feed store took the batch. No
-    # lock: one drain at a time processes a node's requests (sensors/ingest_drain.py), and a
+    # lock: one drain at a time processes a node's requests (sensors/ingest/drain.py), and a
     # replayed reading is not newer than the state, so it is not counted again.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
     return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
