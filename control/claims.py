@@ -7,12 +7,16 @@ let one decision silently overwrite the other:
 - a radiator valve or valve in two zones (one room's over-temperature OFF would lose to the
   other room's call for heat);
 - an actuator that is a plant's boiler or pump, or a solar pump, claimed by anything else.
+
+The control models are read through the app registry (`apps.get_model`): their clean() calls
+this module, so importing control.models here would make the two modules import each other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.apps import apps
 from django.db.models import Q
 
 from sensors.models import Actuator
@@ -30,7 +34,10 @@ def conflict(
 ) -> str:
     """Why these actuators cannot be claimed by this zone / plant / solar circuit ("" if they
     can). The ids exclude the claimant's own current row when it is being edited."""
-    from control.models import HeatingPlant, SolarCircuit, WeatherCompensation, Zone
+    HeatingPlant, SolarCircuit, WeatherCompensation, Zone = (
+        apps.get_model("control", name)
+        for name in ("HeatingPlant", "SolarCircuit", "WeatherCompensation", "Zone")
+    )
 
     for a in actuators:
         if a is None or a.pk is None:
@@ -87,7 +94,8 @@ def register_conflict(
     output), and an output on a relay board's watchdog register overwrites the board's timeout
     with a valve position every tick, so the board may never drop its relays when the server
     dies (outside test, session 6). The ids exclude the claimant's own row when it is edited."""
-    from control.models import RelayBoard, WeatherCompensation
+    RelayBoard = apps.get_model("control", "RelayBoard")
+    WeatherCompensation = apps.get_model("control", "WeatherCompensation")
 
     if register is None:
         return ""

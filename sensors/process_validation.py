@@ -4,9 +4,14 @@ feeds/processes/catalog.py checks the shape (known process, typed arguments, got
 length bound); here each feed and input a step names must exist, belong to the sensor's site,
 and a daily step's feed must be a daily (86400 s) feed. Without this a step pointing at a feed that
 does not exist was accepted and its points were dropped at every commit.
+
+Sensor is read through the app registry (`apps.get_model`): Sensor.clean calls this module, so
+importing sensors.models here would make the two modules import each other.
 """
 
 from __future__ import annotations
+
+from django.apps import apps
 
 from feeds.models import Feed
 from feeds.processes import catalog as process_catalog
@@ -21,7 +26,7 @@ def check_process_list(
 
     `site_id`: the site of the sensor the list is for (None: a node without a site, whose
     steps may name feeds and inputs not tied to another site)."""
-    from sensors.models import Sensor  # models import this module's caller
+    Sensor = apps.get_model("sensors", "Sensor")
 
     steps, errors = process_catalog.normalise_steps(steps)
     if errors:
@@ -81,7 +86,7 @@ def feed_owner_sites(feed_ids: set[int], *, exclude_sensor: int | None) -> dict[
     a Sensor.feed holder of another site is the intruder and is not counted as an owner: a
     sensor logging its own feed is never flagged because another one wrongly points at it.
     """
-    from sensors.models import Sensor
+    Sensor = apps.get_model("sensors", "Sensor")
 
     if not feed_ids:
         return {}
