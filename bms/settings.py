@@ -89,7 +89,8 @@ BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
 # about 10 MB (emoncms's own page stops downloads at 25 MB).
 BMS_FEED_MAX_CSV_ROWS = env_int("BMS_FEED_MAX_CSV_ROWS", 500_000, minimum=100)
 # Padding bounds of the feed store (docs/FEEDS.md): a point may not start a new feed, or move a
-# feed's start, more than this many days before now; one commit pads at most this many slots.
+# feed's start, more than this many days before now (else a new feed could start in 2000 and its
+# next point pad 26 years of NaN); one commit pads at most this many slots.
 BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 7, minimum=1)
 # emoncms's own bound is the most (feeds/phpfina.py MAX_PADDING_SLOTS): larger values are cut.
 BMS_FEED_MAX_GAP_SLOTS = env_int("BMS_FEED_MAX_GAP_SLOTS", 15_768_000, minimum=1)
