@@ -1,4 +1,4 @@
-"""The beat scheduler: RedBeat (issue #18) that rides out a Redis restart or failover.
+"""The beat scheduler: RedBeat (a clock that survives its host) that rides out a Redis restart or failover.
 
 RedBeat renews its lock at the start of every tick, and any Redis error raised there (or while
 reading the schedule) ends `celery beat`: one Redis restart, on a single host with nothing to

@@ -396,7 +396,8 @@ CELERY_TASK_ROUTES = (
     {
         "feeds.tasks.*": {"queue": "commit"},
         "sensors.tasks.*": {"queue": "ingest"},
-        # The iCal sync fetches and writes for seconds: never on the control worker (issue #14).
+        # The iCal sync fetches and writes for seconds: never on the control worker, where a slow or
+        # hostile calendar server would delay the boiler's tick.
         "control.tasks.sync_ical_feeds": {"queue": "commit"},
         "control.tasks.*": {"queue": "control"},
         "bms.tasks.*": {"queue": "control"},
@@ -451,7 +452,7 @@ BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1
 # beat keeps its schedule state under the data dir, not in the working directory (used only by
 # Celery's file scheduler, BMS_BEAT_SCHEDULER=celery.beat:PersistentScheduler).
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
-# A clock that survives its host (issue #18, docs/RELIABILITY.md "Scale-out"): RedBeat keeps
+# A clock that survives its host (docs/RELIABILITY.md "Scale-out"): RedBeat keeps
 # each entry's last run in Redis and lets one beat at a time hold its lock, so two or more
 # beats may run (on two hosts): the active one sends every tick once; a standby retries the
 # lock every BMS_BEAT_MAX_LOOP_S and takes over when the active's lock runs out

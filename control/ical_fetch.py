@@ -1,7 +1,7 @@
 """Fetch an iCal feed over http(s) without letting a zone's URL reach inside the server.
 
 A zone's `ical_url` is typed by an engineer, so it must not become a way to read the
-server's own files or services (issue #14): only http and https; the host name is resolved
+server's own files or services: only http and https; the host name is resolved
 here, every address it resolves to must be a public one (not loopback, private, link-local,
 multicast, reserved or unspecified) unless `BMS_ICAL_ALLOWED_HOSTS` names the host or the
 address; the connection goes to the address that was checked (DNS cannot change between the

@@ -669,7 +669,7 @@ def _window_stats(
 # --- bounded reads -----------------------------------------------------------------------------
 #
 # A read's memory must follow the points it returns and the data that exists, never the length
-# of the window asked for (issue #14: `interval=4294967295` once allocated a NaN array over the
+# of the window asked for (`interval=4294967295` once allocated a NaN array over the
 # whole window, gigabytes). So: windows are evaluated over the file clipped to them, in groups
 # of at most READ_CHUNK_SLOTS slots (a window larger than that is reduced chunk by chunk), and
 # buffered points are merged sparsely, window by window, never onto a dense copy of the window.

@@ -16,7 +16,7 @@ responses and `django.request` logging) with a shorter middleware chain and a fi
 - the route is the path → view table of the URL conf itself (`ingest_routes`), so the views
   and their paths are defined once (sensors/urls.py, sensors/api_urls.py).
 
-What the lean path saves is measured in docs/BENCHMARKS.md ("Streams (issue #19)").
+What the lean path saves is measured in docs/BENCHMARKS.md, section "Streams".
 """
 
 from __future__ import annotations

@@ -530,7 +530,7 @@ class Actuator(models.Model):
         ordering = ["name"]
         constraints = [
             # Two enabled actuators on one coil fight: with opposite demands the relay flips
-            # every tick (issue #15.1). A disabled one is never switched, so it may stay as a
+            # every tick. A disabled one is never switched, so it may stay as a
             # spare definition.
             models.UniqueConstraint(
                 fields=["host", "port", "device_id", "coil"],
