@@ -1,4 +1,4 @@
-"""Issue #14: a zone's iCal URL must not read the server's files or services, nor quote what it
+"""A zone's iCal URL must not read the server's files or services, nor quote what it
 fetched into alarms; a feed is bounded in bytes, time, events and occurrences.
 
 Real local HTTP servers stand for the services inside the server: each records its requests,
@@ -45,7 +45,7 @@ END:VCALENDAR
 
 
 def flood(events: int, rule: str = "FREQ=MINUTELY", dtstart: str = "20260320T090000Z") -> str:
-    """The 1.5 KB calendar of issue #14: a few events, each repeating every minute."""
+    """The 1.5 KB calendar an outside check sent: a few events, each repeating every minute."""
     body = "".join(
         f"BEGIN:VEVENT\nUID:flood-{i}@example.org\nSUMMARY:Flood {i}\nDTSTART:{dtstart}\n"
         f"DURATION:PT1M\nRRULE:{rule}\nEND:VEVENT\n"

@@ -60,7 +60,7 @@ def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))
 
 
-# Issue #19: a drain killed mid-batch leaves its requests pending in the node's stream, under
+# A drain killed mid-batch leaves its requests pending in the node's stream, under
 # the shard's lease. Once the lease runs out (BMS_INGEST_LEASE_S: 2 s here, 5 s by default)
 # beat's safety net (every 1 s here, 2 s by default) queues a drain that takes them over with
 # XAUTOCLAIM: within seconds, not kombu's 300 s visibility timeout.

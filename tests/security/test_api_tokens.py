@@ -1,4 +1,4 @@
-"""Staff API tokens are stored hashed and expire (issue #14, finding 13).
+"""Staff API tokens are stored hashed and expire.
 
 DRF's authtoken kept every token in clear and forever. Now django-rest-knox keeps a SHA-512
 digest and an expiry; `manage.py create_api_token` prints a token once; tokens an older install
