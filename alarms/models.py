@@ -30,7 +30,7 @@ class Alarm(models.Model):
     )
 
     class Meta:
-        # The model began in sensors: its table keeps that name (alarms/migrations/0001).
+        # The model began in sensors: its table keeps that name (alarms/migrations/0001_initial.py).
         db_table = "sensors_alarm"
         ordering = ["-raised_at"]
         constraints = [

@@ -156,7 +156,8 @@ REFUSED_COUNT = re.compile(r"Feed \d+: (\d+) points refused")
 
 def _when_unix(last: str) -> str:
     """The buffer's "t reason" of the latest refused point, its Unix time written as people
-    read dates (core/dates.py), in the site's zone (a raw t=1794861900 was shown, issue #16)."""
+    read dates (core/dates.py), in the site's zone (not a raw t=1794861900, which
+    nobody reads)."""
     from datetime import UTC, datetime
 
     from django.utils import timezone

@@ -1,4 +1,4 @@
-"""Energy benchmark (issue #17). Prints its figures; see docs/BENCHMARKS.md "Energy".
+"""Energy benchmark. Prints its figures; see docs/BENCHMARKS.md "Energy".
 
 One site of 50 buildings, each with two floors of two rooms (350 nodes) and 10 meters (500):
 a main electricity meter on power, gas and water registers (cumulative), a cumulative

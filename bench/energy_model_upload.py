@@ -1,4 +1,4 @@
-"""Site energy model CSV upload (issue #17, found slow by the outside tester). Prints its figures;
+"""Site energy model CSV upload. Prints its figures;
 see docs/BENCHMARKS.md "Energy".
 
 One site of 50 buildings; a model CSV of N rows (50 buildings x electricity and gas x monthly

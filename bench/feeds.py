@@ -1,4 +1,4 @@
-"""Feed store benchmark (issue #3). Prints its figures; see docs/BENCHMARKS.md "Feed store".
+"""Feed store benchmark. Prints its figures; see docs/BENCHMARKS.md "Feed store".
 
   1. read:   1000 averaged points across one year of 10 s data (3,153,600 slots), in-process
              (feeds.store.phpfina.read) and through /feed/data.json (Django test client, anonymous,

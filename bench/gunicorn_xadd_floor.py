@@ -1,5 +1,5 @@
-"""The floor of any design where the web appends a post to a Redis stream before it answers
-(issue #19): bench/gunicorn_alone.py plus one XADD through redis-py, the client library the
+"""The floor of any design where the web appends a post to a Redis stream before it answers:
+bench/gunicorn_alone.py plus one XADD through redis-py, the client library the
 site uses, and nothing else (no Django, no key check, no parsing). bench/ingest.py measures it
 beside gunicorn alone and the site in the same run: whatever the site does per post comes on
 top of this, so no site that keeps "in the stream before `ok`" can answer faster."""

@@ -1,4 +1,4 @@
-"""Login flood benchmark (issue #14, finding 7): wrong passwords against the admin login while
+"""Login flood benchmark: wrong passwords against the admin login while
 a kiosk display is read, with and without the lockout.
 
 Starts its own gunicorn (3 workers x 4 threads, as scripts/run-site.sh) on a scratch data dir,

@@ -2,7 +2,7 @@
 
 django-axes's "Clean up expired attempts" action fails with a 500 (axes 8.3.1 reads request
 attributes that only its login handling sets); it is re-registered here with them set, and
-with an explicit permission like every other admin action (tests/security/test_admin_actions).
+with an explicit permission like every other admin action (tests/security/test_admin_actions.py).
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
 # about 10 MB (emoncms's own page stops downloads at 25 MB).
 BMS_FEED_MAX_CSV_ROWS = env_int("BMS_FEED_MAX_CSV_ROWS", 500_000, minimum=100)
 # Padding bounds of the feed store (docs/FEEDS.md): a point may not start a new feed, or move a
-# feed's start, more than this many days before now; one commit pads at most this many slots.
+# feed's start, more than this many days before now (else a new feed could start in 2000 and its
+# next point pad 26 years of NaN); one commit pads at most this many slots.
 BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 7, minimum=1)
 # emoncms's own bound is the most (feeds/store/phpfina.py MAX_PADDING_SLOTS): larger values are cut.
 BMS_FEED_MAX_GAP_SLOTS = env_int("BMS_FEED_MAX_GAP_SLOTS", 15_768_000, minimum=1)
@@ -397,7 +398,8 @@ CELERY_TASK_ROUTES = (
     {
         "feeds.tasks.*": {"queue": "commit"},
         "sensors.tasks.*": {"queue": "ingest"},
-        # The iCal sync fetches and writes for seconds: never on the control worker (issue #14).
+        # The iCal sync fetches and writes for seconds: never on the control worker, where a slow or
+        # hostile calendar server would delay the boiler's tick.
         "control.tasks.sync_ical_feeds": {"queue": "commit"},
         "control.tasks.*": {"queue": "control"},
         "alarms.tasks.*": {"queue": "control"},
@@ -452,7 +454,7 @@ BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1
 # beat keeps its schedule state under the data dir, not in the working directory (used only by
 # Celery's file scheduler, BMS_BEAT_SCHEDULER=celery.beat:PersistentScheduler).
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")
-# A clock that survives its host (issue #18, docs/RELIABILITY.md "Scale-out"): RedBeat keeps
+# A clock that survives its host (docs/RELIABILITY.md "Scale-out"): RedBeat keeps
 # each entry's last run in Redis and lets one beat at a time hold its lock, so two or more
 # beats may run (on two hosts): the active one sends every tick once; a standby retries the
 # lock every BMS_BEAT_MAX_LOOP_S and takes over when the active's lock runs out

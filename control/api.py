@@ -179,8 +179,8 @@ class ActuatorCommandViewSet(
     serializer_class = ActuatorCommandSerializer
 
     def get_queryset(self):
-        """`?actuator=<id>` and `?strategy=<name>` narrow the log (issue #15.8: they were
-        ignored, so a client asking for one relay's history got everyone's)."""
+        """`?actuator=<id>` and `?strategy=<name>` narrow the log, so a client asking for
+        one relay's history does not get everyone's."""
         return _audit_filtered(super().get_queryset(), self.request.query_params, "actuator")
 
 

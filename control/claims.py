@@ -1,4 +1,5 @@
-"""Who drives an actuator: refuse claims that contradict each other (issue #15.1).
+"""Who drives an actuator: refuse claims that contradict each other (two drivers
+of one relay flip it every tick).
 
 Zones claim actuators through Zone.actuators (many-to-many), heating plants through their
 boiler and pump, solar circuits through their pump. Allowed: zones sharing a circuit pump or a

@@ -8,7 +8,7 @@ disappeared from the feed cancels it; one a person cancelled stays cancelled. Re
 10:00 class stays at 10:00 across the clock change. Only a window around now is synced
 (yesterday to WINDOW_DAYS ahead).
 
-A feed is bounded (issue #14): fetched only over http(s) from public hosts
+A feed is bounded, so a hostile or broken calendar cannot stall the sync: fetched only over http(s) from public hosts
 (control/ical_fetch.py), at most BMS_ICAL_MAX_EVENTS events and BMS_ICAL_MAX_OCCURRENCES
 occurrences in the window (beyond them: imported up to the cap, and a warning alarm), and
 written in bulk. It runs on the `commit` queue, never the control worker's. No error or alarm
@@ -127,7 +127,8 @@ def expand_feed(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> Fo
     try:
         calendar = icalendar.Calendar.from_ical(data)
     except ValueError as exc:
-        # Not the parser's message: it quotes the offending line (issue #14).
+        # Not the parser's message: it quotes the offending line, which may be anything the URL
+        # answered (a file or a service's reply), to whoever reads the alarm.
         raise IcalError("the feed is not an iCalendar file") from exc
     limit_events, limit_occ = max_events(), max_occurrences()
     result = Found()

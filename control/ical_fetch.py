@@ -1,7 +1,7 @@
 """Fetch an iCal feed over http(s) without letting a zone's URL reach inside the server.
 
 A zone's `ical_url` is typed by an engineer, so it must not become a way to read the
-server's own files or services (issue #14): only http and https; the host name is resolved
+server's own files or services: only http and https; the host name is resolved
 here, every address it resolves to must be a public one (not loopback, private, link-local,
 multicast, reserved or unspecified) unless `BMS_ICAL_ALLOWED_HOSTS` names the host or the
 address; the connection goes to the address that was checked (DNS cannot change between the
@@ -157,21 +157,48 @@ def check_addresses(host: str, addresses: Iterable[Address]) -> None:
             )
 
 
-def _connection(target: Target, address: Address, timeout: float) -> http.client.HTTPConnection:
+class PinnedHTTPConnection(http.client.HTTPConnection):
+    """An HTTP connection to the address that was checked, not to whatever the host name
+    resolves to a moment later (DNS rebinding). The request's Host header still names the host.
+
+    It overrides connect(), the documented step that opens the connection, with documented
+    calls only (socket.create_connection, SSLContext.wrap_socket). The one thing it assumes of
+    http.client beyond its documentation is that requests are sent on the socket connect()
+    leaves in `self.sock`, as every HTTPConnection subclass does; tests/control/
+    test_ical_security.py pins it (a name that resolves nowhere is still fetched)."""
+
+    def __init__(self, host: str, port: int, address: Address, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self.address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((str(self.address), self.port), self.timeout)
+        # As http.client does: a request goes out in one segment, not held for Nagle's timer.
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class PinnedHTTPSConnection(PinnedHTTPConnection):
+    """As PinnedHTTPConnection, over TLS: SNI and the certificate check use the host name."""
+
+    default_port = http.client.HTTPS_PORT
+
+    def __init__(
+        self, host: str, port: int, address: Address, timeout: float, context: ssl.SSLContext
+    ) -> None:
+        super().__init__(host, port, address, timeout)
+        self.tls = context
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.host)
+
+
+def _connection(target: Target, address: Address, timeout: float) -> PinnedHTTPConnection:
     if target.scheme == "https":
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            target.host, target.port, timeout=timeout, context=ssl.create_default_context()
+        return PinnedHTTPSConnection(
+            target.host, target.port, address, timeout, ssl.create_default_context()
         )
-    else:
-        conn = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
-
-    # Connect to the address that was checked, not to whatever the name resolves to a moment
-    # later. The Host header and TLS (SNI, certificate) still use the host name.
-    def pinned(_address, timeout=timeout, source_address=None):
-        return socket.create_connection((str(address), target.port), timeout, source_address)
-
-    conn._create_connection = pinned  # type: ignore[attr-defined]
-    return conn
+    return PinnedHTTPConnection(target.host, target.port, address, timeout)
 
 
 def _shut(sock: socket.socket) -> None:

@@ -205,7 +205,8 @@ class Zone(models.Model):
             self._check_ical_url()
 
     def _check_ical_url(self) -> None:
-        """No file paths, no other schemes, no host inside the server or its LAN (issue #14).
+        """No file paths, no other schemes, no host inside the server or its LAN: the
+        URL is typed by an engineer and fetched by the server.
         The fetch checks again: a name may resolve elsewhere by then."""
         from control.ical_fetch import FetchRefused, check_addresses, parse, resolve
 
@@ -260,7 +261,7 @@ class Booking(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
     # Bookers may move anyone's booking (docs/CONTROL.md): who last did, and when, is kept so
-    # a change by someone other than the booker leaves a trace (issue #16).
+    # a change by someone other than the booker leaves a trace.
     changed_by = models.CharField(
         max_length=150, blank=True, help_text="Who last moved or renamed it (staff page or admin)."
     )

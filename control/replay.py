@@ -127,7 +127,7 @@ def replay(
 ) -> ReplayReport:
     if end <= start:
         raise ValueError("The replay must end after it starts.")
-    # Issue #15.8: history only. Past now there are no readings, so every future occupancy was
+    # History only. Past now there are no readings, so every future occupancy was
     # counted as a comfort miss and the sensor as stale.
     end = min(end, now or timezone.now())
     if end <= start:

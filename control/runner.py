@@ -46,7 +46,7 @@ def db_alarm_key(kind: str) -> str:
 def run_tick(now: datetime | None = None) -> dict[str, Any]:
     # A lease, not a TTL as long as a tick may take: the lock of a tick whose host died (which
     # the other control host cannot tell from /proc) is free again within the lease, so with a
-    # lease no longer than the tick the other host ticks within two tick periods (issue #18).
+    # lease no longer than the tick the other host ticks within two tick periods.
     with runtime.tick_lock(conf.tick_lock_lease_s()) as token:
         if token is None:
             return {"skipped": "another control tick is still running"}
@@ -220,7 +220,7 @@ def _build_commands(
     plan, actuators: dict[int, Actuator], now: datetime, states
 ) -> dict[int, ActuatorCommand]:
     """The audit rows of this tick: one per state change, keep-alive, and one per fault
-    episode (issue #15.8: a dead relay retried every tick wrote a row every tick)."""
+    episode (a dead relay retried every tick would write a row every tick)."""
     return {
         aid: ActuatorCommand(
             actuator_id=aid,
@@ -425,7 +425,7 @@ def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bo
 
 def _forget_disabled_faults() -> None:
     """A disabled actuator is never switched, so its relay alarm no longer applies: clear it
-    (issue #15.5: alarms of actuators out of control stayed open for ever)."""
+    (else alarms of actuators out of control stay open for ever)."""
     disabled = dict(Actuator.objects.filter(enabled=False).values_list("pk", "name"))
     if not disabled:
         return

@@ -131,8 +131,8 @@ def acquire_tick_lock(ttl_s: int) -> str | None:
 
 def tick_lock(lease_s: int):
     """`with tick_lock(lease) as token:` the tick lock as a lease renewed while the tick runs
-    (core/redis_lock.py `held`): a tick whose host dies frees it within `lease_s` (issue #18),
-    however long a live tick takes. token None: another tick holds it."""
+    (core/redis_lock.py `held`): a tick whose host dies frees it within `lease_s` (so the other
+    control host can take over), however long a live tick takes. token None: another tick holds it."""
     return redis_lock.held(get_redis(), TICK_LOCK_KEY, lease_s)
 
 

@@ -1,4 +1,5 @@
-"""Plant schematics: a heating plant or solar circuit drawn from its configuration (#16).
+"""Plant schematics: a heating plant or solar circuit drawn from its configuration, so the
+picture cannot disagree with what control drives.
 
     from control.schematic import plant_schematic, solar_schematic
     plant_schematic(plant) -> {"width", "height", "elements": [...], "pipes": [...]}

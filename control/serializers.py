@@ -47,7 +47,8 @@ class ZoneSerializer(ModelCleanSerializer):
                   "bookable", "ical_url", "enabled"]  # fmt: skip
 
     def validate_actuators(self, actuators: list) -> list:
-        # Issue #15.1: no valve in two zones, no plant or solar actuator in a zone.
+        # No valve in two zones, no plant or solar actuator in a zone: two drivers of one relay
+        # would flip it every tick.
         from control.claims import conflict
 
         problem = conflict(actuators, zone_id=self.instance.pk if self.instance else None)

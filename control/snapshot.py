@@ -283,7 +283,7 @@ def _actuators(members, plants, solars, overrides, everything: bool) -> dict[int
     found = Actuator.objects.filter(enabled=True)
     if everything:
         # Disabled actuators are never switched: they are simply not in the snapshot. On a
-        # full tick every other one is (issue #15.5): one nothing drives is held at its idle
+        # full tick every other one is: one nothing drives is held at its idle
         # state.
         return {a.pk: a for a in found}
     wanted: set[int] = set()

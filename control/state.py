@@ -156,7 +156,8 @@ class ActuatorSpec:
     last_off_at: float | None = None  # unix seconds it last went off
     override: OverrideSpec | None = None
     fault: bool = False
-    # Issue #15.5: what the relay does when nothing drives it (False = OFF).
+    # What the relay does when nothing drives it (False = OFF): held there, not left wherever
+    # its last driver put it.
     idle_state: bool = False
     # Who drove it at the last tick ("zone 'Hall'", "heating plant 'Boiler house'"; "" = nobody)
     # and, once released, whom it was released from: the idle reason names them.
@@ -215,7 +216,7 @@ class PlantSpec:
     pump_id: int | None = None
     pump_overrun_s: int = 360
     kick: KickSpec | None = KickSpec()
-    # Without a bypass the pump must always have an open circuit (issue #15.8).
+    # Without a bypass the pump must always have an open circuit, or it runs dead-headed.
     has_bypass: bool = False
     # Plant frost protection from the outside temperature (Siemens RVD/Synco: 1.5 °C).
     outside: Reading | None = None

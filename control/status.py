@@ -44,7 +44,7 @@ def _state_label(state: runtime.ActuatorRuntime) -> str:
 
 
 def _owner(actuator: Actuator, state: runtime.ActuatorRuntime) -> str:
-    """Who drives it: "zone 'Hall'", "heating plant 'Boiler house'", or nobody (issue #15.5)."""
+    """Who drives it: "zone 'Hall'", "heating plant 'Boiler house'", or nobody."""
     if not actuator.enabled:
         return "disabled: never switched"
     if state.owner:
@@ -228,7 +228,7 @@ def watchdog_text(board: RelayBoard, state: dict[str, Any]) -> tuple[str, bool]:
 
 def board_rows() -> list[dict[str, Any]]:
     """Each relay board's own communication watchdog as the last tick left it: whether the
-    plant will drop to the board's safe state if this server goes silent (issue #15)."""
+    plant will drop to the board's safe state if this server goes silent."""
     from control.outputs import watchdog_status
 
     boards = list(RelayBoard.objects.all())

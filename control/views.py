@@ -206,7 +206,8 @@ def replay_view(request: HttpRequest, zone_slug: str) -> HttpResponse:
             report = replay(zone, start, end, form.cleaned_data.get("step"))
         except (ValueError, FeedError) as exc:
             error = str(exc)
-    # "To today" ends at now (#15.8): say so, so nobody looks for this evening's bookings.
+    # "To today" ends at now (the future has no readings): say so, so nobody looks for this
+    # evening's bookings.
     stopped_at_now = report is not None and report.end < end
     return render(
         request,
@@ -252,7 +253,7 @@ def booking_index(request: HttpRequest) -> HttpResponse:
 
 
 # How far from today a week may be asked for: 9999-12-31 or 0001-01-01 overflowed the date
-# arithmetic of the week's days and its neighbours (a 500, issue #16).
+# arithmetic of the week's days and its neighbours (a 500).
 WEEK_BOUND_DAYS = 100 * 366
 
 

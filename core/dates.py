@@ -1,4 +1,5 @@
-"""How every date and time is written for people across the site, one way (#16.9):
+"""How every date and time is written for people across the site, one way, so
+no page shows a raw timestamp or a second format to learn:
 
     day:   Mon 24 Nov 2026
     when:  Mon 24 Nov 2026 15:01        (seconds where they matter: 15:01:07)

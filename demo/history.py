@@ -43,7 +43,7 @@ def backfill(
     end = int(now) // STEP_S * STEP_S - STEP_S  # stop short of now: live posts carry on
     # Within the feed store's backfill bound (a new feed starts at most
     # BMS_FEED_MAX_BACKFILL_DAYS before now): older points would be refused and raise a
-    # "points refused" alarm on every fresh demo (issue #16). The first point is start + STEP_S.
+    # "points refused" alarm on every fresh demo. The first point is start + STEP_S.
     oldest = int(now) - settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 + STEP_S
     start = max(end - days * 86_400, oldest // STEP_S * STEP_S)
     plant = DemoPlant(datetime.fromtimestamp(start, UTC), seed=seed)

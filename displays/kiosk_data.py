@@ -35,7 +35,7 @@ def can_view(display: Display, user) -> bool:
 
 def is_staff_reader(user) -> bool:
     """In a role group (or superuser), as for every staff page: not Django's `is_staff` flag,
-    which stays set when a person's role is taken away (issue #14)."""
+    which stays set when a person's role is taken away."""
     return has_staff_role(user)
 
 

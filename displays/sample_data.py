@@ -1,8 +1,8 @@
 """Believable synthetic history for the demo feeds: PV, solar thermal and hydro.
 
-Used by the browser tests and scripts/screenshots.py so the kiosk is seen with realistic days
-(a sun curve with passing cloud, a tank warming through the day, a river after rain), written
-through the real feed store. Seeded, so the same `now` gives the same data.
+Used by the kiosk browser tests (tests/displays/test_kiosk_browser.py) so the kiosk is seen with
+realistic days with passing cloud, a tank warming through the day, a river after rain), written through the
+real feed store. Seeded, so the same `now` gives the same data.
 """
 
 from __future__ import annotations

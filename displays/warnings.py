@@ -1,4 +1,4 @@
-"""Warnings for a display that will not show what its author expects (#16.9): a public display
+"""Warnings for a display that will not show what its author expects: a public display
 whose panels use feeds that are not public shows "Feed not public" to everyone without a login.
 Not refused (a display may be made public before its feeds are), but said at once on save: in
 the admin as a warning message, in the API as `warnings` on the display and on each panel."""

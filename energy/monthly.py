@@ -112,7 +112,3 @@ def to_csv(rep: MonthlyReport) -> bytes:
 def _c(x: float | None) -> str:
     # A gap is an empty cell, never 0.
     return "" if x is None else f"{x:g}"
-
-
-def energy_fuels(rep: MonthlyReport) -> list[dict]:
-    return [f for f in rep.fuels if f["fuel"] in report.ENERGY_FUELS]

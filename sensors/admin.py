@@ -161,7 +161,7 @@ class NodeAdmin(admin.ModelAdmin):
         )  # fmt: skip
 
     # permissions=: without it any role that may view nodes (viewers, bookers) could run it,
-    # be shown the new key and post as the node (issue #14).
+    # be shown the new key and post as the node.
     @admin.action(
         description="Rotate write key (the old key stops working)", permissions=["change"]
     )

@@ -137,7 +137,7 @@ class Node(WriteKeyHolder, models.Model):
     key_prefix = models.CharField(max_length=keys.PREFIX_LENGTH, db_index=True, editable=False)
     key_hash = models.CharField(max_length=64, editable=False)
     # Modbus meters: where to poll (register map in ModbusRegister). A TCP meter has a host; an
-    # RTU meter names the RS-485 bus it shares with other meters (sensors/modbus_bus.py).
+    # RTU meter names the RS-485 bus it shares with other meters (sensors/devices/modbus_meters.py).
     modbus_host = models.CharField(max_length=255, blank=True, validators=[validate_host])
     modbus_bus = models.ForeignKey(
         "ModbusBus",
@@ -529,7 +529,7 @@ class Actuator(models.Model):
         ordering = ["name"]
         constraints = [
             # Two enabled actuators on one coil fight: with opposite demands the relay flips
-            # every tick (issue #15.1). A disabled one is never switched, so it may stay as a
+            # every tick. A disabled one is never switched, so it may stay as a
             # spare definition.
             models.UniqueConstraint(
                 fields=["host", "port", "device_id", "coil"],

@@ -81,7 +81,8 @@ def feed_owner_sites(feed_ids: set[int], *, exclude_sensor: int | None) -> dict[
 
     A feed belongs to the sites of the sensors logging it in a saved process list or holding
     it as Sensor.feed; a feed none holds (imported, made by hand) may be used by any site.
-    Process lists were always checked when saved and the feed field was not (issue #13), so
+    Process lists were always checked when saved and the feed field was not (older rows may
+    point anywhere), so
     where a saved process list writes a feed (the excluded sensor's own saved list included),
     a Sensor.feed holder of another site is the intruder and is not counted as an owner: a
     sensor logging its own feed is never flagged because another one wrongly points at it.

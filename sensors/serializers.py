@@ -106,7 +106,7 @@ class ActuatorSerializer(ModelCleanSerializer):
         return self._saved(lambda: super(ActuatorSerializer, self).update(instance, validated_data))
 
     def _saved(self, save) -> Actuator:
-        """Issue #15.9: two requests for one coil both pass clean() and the second insert hits
+        """Two requests for one coil both pass clean() and the second insert hits
         the database constraint; answer it with the same 400 on `coil`, not a 500."""
         try:
             with transaction.atomic():  # a savepoint: the request's transaction stays usable

@@ -53,8 +53,8 @@ def _with_preheat_start(rows: list[dict]) -> list[dict]:
         )
         latched = row.get("preheat_min")
         if row["mode"] == OPTIMUM_START and latched is not None and booking.start > timezone.now():
-            # Pre-heat has started: control holds the minutes it computed at switch-on (issue
-            # #15.3), so show those, not a figure recomputed from the room as it is now (the
+            # Pre-heat has started: control holds the minutes it computed at switch-on (so the
+            # start does not move while the room warms), so show those, not a figure recomputed from the room as it is now (the
             # page said 82 min while the zone's reason said 80).
             minutes = float(latched)
         row["preheat_start"] = booking.start - timedelta(minutes=minutes)

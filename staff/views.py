@@ -119,7 +119,7 @@ def feed_export_csv(request: HttpRequest) -> HttpResponse:
         if end <= start:
             raise ValidationError({"end": ["must be after start"]})
         if params.get("interval") == RAW:
-            # No interval: each feed's own (feeds/query.run), values as stored.
+            # No interval: each feed's own (`run` in feeds/web/query.py), values as stored.
             q = query.parse_data_query({**params, "interval": "", "average": "0"})
         else:
             if not params.get("interval"):

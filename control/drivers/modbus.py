@@ -110,7 +110,8 @@ def _serve_board(
     deadline = time.monotonic() + deadline_s
     results = {t.actuator_id: CoilResult(t.actuator_id) for t in board.targets}
     # Coils the board answered with a Modbus exception (e.g. 02 illegal data address): a fault
-    # of that coil only, in the board's own words. The other relays carry on (issue #15.4).
+    # of that coil only, in the board's own words. The other relays carry on: one bad
+    # address must not take the whole board's relays out of control.
     refused: dict[int, str] = {}
     client = ModbusTcpClient(board.host, port=board.port, timeout=timeout_s, retries=0)
     try:

@@ -1,5 +1,5 @@
 """Over-temperature cut-off: heating off from the zone's maximum until it has cooled a band
-below it (issue #15.6: without a band a reading flickering 28.0 / 27.9 °C toggled the boiler
+below it (without a band a reading flickering 28.0 / 27.9 °C toggled the boiler
 every tick, and a safety decision rightly skips the minimum run/off times, so the band must
 come from the limit itself)."""
 

@@ -34,7 +34,6 @@ META_SIZE = struct.calcsize(META_FORMAT)  # 16
 VALUE_FORMAT = "<f"
 VALUE_SIZE = struct.calcsize(VALUE_FORMAT)  # 4
 VALUE_DTYPE = np.dtype("<f4")
-NAN_BYTES = struct.pack(VALUE_FORMAT, math.nan)
 
 # emoncms refuses to pad more than this many slots in one write (a year of 2 s data): a wrong
 # clock must not fill the disk with NaN.
@@ -48,10 +47,6 @@ MAX_FUTURE_S = 3600
 # Inside the file, write holes of up to this many slots back unchanged instead of splitting the
 # write: they share the same 4 KiB pages, so one pwrite dirties no more than several would.
 COALESCE_SLOTS = 1024
-# Default bound on how far before `now` a point may extend a feed backwards: the first point of
-# a new feed, or a prepend. Without it a new feed could start in 2000 and its next point pad
-# 26 years of NaN (issue #14). Settings: BMS_FEED_MAX_BACKFILL_DAYS (bms/settings.py).
-DEFAULT_MAX_BACKFILL_S = 7 * 86_400
 DEFAULT_MAX_POINTS = 20_000
 CALENDAR_INTERVALS = ("daily", "weekly", "monthly")
 BEFORE_START = f"more than {MAX_PREPEND_S // 86_400} days before the feed's start_time"
@@ -674,7 +669,7 @@ def _window_stats(
 # --- bounded reads -----------------------------------------------------------------------------
 #
 # A read's memory must follow the points it returns and the data that exists, never the length
-# of the window asked for (issue #14: `interval=4294967295` once allocated a NaN array over the
+# of the window asked for (`interval=4294967295` once allocated a NaN array over the
 # whole window, gigabytes). So: windows are evaluated over the file clipped to them, in groups
 # of at most READ_CHUNK_SLOTS slots (a window larger than that is reduced chunk by chunk), and
 # buffered points are merged sparsely, window by window, never onto a dense copy of the window.

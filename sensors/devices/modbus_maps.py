@@ -31,7 +31,6 @@ KEY_PATTERN = re.compile(r"^[\w\s.\-]{1,64}$")
 ROW_FIELDS = {"key", "address", "function", "data_type", "word_order", "scale", "offset",
               "count", "name", "unit"}  # fmt: skip
 MAPS_DIR = Path(__file__).with_name("meter_maps")
-MAP_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 
 class RegisterMapError(ValueError):

@@ -463,7 +463,7 @@ def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
     if radio is not None and Node.objects.filter(node_id=radio).exists():
         radio = None
     # No key of its own: a gateway key of the site posts for it, as for a node a gateway
-    # registers (sensors/models.GatewayKey); `createnode --rotate` gives it one if needed.
+    # registers (`GatewayKey` in sensors/models.py); `createnode --rotate` gives it one if needed.
     node = Node.objects.create(name=name, node_id=radio, site=site, protocol=Node.Protocol.EMONCMS,
                                description="Imported from emoncms")  # fmt: skip
     report.nodes_created += 1

@@ -16,7 +16,7 @@ responses and `django.request` logging) with a shorter middleware chain and a fi
 - the route is the path → view table of the URL conf itself (`ingest_routes`), so the views
   and their paths are defined once (sensors/urls.py, sensors/api_urls.py).
 
-What the lean path saves is measured in docs/BENCHMARKS.md ("Streams (issue #19)").
+What the lean path saves is measured in docs/BENCHMARKS.md, section "Streams".
 """
 
 from __future__ import annotations
@@ -97,6 +97,17 @@ class IngestHandler(WSGIHandler):
         # process_request/process_response kind is supported: a middleware with view,
         # template-response or exception hooks would need the full handler, so it is refused
         # at start rather than silently skipped.
+        #
+        # Django internals, knowingly: Django documents no way to run a different middleware
+        # set for some paths (its documented entry, get_wsgi_application(), always builds
+        # settings.MIDDLEWARE in full), and writing our own WSGI handler would copy far more
+        # of it (request objects, signals, error responses, logging, response closing). So
+        # this relies on exactly two things, pinned by
+        # tests/sensors/test_ingest_wsgi.py::test_djangos_handler_internals_the_lean_path_uses:
+        # WSGIHandler() builds its chain by calling self.load_middleware(), and get_response()
+        # runs self._middleware_chain(request). Django's per-hook lists (_view_middleware and
+        # the like) are read only by its own inner _get_response, which this chain never
+        # reaches (its innermost handler is self._route), so they are not set.
         handler = convert_exception_to_response(self._route)
         for path in reversed(settings.MIDDLEWARE):
             if path in NOT_ON_INGEST:
@@ -109,9 +120,6 @@ class IngestHandler(WSGIHandler):
                         "ingest views do not need it, or route ingest through the full handler"
                     )
             handler = convert_exception_to_response(middleware)
-        self._view_middleware = []
-        self._template_response_middleware = []
-        self._exception_middleware = []
         self._middleware_chain = handler
 
     def __call__(self, environ: dict, start_response):

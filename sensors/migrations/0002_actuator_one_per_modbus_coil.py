@@ -1,4 +1,4 @@
-"""One enabled actuator per Modbus coil (issue #15.1).
+"""One enabled actuator per Modbus coil.
 
 Existing duplicates fought over their relay every tick; before the constraint is added, the
 host spellings are normalised and every duplicate but the oldest is disabled (never switched),

@@ -1,4 +1,4 @@
-"""The audit log's filters: ?actuator= and ?strategy= (issue #15.8: both were ignored)."""
+"""The audit log's filters: ?actuator= and ?strategy= (both used to be ignored)."""
 
 from __future__ import annotations
 

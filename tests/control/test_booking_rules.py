@@ -1,4 +1,4 @@
-"""Issue #14 item 12 and #15 item 7: one set of booking rules (Booking.clean) for the API, the
+"""One set of booking rules (Booking.clean) for the API, the
 staff page and the admin; who booked and the source are the server's; DELETE cancels."""
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def test_booked_by_and_source_are_the_servers(booker_api, booker, zone):
     assert patched.status_code == 200
     booking.refresh_from_db()
     assert (booking.booked_by, booking.source) == (booker.username, "api")
-    # A change through the API records who made it (issue #16), as the staff page does.
+    # A change through the API records who made it, as the staff page does.
     assert booking.changed_by == booker.username and booking.changed_at is not None
 
 

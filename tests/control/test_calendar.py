@@ -1,4 +1,4 @@
-"""The booking calendar (#16.9): every hour that has a booking or a schedule period is drawn
+"""The booking calendar: every hour that has a booking or a schedule period is drawn
 (not only 06:00-22:00), schedule periods are shown, and /staff/bookings/ has an all-rooms week."""
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_the_all_rooms_week_shows_every_room_its_bookings_and_schedule(viewer, h
 @pytest.mark.parametrize("week", ["9999-12-31", "0001-01-01", "2200-01-01"])
 @pytest.mark.parametrize("path", ["/staff/bookings/", "/staff/bookings/hall/"])
 def test_a_week_far_from_today_shows_this_week_with_a_message(engineer, hall, week, path):
-    """Issue #16: the first and last dates Python knows gave a 500 (the week's neighbours
+    """The first and last dates Python knows gave a 500 (the week's neighbours
     overflowed). Beyond 100 years from today: this week, and a message saying so."""
     page = client_for(engineer).get(f"{path}?week={week}")
     assert page.status_code == 200

@@ -1,4 +1,4 @@
-"""Issue #15.1: one coil, one actuator; one actuator, one consistent claim.
+"""One coil, one actuator; one actuator, one consistent claim.
 
 Two actuators on one board, unit and coil were accepted, and with opposite demands the boiler
 coil flipped every tick. Both are refused now: in the model (admin form), the API (400 naming
@@ -145,7 +145,7 @@ def racer(monkeypatch):
 
 
 def test_a_create_racing_another_on_one_coil_is_a_400_on_coil_not_a_500(engineer_api, racer):
-    """Issue #15.9: the loser of the race hit the unique constraint: IntegrityError, 500."""
+    """The loser of the race hit the unique constraint: IntegrityError, 500."""
     response = engineer_api.post("/api/v1/actuators", BOILER, format="json")
     assert response.status_code == 400
     [message] = response.json()["fields"]["coil"]

@@ -1,4 +1,4 @@
-"""Control while the database is unavailable (issue #8): the tick runs on the configuration
+"""Control while the database is unavailable: the tick runs on the configuration
 cached in Redis by the last tick that could read the database, switches a real pymodbus relay
 for frost protection, says so in every reason, and writes its audit rows and its alarm once the
 database is back.
@@ -163,7 +163,7 @@ def test_without_a_cached_config_nothing_is_switched_and_it_is_flagged(redis_cli
     assert ActuatorCommand.objects.get(actuator=valve).strategy == "frost_protection"
 
 
-# --- analogue outputs (issue #15 follow-up): their audit rows wait in Redis as the relays' do --
+# --- analogue outputs: their audit rows wait in Redis as the relays' do --
 
 
 def _weather_plant(board, output: str = "register", **weather):

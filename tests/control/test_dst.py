@@ -61,7 +61,7 @@ NIGHTS = ScheduleSpec("Nights", periods=(PeriodSpec(5, time(22), time(6)),))  # 
 
 
 def test_a_night_period_over_the_spring_forward_is_seven_hours():
-    """Issue #15.8: Sat 28 March 2026 22:00 GMT to Sun 06:00 BST: one window, 7 real hours."""
+    """Sat 28 March 2026 22:00 GMT to Sun 06:00 BST: one window, 7 real hours."""
     [w] = schedule.windows(
         NIGHTS, datetime(2026, 3, 28, 12, tzinfo=UTC), datetime(2026, 3, 29, 12, tzinfo=UTC),
         LONDON, 20.0,

@@ -102,7 +102,7 @@ class TestPriority:
 
 
 class TestStaleSensor:
-    """Issue #15.2: a lost sensor falls back (plant frost, fixed duty) and raises an alarm."""
+    """A lost sensor falls back (plant frost, fixed duty) and raises an alarm."""
 
     def test_occupied_zone_with_a_stale_sensor_runs_a_fixed_duty_cycle(self):
         old = Reading(NOW.timestamp() - 3600, 15.0)
@@ -225,7 +225,7 @@ class TestOptimumStart:
         )
 
     def test_the_switch_on_time_is_latched_until_occupancy(self):
-        """Issue #15.3: a room warming faster than predicted stays in pre-heat (the
+        """A room warming faster than predicted stays in pre-heat (the
         thermostat alone may close the valve at setpoint); it does not drop out and back in."""
         z = zone(heating_rate_min_per_k=15.0, bookings=(YOGA,))
         memory: dict = {}
@@ -311,7 +311,7 @@ class TestSchedule:
         )
         ev = run([zone(temp=18.0, schedule=holiday, optimum_start=False)], now=at(12))
         assert ev.decisions[10].state is False
-        # Issue #15.8: the holiday is named.
+        # The holiday is named.
         assert ev.decisions[10].reason.startswith(
             "Unoccupied, holiday 'Closed' (schedule 'Office'): heating off (18.0 °C)"
         )
@@ -325,7 +325,7 @@ class TestSchedule:
         )
 
     def test_a_night_period_runs_across_midnight(self):
-        """Issue #15.8: a period ending before it starts ends the next day."""
+        """A period ending before it starts ends the next day."""
         night = ScheduleSpec("Night", periods=(PeriodSpec(2, time(22), time(6), 18.0),))  # Wed
         z = zone(temp=15.0, schedule=night, optimum_start=False)
         states = [
@@ -466,7 +466,7 @@ class TestSolarCircuit:
 
 
 class TestNoBypass:
-    """Issue #15.8: overrun and minimum burner run went on with every zone valve closed."""
+    """Overrun and minimum burner run went on with every zone valve closed."""
 
     def setup_method(self):
         self.plant = PlantSpec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1, 2))
@@ -527,7 +527,7 @@ class TestNoBypass:
 
 
 def test_an_actuator_nothing_drives_is_held_at_its_idle_state():
-    """Issue #15.5: it used to get no decision at all, so it stayed wherever it was left."""
+    """It used to get no decision at all, so it stayed wherever it was left."""
     lone = ActuatorSpec(99, "Spare relay", is_on=True)
     decision = run([zone(temp=15.0)], actuators=(valve(), lone)).decisions[99]
     assert (decision.state, decision.reason) == (False, "Not controlled: idle state OFF")

@@ -1,4 +1,4 @@
-"""Issue #14: a zone's iCal URL must not read the server's files or services, nor quote what it
+"""A zone's iCal URL must not read the server's files or services, nor quote what it
 fetched into alarms; a feed is bounded in bytes, time, events and occurrences.
 
 Real local HTTP servers stand for the services inside the server: each records its requests,
@@ -7,9 +7,13 @@ so a refused URL is proven never fetched.
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import socket
+import ssl
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -18,10 +22,11 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from alarms.models import Alarm
-from control import ical
+from control import ical, ical_fetch
 from control.ical import IcalError, sync_all, sync_zone
 from control.models import Booking, Zone
 from tests.control.feed_server import FeedServer
+from tests.tls_certs import make_ca_and_server_cert
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 SECRET = "SECRET_KEY=do-not-show-this-1234"
@@ -40,7 +45,7 @@ END:VCALENDAR
 
 
 def flood(events: int, rule: str = "FREQ=MINUTELY", dtstart: str = "20260320T090000Z") -> str:
-    """The 1.5 KB calendar of issue #14: a few events, each repeating every minute."""
+    """The 1.5 KB calendar an outside check sent: a few events, each repeating every minute."""
     body = "".join(
         f"BEGIN:VEVENT\nUID:flood-{i}@example.org\nSUMMARY:Flood {i}\nDTSTART:{dtstart}\n"
         f"DURATION:PT1M\nRRULE:{rule}\nEND:VEVENT\n"
@@ -382,3 +387,77 @@ def test_the_feed_restores_what_it_cancelled(db, served):
     assert sync_zone(zone, now=NOW)["updated"] == 1
     restored = Booking.objects.get(zone=zone)
     assert not restored.cancelled and restored.cancelled_by == ""
+
+
+# --- the connection goes to the checked address --------------------------------------------
+# control/ical_fetch.py opens its own connections (PinnedHTTPConnection.connect) so that a name
+# resolving to a public address when checked cannot reach an inside one when fetched. These pin
+# that on real servers: a name under .invalid resolves nowhere (RFC 6761), so a request can
+# only arrive through the address it was pinned to, and that http.client sends on the socket
+# the overridden connect() opened.
+
+
+class _HostRecorder(http.server.BaseHTTPRequestHandler):
+    hosts: list[str] = []
+
+    def do_GET(self):
+        _HostRecorder.hosts.append(self.headers["Host"])
+        body = b"BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args):
+        return
+
+
+@contextlib.contextmanager
+def _recorder(tls: ssl.SSLContext | None = None) -> Iterator[int]:
+    """A real HTTP(S) server on 127.0.0.1 recording each request's Host header; yields its port."""
+    _HostRecorder.hosts = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HostRecorder)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _get(conn: ical_fetch.PinnedHTTPConnection) -> bytes:
+    try:
+        conn.request("GET", "/cal.ics")
+        return conn.getresponse().read()
+    finally:
+        conn.close()
+
+
+def test_the_request_goes_to_the_checked_address_and_names_the_host():
+    with _recorder() as port:
+        conn = ical_fetch.PinnedHTTPConnection("calendar.invalid", port, "127.0.0.1", timeout=5)
+        assert _get(conn).startswith(b"BEGIN:VCALENDAR")
+    assert _HostRecorder.hosts == [f"calendar.invalid:{port}"]
+
+
+def test_tls_is_checked_against_the_host_name_not_the_address(tmp_path):
+    make_ca_and_server_cert(tmp_path, san="DNS:calendar.invalid")  # no IP in the certificate
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(tmp_path / "server.pem", tmp_path / "server.key")
+    client_side = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+
+    with _recorder(tls=server_side) as port:
+        conn = ical_fetch.PinnedHTTPSConnection(
+            "calendar.invalid", port, "127.0.0.1", timeout=5, context=client_side
+        )
+        assert _get(conn).startswith(b"BEGIN:VCALENDAR")
+
+        other = ical_fetch.PinnedHTTPSConnection(
+            "other.invalid", port, "127.0.0.1", timeout=5, context=client_side
+        )
+        with pytest.raises(ssl.SSLCertVerificationError):
+            _get(other)
+    assert _HostRecorder.hosts == [f"calendar.invalid:{port}"]

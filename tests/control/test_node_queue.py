@@ -126,7 +126,7 @@ def test_another_nodes_key_and_unknown_ids(heater):
     c = Client()
     wrong_key = c.get(f"/api/v1/nodes/{node.pk}/commands", **auth(other_key))
     no_node = c.get("/api/v1/nodes/9999/commands", **auth(key))
-    # One answer for both: a caller cannot tell which node ids exist (issue #14).
+    # One answer for both: a caller cannot tell which node ids exist.
     assert wrong_key.status_code == no_node.status_code == 401
     assert wrong_key.json() == no_node.json()
     override(act)
@@ -155,7 +155,7 @@ def test_another_nodes_key_and_unknown_ids(heater):
 
 
 def test_deeply_nested_ack_body_is_a_400(heater):
-    """`[` x 100,000 made json.loads raise RecursionError: a 500 (issue #14)."""
+    """`[` x 100,000 made json.loads raise RecursionError: a 500."""
     node, key, act = heater
     override(act)
     run_tick()

@@ -57,7 +57,7 @@ class TestPlantStatus:
         assert "Set override" not in page  # viewers cannot override
 
     def test_it_says_who_controls_each_actuator(self, viewer, redis_client):
-        """Issue #15.5: a released relay showed 'ON, confirmed' and an old booking as why."""
+        """A released relay showed 'ON, confirmed' and an old booking as why."""
         with RelayBoard(coils=8) as board:
             valve = f.relay("Hall valve", board, coil=0)
             boiler = f.relay("Boiler", board, coil=1, kind="boiler")
@@ -163,7 +163,7 @@ class TestBookingCalendar:
         assert b.cancelled
 
     def test_a_move_by_another_booker_records_who_and_when(self, booker, engineer, hall):
-        """Issue #16: bookers may move anyone's booking, but only a cancel recorded who."""
+        """Bookers may move anyone's booking, but only a cancel recorded who."""
         day = next_monday().date()
         client_for(booker).post("/staff/bookings/hall/", self.form(day))
         b = Booking.objects.get()
@@ -233,7 +233,7 @@ def test_status_api_for_staff_only(viewer_api, anon_api, redis_client):
 
 
 def test_a_booker_setting_an_override_gets_the_styled_refusal(booker, redis_client):
-    """Issue #16: other refusals show the styled "Not allowed" page; this one was bare."""
+    """Other refusals show the styled "Not allowed" page; this one was bare."""
     response = client_for(booker).post("/staff/control/overrides/", {"target": "x"})
     assert response.status_code == 403
     page = response.content.decode()

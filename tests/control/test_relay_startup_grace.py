@@ -1,4 +1,4 @@
-"""Start-up grace for relays (#16.5): a relay board that does not answer in the first
+"""Start-up grace for relays: a relay board that does not answer in the first
 BMS_ALARM_STARTUP_GRACE seconds after the control worker started is shown as a fault at once,
 but alarmed (and emailed) only if it still does not answer after the grace. Time is given as
 now=, measured from alarms.lifecycle.PROCESS_STARTED_AT, never slept."""

@@ -110,7 +110,7 @@ def test_bad_arguments_are_clear_errors(hall, args, message):
 
 
 def test_a_coarse_step_does_not_invent_a_stale_sensor(redis_client):
-    """Issue #15.8: a year's replay steps 1,920 s; with a feed whose slots do not divide the
+    """A year's replay steps 1,920 s; with a feed whose slots do not divide the
     step (45 s) the windows drifted off the steps and a healthy sensor read 'stale'."""
     from feeds.models import Feed
 

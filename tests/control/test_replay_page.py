@@ -1,4 +1,4 @@
-"""The replay page (#16.9): "Step" says its unit, and a replay "to today" stops at now and says
+"""The replay page: "Step" says its unit, and a replay "to today" stops at now and says
 so, judging no booking that has not happened yet."""
 
 from __future__ import annotations

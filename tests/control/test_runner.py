@@ -131,7 +131,7 @@ def test_overlapping_ticks_do_not_run_twice(redis_client, board):
 
 
 def test_a_stale_zone_sensor_alarms_by_email_and_falls_back(redis_client, board, settings):
-    """Issue #15.2: a booked zone whose sensor went quiet runs its fixed duty cycle (not cold
+    """A booked zone whose sensor went quiet runs its fixed duty cycle (not cold
     and silent), the fault is an emailed alarm on the point, and it clears once readings
     return."""
     from django.core import mail
@@ -162,7 +162,7 @@ def test_a_stale_zone_sensor_alarms_by_email_and_falls_back(redis_client, board,
 
 
 def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board, engineer):
-    """Issue #15.6: 28.0 / 27.9 °C alternating under an ON override toggled the boiler every
+    """28.0 / 27.9 °C alternating under an ON override toggled the boiler every
     tick; the cut-off now holds until the zone is 1 K below its maximum."""
     valve = f.relay("Hall valve", board, coil=5)
     boiler = f.relay("Boiler", board, coil=6, kind="boiler")  # no minimum run/off times
@@ -186,7 +186,7 @@ def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board
 
 
 def test_a_refused_coil_faults_only_itself_in_the_boards_words(redis_client, board, settings):
-    """Issue #15.4: a coil address the board rejects (exception 02) no longer makes every relay
+    """A coil address the board rejects (exception 02) no longer makes every relay
     on the board unconfirmed with a "no answer" alarm."""
     valves = [f.relay(f"Valve {c}", board, coil=c) for c in (3, 4, 40)]  # 40: past the 32 coils
     for v in valves:
@@ -210,7 +210,7 @@ def test_a_refused_coil_faults_only_itself_in_the_boards_words(redis_client, boa
     assert report["faults"] == 1 and rows[valves[1].pk]["fault"] == ""
 
 
-# --- issue #15.5: relays released from control -----------------------------------------------
+# --- Relays released from control -----------------------------------------------
 
 
 def test_a_valve_removed_from_its_zone_goes_to_its_idle_state_and_is_still_read_back(
@@ -298,7 +298,7 @@ def test_a_disabled_actuators_relay_alarm_clears(redis_client, board, settings):
 def test_a_dead_relay_is_audited_once_per_fault_episode_not_every_tick(
     redis_client, board, settings
 ):
-    """Issue #15.8: each retry of a dead relay wrote an audit row, 2,880 a day per relay."""
+    """Each retry of a dead relay wrote an audit row, 2,880 a day per relay."""
     settings.BMS_CONTROL_DEVICE_DEADLINE = 0.5
     valve = f.relay("Hall valve", board, coil=15)
     zone = f.zone("Hall", valve, temp=4.0)  # frost: ON

@@ -58,7 +58,7 @@ def test_over_temperature_cuts_off_at_the_maximum():
 
 
 def test_over_temperature_releases_only_a_band_below_the_maximum():
-    # Issue #15.6: tripped, it holds until the zone is at or below max − band.
+    # Tripped, it holds until the zone is at or below max − band.
     assert overtemp.cut_off(27.9, 28.0, 1.0, was_active=True)
     assert overtemp.cut_off(27.01, 28.0, 1.0, was_active=True)
     assert not overtemp.cut_off(27.0, 28.0, 1.0, was_active=True)

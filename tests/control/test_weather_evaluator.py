@@ -138,7 +138,7 @@ def test_a_three_point_valve_pulses_one_relay_and_both_rest_off():
 
 
 def test_a_blind_zone_heats_when_the_flow_is_near_freezing():
-    """Issue #15.2: plant frost protection from the flow temperature when room sensors are lost
+    """Plant frost protection from the flow temperature when room sensors are lost
     and the outside is not frosty (or not known)."""
     blind = zone(temp=None, reading=None)
     p = plant(outside=None, flow=4.0, weather=None)

@@ -89,7 +89,7 @@ def test_no_history_when_asked_for_none(fresh):
 
 @pytest.mark.django_db
 def test_the_default_history_fits_the_backfill_bound_and_raises_no_alarm(fresh, settings):
-    """Issue #16: a fresh demo seeded 8 days while a new feed starts at most
+    """A fresh demo seeded 8 days while a new feed starts at most
     BMS_FEED_MAX_BACKFILL_DAYS (7) before now: 1442 points refused per feed, 9 alarms."""
     from alarms.models import Alarm
     from alarms.watchdog import check_refused

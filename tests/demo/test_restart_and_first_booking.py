@@ -1,5 +1,5 @@
 """A demo restart carries on from the recorded temperatures (no cliffs in the kiosk charts), and
-the demo's bookings start late enough for their rooms to be pre-heated (#16.9)."""
+the demo's bookings start late enough for their rooms to be pre-heated."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A public display built on feeds that are not public is saved with a clear warning (#16.9):
+"""A public display built on feeds that are not public is saved with a clear warning:
 without a login its panels show "Feed not public", which nobody expected when saving it."""
 
 from __future__ import annotations

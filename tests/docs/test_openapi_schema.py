@@ -1,4 +1,4 @@
-"""The OpenAPI schema at /api/schema/ documents every operation (issue #16.8).
+"""The OpenAPI schema at /api/schema/ documents every operation.
 
 Generated as `manage.py spectacular --validate --fail-on-warn` does: the command must pass,
 and every operation must have a summary, a description saying who may call it, a tag of its

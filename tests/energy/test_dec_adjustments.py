@@ -1,4 +1,4 @@
-"""The DEC operational rating as TM46 adjusts it (issue #17): the benchmark's weather dependent
+"""The DEC operational rating as TM46 adjusts it: the benchmark's weather dependent
 share scaled by the year's degree days (base 15.5 °C) over 2021, extended occupancy hours
 raising it up to the category's maximum, and separable uses taken out of the building's use.
 Every expected figure below is computed by hand from TM46 Table 1's row in the comment."""

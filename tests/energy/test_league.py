@@ -1,5 +1,5 @@
 """The league table: change against the model only on the days the model covers, figures
-annualised over the days with data, no data shown as none (issue #17, outside check)."""
+annualised over the days with data, no data shown as none."""
 
 from __future__ import annotations
 

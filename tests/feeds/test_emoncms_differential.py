@@ -1,4 +1,4 @@
-"""Differential test (issue #13): /feed/data.json against the independent reference of the
+"""Differential test: /feed/data.json against the independent reference of the
 emoncms semantics written in docs/FEEDS.md (tests/feeds/emoncms_reference.py), point for point,
 on generated PHPFina files: averaged windows from an unaligned start, samples, limitinterval,
 daily/weekly/monthly/annual across both DST days of two zones, delta with the last value.

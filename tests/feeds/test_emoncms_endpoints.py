@@ -1,4 +1,4 @@
-"""The emoncms feed read endpoints as emoncms answers them (issue #13): time formats, dp, CSV,
+"""The emoncms feed read endpoints as emoncms answers them: time formats, dp, CSV,
 value, fetch, export, Bearer, and a 400 naming the parameter at every bound."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #14 (item 4): one point could pad a feed with 63 MB of NaN (a new feed may start in
+"""One point could pad a feed with 63 MB of NaN (a new feed may start in
 2000; 2 rows x 2 keys wrote 126 MB). Now a point may not put a feed's first slot more than
 BMS_FEED_MAX_BACKFILL_DAYS before now, one commit pads at most BMS_FEED_MAX_GAP_SLOTS, and
 what is refused is counted in Redis and raised as an alarm staff see, never silently dropped.

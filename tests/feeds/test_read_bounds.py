@@ -1,4 +1,4 @@
-"""Issue #14: a read's memory follows the points returned and the data that exists, never the
+"""A read's memory follows the points returned and the data that exists, never the
 window's length. The attack: a huge interval with averaging over a feed that has buffered
 points once allocated a NaN array over the whole window (1.7 GB, then 12 GB in all).
 

@@ -1,4 +1,4 @@
-"""Issue #14 over HTTP: the huge-interval read on /feed/data.json, /api/v1/feeds/<id>/data and
+"""Over HTTP: the huge-interval read on /feed/data.json, /api/v1/feeds/<id>/data and
 the staff CSV export stays within a memory cap and answers right; the export parses its
 parameters as /feed/data.json does (feeds/web/query.py), so bad ones are 400s naming the field;
 who may export (every staff role) and who may not (no role, anonymous)."""

@@ -1,5 +1,5 @@
-"""manage.py shift_daily_slots: a daily feed written at local noon (before issue #13) moved to
-emoncms's day slot."""
+"""manage.py shift_daily_slots: a daily feed written at local noon (before the daily
+processes followed emoncms) moved to emoncms's day slot."""
 
 from __future__ import annotations
 

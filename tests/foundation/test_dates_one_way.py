@@ -1,4 +1,4 @@
-"""Dates are written one way on every staff page (#16.9): "Mon 24 Nov 2026 15:01" (core/dates.py).
+"""Dates are written one way on every staff page: "Mon 24 Nov 2026 15:01" (core/dates.py).
 
 The demo site gives every kind of page something dated to show (bookings, schedules, a heating
 plant, a solar circuit); on top come an override, relay commands, alarms open, acknowledged,
@@ -42,7 +42,7 @@ OTHER_WAYS = [
     re.compile(r"\bt=\d{9,}\b"),  # a raw Unix time
     re.compile(r"\bUTC\b"),  # the site's zone is the one shown
     # Django's timesince ("3\xa0minutes", "1\xa0hour, 2\xa0minutes"): ages are written as
-    # live.js keeps them ("3 min", "1 h 2 min"; core/dates.py duration_text), one way (#16).
+    # live.js keeps them ("3 min", "1 h 2 min"; core/dates.py duration_text), one way.
     re.compile(r"\b\d+\s(?:minute|hour|week|month|year)s?\b"),
 ]
 

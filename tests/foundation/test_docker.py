@@ -28,7 +28,7 @@ def test_compose_has_every_service(compose):
 
 
 def test_only_the_proxy_publishes_ports(compose):
-    """Issue #14: gunicorn on 0.0.0.0:8000 let 40 slow connections take the site down.
+    """Gunicorn on 0.0.0.0:8000 let 40 slow connections take the site down.
     Only nginx (docker/nginx.conf, tests/security/test_proxy.py) faces the network."""
     published = {name for name, svc in compose["services"].items() if svc.get("ports")}
     assert published == {"proxy"}

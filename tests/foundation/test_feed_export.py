@@ -1,4 +1,4 @@
-"""The feed explorer's CSV export at a chosen interval (#16.4): raw values as stored, averages
+"""The feed explorer's CSV export at a chosen interval: raw values as stored, averages
 per window, daily; bounded by BMS_FEED_MAX_POINTS rows per feed, refused above with a 400 that
 names the parameter; staff roles only. And the explorer page passes the site's time zone."""
 

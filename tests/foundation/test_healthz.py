@@ -64,7 +64,7 @@ def test_all_green_with_a_real_worker_and_beat_heartbeat(
 
 @pytest.mark.django_db
 def test_anonymous_callers_see_only_ok_or_fail_per_part(client, settings, tmp_path):
-    """Issue #14: host names, the data path and error texts were shown to anyone."""
+    """Host names, the data path and error texts were shown to anyone."""
     settings.REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
     settings.BMS_FEED_DIR = tmp_path / "does-not-exist"
     response = client.get("/healthz")

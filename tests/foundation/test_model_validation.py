@@ -44,7 +44,7 @@ def test_schedule_period_must_not_end_when_it_starts():
 
 
 def test_a_night_period_crosses_midnight_and_its_overlaps_are_refused():
-    """Issue #15.8: 22:00–06:00 was refused (end before start); it is a night period now."""
+    """22:00–06:00 was refused (end before start); it is a night period now."""
     schedule = Schedule.objects.create(name="Nights")
     SchedulePeriod(schedule=schedule, weekday=0, start=time(22), end=time(6)).full_clean()
     SchedulePeriod.objects.create(schedule=schedule, weekday=0, start=time(22), end=time(6))

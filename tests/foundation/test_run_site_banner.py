@@ -1,4 +1,4 @@
-"""The run command's banner says how to see the demo rooms warm (#16.9): the speed it runs at
+"""The run command's banner says how to see the demo rooms warm: the speed it runs at
 and the BMS_SPEED command to make the physics faster."""
 
 from __future__ import annotations

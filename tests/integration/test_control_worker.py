@@ -75,7 +75,7 @@ def test_a_booking_created_now_switches_on_and_its_end_off_with_pump_overrun(wor
     wait_until(lambda: timezone.now() > booking.end)
     f.set_temperature(zone, 16.0)
     tick()
-    # The pump overruns, and the plant has no bypass: the valve stays open for it (#15.8).
+    # The pump overruns, and the plant has no bypass: the valve stays open for it.
     assert board.coils_state(0, 3) == [True, False, True]
     assert "Overrun" in runtime.load_actuators([pump.pk])[pump.pk].reason
     assert runtime.load_actuators([valve.pk])[valve.pk].reason.startswith("Held open: 'Boiler")
@@ -147,7 +147,7 @@ def test_a_stopped_relay_board_alarms_within_two_ticks_and_other_zones_still_swi
 
 
 def test_a_valve_removed_from_its_zone_is_released_to_its_idle_state(worker, board):
-    """Issue #15.5: it stayed ON, unread, with the old booking as its reason."""
+    """It stayed ON, unread, with the old booking as its reason."""
     valve = f.relay("Hall valve", board, coil=9)
     zone = f.zone("Hall", valve, temp=16.0)
     now = timezone.now()

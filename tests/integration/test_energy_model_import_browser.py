@@ -1,4 +1,4 @@
-"""A staff task in real headless Chromium (#17): an engineer imports the site energy model
+"""A staff task in real headless Chromium: an engineer imports the site energy model
 (CSV) on the staff energy page and sees the building's use against it; a bad file is named by
 row and field and stores nothing; a viewer has no import form."""
 

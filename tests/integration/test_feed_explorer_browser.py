@@ -1,4 +1,4 @@
-"""The feed explorer driven in real headless Chromium (#16.4): every posted reading is drawn at
+"""The feed explorer driven in real headless Chromium: every posted reading is drawn at
 every zoom, one y axis per unit, times in the site's zone whatever the browser's, search, the
 view in a link, drag-to-zoom with a visible box, stats of the visible range, CSV at a chosen
 interval. What the chart holds is read from the Chart.js instance itself."""
@@ -304,7 +304,7 @@ def test_stats_and_csv_of_the_visible_range(ny_page, server, site_data):
 
 
 def test_the_total_of_a_range_does_not_change_with_the_interval(ny_page, server, site_data):
-    """Issue #16 outside check: the same drag-selected range gave 14.5 kWh at 5 min and 22.6 at
+    """The same drag-selected range gave 14.5 kWh at 5 min and 22.6 at
     daily (whole windows outside the view were counted). 40 minutes inside the known hour, drawn
     at 5 min and at daily: the same total, that of the readings in the range."""
     page, seen = ny_page

@@ -1,4 +1,4 @@
-"""Issue #14 item 6: an iCal flood must not stall the boiler's worker.
+"""An iCal flood must not stall the boiler's worker.
 
 The workers are laid out as scripts/run-site.sh and docker/entrypoint.sh lay them out: one on
 `control` (-c 1) and one on `ingest,commit` (-c 2). The flood is the 1.5 KB calendar of the

@@ -1,4 +1,4 @@
-"""Plant schematics in real headless Chromium (#16): a heating plant and a solar circuit drawn
+"""Plant schematics in real headless Chromium: a heating plant and a solar circuit drawn
 from their configuration, with states from a real control tick against a real Modbus relay
 board; clicking an element shows why it is in its state and its recent commands; the drawing
 updates in place."""

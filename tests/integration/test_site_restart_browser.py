@@ -1,4 +1,4 @@
-"""Restart the whole site under a logged-in wall screen (#16, "Done when"): the overview is still
+"""Restart the whole site under a logged-in wall screen: the overview is still
 the overview afterwards, not a login form, and the restart raised no critical alarm.
 
 The processes are the ones scripts/run-site.sh starts, each a real process on free ports:

@@ -1,4 +1,4 @@
-"""The staff energy page in real headless Chromium (#17): a viewer picks a building and a
+"""The staff energy page in real headless Chromium: a viewer picks a building and a
 period on a small metering tree fed from real PHPFina files, and the figures on screen equal
 the ones computed here from the data written. Also: no sideways scroll at 390 px."""
 
@@ -213,7 +213,7 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
 def test_an_engineer_sets_occupancy_hours_and_a_separable_meter_and_the_page_shows_them(
     tree, server
 ):
-    """#17, the DEC adjustments as an estates engineer makes them: the building's occupancy
+    """The DEC adjustments as an estates engineer makes them: the building's occupancy
     hours and the café's sub-meter as a separable use, both in the admin through Chromium; a
     value over the bound is refused on the form; the energy page's notes then say both."""
     from core.roles import ENGINEERS

@@ -1,4 +1,4 @@
-"""Staff pages driven in real headless Chromium the way a person uses them (#16): fill in,
+"""Staff pages driven in real headless Chromium the way a person uses them: fill in,
 click, wait for what the page shows. Screenshots of each page land in docs/img/."""
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def test_every_staff_page_fits_a_phone(page, server, site_data, width):
     booking = in_thread(lambda: Booking.objects.get(title="Yoga").pk)
 
     def long_title() -> int:
-        # Issue #16 outside check: a long unbroken word in a title made "Move booking" 429 px.
+        # A long unbroken word in a title made "Move booking" 429 px.
         yoga = Booking.objects.get(title="Yoga")
         return Booking.objects.create(
             zone=yoga.zone,

@@ -1,4 +1,4 @@
-"""A clock that survives its host (issue #18): two real beat processes share RedBeat's lock in
+"""A clock that survives its host: two real beat processes share RedBeat's lock in
 Redis, a real worker runs what they send. Every tick is sent once while both run; when the
 active beat is killed (SIGKILL: no lock released), the standby ticks within two tick periods."""
 

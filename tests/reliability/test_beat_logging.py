@@ -1,4 +1,4 @@
-"""beat's log says what beat does (found by the multi-host test, issue #18): a real beat process
+"""beat's log says what beat does (found by the multi-host test): a real beat process
 logs the tasks it sends and, when its RedBeat lock is taken by another, that it stands by.
 
 bms/celery.py called django.setup() a second time at beat_init, after Celery had redirected

@@ -1,4 +1,4 @@
-"""Control on two hosts (issue #18): two control workers, each in a PID namespace of its own (to
+"""Control on two hosts: two control workers, each in a PID namespace of its own (to
 the tick lock, another host: a holder there cannot be told dead from /proc), real beat, a relay
 board that never answers (so a tick takes ~1.5 s and can be caught holding the lock). The
 worker holding the tick is killed mid-tick; the other ticks within two tick periods with the

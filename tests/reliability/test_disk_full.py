@@ -85,7 +85,7 @@ def test_disk_full_commit_fails_loudly_keeps_the_buffer_and_recovers(
 def test_a_full_disk_under_one_shards_directory_is_alarmed_by_name(
     small_disk, tmp_path, redis_client, settings
 ):
-    """Sharded writers (issue #18) may keep each shard on a disk of its own: each is checked."""
+    """Sharded writers may keep each shard on a disk of its own: each is checked."""
     root = tmp_path / "root"
     root.mkdir()
     settings.BMS_FEED_DIR = root

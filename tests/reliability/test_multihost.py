@@ -1,4 +1,4 @@
-"""Several hosts on one machine (issue #18, item 5): the test creates a bridge and a network
+"""Several hosts on one machine: the test creates a bridge and a network
 namespace per host (veth pairs, addresses of a /24 of its own; traffic only to those addresses
 and loopback) and removes them, whatever happens:
 

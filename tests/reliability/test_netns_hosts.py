@@ -1,4 +1,4 @@
-"""Hosts in network namespaces (issue #18): two control hosts, each a network namespace of its
+"""Hosts in network namespaces: two control hosts, each a network namespace of its
 own (a veth on a bridge the test creates and removes) and a PID namespace of its own, reach
 Redis and the relay boards over that network; beat runs on the "server" (the root namespace).
 The host holding a control tick is cut off the network mid-tick (its link set down): it is

@@ -35,8 +35,8 @@ def run_restarts(fault_site, restarts: int, readings: int, down_s: float = 2.0):
 
 
 # Was intermittent on PostgreSQL in the full suite (xfail). A restart while the worker held a
-# task stopped the worker for good (bms/broker.py, removed with issue #19: ingest no longer
-# holds acks_late messages); one during a feed commit left the commit
+# task stopped the worker for good (fixed by a patched kombu transport, since removed: ingest
+# on streams no longer holds acks_late messages); one during a feed commit left the commit
 # lock held for its 120 s TTL (feeds/store/buffer.py); either kept the site from settling. And a new
 # feed's first points arriving during a commit were dropped as "no such feed" (commit_all).
 def test_redis_restarted_twice_during_ingest_loses_nothing(fault_site):

@@ -1,4 +1,4 @@
-"""Redis with replicas and Sentinel (issue #18): real redis-server primary, two replicas and a
+"""Redis with replicas and Sentinel: real redis-server primary, two replicas and a
 Sentinel on ports of their own. Requests are appended to the ingest streams (what the web does
 before answering `ok`) through the Sentinel client, without a pause, while the primary is
 killed with SIGKILL. With BMS_REDIS_WAIT_REPLICAS=1 every append that returned (an `ok` to the

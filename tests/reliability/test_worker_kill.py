@@ -45,14 +45,13 @@ def run_kills(fault_site, kills: int, readings: int, gap_s: tuple[float, float])
 
 # Found by this test (most runs with kills lost one batch of 20): kombu's Redis transport takes
 # a message with BRPOP before it records it as unacknowledged, so a worker killed in between
-# loses it (150 posts answered 202, 149 tasks ever received). Fixed by the web's ingest outbox
-# (sensors/publish.py): a batch in no queue, worker or retry is pushed again.
+# loses it (150 posts answered 202, 149 tasks ever received). Fixed then by an ingest outbox in
+# the web's publisher: a batch in no queue, worker or retry was pushed again.
 # Then found (1 run in 4): two batches of one node running out of order (the lost batch pushed
 # again, or worker concurrency 2). The later batch's power_to_kwh went on without the earlier
 # batch's points, which then counted as replays and were skipped: 20 kWh slots missing. Fixed
-# by running each node's batches in the order they were accepted ("Per-node order" in
-# sensors/publish.py; tests/integration/test_ingest_order.py).
-# Issue #19 replaced both (and the modules named) with node streams drained one drain per shard
+# by running each node's batches in the order they were accepted (park/wake scripts).
+# Both were replaced, publisher and scripts, by node streams drained one drain per shard
 # at a time (sensors/ingest/stream.py, sensors/ingest/drain.py): a request stays in its stream
 # until processed, and a node's requests are processed in order by one drain.
 
@@ -61,7 +60,7 @@ def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
     run_kills(fault_site, KILLS, READINGS, gap_s=(1.0, 3.0))
 
 
-# Issue #19: a drain killed mid-batch leaves its requests pending in the node's stream, under
+# A drain killed mid-batch leaves its requests pending in the node's stream, under
 # the shard's lease. Once the lease runs out (BMS_INGEST_LEASE_S: 2 s here, 5 s by default)
 # beat's safety net (every 1 s here, 2 s by default) queues a drain that takes them over with
 # XAUTOCLAIM: within seconds, not kombu's 300 s visibility timeout.

@@ -107,7 +107,7 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         panel=panel.pk, display=private_display.pk, energy_site=energy_site.pk,
         energy_node=building.pk, meter=meter.pk, expected=expected.pk, fuel_rate=fuel_rate.pk,
     )  # fmt: skip
-    # Plant for the schematic pages: each actuator on its own coil (one per coil, #15.1).
+    # Plant for the schematic pages: each actuator on its own coil (one per coil).
     boiler = Actuator.objects.create(name=f"{HIDDEN} boiler", coil=1)
     plant = HeatingPlant.objects.create(name=f"{HIDDEN} plant", boiler=boiler)
     solar = SolarCircuit.objects.create(

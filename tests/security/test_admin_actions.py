@@ -1,4 +1,4 @@
-"""Admin actions x roles, from both sides (issue #14, finding 2).
+"""Admin actions x roles, from both sides.
 
 A viewer could run "Rotate write key" from the node changelist, was shown the new key and
 posted a fake 2 °C as the node; admin actions without `permissions=` are open to every role
@@ -240,7 +240,7 @@ def test_cancel_selected_from_both_sides(world, role, model, key, allowed):
 
 @pytest.mark.parametrize("role", [VIEWER, BOOKER])
 def test_every_admin_change_page_opens_read_only_for_view_only_roles(world: World, role: str):
-    """Issue #16: a booker got a 500 on a node's change page (an inline's field could not be
+    """A booker got a 500 on a node's change page (an inline's field could not be
     shown read-only). Every registered model's change page, for its first object, must answer
     200 (read-only view) or 403 to a role that may only view, never 500."""
     client = _login(role)

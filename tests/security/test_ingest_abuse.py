@@ -1,4 +1,4 @@
-"""Ingest holes from the red-team findings (issue #14), on the real Redis and database:
+"""Ingest holes from the red-team findings, on the real Redis and database:
 who a throttle charges, what a wrong key or node name tells a caller, bounded key caches,
 and deeply nested JSON."""
 

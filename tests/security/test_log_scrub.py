@@ -1,4 +1,4 @@
-"""Credentials in URLs stay out of the logs (issue #14, hole 13): a real gunicorn with the
+"""Credentials in URLs stay out of the logs: a real gunicorn with the
 deployment's config (bms/gunicorn_conf.py) and a real `manage.py runserver` are sent
 `?apikey=SECRET...`; neither log keeps the secret."""
 

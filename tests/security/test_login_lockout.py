@@ -1,4 +1,4 @@
-"""Login lockout (issue #14, finding 7): 300 wrong passwords were all tried.
+"""Login lockout: 300 wrong passwords were all tried.
 
 django-axes counts failures per username and client IP: after BMS_LOGIN_FAILURE_LIMIT (5)
 the pair gets 429 for BMS_LOGIN_COOLOFF_MINUTES (15), even with the right password. Real POSTs

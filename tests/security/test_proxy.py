@@ -1,4 +1,4 @@
-"""The production shape against slow clients (issue #14, finding 5): the shipped
+"""The production shape against slow clients: the shipped
 docker/nginx.conf, run by the Debian nginx package with its ports, paths and timeouts replaced
 (short timeouts, so the test takes seconds), in front of a real gunicorn started as
 docker/entrypoint.sh starts it (3 workers x 4 threads).

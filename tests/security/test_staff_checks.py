@@ -1,4 +1,4 @@
-"""Smaller holes of issue #14: who counts as staff on the kiosk (11), the alarm page's `next=`
+"""Smaller security holes: who counts as staff on the kiosk (11), the alarm page's `next=`
 (14), an empty SECRET_KEY (14)."""
 
 from __future__ import annotations

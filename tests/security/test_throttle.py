@@ -69,7 +69,7 @@ def test_a_bad_rate_in_the_environment_stops_the_program_naming_it():
 
 def test_defaults_are_realistic_per_node_and_leave_room_for_kiosk_polling(settings):
     """An emonTx posts every 10 s (6/min); one node must not flood the shared ingest queue
-    (issue #14: 168 req/s from one key left every other node ~2 min late under 60,000/min)."""
+    (168 req/s from one key left every other node ~2 min late under 60,000/min)."""
     ingest = throttle.parse_rate(settings.BMS_THROTTLE_INGEST)
     failed = throttle.parse_rate(settings.BMS_THROTTLE_INGEST_FAILED)
     public = throttle.parse_rate(settings.BMS_THROTTLE_PUBLIC)

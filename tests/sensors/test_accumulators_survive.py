@@ -1,4 +1,4 @@
-"""Issue #13.4: accumulators never restart from zero, with the real Redis flushed between
+"""Accumulators never restart from zero, with the real Redis flushed between
 posts (FLUSHDB: what a Redis that restarted without its data looks like)."""
 
 from __future__ import annotations

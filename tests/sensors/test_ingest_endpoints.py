@@ -377,7 +377,7 @@ def test_bulk_corrupt_or_bomb_zlib_body(client, node_and_key, redis_client, sett
     bomb = zlib.compress(b"data=" + b"1" * 100_000)
     r = client.post(f"/input/bulk?cb=1&apikey={key}", bomb, content_type=FORM)
     assert r.status_code == 413 and r.json()["field"] == "cb"
-    # The same bomb as hex `data` with `c=1` names `c` (issue #13 outside check).
+    # The same bomb as hex `data` with `c=1` names `c`.
     r = client.get("/input/bulk.json", {"c": "1", "data": bomb.hex(), "apikey": key})
     assert r.status_code == 413 and r.json()["field"] == "c", r.content
     assert queued_batches(redis_client) == []

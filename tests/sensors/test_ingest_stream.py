@@ -1,4 +1,4 @@
-"""Ingest on Redis Streams (issue #19): the web's append (sensors/ingest/stream.py) and the
+"""Ingest on Redis Streams: the web's append (sensors/ingest/stream.py) and the
 worker's drain (sensors/ingest/drain.py), on the real Redis and database, in this process."""
 
 from __future__ import annotations

@@ -13,10 +13,14 @@ import zlib
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.http import HttpResponse
+from django.test import RequestFactory
 
 from bms import wsgi
+from sensors.ingest import wsgi as ingest_wsgi
 from sensors.ingest.wsgi import IngestHandler, ingest_routes
 from tests.sensors.conftest import queued_batches
 
@@ -217,3 +221,49 @@ def test_a_chunked_body_over_the_limit_is_a_413_read_no_further(node_and_key, se
                                {"Authorization": f"Bearer {key}"}, **extra)  # fmt: skip
     assert status == 413 and json.loads(content)["field"] == "body"
     assert stream.tell() == 1001  # the limit + 1 bytes, not the whole body
+
+
+def test_djangos_handler_internals_the_lean_path_uses():
+    """IngestHandler swaps Django's middleware chain for its own (no documented interface runs
+    another middleware set for some paths). It relies on two undocumented facts of Django's
+    handler, pinned here so an upgrade that changes them fails this test, not production:
+    WSGIHandler() calls load_middleware() to build the chain, and get_response() runs
+    self._middleware_chain(request)."""
+    seen = []
+
+    class Probe(WSGIHandler):
+        def load_middleware(self, is_async: bool = False) -> None:
+            seen.append("load_middleware")
+            self._middleware_chain = lambda request: (
+                seen.append(request.path) or HttpResponse(b"probe")
+            )
+
+    response = Probe().get_response(RequestFactory().get("/probe"))
+    assert seen == ["load_middleware", "/probe"]
+    assert response.content == b"probe"
+
+
+def test_a_middleware_left_out_does_not_run_on_the_ingest_paths(settings, monkeypatch):
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, f"{__name__}.StampMiddleware"]
+    monkeypatch.setattr(
+        ingest_wsgi, "NOT_ON_INGEST", ingest_wsgi.NOT_ON_INGEST | {f"{__name__}.StampMiddleware"}
+    )
+    status, headers, _ = call(IngestHandler(), "GET", "/api/v1/readings")
+    assert status == 405 and "X-Stamp" not in headers
+    assert all(name in headers for name in SECURITY_HEADERS)
+
+
+def test_a_view_that_fails_is_djangos_500_with_the_sites_headers(caplog):
+    """An exception in an ingest view is answered as Django's full stack answers it: a 500,
+    logged on `django.request`, the security middleware's headers still set."""
+    handler = IngestHandler()
+
+    def broken(request):
+        raise RuntimeError("the view broke")
+
+    handler.routes = {path: broken for path in handler.routes}
+    with caplog.at_level("ERROR", logger="django.request"):
+        status, headers, _ = call(handler, "POST", "/api/v1/readings", b"{}")
+    assert status == 500
+    assert all(name in headers for name in SECURITY_HEADERS)
+    assert any("the view broke" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)

@@ -1,4 +1,4 @@
-"""Auto-created inputs are bounded per node and per site (issue #14, hole 4): one node key
+"""Auto-created inputs are bounded per node and per site: one node key
 posting thousands of made-up keys must not make a feed for each."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #13.7: a process list is checked when it is saved (API, admin, model clean), and a bad
+"""A process list is checked when it is saved (API, admin, model clean), and a bad
 one is refused naming the field and the step, instead of losing points at commit."""
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def test_check_processes_lists_stored_lists_that_would_be_refused(world):
     assert "process list(s) OK" in out.getvalue()
 
 
-# Issue #13 (outside check): the `feed` field follows the process-list rule.
+# The `feed` field follows the process-list rule.
 def test_the_feed_field_naming_another_sites_feed_is_a_400_naming_feed(engineer_api, world):
     mine = Sensor.objects.create(node=world["node"], key="m")
     url = f"/api/v1/sensors/{mine.pk}/"

@@ -1,4 +1,4 @@
-"""Start-up grace (#16.5): right after a worker starts, a node is judged silent only once it has
+"""Start-up grace: right after a worker starts, a node is judged silent only once it has
 had BMS_ALARM_STARTUP_GRACE (and at least 3 of its intervals) to post. Time is given as now=,
 measured from alarms.lifecycle.PROCESS_STARTED_AT, never slept."""
 

@@ -19,7 +19,8 @@ def test_worker_killed_twenty_times(fault_site):
 
 
 # Both were xfail until repeated runs passed: the Redis soak after the worker-exit and
-# commit-lock fixes (bms/broker.py, core/redis_lock.py), the database soak after the prepend and
+# commit-lock fixes (a patched kombu transport since removed with ingest on streams, and
+# core/redis_lock.py), the database soak after the prepend and
 # per-node order fixes (docs/RELIABILITY.md has the runs).
 def test_redis_restarted_five_times(fault_site):
     run_restarts(fault_site, restarts=5, readings=4000)

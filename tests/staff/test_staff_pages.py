@@ -121,8 +121,8 @@ def test_overview_shows_zone_temperature_next_booking_and_preheat_start(viewer, 
 def test_overview_shows_the_preheat_minutes_control_latched_not_a_recomputed_figure(
     viewer, redis_client
 ):
-    """Issue #16: the page said 82 min while the zone's reason said 80. Once pre-heat has
-    started, control holds its minutes (issue #15.3); the page shows those."""
+    """The page said 82 min while the zone's reason said 80. Once pre-heat has
+    started, control holds its minutes; the page shows those."""
     import time
     from datetime import timedelta
 
@@ -153,7 +153,7 @@ def test_overview_shows_the_preheat_minutes_control_latched_not_a_recomputed_fig
 
 
 def test_an_overnight_booking_is_listed_with_its_end_day(booker):
-    """Issue #16: the booking list's "When" repeated the title, and an overnight booking read
+    """The booking list's "When" repeated the title, and an overnight booking read
     as ending before it started (22:00–01:00 with no day)."""
     from datetime import datetime, timedelta
 

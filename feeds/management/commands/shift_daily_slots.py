@@ -1,6 +1,6 @@
 """manage.py shift_daily_slots: move a daily feed written at local noon to emoncms's day slot.
 
-Before issue #13 the daily processes (kwh_to_kwhd, max_value, min_value) wrote a day's figure
+Before they followed emoncms, the daily processes (kwh_to_kwhd, max_value, min_value) wrote a day's figure
 at local noon, which a 86400 s feed stores in the slot of that UTC date. emoncms (and these
 processes now) write at local midnight (getstartday), which east of UTC in summer is the slot
 of the previous UTC date. This rewrites such a feed so each day sits where emoncms puts it;
@@ -38,7 +38,7 @@ def shifted(times: np.ndarray, values: np.ndarray, clock: DayClock) -> dict[int,
 
 class Command(BaseCommand):
     help = (
-        "Move daily feeds written before issue #13 (a day's figure at local noon) to emoncms's "
+        "Move daily feeds written the old way (a day's figure at local noon) to emoncms's "
         "day slot (local midnight floored to 86400 s). Stop the workers first; once per feed."
     )
 

@@ -193,7 +193,7 @@
   // Min, max, mean of the values in view; total energy in kWh for W (the integral) and kWh
   // (the bars' sum, or the meter's rise) feeds. Only the visible range counts, and nothing after
   // now: each window is clipped to [start, min(end, now)], so a daily or yearly window that
-  // reaches outside the view adds only its part inside (issue #16: the total grew with the
+  // reaches outside the view adds only its part inside (else the total grew with the
   // interval). Lines are measured on the auto interval's fine windows (statsData), so the same
   // range gives the same figures whatever interval is drawn.
   function stats(feed, data, p, bars) {
