@@ -38,6 +38,7 @@ from alarms.heartbeat import BEAT_HEARTBEAT_KEY
 from alarms.lifecycle import clear_alarm, raise_alarm
 from alarms.models import Alarm
 from core.redis import get_redis
+from feeds.store.service import get_buffer, layout
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +181,6 @@ def check_refused() -> dict:
     """One alarm per feed with refused points, its message kept up to date. Once staff have
     acknowledged it, the points it counted are forgotten and it clears; points refused after
     that open a new one."""
-    from feeds.store.service import get_buffer  # bms wires the apps: feeds is below it
-
     buffer = get_buffer()
     refused = buffer.refused()
     for feed_id, (count, last) in refused.items():
@@ -232,7 +231,6 @@ def _disk_problem(directory: Path, threshold: float) -> tuple[float, str]:
 def check_disk() -> dict:
     """Free space of the disks holding the feed files (the feed root and, with sharded writers,
     each shard's directory: they may be other disks), and whether a file can be written."""
-    from feeds.store.service import layout  # bms wires the apps: feeds is below it
 
     root = Path(settings.BMS_FEED_DIR)
     threshold = float(_setting("BMS_ALARM_DISK_FREE_PCT", 10))
