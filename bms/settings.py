@@ -16,6 +16,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
+from core.dates import DEFAULT_TIME_ZONE
 from core.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -209,7 +210,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-gb"
-TIME_ZONE = env_str("TIME_ZONE", "Europe/London")
+TIME_ZONE = env_str("TIME_ZONE", DEFAULT_TIME_ZONE)
 USE_I18N = True
 USE_TZ = True
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from core.dates import DEFAULT_TIME_ZONE
 from feeds import process_steps as ps
 from feeds.buffer import BufferedPoint, FeedBuffer
 from feeds.process_catalog import (
@@ -99,7 +100,7 @@ class ProcessRunner:
     def __init__(
         self,
         buffer: FeedBuffer,
-        timezone: str = "Europe/London",
+        timezone: str = DEFAULT_TIME_ZONE,
         file_last: FileLast | None = None,
     ) -> None:
         self.buffer = buffer

@@ -14,6 +14,7 @@ import numpy as np
 from django.conf import settings
 
 from core import redis_lock
+from core.dates import DEFAULT_TIME_ZONE
 from core.redis import get_redis
 from feeds import emoncms_read, phpfina, shards
 from feeds.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
@@ -88,7 +89,7 @@ def write_limits() -> dict:
 
 
 def _timezone() -> str:
-    return getattr(settings, "TIME_ZONE", None) or "Europe/London"
+    return settings.TIME_ZONE
 
 
 def process_inputs(
@@ -155,7 +156,7 @@ def read(
     average: bool = False,
     delta: bool = False,
     skipmissing: bool = False,
-    timezone: str = "Europe/London",
+    timezone: str = DEFAULT_TIME_ZONE,
     feed_interval: int | None = None,
 ) -> list[list]:
     """[[t_ms, value|None], ...] from the file merged with the not-yet-committed buffer."""
