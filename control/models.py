@@ -230,7 +230,7 @@ CANCELLED_BY_FEED = "iCal feed"
 
 
 def booking_max_days() -> float:
-    return float(getattr(settings, "BMS_BOOKING_MAX_DAYS", 14))
+    return float(settings.BMS_BOOKING_MAX_DAYS)
 
 
 class Booking(models.Model):

@@ -70,15 +70,15 @@ return 0
 
 
 def lease_s() -> float:
-    return float(getattr(settings, "BMS_INGEST_LEASE_S", 5.0))
+    return float(settings.BMS_INGEST_LEASE_S)
 
 
 def linger_s() -> float:
-    return float(getattr(settings, "BMS_INGEST_LINGER_S", 0.2))
+    return float(settings.BMS_INGEST_LINGER_S)
 
 
 def slice_size() -> int:
-    return int(getattr(settings, "BMS_INGEST_SLICE", 20))
+    return int(settings.BMS_INGEST_SLICE)
 
 
 @dataclass
@@ -249,11 +249,7 @@ def drain_shard(
 ) -> DrainReport:
     """Drain the shard until it is empty or budget_s has passed (then a fresh drain is queued,
     so one task stays well inside Celery's time limit and other shards get their turn)."""
-    budget_s = (
-        float(getattr(settings, "BMS_INGEST_DRAIN_BUDGET_S", 20.0))
-        if budget_s is None
-        else budget_s
-    )
+    budget_s = float(settings.BMS_INGEST_DRAIN_BUDGET_S) if budget_s is None else budget_s
     drain = Drain(shard, consumer)
     deadline = time.monotonic() + budget_s
     client = drain.client
