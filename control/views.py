@@ -8,12 +8,10 @@ bookers and engineers create, move and cancel bookings; viewers only read.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from functools import wraps
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -28,7 +26,8 @@ from control.models import Booking, HeatingPlant, OutputOverride, Override, Sola
 from control.replay import replay
 from control.status import actuator_status, board_rows, output_rows, zone_status
 from core.live import live_every_s, live_json, wants_live
-from core.permissions import has_staff_role, is_engineer, user_groups
+from core.pages import staff_page
+from core.permissions import is_engineer, user_groups
 from core.roles import BOOKERS
 from feeds.phpfina import FeedError
 
@@ -37,23 +36,8 @@ def _tz() -> ZoneInfo:
     return ZoneInfo(settings.TIME_ZONE)
 
 
-def can_view(user) -> bool:
-    return has_staff_role(user)
-
-
 def can_book(user) -> bool:
     return is_engineer(user) or BOOKERS in user_groups(user)
-
-
-def staff_page(view):
-    @login_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not can_view(request.user):
-            raise PermissionDenied("You need a staff role (engineers, bookers or viewers).")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def _redirect_to_week(zone: Zone, day: date) -> HttpResponse:
