@@ -1,6 +1,6 @@
 """Step 2 of ingest, in a Celery worker: drain one shard's node streams into the feed buffer.
 
-One drain at a time per shard (a lease, `SET NX PX`, renewed as it goes), so one node's
+One drain at a time per shard (a lease: core/redis_lock.py, renewed as it goes), so one node's
 requests are processed in the order they were accepted, by one process: accumulating processes
 and pulse counters then see their points in time order and need no lock of their own.
 
