@@ -327,7 +327,12 @@ class HeldQuerySet(models.QuerySet):
         """The holds in force at `at` (now): not cancelled, started, not yet expired; the same
         rule as HeldUntil.is_active, in the database."""
         at = at or timezone.now()
-        return self.filter(cancelled=False, starts__lte=at, expires__gt=at)
+        return self.not_over(at).filter(starts__lte=at)
+
+    def not_over(self, at=None) -> HeldQuerySet:
+        """The holds not over at `at` (now): in force, or made to start later (the plant status
+        page lists both)."""
+        return self.filter(cancelled=False, expires__gt=at or timezone.now())
 
 
 class HeldUntil(models.Model):

@@ -67,9 +67,7 @@ def _status_context(request: HttpRequest) -> dict:
     zones = zone_status()
     in_zones = {a["id"] for z in zones for a in z["actuators"]}
     others = [a for a in actuator_status() if a["id"] not in in_zones]
-    overrides = Override.objects.filter(cancelled=False, expires__gt=timezone.now()).select_related(
-        "zone", "actuator", "created_by"
-    )
+    overrides = Override.objects.not_over().select_related("zone", "actuator", "created_by")
     circuits = output_rows()
     return {
         "zones": zones,
