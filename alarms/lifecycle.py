@@ -28,7 +28,7 @@ def in_startup_grace(now: float, at_least_s: float = 0.0) -> bool:
     every restart raised (and emailed) an alarm per node and relay, all cleared seconds later.
     A grace of 0 turns it off (and with it `at_least_s`).
     """
-    grace = float(getattr(settings, "BMS_ALARM_STARTUP_GRACE", 0))
+    grace = float(settings.BMS_ALARM_STARTUP_GRACE)
     if grace <= 0:
         return False
     return now - PROCESS_STARTED_AT < max(grace, at_least_s)

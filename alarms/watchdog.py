@@ -54,7 +54,7 @@ QUEUES = ("ingest", "commit", "control")
 
 def watched_queues() -> tuple[str, ...]:
     """The queues that must have a worker: QUEUES, and each feed shard's commit queue."""
-    count = int(_setting("BMS_FEED_SHARDS", 1))
+    count = int(settings.BMS_FEED_SHARDS)
     if count == 1:
         return QUEUES
     return QUEUES + tuple(f"commit-{k}" for k in range(count))  # feeds/store/shards.py queue_of
@@ -67,10 +67,6 @@ BEAT_ALARM = "celery-beat"
 
 def worker_alarm(queue: str) -> str:
     return f"celery-worker:{queue}"
-
-
-def _setting(name: str, default):
-    return getattr(settings, name, default)
 
 
 # --- feed commit backlog ------------------------------------------------------------------
@@ -128,10 +124,8 @@ def measure_backlog(client: redis.Redis, now: float) -> Backlog:
 def check_backlog(now: float | None = None) -> dict:
     now = time.time() if now is None else now
     backlog = measure_backlog(get_redis(), now)
-    max_points = _setting("BMS_ALARM_BACKLOG_POINTS", 2_000_000)
-    # Points leave Redis only at a sync, so the head of a buffer may rightly wait that long.
-    cycle = max(settings.BMS_FEED_COMMIT_INTERVAL, settings.BMS_FEED_SYNC_INTERVAL)
-    max_age = _setting("BMS_ALARM_BACKLOG_AGE_S", 3 * cycle)
+    max_points = settings.BMS_ALARM_BACKLOG_POINTS
+    max_age = settings.BMS_ALARM_BACKLOG_AGE_S
     if backlog.points >= max_points or (backlog.points and backlog.stuck_s >= max_age):
         raise_alarm(
             BACKLOG_ALARM,
@@ -233,7 +227,7 @@ def check_disk() -> dict:
     each shard's directory: they may be other disks), and whether a file can be written."""
 
     root = Path(settings.BMS_FEED_DIR)
-    threshold = float(_setting("BMS_ALARM_DISK_FREE_PCT", 10))
+    threshold = float(settings.BMS_ALARM_DISK_FREE_PCT)
     # A shard directory is made by its first commit: one not there yet holds nothing.
     directories = [root] + [d for d in layout().dirs if d != root and d.is_dir()]
     found = [_disk_problem(d, threshold) for d in directories]
@@ -282,7 +276,7 @@ def check_workers(served: set[str] | None = None) -> dict:
 
 def check_beat(now: float | None = None) -> dict:
     now = time.time() if now is None else now
-    stale_after = _setting("BMS_ALARM_BEAT_STALE_S", 120)
+    stale_after = settings.BMS_ALARM_BEAT_STALE_S
     stamp = get_redis().get(BEAT_HEARTBEAT_KEY)
     age = now - int(stamp) if stamp is not None else None
     if age is None or age > stale_after:

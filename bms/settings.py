@@ -16,6 +16,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
+from core.dates import DEFAULT_TIME_ZONE
 from core.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -71,6 +72,14 @@ BMS_CONTROL_DEVICE_TIMEOUT = env_float("BMS_CONTROL_DEVICE_TIMEOUT", 1.0, minimu
 BMS_CONTROL_DEVICE_DEADLINE = env_float("BMS_CONTROL_DEVICE_DEADLINE", 3.0, minimum=0.5)
 BMS_CONTROL_DEVICE_ATTEMPTS = env_int("BMS_CONTROL_DEVICE_ATTEMPTS", 3, minimum=1)
 BMS_CONTROL_NODE_ACK_TIMEOUT = env_int("BMS_CONTROL_NODE_ACK_TIMEOUT", 300, minimum=10)
+# A zone whose sensor is lost heats this share (%) of each fallback period while occupied.
+# Out-of-range values are held to their bounds, not refused, as they always were: the period to
+# 2-120 min (shorter short-cycles the valve, longer leaves the room cold for hours at low duty).
+BMS_CONTROL_FALLBACK_DUTY = min(100.0, max(0.0, env_float("BMS_CONTROL_FALLBACK_DUTY", 50.0)))
+BMS_CONTROL_FALLBACK_PERIOD = min(7200, max(120, env_int("BMS_CONTROL_FALLBACK_PERIOD", 1200)))
+# Switching band (K) of the limits that have none of their own (zone over-temperature, plant
+# frost from the outside temperature): a limit trips at its value and releases this far past it.
+BMS_CONTROL_LIMIT_BAND = min(10.0, max(0.1, env_float("BMS_CONTROL_LIMIT_BAND", 1.0)))
 # Modbus meters over TCP: seconds per request, and retries of an unanswered one (an RS-485 bus
 # has its own timeout); each meter's poll is bounded as a whole (sensors/devices/modbus_meters.py).
 BMS_MODBUS_TIMEOUT_S = env_float("BMS_MODBUS_TIMEOUT_S", 2.0, minimum=0.1)
@@ -213,7 +222,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-gb"
-TIME_ZONE = env_str("TIME_ZONE", "Europe/London")
+TIME_ZONE = env_str("TIME_ZONE", DEFAULT_TIME_ZONE)
 USE_I18N = True
 USE_TZ = True
 
@@ -496,6 +505,7 @@ BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
 # System watchdog thresholds (alarms/watchdog.py, docs/RELIABILITY.md).
 BMS_ALARM_DISK_FREE_PCT = env_float("BMS_ALARM_DISK_FREE_PCT", 10.0, minimum=0.0)
 BMS_ALARM_BACKLOG_POINTS = env_int("BMS_ALARM_BACKLOG_POINTS", 2_000_000, minimum=1)
+# Points leave Redis only at a sync, so the head of a buffer may rightly wait a whole cycle.
 BMS_ALARM_BACKLOG_AGE_S = env_int(
     "BMS_ALARM_BACKLOG_AGE_S", 3 * max(BMS_FEED_COMMIT_INTERVAL, BMS_FEED_SYNC_INTERVAL), minimum=1
 )

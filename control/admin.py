@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
-from django.utils import timezone
 
+from control import bookings, holds
 from control.admin_plant import actuator_state_and_why, zone_status_links
 from control.claims import conflict
 from control.models import (
@@ -110,8 +110,9 @@ class ZoneAdmin(admin.ModelAdmin):
 # from the changelist (admin actions are offered to everyone who may see the list otherwise).
 @admin.action(description="Cancel selected (kept in the audit trail)", permissions=["change"])
 def cancel_selected(modeladmin, request, queryset) -> None:
+    cancel = bookings.cancel if queryset.model is Booking else holds.cancel
     for obj in queryset.filter(cancelled=False):
-        obj.cancel(by=request.user.get_username())
+        cancel(obj, request.user)
 
 
 @admin.register(Booking)
@@ -130,13 +131,11 @@ class BookingAdmin(admin.ModelAdmin):
     actions = [cancel_selected]
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.booked_by = request.user.get_username()
-            obj.source = Booking.Source.ADMIN
+        # The form has applied the same rules; the write path stamps who and when and saves.
+        if change:
+            bookings.move(obj, request.user)
         else:
-            obj.changed_by = request.user.get_username()
-            obj.changed_at = timezone.now()
-        super().save_model(request, obj, form, change)
+            bookings.book(obj, request.user, Booking.Source.ADMIN)
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
@@ -152,9 +151,11 @@ class HeldUntilAdmin(admin.ModelAdmin):
         return False  # cancelled instead: the audit trail keeps every override
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
+        # The form has applied the same rules; the write path stamps who and when and saves.
+        if change:
+            holds.change(obj)
+        else:
+            holds.place(obj, request.user)
 
 
 @admin.register(Override)

@@ -48,11 +48,11 @@ BULK_BATCH = 500
 
 
 def max_events() -> int:
-    return int(getattr(settings, "BMS_ICAL_MAX_EVENTS", 500))
+    return int(settings.BMS_ICAL_MAX_EVENTS)
 
 
 def max_occurrences() -> int:
-    return int(getattr(settings, "BMS_ICAL_MAX_OCCURRENCES", 2000))
+    return int(settings.BMS_ICAL_MAX_OCCURRENCES)
 
 
 class IcalError(Exception):

@@ -38,12 +38,12 @@ class FetchRefused(Exception):
 
 
 def max_bytes() -> int:
-    return int(getattr(settings, "BMS_ICAL_MAX_BYTES", 1024 * 1024))
+    return int(settings.BMS_ICAL_MAX_BYTES)
 
 
 def timeout_s() -> float:
     """The whole fetch (every redirect, connect and read) ends by this."""
-    return float(getattr(settings, "BMS_ICAL_TIMEOUT_S", 10.0))
+    return float(settings.BMS_ICAL_TIMEOUT_S)
 
 
 def _allowed_entries() -> tuple[set[str], list[ipaddress.IPv4Network | ipaddress.IPv6Network]]:
@@ -51,7 +51,7 @@ def _allowed_entries() -> tuple[set[str], list[ipaddress.IPv4Network | ipaddress
     (`192.168.1.20`, `10.0.0.0/8`) that may be fetched although not public."""
     names: set[str] = set()
     networks = []
-    for entry in getattr(settings, "BMS_ICAL_ALLOWED_HOSTS", []) or []:
+    for entry in settings.BMS_ICAL_ALLOWED_HOSTS or []:
         entry = str(entry).strip()
         if not entry:
             continue

@@ -231,7 +231,7 @@ CANCELLED_BY_FEED = "iCal feed"
 
 
 def booking_max_days() -> float:
-    return float(getattr(settings, "BMS_BOOKING_MAX_DAYS", 14))
+    return float(settings.BMS_BOOKING_MAX_DAYS)
 
 
 class Booking(models.Model):
@@ -328,7 +328,12 @@ class HeldQuerySet(models.QuerySet):
         """The holds in force at `at` (now): not cancelled, started, not yet expired; the same
         rule as HeldUntil.is_active, in the database."""
         at = at or timezone.now()
-        return self.filter(cancelled=False, starts__lte=at, expires__gt=at)
+        return self.not_over(at).filter(starts__lte=at)
+
+    def not_over(self, at=None) -> HeldQuerySet:
+        """The holds not over at `at` (now): in force, or made to start later (the plant status
+        page lists both)."""
+        return self.filter(cancelled=False, expires__gt=at or timezone.now())
 
 
 class HeldUntil(models.Model):

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError
 
 from control import config_cache
-from control import settings_defaults as conf
 from control.drivers import registers, three_point
 from control.models import ActuatorCommand, AnalogueCommand, RelayBoard
 from control.runtime import PREFIX
@@ -68,7 +68,7 @@ def finish_pulses(alarm: Alarm, clear: Clear, may_alarm: bool, offline: str = ""
     (config_cache.queue_audit) if the database is still away."""
     faults = 0
     pulse_faults: dict[int, str] = {}
-    for res in three_point.collect(wait_s=conf.tick_s()):
+    for res in three_point.collect(wait_s=settings.BMS_CONTROL_TICK):
         t = res.target
         if t.command_id is not None:
             try:
@@ -172,7 +172,7 @@ def apply(
             keepalive = (
                 audited_s is not None
                 and not state.get("fault")
-                and now_s - audited_s >= conf.keepalive_s()
+                and now_s - audited_s >= settings.BMS_CONTROL_KEEPALIVE
             )
             first_retry = bool(state.get("fault")) and not state.get("fault_audited")
             # Who holds it changed (an override set or ended at the same value): audited too.
@@ -209,9 +209,9 @@ def apply(
             queued = True
     results = registers.write(
         targets,
-        timeout_s=conf.device_timeout_s(),
-        deadline_s=conf.device_deadline_s(),
-        attempts=conf.device_attempts(),
+        timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
+        deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
+        attempts=settings.BMS_CONTROL_DEVICE_ATTEMPTS,
     )
     faults = 0
     recovered: list[AnalogueCommand] = []
@@ -315,7 +315,7 @@ def apply(
                 audit=None if row is not None else audit,
                 plant_name=plant_names.get(pid, str(pid)),
             ),
-            timeout_s=conf.device_timeout_s(),
+            timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
         )
         started += 1
         updated[pid]["pulse"] = {"actuator_id": act.pk, "seconds": out.pulse_s, "at": now_s}
@@ -361,9 +361,9 @@ def watchdogs(
             )
             for b in due
         ],
-        timeout_s=conf.device_timeout_s(),
-        deadline_s=conf.device_deadline_s(),
-        attempts=conf.device_attempts(),
+        timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
+        deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
+        attempts=settings.BMS_CONTROL_DEVICE_ATTEMPTS,
     )
     failed = 0
     updated = {}

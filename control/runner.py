@@ -14,13 +14,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
 from alarms.models import Alarm
 from control import config_cache, outputs, runtime
-from control import settings_defaults as conf
 from control import snapshot as snapshot_builder
 from control.drivers import modbus, node_queue
 from control.evaluator import evaluate
@@ -47,7 +47,7 @@ def run_tick(now: datetime | None = None) -> dict[str, Any]:
     # A lease, not a TTL as long as a tick may take: the lock of a tick whose host died (which
     # the other control host cannot tell from /proc) is free again within the lease, so with a
     # lease no longer than the tick the other host ticks within two tick periods.
-    with runtime.tick_lock(conf.tick_lock_lease_s()) as token:
+    with runtime.tick_lock(settings.BMS_CONTROL_LOCK_LEASE_S) as token:
         if token is None:
             return {"skipped": "another control tick is still running"}
         return _tick(now or timezone.now())
@@ -110,7 +110,10 @@ def _tick(now: datetime) -> dict[str, Any]:
 
     plan: dict[int, tuple[Decision, str]] = {}
     for aid, decision in evaluation.decisions.items():
-        plan[aid] = (decision, _kind(live.runtime[aid], decision, now_s, conf.keepalive_s()))
+        plan[aid] = (
+            decision,
+            _kind(live.runtime[aid], decision, now_s, settings.BMS_CONTROL_KEEPALIVE),
+        )
 
     if offline:
         # HTTP nodes fetch their commands from a table: leave them untouched (their runtime
@@ -293,9 +296,9 @@ def _send(plan, actuators: dict[int, Actuator], commands, now: datetime) -> dict
     results.update(
         modbus.apply(
             coil_targets,
-            timeout_s=conf.device_timeout_s(),
-            deadline_s=conf.device_deadline_s(),
-            attempts=conf.device_attempts(),
+            timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
+            deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
+            attempts=settings.BMS_CONTROL_DEVICE_ATTEMPTS,
         )
     )
     node_queue.enqueue(queue_targets, now)
@@ -448,7 +451,7 @@ def _differs(before: runtime.ActuatorRuntime, after: runtime.ActuatorRuntime) ->
 
 
 def _node_overdue(now: datetime, alarms: tuple[bool, bool]) -> int:
-    overdue = node_queue.overdue(now, conf.node_ack_timeout_s())
+    overdue = node_queue.overdue(now, settings.BMS_CONTROL_NODE_ACK_TIMEOUT)
     if not overdue:
         return 0
     # Fresh from Redis: this tick's state was saved a moment ago.

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, render
 
 from control.models import HeatingPlant, SolarCircuit
 from control.schematic import plant_schematic, solar_schematic
-from control.views import staff_page
 from core.live import live_every_s, live_json, wants_live
+from core.pages import staff_page
 
 
 def _page(request: HttpRequest, diagram: dict, kind: str) -> HttpResponse:

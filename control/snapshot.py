@@ -11,7 +11,6 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from control import runtime
-from control import settings_defaults as conf
 from control.models import (
     Booking,
     HeatingPlant,
@@ -128,7 +127,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             outside=_reading(last, p.outside_sensor.feed_id) if p.outside_sensor else None,
             outside_name=str(p.outside_sensor) if p.outside_sensor else "",
             frost_outside_c=p.frost_outside_c,
-            limit_band_k=conf.limit_band_k(),
+            limit_band_k=settings.BMS_CONTROL_LIMIT_BAND,
             flow=_reading(last, p.flow_sensor.feed_id) if p.flow_sensor else None,
             flow_name=str(p.flow_sensor) if p.flow_sensor else "",
             flow_frost_c=p.flow_frost_c,
@@ -213,7 +212,7 @@ def weather_spec(plant: HeatingPlant) -> WeatherSpec | None:
         run_time_s=w.run_time_s,
         min_pulse_s=w.min_pulse_s,
         # A pulse ends well before the next tick, which waits for it (control/drivers/three_point.py).
-        max_pulse_s=min(w.run_time_s, conf.tick_s() * 0.6),
+        max_pulse_s=min(w.run_time_s, settings.BMS_CONTROL_TICK * 0.6),
     )
 
 
@@ -371,9 +370,9 @@ def _zone_spec(zone: Zone, last, bookings, overrides, actuators, member_ids=None
             if aid in actuators
         ),
         sensor_name=str(sensor) if sensor is not None else "",
-        fallback_duty_pct=conf.fallback_duty_pct(),
-        fallback_period_s=conf.fallback_period_s(),
-        limit_band_k=conf.limit_band_k(),
+        fallback_duty_pct=settings.BMS_CONTROL_FALLBACK_DUTY,
+        fallback_period_s=settings.BMS_CONTROL_FALLBACK_PERIOD,
+        limit_band_k=settings.BMS_CONTROL_LIMIT_BAND,
     )
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
+from core.dates import DEFAULT_TIME_ZONE
+
 # Strategy names, as written to ActuatorCommand.strategy and shown on the staff pages.
 FROST = "frost_protection"
 OVER_TEMPERATURE = "over_temperature"
@@ -260,7 +262,7 @@ class SolarSpec:
 @dataclass(frozen=True)
 class Snapshot:
     now: datetime
-    time_zone: str = "Europe/London"
+    time_zone: str = DEFAULT_TIME_ZONE
     zones: tuple[ZoneSpec, ...] = ()
     actuators: dict[int, ActuatorSpec] = field(default_factory=dict)
     plants: tuple[PlantSpec, ...] = ()

@@ -8,27 +8,25 @@ bookers and engineers create, move and cancel bookings; viewers only read.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from functools import wraps
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from control import calendar, runtime
+from control import bookings, calendar, holds, runtime
 from control.forms import BookingForm, OutputOverrideForm, OverrideForm, ReplayForm
 from control.models import Booking, HeatingPlant, OutputOverride, Override, SolarCircuit, Zone
 from control.replay import replay
 from control.status import actuator_status, board_rows, output_rows, zone_status
 from core.live import live_every_s, live_json, wants_live
-from core.permissions import has_staff_role, is_engineer, user_groups
+from core.pages import staff_page
+from core.permissions import is_engineer, user_groups
 from core.roles import BOOKERS
 from feeds.store.phpfina import FeedError
 
@@ -37,23 +35,8 @@ def _tz() -> ZoneInfo:
     return ZoneInfo(settings.TIME_ZONE)
 
 
-def can_view(user) -> bool:
-    return has_staff_role(user)
-
-
 def can_book(user) -> bool:
     return is_engineer(user) or BOOKERS in user_groups(user)
-
-
-def staff_page(view):
-    @login_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not can_view(request.user):
-            raise PermissionDenied("You need a staff role (engineers, bookers or viewers).")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def _redirect_to_week(zone: Zone, day: date) -> HttpResponse:
@@ -84,9 +67,7 @@ def _status_context(request: HttpRequest) -> dict:
     zones = zone_status()
     in_zones = {a["id"] for z in zones for a in z["actuators"]}
     others = [a for a in actuator_status() if a["id"] not in in_zones]
-    overrides = Override.objects.filter(cancelled=False, expires__gt=timezone.now()).select_related(
-        "zone", "actuator", "created_by"
-    )
+    overrides = Override.objects.not_over().select_related("zone", "actuator", "created_by")
     circuits = output_rows()
     return {
         "zones": zones,
@@ -121,15 +102,13 @@ def create_override(request: HttpRequest) -> HttpResponse:
         starts=now,
         expires=now + form.expires_after(),
         reason=form.cleaned_data["reason"],
-        created_by=request.user,
     )
     try:
-        override.full_clean()  # the model's rules, as the API and admin apply them
+        holds.place(override, request.user)  # the model's rules, as the API and admin apply them
     except ValidationError as exc:
         for field, errors in exc.message_dict.items():
             messages.error(request, f"{field}: {' '.join(errors)}")
         return redirect("control:status")
-    override.save()
     messages.success(request, "Override set: it applies from the next control tick.")
     return redirect("control:status")
 
@@ -139,7 +118,7 @@ def create_override(request: HttpRequest) -> HttpResponse:
 def cancel_override(request: HttpRequest, pk: int) -> HttpResponse:
     if not is_engineer(request.user):
         raise PermissionDenied("Only engineers may cancel overrides.")
-    get_object_or_404(Override, pk=pk).cancel(by=request.user.get_username())
+    holds.cancel(get_object_or_404(Override, pk=pk), request.user)
     messages.success(request, "Override cancelled: normal control resumes at the next tick.")
     return redirect("control:status")
 
@@ -159,18 +138,15 @@ def create_output_override(request: HttpRequest) -> HttpResponse:
     held = OutputOverride(
         plant_id=int(form.cleaned_data["plant"]),
         value=form.cleaned_data["value"],
-        starts=now,
         expires=now + timedelta(minutes=form.cleaned_data["minutes"]),
         reason=form.cleaned_data["reason"],
-        created_by=request.user,
     )
     try:
-        held.clean()  # the model's rules, as the API and the admin apply them
+        holds.place(held, request.user, now=now)  # the model's rules, as the API and admin's
     except ValidationError as exc:
         for field, errors in exc.message_dict.items():
             messages.error(request, f"{field}: {' '.join(errors)}")
         return redirect("control:status")
-    held.save()
     messages.success(request, "Output override set: it applies from the next control tick.")
     return redirect("control:status")
 
@@ -180,7 +156,7 @@ def create_output_override(request: HttpRequest) -> HttpResponse:
 def cancel_output_override(request: HttpRequest, pk: int) -> HttpResponse:
     if not is_engineer(request.user):
         raise PermissionDenied("Only engineers may cancel overrides.")
-    get_object_or_404(OutputOverride, pk=pk).cancel(by=request.user.get_username())
+    holds.cancel(get_object_or_404(OutputOverride, pk=pk), request.user)
     messages.success(
         request, "Output override cancelled: weather compensation resumes at the next tick."
     )
@@ -286,11 +262,8 @@ def booking_calendar(request: HttpRequest, zone_slug: str) -> HttpResponse:
                 start=form.cleaned_data["start_at"],
                 end=form.cleaned_data["end_at"],
                 setpoint=form.cleaned_data["setpoint"],
-                booked_by=request.user.get_username(),
-                source=Booking.Source.STAFF_PAGE,
             )
-            booking.full_clean()
-            booking.save()
+            bookings.book(booking, request.user, Booking.Source.STAFF_PAGE)
             messages.success(request, f"Booked: {booking}")
             return _redirect_to_week(zone, form.cleaned_data["day"])
         status = 400
@@ -338,15 +311,11 @@ def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
     if request.method == "POST":
         form = BookingForm(request.POST, zone=zone, booking=booking)
         if form.is_valid():
-            with transaction.atomic():
-                booking.title = form.cleaned_data["title"]
-                booking.start = form.cleaned_data["start_at"]
-                booking.end = form.cleaned_data["end_at"]
-                booking.setpoint = form.cleaned_data["setpoint"]
-                booking.changed_by = request.user.get_username()
-                booking.changed_at = timezone.now()
-                booking.full_clean()
-                booking.save()
+            booking.title = form.cleaned_data["title"]
+            booking.start = form.cleaned_data["start_at"]
+            booking.end = form.cleaned_data["end_at"]
+            booking.setpoint = form.cleaned_data["setpoint"]
+            bookings.move(booking, request.user)
             messages.success(request, f"Moved: {booking}")
             return _redirect_to_week(zone, form.cleaned_data["day"])
         status = 400
@@ -379,7 +348,7 @@ def booking_cancel(request: HttpRequest, zone_slug: str, pk: int) -> HttpRespons
     booking = get_object_or_404(Booking, pk=pk, zone=zone)
     if not can_book(request.user):
         raise PermissionDenied("Your role may only read bookings.")
-    booking.cancel(by=request.user.get_username())  # kept: an iCal sync keeps it cancelled
+    bookings.cancel(booking, request.user)  # kept: an iCal sync keeps it cancelled
     messages.success(request, f"Cancelled: {booking}")
     week = booking.start.astimezone(_tz()).date()
     return redirect(

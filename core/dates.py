@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from datetime import date, datetime, tzinfo
 
+# The site's time zone when none is configured (CAT is in Wales): the default of bms/settings.py
+# TIME_ZONE, of a new Site and of every function that takes a zone name. Written once, here.
+DEFAULT_TIME_ZONE = "Europe/London"
+
 
 def day_text(day: date) -> str:
     return f"{day:%a} {day.day} {day:%b %Y}"

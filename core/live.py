@@ -11,7 +11,7 @@ from django.utils import timezone
 
 def live_every_s() -> int:
     """Seconds between two updates of a live page (BMS_STAFF_LIVE_S)."""
-    return int(getattr(settings, "BMS_STAFF_LIVE_S", 60))
+    return int(settings.BMS_STAFF_LIVE_S)
 
 
 def wants_live(request: HttpRequest) -> bool:

@@ -39,7 +39,7 @@ class ReplicasBehind(redis.RedisError):
 
 def sentinel_addresses() -> list[tuple[str, int]]:
     out = []
-    for item in getattr(settings, "REDIS_SENTINELS", []):
+    for item in settings.REDIS_SENTINELS:
         host, _, port = item.rpartition(":")
         out.append((host, int(port)))
     return out
@@ -53,7 +53,7 @@ def _db_of(url: str) -> int:
 def get_redis() -> redis.Redis:
     url = settings.REDIS_URL
     sentinels = sentinel_addresses()
-    master = getattr(settings, "REDIS_SENTINEL_MASTER", "bms")
+    master = settings.REDIS_SENTINEL_MASTER
     cache_key = f"{url} {sentinels} {master}"
     client = _clients.get(cache_key)
     if client is None:
@@ -85,13 +85,13 @@ def durably(write: Callable[[redis.Redis], Any]) -> Any:
     one connection held for the call (a pipeline would hand its connection back between
     them)."""
     client = get_redis()
-    wanted = int(getattr(settings, "BMS_REDIS_WAIT_REPLICAS", 0))
+    wanted = int(settings.BMS_REDIS_WAIT_REPLICAS)
     if wanted <= 0:
         return write(client)
     one = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
     try:
         result = write(one)
-        got = one.execute_command("WAIT", wanted, int(getattr(settings, "BMS_REDIS_WAIT_MS", 1000)))
+        got = one.execute_command("WAIT", wanted, int(settings.BMS_REDIS_WAIT_MS))
     except BaseException:
         if one.connection is not None:
             one.connection.disconnect()  # never hand a connection mid-MULTI back to the pool

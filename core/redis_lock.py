@@ -1,7 +1,10 @@
-"""A Redis lock that outlives a crash of its holder only as long as nobody can tell it crashed.
+"""The one Redis lock (a lease: a key with a TTL, renewed by its holder, released only by it).
 
-The feed commit (feeds/store/buffer.py, TTL 120 s, renewed before every block) and the control tick
-(control/runner.py, TTL up to two ticks) hold such a lock. A holder that cannot release it
+A Redis lock that outlives a crash of its holder only as long as nobody can tell it crashed.
+
+The feed commit (feeds/store/buffer.py, TTL 120 s, renewed before every block), the control tick
+(control/runner.py, TTL up to two ticks) and the ingest drain of a stream shard
+(sensors/ingest/drain.py, a lease of a few seconds renewed as it goes) hold such a lock. A holder that cannot release it
 leaves it for the rest of its TTL, and until then every commit, or every tick with frost
 protection in it, is skipped. Two such cases can be told for certain, and the lock is taken
 over at once in both:
@@ -19,6 +22,10 @@ The value is "<token> <run_id> <boot id>:<pid namespace>:<pid>:<start time>". A 
 elsewhere (a worker on another host or in another container) still waits for the TTL. As safe as the TTL running out: a
 holder that is in fact still working finds its lock gone at its next `renew` and stops.
 
+A lease as short as the drain's is simply waited out (`take_over=False`): telling its holder
+dead would cost a round trip (INFO) on every try, longer than the lease saves.
+
+TTLs are seconds, kept to the millisecond (`PX`), so a lease may be a fraction of a second long.
 No Django here: callers pass their redis client.
 """
 
@@ -39,12 +46,12 @@ log = logging.getLogger(__name__)
 # Replace the lock only if it still holds the value we judged (ARGV: that value, ours, TTL).
 _TAKE_OVER = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+redis.call('SET', KEYS[1], ARGV[2], 'PX', tonumber(ARGV[3]))
 return 1
 """
 
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
 
@@ -52,6 +59,10 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+
+def _ms(ttl_s: float) -> int:
+    return max(1, int(ttl_s * 1000))
 
 
 def server_run_id(client: redis.Redis) -> str:
@@ -81,26 +92,35 @@ def _holder_gone(value: str, run_id: str) -> str | None:
     return f"its holder (pid {fields[2]} on this machine) is dead"
 
 
-def acquire(client: redis.Redis, key: str, ttl_s: int) -> str | None:
+def acquire(
+    client: redis.Redis, key: str, ttl_s: float, *, take_over: bool = True, token: str | None = None
+) -> str | None:
     """Take the lock: its value (the token to renew and release it with), or None if it is
-    held by a live holder, or one that cannot be told dead (then it waits for the TTL)."""
+    held by a live holder, or one that cannot be told dead (then it waits for the TTL).
+
+    `token` names the holder at the head of the value (default a random one).
+    `take_over=False`: taken only when free, the value `token` alone, and a holder that died
+    is waited out for the TTL."""
+    if not take_over:
+        token = token or uuid.uuid4().hex
+        return token if client.set(key, token, nx=True, px=_ms(ttl_s)) else None
     run_id = server_run_id(client)
-    token = f"{uuid.uuid4().hex} {run_id} {machine.process_identity()}"
-    if client.set(key, token, nx=True, ex=ttl_s):
+    token = f"{token or uuid.uuid4().hex} {run_id} {machine.process_identity()}"
+    if client.set(key, token, nx=True, px=_ms(ttl_s)):
         return token
     current = client.get(key)
     if current is None:  # released between the two calls
-        return token if client.set(key, token, nx=True, ex=ttl_s) else None
+        return token if client.set(key, token, nx=True, px=_ms(ttl_s)) else None
     why = _holder_gone(current.decode(errors="replace"), run_id)
-    if why and client.register_script(_TAKE_OVER)(keys=[key], args=[current, token, ttl_s]):
+    if why and client.register_script(_TAKE_OVER)(keys=[key], args=[current, token, _ms(ttl_s)]):
         log.warning("lock %s taken over: %s", key, why)
         return token
     return None
 
 
-def renew(client: redis.Redis, key: str, token: str, ttl_s: int) -> bool:
+def renew(client: redis.Redis, key: str, token: str, ttl_s: float) -> bool:
     """Extend our lock; False if it is no longer ours (it ran out or was taken over)."""
-    return bool(client.register_script(_RENEW)(keys=[key], args=[token, ttl_s]))
+    return bool(client.register_script(_RENEW)(keys=[key], args=[token, _ms(ttl_s)]))
 
 
 def release(client: redis.Redis, key: str, token: str) -> bool:

@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+
+
+def api_error(exc: DjangoValidationError) -> serializers.ValidationError:
+    """A model's ValidationError as the API's 400: per field, or `non_field_errors`."""
+    if hasattr(exc, "error_dict"):
+        return serializers.ValidationError(exc.message_dict)
+    return serializers.ValidationError({"non_field_errors": exc.messages})
+
+
+@contextmanager
+def model_errors_as_api_errors() -> Iterator[None]:
+    """Around a save that checks the model's rules again (a write path such as
+    control/bookings.py): a refusal there is the API's 400, as one in validate() is."""
+    try:
+        yield
+    except DjangoValidationError as exc:
+        raise api_error(exc) from exc
 
 
 class ModelCleanSerializer(serializers.ModelSerializer):
@@ -32,7 +52,5 @@ class ModelCleanSerializer(serializers.ModelSerializer):
         try:
             candidate.clean()
         except DjangoValidationError as exc:
-            if hasattr(exc, "error_dict"):
-                raise serializers.ValidationError(exc.message_dict) from exc
-            raise serializers.ValidationError({"non_field_errors": exc.messages}) from exc
+            raise api_error(exc) from exc
         return attrs

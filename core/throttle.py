@@ -126,7 +126,7 @@ def hit(scope: str, ident: str, rate: Rate, now: float | None = None) -> float |
 
 def client_ip(request: HttpRequest) -> str:
     """REMOTE_ADDR, or behind BMS_TRUSTED_PROXIES reverse proxies the address they saw."""
-    proxies = getattr(settings, "BMS_TRUSTED_PROXIES", 0)
+    proxies = settings.BMS_TRUSTED_PROXIES
     if proxies:
         forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
         forwarded = [a for a in forwarded if a]
@@ -144,7 +144,7 @@ FAILED_KEY_SCOPE = "ingest-badkey"
 
 
 def _ingest_rate(setting: str) -> Rate | None:
-    return _rate_for(getattr(settings, setting, None))
+    return _rate_for(getattr(settings, setting))
 
 
 def count_failed_key(request: HttpRequest) -> float | None:
@@ -190,7 +190,7 @@ def throttle(
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            rate = _rate_for(getattr(settings, setting, None))
+            rate = _rate_for(getattr(settings, setting))
             if rate is not None:
                 retry_after = hit(scope, ident(request), rate)
                 if retry_after is not None:
@@ -242,7 +242,7 @@ class PublicRateThrottle(throttling.BaseThrottle):
     retry_after: float | None = None
 
     def allow_request(self, request, view) -> bool:
-        rate = _rate_for(getattr(settings, "BMS_THROTTLE_PUBLIC", None))
+        rate = _rate_for(settings.BMS_THROTTLE_PUBLIC)
         if rate is None:
             return True
         self.retry_after = hit("public", public_ident(request), rate)

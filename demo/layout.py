@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.dates import DEFAULT_TIME_ZONE
+
 SITE_NAME = "Centre for Alternative Technology (demo)"
 SITE_SLUG = "cat-demo"
 LATITUDE = 52.62
 LONGITUDE = -3.84
-TIME_ZONE = "Europe/London"
+TIME_ZONE = DEFAULT_TIME_ZONE  # the demo is CAT, in the default zone
 BOOKED_BY = "demo-site"  # marks the bookings the simulator made, so it makes them once a day
 
 

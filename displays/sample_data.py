@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from core.dates import DEFAULT_TIME_ZONE
 from feeds.models import Feed
 from feeds.store import service
 
@@ -73,7 +74,7 @@ def write_sample_history(
     step: int = 600,
     fine_step: int = 60,
     fine_hours: int = 26,
-    tz_name: str = "Europe/London",
+    tz_name: str = DEFAULT_TIME_ZONE,
     latitude: float = 52.6,
     seed: int = 7,
     sun_day_of_year: int | None = None,

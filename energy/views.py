@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -11,7 +10,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
-from core.permissions import has_staff_role, is_engineer
+from core.pages import staff_page
+from core.permissions import is_engineer
 from energy import benchmarks, consumption, model_csv, report
 from energy.api import parse_choice, parse_range
 from energy.models import MeterNode
@@ -27,10 +27,8 @@ def _flatten(tree: report.Tree, parent: int | None = None, depth: int = 0) -> li
     return out
 
 
-@login_required
+@staff_page
 def energy_page(request: HttpRequest) -> HttpResponse:
-    if not has_staff_role(request.user):
-        return render(request, "core/forbidden.html", status=403)
     params = request.GET
     error, status = None, 200
     try:
@@ -90,12 +88,12 @@ def energy_page(request: HttpRequest) -> HttpResponse:
     return render(request, "energy/energy.html", context, status=status)
 
 
-@login_required
+@staff_page
 @require_POST
 def energy_model_upload(request: HttpRequest) -> HttpResponse:
     """An engineer imports the site energy model (CSV) from the staff page: all rows or none;
     a bad row is named on the page (row, field), as the API's 400 names it."""
-    if not has_staff_role(request.user) or not is_engineer(request.user):
+    if not is_engineer(request.user):
         raise PermissionDenied("Only engineers may import the site energy model.")
     raw_site = request.POST.get("site", "")
     site = (

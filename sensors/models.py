@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from core.dates import DEFAULT_TIME_ZONE
 from core.hosts import validate_host
 from feeds.models import Feed
 from sensors import keys
@@ -32,7 +33,7 @@ class Site(models.Model):
     longitude = models.FloatField(
         default=-3.84, validators=[MinValueValidator(-180), MaxValueValidator(180)]
     )
-    time_zone = models.CharField(max_length=64, default="Europe/London")
+    time_zone = models.CharField(max_length=64, default=DEFAULT_TIME_ZONE)
     grid_intensity_g_per_kwh = models.FloatField(
         default=207.0,
         validators=[MinValueValidator(0)],

@@ -67,7 +67,7 @@ def kick_ingest_drains() -> dict:
         redis.set(stream.kick_key(shard), 1, ex=stream.KICK_TTL_S)
         stream.kick(shard)
     total = sum(per_shard.values())
-    limit = int(getattr(settings, "BMS_INGEST_BACKLOG_ALARM", 20_000))
+    limit = int(settings.BMS_INGEST_BACKLOG_ALARM)
     if total > limit:
         raise_alarm(
             BACKLOG_ALARM_KEY,

@@ -9,7 +9,7 @@ import time
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -21,7 +21,8 @@ from alarms.models import Alarm
 from core import csv_safe
 from core.api_errors import error_response
 from core.live import live_every_s, live_json, wants_live
-from core.permissions import has_staff_role, is_engineer
+from core.pages import staff_page
+from core.permissions import is_engineer
 from feeds.models import Feed
 from feeds.web import query
 
@@ -41,21 +42,7 @@ EXPORT_INTERVALS = [
 ]
 
 
-def staff_required(view):
-    """Logged in and in a role group (or superuser); others go to the login page."""
-
-    @login_required
-    def wrapper(request: HttpRequest, *args, **kwargs):
-        if not has_staff_role(request.user):
-            return render(request, "core/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
-
-    wrapper.__name__ = view.__name__
-    wrapper.__doc__ = view.__doc__
-    return wrapper
-
-
-@staff_required
+@staff_page
 def feed_explorer(request: HttpRequest) -> HttpResponse:
     """The chart page; feeds listed by tag (the node they came from). The view itself (feeds,
     range, interval) lives in the URL's hash, so a link restores it (staff/static/staff/feeds.js)."""
@@ -96,7 +83,7 @@ def _validation_response(exc: ValidationError, status: int = 400) -> JsonRespons
     return error_response(f"'{field}': {message}", status, field=field, fields=detail)
 
 
-@staff_required
+@staff_page
 def feed_export_csv(request: HttpRequest) -> HttpResponse:
     """CSV of the chosen feeds: time, then one column per feed.
 
@@ -159,7 +146,7 @@ def _csv_response(
     return response
 
 
-@staff_required
+@staff_page
 def alarm_list(request: HttpRequest) -> HttpResponse:
     open_alarms = list(
         Alarm.objects.filter(cleared_at__isnull=True).select_related("acknowledged_by")
@@ -181,10 +168,10 @@ def alarm_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@staff_required
+@staff_page
 def alarm_acknowledge(request: HttpRequest, pk: int) -> HttpResponse:
     if not is_engineer(request.user):
-        return render(request, "core/forbidden.html", status=403)
+        raise PermissionDenied("Only engineers may acknowledge alarms.")
     alarm = get_object_or_404(Alarm, pk=pk)
     acknowledge(alarm, request.user)
     messages.info(request, f"Acknowledged: {alarm.message}")
@@ -192,11 +179,11 @@ def alarm_acknowledge(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@staff_required
+@staff_page
 def alarm_acknowledge_all(request: HttpRequest) -> HttpResponse:
     """Acknowledge every open alarm the page showed (up to the newest id it listed)."""
     if not is_engineer(request.user):
-        return render(request, "core/forbidden.html", status=403)
+        raise PermissionDenied("Only engineers may acknowledge alarms.")
     raw = request.POST.get("up_to", "")
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         return error_response("'up_to' must be the id of the newest alarm shown", 400)
@@ -215,7 +202,7 @@ def _safe_next(request: HttpRequest) -> str | None:
     return None
 
 
-@staff_required
+@staff_page
 def overview(request: HttpRequest) -> HttpResponse:
     """The site at a glance: nodes, zones, actuators and open alarms."""
     from staff.overview import site_overview

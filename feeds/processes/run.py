@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from core.dates import DEFAULT_TIME_ZONE
 from feeds.processes import steps as ps
 from feeds.processes.catalog import (
     CONTROL_FLOW,
@@ -99,7 +100,7 @@ class ProcessRunner:
     def __init__(
         self,
         buffer: FeedBuffer,
-        timezone: str = "Europe/London",
+        timezone: str = DEFAULT_TIME_ZONE,
         file_last: FileLast | None = None,
     ) -> None:
         self.buffer = buffer

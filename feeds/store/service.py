@@ -14,6 +14,7 @@ import numpy as np
 from django.conf import settings
 
 from core import redis_lock
+from core.dates import DEFAULT_TIME_ZONE
 from core.redis import get_redis
 from feeds.emoncms import read as emoncms_read
 from feeds.models import Feed
@@ -89,7 +90,7 @@ def write_limits() -> dict:
 
 
 def _timezone() -> str:
-    return getattr(settings, "TIME_ZONE", None) or "Europe/London"
+    return settings.TIME_ZONE
 
 
 def process_inputs(
@@ -156,7 +157,7 @@ def read(
     average: bool = False,
     delta: bool = False,
     skipmissing: bool = False,
-    timezone: str = "Europe/London",
+    timezone: str = DEFAULT_TIME_ZONE,
     feed_interval: int | None = None,
 ) -> list[list]:
     """[[t_ms, value|None], ...] from the file merged with the not-yet-committed buffer."""

@@ -25,6 +25,7 @@ from rest_framework.exceptions import (
 )
 
 from core.authentication import TokenAuth
+from core.dates import DEFAULT_TIME_ZONE
 from core.permissions import has_staff_role
 from feeds.models import Feed
 from feeds.store import phpfina, service
@@ -49,7 +50,7 @@ class DataQuery:
     delta: bool = False
     skipmissing: bool = False
     timeformat: str = "unixms"
-    timezone: str = "Europe/London"
+    timezone: str = DEFAULT_TIME_ZONE
 
 
 def is_staff_reader(user) -> bool:

@@ -33,8 +33,6 @@ from sensors.models import ModbusBus, ModbusRegister, Node, Sensor
 log = logging.getLogger(__name__)
 
 FAILURES_BEFORE_ALARM = 2
-DEFAULT_TIMEOUT_S = 2.0
-DEFAULT_RETRIES = 1
 METER_DEADLINE_S = 8.0  # one meter's poll; a bus of 32 meters stays inside its task's limit
 BUS_LOCK_TTL_S = 290  # just under the bus task's hard time limit (sensors/tasks.py)
 
@@ -78,11 +76,11 @@ def apply_register_map(node: Node, rows: list[dict], max_block: int | None = Non
 
 
 def _timeout() -> float:
-    return float(getattr(settings, "BMS_MODBUS_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    return float(settings.BMS_MODBUS_TIMEOUT_S)
 
 
 def _retries() -> int:
-    return int(getattr(settings, "BMS_MODBUS_RETRIES", DEFAULT_RETRIES))
+    return int(settings.BMS_MODBUS_RETRIES)
 
 
 def _where(node: Node) -> str:

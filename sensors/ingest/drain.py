@@ -1,6 +1,6 @@
 """Step 2 of ingest, in a Celery worker: drain one shard's node streams into the feed buffer.
 
-One drain at a time per shard (a lease, `SET NX PX`, renewed as it goes), so one node's
+One drain at a time per shard (a lease: core/redis_lock.py, renewed as it goes), so one node's
 requests are processed in the order they were accepted, by one process: accumulating processes
 and pulse counters then see their points in time order and need no lock of their own.
 
@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import LockError
 
+from core import redis_lock
 from core.redis import get_redis, redis_script
 from sensors.ingest import stream as stream
 
@@ -53,14 +54,6 @@ LINGER_POLL_S = 0.01  # a lingering drain looks for new requests this often
 # to a reading's way to its feed.
 GATHER_S = 0.005
 
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 # The node leaves the shard's ready set once its stream is empty; atomic against the web's
 # MULTI (XADD + SADD), so a request appended meanwhile keeps its node ready.
 _FORGET_IF_EMPTY = """
@@ -70,15 +63,15 @@ return 0
 
 
 def lease_s() -> float:
-    return float(getattr(settings, "BMS_INGEST_LEASE_S", 5.0))
+    return float(settings.BMS_INGEST_LEASE_S)
 
 
 def linger_s() -> float:
-    return float(getattr(settings, "BMS_INGEST_LINGER_S", 0.2))
+    return float(settings.BMS_INGEST_LINGER_S)
 
 
 def slice_size() -> int:
-    return int(getattr(settings, "BMS_INGEST_SLICE", 20))
+    return int(settings.BMS_INGEST_SLICE)
 
 
 @dataclass
@@ -110,17 +103,21 @@ class Drain:
 
     # --- the lease ------------------------------------------------------------------------------
 
+    # core/redis_lock.py's lock, waited out rather than taken over: a lease of seconds ends
+    # sooner than asking Redis on every pass whether its holder is alive would pay for.
     def acquire(self) -> bool:
-        ms = int(lease_s() * 1000)
-        return bool(self.client.set(stream.lease_key(self.shard), self.token, nx=True, px=ms))
+        key = stream.lease_key(self.shard)
+        return (
+            redis_lock.acquire(self.client, key, lease_s(), take_over=False, token=self.token)
+            is not None
+        )
 
     def renew(self) -> None:
-        ms = int(lease_s() * 1000)
-        if not redis_script(_RENEW)(keys=[stream.lease_key(self.shard)], args=[self.token, ms]):
+        if not redis_lock.renew(self.client, stream.lease_key(self.shard), self.token, lease_s()):
             raise LeaseLost(self.shard)
 
     def release(self) -> None:
-        redis_script(_RELEASE)(keys=[stream.lease_key(self.shard)], args=[self.token])
+        redis_lock.release(self.client, stream.lease_key(self.shard), self.token)
 
     # --- a pass ---------------------------------------------------------------------------------
 
@@ -249,11 +246,7 @@ def drain_shard(
 ) -> DrainReport:
     """Drain the shard until it is empty or budget_s has passed (then a fresh drain is queued,
     so one task stays well inside Celery's time limit and other shards get their turn)."""
-    budget_s = (
-        float(getattr(settings, "BMS_INGEST_DRAIN_BUDGET_S", 20.0))
-        if budget_s is None
-        else budget_s
-    )
+    budget_s = float(settings.BMS_INGEST_DRAIN_BUDGET_S) if budget_s is None else budget_s
     drain = Drain(shard, consumer)
     deadline = time.monotonic() + budget_s
     client = drain.client

@@ -45,7 +45,7 @@ KICK_TTL_S = 30
 
 
 def shards() -> int:
-    return int(getattr(settings, "BMS_INGEST_SHARDS", 8))
+    return int(settings.BMS_INGEST_SHARDS)
 
 
 def shard_of(node_id: int) -> int:

@@ -44,9 +44,9 @@ log = logging.getLogger(__name__)
 
 def limits() -> Limits:
     return Limits(
-        max_rows=getattr(settings, "BMS_INGEST_MAX_ROWS", Limits.max_rows),
-        max_values=getattr(settings, "BMS_INGEST_MAX_VALUES", Limits.max_values),
-        max_future_s=getattr(settings, "BMS_INGEST_MAX_FUTURE_S", Limits.max_future_s),
+        max_rows=settings.BMS_INGEST_MAX_ROWS,
+        max_values=settings.BMS_INGEST_MAX_VALUES,
+        max_future_s=settings.BMS_INGEST_MAX_FUTURE_S,
         max_decompressed_bytes=4 * max_body_bytes(),
     )
 
