@@ -19,7 +19,7 @@ from datetime import date, datetime, time
 from typing import Any
 
 from control import runtime
-from control.state import (
+from control.engine.specs import (
     ActuatorSpec,
     BookingSpec,
     ExceptionSpec,

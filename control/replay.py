@@ -20,12 +20,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from control import snapshot as live
-from control.evaluator import evaluate
+from control.engine.evaluator import evaluate
+from control.engine.specs import ActuatorSpec, Reading, Snapshot, ZoneSpec
+from control.engine.strategies import bookings as booking_windows
+from control.engine.strategies import schedule as schedule_windows
+from control.engine.strategies.optimum_start import corrected_rate, first_reached
 from control.models import Booking, ScheduleException, Zone
-from control.optimum import corrected_rate, first_reached
-from control.state import ActuatorSpec, Reading, Snapshot, ZoneSpec
-from control.strategies import bookings as booking_windows
-from control.strategies import schedule as schedule_windows
 from core.dates import when_text
 from feeds import service as feed_service
 

@@ -21,9 +21,9 @@ from control import config_cache, outputs, runtime
 from control import settings_defaults as conf
 from control import snapshot as snapshot_builder
 from control.drivers import modbus, node_queue
-from control.evaluator import evaluate
+from control.engine.evaluator import evaluate
+from control.engine.specs import Decision
 from control.models import ActuatorCommand, AnalogueCommand, HeatingPlant
-from control.state import Decision
 from sensors.alarms import clear_alarm, in_startup_grace, raise_alarm
 from sensors.models import Actuator, Alarm
 

@@ -12,18 +12,7 @@ from django.db.models import Prefetch
 
 from control import runtime
 from control import settings_defaults as conf
-from control.models import (
-    Booking,
-    HeatingPlant,
-    OutputOverride,
-    Override,
-    ScheduleException,
-    SolarCircuit,
-    WeatherCompensation,
-    Zone,
-    ZoneTuning,
-)
-from control.state import (
+from control.engine.specs import (
     ActuatorSpec,
     BookingSpec,
     ExceptionSpec,
@@ -38,6 +27,17 @@ from control.state import (
     SolarSpec,
     WeatherSpec,
     ZoneSpec,
+)
+from control.models import (
+    Booking,
+    HeatingPlant,
+    OutputOverride,
+    Override,
+    ScheduleException,
+    SolarCircuit,
+    WeatherCompensation,
+    Zone,
+    ZoneTuning,
 )
 from feeds import service as feed_service
 from sensors.models import Actuator

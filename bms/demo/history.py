@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from bms.demo.plant import Coils, DemoPlant
-from control.state import SolarSpec
-from control.strategies import solar as solar_strategy
+from control.engine.specs import SolarSpec
+from control.engine.strategies import solar as solar_strategy
 from feeds import service
 from feeds.models import Feed
 

@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from bms.demo import layout
 from bms.demo.keystore import KeyStore
+from control.engine.strategies.optimum_start import preheat_minutes
 from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
-from control.strategies.optimum_start import preheat_minutes
 from feeds.models import Feed
 from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
 

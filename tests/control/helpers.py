@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from control.state import ActuatorSpec, Reading, Snapshot, ZoneSpec
+from control.engine.specs import ActuatorSpec, Reading, Snapshot, ZoneSpec
 
 NOW = datetime(2026, 1, 14, 9, 0, tzinfo=UTC)  # a Wednesday, GMT = UTC
 

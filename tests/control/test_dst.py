@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, time
 from zoneinfo import ZoneInfo
 
-from control.evaluator import evaluate
-from control.state import PeriodSpec, Reading, ScheduleSpec, Snapshot
-from control.strategies import schedule
+from control.engine.evaluator import evaluate
+from control.engine.specs import PeriodSpec, Reading, ScheduleSpec, Snapshot
+from control.engine.strategies import schedule
 
 from .helpers import valve, zone
 

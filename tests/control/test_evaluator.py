@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 
-from control.evaluator import evaluate
-from control.state import (
+from control.engine.evaluator import evaluate
+from control.engine.specs import (
     ANTI_SHORT_CYCLE,
     BOOKING,
     FROST,

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from control.state import (
+from control.engine.specs import (
     FROST,
     OVER_TEMPERATURE,
     OVERRIDE,

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from control.state import (
+from control.engine.specs import (
     SOLAR_ANTIFREEZE,
     SOLAR_DIFFERENTIAL,
     SOLAR_EMERGENCY,
@@ -16,7 +16,7 @@ from control.state import (
     Reading,
     SolarSpec,
 )
-from control.strategies import (
+from control.engine.strategies import (
     anti_short_cycle,
     frost,
     optimum_start,

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from control.evaluator import evaluate
-from control.state import (
+from control.engine.evaluator import evaluate
+from control.engine.specs import (
     FROST,
     OVER_TEMPERATURE,
     SENSOR_FALLBACK,

@@ -15,8 +15,8 @@ from bms.demo.site import (
     ensure_demo_site,
     last_recorded_temperatures,
 )
+from control.engine.strategies.optimum_start import preheat_minutes
 from control.models import Booking
-from control.strategies.optimum_start import preheat_minutes
 from feeds import service
 
 WINTER_MORNING = datetime(2026, 1, 14, 8, 2, tzinfo=UTC)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from control.state import (
+from control.engine.specs import (
     ANTI_SHORT_CYCLE,
     BOOKING,
     DISABLED,
@@ -48,7 +48,7 @@ from control.state import (
     ZoneResult,
     ZoneSpec,
 )
-from control.strategies import (
+from control.engine.strategies import (
     anti_short_cycle,
     bookings,
     fallback,
@@ -62,9 +62,9 @@ from control.strategies import (
     solar,
     thermostat,
 )
-from control.strategies import override as override_rules
-from control.strategies.timefmt import hhmm
-from control.weather import (
+from control.engine.strategies import override as override_rules
+from control.engine.timefmt import hhmm
+from control.engine.weather import (
     CLOSE,
     OPEN,
     ValveState,
@@ -221,7 +221,7 @@ class _Context:
         return self._demand(zone, temp, tuple(flags))
 
     def _fallback(self, zone: ZoneSpec, problem: str, flags: tuple[str, ...]) -> ZoneResult:
-        """The zone's sensor is lost: see control/strategies/fallback.py for the order."""
+        """The zone's sensor is lost: see control/engine/strategies/fallback.py for the order."""
         plants = self.zone_plants.get(zone.id, [])
         for plant in plants:
             active, outside = self.outside_frost.get(plant.id, (False, None))
@@ -649,7 +649,7 @@ class _Context:
         return plant.zone_ids[0] if plant.zone_ids else None
 
     def weather(self, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
-        """The heating curve and the mixing loop of a plant (control/weather.py). Limits win:
+        """The heating curve and the mixing loop of a plant (control/engine/weather.py). Limits win:
         flow over-temperature closes the valve (boiler: set point at flow min); frost (outside
         or flow) opens it (boiler: the curve's set point even without demand). The PI integral
         is held while a limit drives the output, reset when there is no demand."""
