@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from bms.demo.plant import Coils, DemoPlant
-from control.engine.specs import SolarSpec
+from control import mapper
 from control.engine.strategies import solar as solar_strategy
+from control.models import SolarCircuit
 from feeds import service
 from feeds.models import Feed
 
@@ -47,7 +48,8 @@ def backfill(
     oldest = int(now) - settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 + STEP_S
     start = max(end - days * 86_400, oldest // STEP_S * STEP_S)
     plant = DemoPlant(datetime.fromtimestamp(start, UTC), seed=seed)
-    circuit = SolarSpec(id=0, name="history", pump_id=0, collector=None, tank=None)
+    # A circuit with the model's default settings, mapped as the live tick maps a real one.
+    circuit = mapper.solar_spec(SolarCircuit(pk=0, name="history", pump_id=0))
     decision = None
     totals = {"pv_kwh": 0.0, "hydro_kwh": 0.0, "thermal_kwh": 0.0}
     ids = {role: feed.pk for role, feed in feeds_by_role.items()}

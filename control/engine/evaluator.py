@@ -19,7 +19,6 @@ from zoneinfo import ZoneInfo
 from control.engine.specs import (
     ANTI_SHORT_CYCLE,
     BOOKING,
-    DISABLED,
     FROST,
     HEATING_PLANT,
     IDLE,
@@ -144,10 +143,6 @@ class _Context:
             for aid in zone.actuator_ids
         ):
             flags.append("actuator_fault")
-        if not zone.enabled:
-            return ZoneResult(
-                zone.id, False, DISABLED, "Zone disabled: not controlled", flags=tuple(flags)
-            )
         problem = sensor_health.problem(
             zone.reading,
             zone.has_sensor,
