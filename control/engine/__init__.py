@@ -10,6 +10,13 @@ history share one evaluation, and lets tests drive it with hand-made snapshots.
     specs.py           the dataclasses: Snapshot, ZoneSpec, ActuatorSpec, PlantSpec, ... and
                        Decision / ZoneResult / OutputDecision / Evaluation
     evaluator.py       evaluate(snapshot): priority safety > override > demand > off
+    tick.py            one evaluation's shared state; the rules every actuator shares
+                       (override, min on/off, pump kick, idle state)
+    zones.py           rooms and circuits: frost, over-temperature, override, occupancy,
+                       optimum start / stop, setback, the lost-sensor fallback
+    heating_plant.py   boiler and pump: demand, overrun, plant frost, no-bypass circuit
+    weather_output.py  a weather-compensated plant's mixing valve / flow set point
+    solar_circuit.py   solar thermal pump: differential, limits, lost-sensor safe state
     strategies/        one small pure rule each (thermostat, frost, optimum start, solar, ...)
     weather.py         heating curve, PI mixing loop, three-point valve, analogue scaling
     timefmt.py         wall-clock helpers and the one way reasons write dates
