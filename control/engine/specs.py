@@ -3,6 +3,10 @@
 Nothing here touches the database, Redis or the network, so the evaluator can be unit-tested
 with hand-made snapshots and replayed over recorded history. Times are timezone-aware
 datetimes (UTC inside the evaluator) or unix seconds where they come from Redis.
+
+The configuration specs (zone, actuator, plant, weather, solar, kick, exception day) are
+keyword-only and carry no defaults for what a model field holds: control/mapper.py fills them
+from the rows, so each default is written once, on the model.
 """
 
 from __future__ import annotations
