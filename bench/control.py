@@ -188,7 +188,7 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
 def run(args, ports, per_board) -> None:
     from control import snapshot as snapshot_builder
     from control.drivers import three_point
-    from control.evaluator import evaluate
+    from control.engine.evaluator import evaluate
     from control.models import ActuatorCommand, Booking
     from control.runner import run_tick
     from feeds.store import service as feed_service

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from control.engine.strategies.schedule import crosses_midnight
 from control.models import Booking, SchedulePeriod, Zone
-from control.strategies.schedule import crosses_midnight
 
 DEFAULT_HOURS = (6, 23)  # rows 06:00 to 22:00 (the last ends at 23:00), even on an empty week
 

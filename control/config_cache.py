@@ -14,27 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import fields, is_dataclass
+from dataclasses import is_dataclass
 from datetime import date, datetime, time
 from typing import Any
 
-from control import runtime
-from control.state import (
-    ActuatorSpec,
-    BookingSpec,
-    ExceptionSpec,
-    KickSpec,
-    OutputOverrideSpec,
-    OverrideSpec,
-    PeriodSpec,
-    PlantSpec,
-    Reading,
-    ScheduleSpec,
-    Snapshot,
-    SolarSpec,
-    WeatherSpec,
-    ZoneSpec,
-)
+from control import mapper, runtime
+from control.engine import specs
+from control.engine.specs import PlantSpec, Snapshot
 from core.redis import get_redis
 from feeds.store import service as feed_service
 from sensors.models import Actuator
@@ -42,6 +28,9 @@ from sensors.models import Actuator
 log = logging.getLogger(__name__)
 
 CONFIG_KEY = f"{runtime.PREFIX}:config-cache"
+# Bumped when the cached form changes: a copy written by another version is not read (the tick
+# then reports that it has no configuration cache, as it would before its first tick).
+CONFIG_FORMAT = 2
 PENDING_AUDIT_KEY = f"{runtime.PREFIX}:pending-audit"  # list of ActuatorCommand rows as JSON
 PENDING_ANALOGUE_KEY = f"{runtime.PREFIX}:pending-analogue"  # AnalogueCommand rows as JSON
 PENDING_ALARMS_KEY = f"{runtime.PREFIX}:pending-alarms"  # hash: alarm key -> JSON action
@@ -90,11 +79,23 @@ def _default(value: Any) -> Any:
     if isinstance(value, time):
         return {"__t": value.isoformat()}
     if is_dataclass(value) and not isinstance(value, type):
-        return vars(value)  # the specs are plain frozen dataclasses: fields are the __dict__
+        # The specs are plain frozen dataclasses: their fields are the __dict__. The tag lets
+        # loads() give the spec back (_decode_hook) instead of a dict to map a second time.
+        return {_SPEC_TAG: type(value).__name__, **vars(value)}
     raise TypeError(f"cannot cache a {type(value).__name__}")
 
 
+_SPEC_TAG = "__spec"
+_SPEC_TYPES = {
+    name: cls for name, cls in vars(specs).items() if isinstance(cls, type) and is_dataclass(cls)
+}
+
+
 def _decode_hook(obj: dict) -> Any:
+    if _SPEC_TAG in obj:
+        cls = _SPEC_TYPES[obj.pop(_SPEC_TAG)]
+        # JSON has no tuples; the specs hold tuples (frozen, compared by value).
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()})
     if len(obj) == 1:
         if "__dt" in obj:
             return datetime.fromisoformat(obj["__dt"])
@@ -116,51 +117,59 @@ def loads(raw: bytes | str) -> Any:
 # --- the configuration ----------------------------------------------------------------------
 
 
+def _tagged(spec: Any, **changes: Any) -> dict:
+    """A spec as dumps() writes it, with `changes` (live values blanked: they are not config)."""
+    return {_SPEC_TAG: type(spec).__name__, **vars(spec), **changes}
+
+
+# Actuator fields that are runtime state (control/runtime.py), not configuration.
+_ACTUATOR_RUNTIME = {
+    "is_on": None,
+    "changed_at": None,
+    "last_off_at": None,
+    "fault": False,
+    "owner": "",
+    "released_from": "",
+}
+
+
 def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -> dict:
-    """The configuration part of a snapshot: no readings, no runtime state, no memory.
-    `feeds` maps ("zone", id) / ("collector", id) / ("tank", id) to the feed to read."""
-    zones = []
-    for z in snapshot.zones:
-        data = dict(vars(z))  # shallow: nested specs are encoded by dumps
-        data.pop("reading")
-        data["feed_id"] = feeds.get(("zone", z.id))
-        zones.append(data)
-    acts = []
-    for aid, spec in snapshot.actuators.items():
-        data = dict(vars(spec))
-        for transient in ("is_on", "changed_at", "last_off_at", "fault", "owner", "released_from"):
-            data.pop(transient)
-        row = actuators[aid]
-        data.update({name: getattr(row, name) for name in _DRIVER_FIELDS})
-        acts.append(data)
-    solars = []
-    for s in snapshot.solars:
-        data = dict(vars(s))
-        data.pop("collector")
-        data.pop("tank")
-        data["collector_feed_id"] = feeds.get(("collector", s.id))
-        data["tank_feed_id"] = feeds.get(("tank", s.id))
-        solars.append(data)
+    """The configuration part of a snapshot (the specs control/mapper.py made) without
+    readings, runtime state or memory. `feeds` maps ("zone", id) / ("collector", id) /
+    ("tank", id) / ("outside", id) / ("flow", id) to the feed to read."""
     return {
+        "format": CONFIG_FORMAT,
         "cached_at": snapshot.now,
         "time_zone": snapshot.time_zone,
-        "zones": zones,
-        "actuators": acts,
+        "zones": [
+            {"spec": _tagged(z, reading=None), "feed_id": feeds.get(("zone", z.id))}
+            for z in snapshot.zones
+        ],
+        "actuators": [
+            {
+                "spec": _tagged(spec, **_ACTUATOR_RUNTIME),
+                "driver": {name: getattr(actuators[aid], name) for name in _DRIVER_FIELDS},
+            }
+            for aid, spec in snapshot.actuators.items()
+        ],
         "plants": [_plant_config(p, feeds) for p in snapshot.plants],
-        "solars": solars,
+        "solars": [
+            {
+                "spec": _tagged(s, collector=None, tank=None),
+                "collector_feed_id": feeds.get(("collector", s.id)),
+                "tank_feed_id": feeds.get(("tank", s.id)),
+            }
+            for s in snapshot.solars
+        ],
     }
 
 
 def _plant_config(plant: PlantSpec, feeds: dict) -> dict:
-    data = dict(vars(plant))
-    data.pop("outside")
-    data.pop("flow")
-    data["outside_feed_id"] = feeds.get(("outside", plant.id))
-    data["flow_feed_id"] = feeds.get(("flow", plant.id))
-    data["weather"] = None if plant.weather is None else dict(vars(plant.weather))
-    held = plant.output_override
-    data["output_override"] = None if held is None else dict(vars(held))
-    return data
+    return {
+        "spec": _tagged(plant, outside=None, flow=None),
+        "outside_feed_id": feeds.get(("outside", plant.id)),
+        "flow_feed_id": feeds.get(("flow", plant.id)),
+    }
 
 
 def save(config: dict) -> None:
@@ -169,119 +178,59 @@ def save(config: dict) -> None:
 
 def load() -> dict | None:
     raw = get_redis().get(CONFIG_KEY)
-    return loads(raw) if raw else None
-
-
-def _override(data: dict | None) -> OverrideSpec | None:
-    return OverrideSpec(**data) if data else None
-
-
-def _kick(data: dict | None) -> KickSpec | None:
-    return KickSpec(**data) if data else None
-
-
-def _only(cls, data: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
-
-
-def _reading(last: dict[int, tuple[int, float]], feed_id: int | None) -> Reading | None:
-    if feed_id is None or feed_id not in last:
+    if not raw:
         return None
-    t, value = last[feed_id]
-    return Reading(float(t), float(value))
+    config = loads(raw)
+    return config if config.get("format") == CONFIG_FORMAT else None
 
 
 def rebuild(config: dict, now: datetime):
-    """A LiveSnapshot from the cached configuration and Redis only (no database query)."""
+    """A LiveSnapshot from the cached configuration and Redis only (no database query): the
+    cached specs with this tick's readings and runtime state put back by the mapper."""
     from control.snapshot import LiveSnapshot
 
     feed_ids = {z["feed_id"] for z in config["zones"]}
     for s in config["solars"]:
         feed_ids |= {s["collector_feed_id"], s["tank_feed_id"]}
-    feed_ids |= {p.get("outside_feed_id") for p in config["plants"]}
-    feed_ids |= {p.get("flow_feed_id") for p in config["plants"]}
+    feed_ids |= {p["outside_feed_id"] for p in config["plants"]}
+    feed_ids |= {p["flow_feed_id"] for p in config["plants"]}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
-    zones = []
-    for z in config["zones"]:
-        schedule = None
-        if z["schedule"] is not None:
-            sch = z["schedule"]
-            schedule = ScheduleSpec(
-                sch["name"],
-                tuple(PeriodSpec(**p) for p in sch["periods"]),
-                tuple(ExceptionSpec(**e) for e in sch["exceptions"]),
-            )
-        data = _only(ZoneSpec, z)
-        data.update(
-            reading=_reading(last, z["feed_id"]),
-            schedule=schedule,
-            bookings=tuple(BookingSpec(**b) for b in z["bookings"]),
-            override=_override(z["override"]),
-            actuator_ids=tuple(z["actuator_ids"]),
-        )
-        zones.append(ZoneSpec(**data))
-
-    ids = [a["id"] for a in config["actuators"]]
+    zones = tuple(
+        mapper.with_readings(z["spec"], last, reading=z["feed_id"]) for z in config["zones"]
+    )
+    ids = [a["spec"].id for a in config["actuators"]]
     states = runtime.load_actuators(ids)
     rows: dict[int, Actuator] = {}
-    specs: dict[int, ActuatorSpec] = {}
+    acts = {}
     for a in config["actuators"]:
-        state = states[a["id"]]
-        rows[a["id"]] = Actuator(
-            pk=a["id"],
-            name=a["name"],
-            kind=a["kind"],
-            min_on_s=a["min_on_s"],
-            min_off_s=a["min_off_s"],
-            **{name: a[name] for name in _DRIVER_FIELDS},
+        spec = a["spec"]
+        # What the drivers need to switch it without its database row.
+        rows[spec.id] = Actuator(
+            pk=spec.id,
+            name=spec.name,
+            kind=spec.kind,
+            min_on_s=spec.min_on_s,
+            min_off_s=spec.min_off_s,
+            **a["driver"],
         )
-        data = _only(ActuatorSpec, a)
-        data.update(
-            override=_override(a["override"]),
-            is_on=state.on,
-            changed_at=state.changed_at,
-            last_off_at=state.last_off_at,
-            fault=bool(state.fault),
-            owner=state.owner,
-            released_from=state.released_from,
-        )
-        specs[a["id"]] = ActuatorSpec(**data)
-
+        acts[spec.id] = mapper.with_runtime(spec, states[spec.id])
     plants = tuple(
-        PlantSpec(
-            **{
-                **_only(PlantSpec, p),
-                "zone_ids": tuple(p["zone_ids"]),
-                "kick": _kick(p["kick"]),
-                "outside": _reading(last, p.get("outside_feed_id")),
-                "flow": _reading(last, p.get("flow_feed_id")),
-                "weather": WeatherSpec(**p["weather"]) if p.get("weather") else None,
-                "output_override": (
-                    OutputOverrideSpec(**p["output_override"]) if p.get("output_override") else None
-                ),
-            }
-        )
+        mapper.with_readings(p["spec"], last, outside=p["outside_feed_id"], flow=p["flow_feed_id"])
         for p in config["plants"]
     )
     solars = tuple(
-        SolarSpec(
-            **{
-                **_only(SolarSpec, s),
-                "collector": _reading(last, s["collector_feed_id"]),
-                "tank": _reading(last, s["tank_feed_id"]),
-                "kick": _kick(s["kick"]),
-            }
+        mapper.with_readings(
+            s["spec"], last, collector=s["collector_feed_id"], tank=s["tank_feed_id"]
         )
         for s in config["solars"]
     )
     snapshot = Snapshot(
         now=now,
         time_zone=config["time_zone"],
-        zones=tuple(zones),
-        actuators=specs,
+        zones=zones,
+        actuators=acts,
         plants=plants,
         solars=solars,
         memory=runtime.load_memory(),

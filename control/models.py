@@ -558,7 +558,7 @@ MODBUS_MAX = 65535
 
 class WeatherCompensation(models.Model):
     """A plant's heating curve and where its output goes: a holding register (a 0-10 V /
-    4-20 mA output module) or a three-point valve (two relays). See control/weather.py."""
+    4-20 mA output module) or a three-point valve (two relays). See control/engine/weather.py."""
 
     class Mode(models.TextChoices):
         MIXING_VALVE = "mixing_valve", "Mixing valve (PI loop on the flow temperature)"
@@ -836,7 +836,7 @@ class OutputOverride(HeldUntil):
     """An operator holds a weather-compensated plant's analogue output (a mixing valve's
     position, or a modulating boiler's flow set point) for a bounded time, with a reason.
 
-    Frost protection and the flow over-temperature limit still win (control/evaluator.py);
+    Frost protection and the flow over-temperature limit still win (control/engine/evaluator.py);
     it ends by itself at `expires`; it is cancelled, never deleted (the audit trail)."""
 
     plant = models.ForeignKey(

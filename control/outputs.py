@@ -20,9 +20,9 @@ from django.db import DatabaseError
 
 from control import config_cache
 from control.drivers import registers, three_point
+from control.engine.specs import OutputDecision
 from control.models import ActuatorCommand, AnalogueCommand, RelayBoard
 from control.runtime import PREFIX
-from control.state import OutputDecision
 from core.redis import get_redis
 
 log = logging.getLogger(__name__)

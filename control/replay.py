@@ -19,13 +19,14 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from control import snapshot as live
-from control.evaluator import evaluate
+from control import mapper
+from control.engine.evaluator import evaluate
+from control.engine.specs import Reading, Snapshot, ZoneSpec
+from control.engine.strategies import bookings as booking_windows
+from control.engine.strategies import schedule as schedule_windows
+from control.engine.strategies.optimum_start import corrected_rate, first_reached
 from control.models import Booking, ScheduleException, Zone
-from control.optimum import corrected_rate, first_reached
-from control.state import ActuatorSpec, Reading, Snapshot, ZoneSpec
-from control.strategies import bookings as booking_windows
-from control.strategies import schedule as schedule_windows
+from control.runtime import ActuatorRuntime
 from core.dates import when_text
 from feeds.store import service as feed_service
 
@@ -152,45 +153,34 @@ def replay(
     )
     readings = _Sampler(points)
 
-    bookings = tuple(
-        live.BookingSpec(b.title, b.start, b.end, b.setpoint)
+    bookings = [
+        mapper.booking_spec(b)
         for b in Booking.objects.filter(
             zone=zone, cancelled=False, end__gt=start, start__lt=end + timedelta(days=1)
         )
-    )
+    ]
     actuators = {a.pk: a for a in zone.actuators.filter(enabled=True)}
-    spec = live._zone_spec(zone, {}, bookings, {}, actuators)
-    # The feed is read in windows of `step` (or whole feed slots a little longer): a reading is
-    # that old by construction, so it is stale only when a whole window had none. With a 900 s
-    # limit, a year's 1,920 s step called a healthy sensor stale at every other window.
-    spec = replace(
-        spec, sensor_stale_after_s=max(spec.sensor_stale_after_s, readings.window_s(step))
-    )
+    exceptions = None
     if zone.schedule is not None:
         exceptions = ScheduleException.objects.filter(
             schedule=zone.schedule,
             date__gte=(start - timedelta(days=1)).date(),
             date__lte=(end + timedelta(days=1)).date(),
         )
-        spec = replace(
-            spec,
-            schedule=replace(
-                spec.schedule,
-                exceptions=tuple(
-                    live.ExceptionSpec(e.date, e.occupied, e.start, e.end, e.description)
-                    for e in exceptions
-                ),
-            ),
-        )
+    site = mapper.site_settings()
+    spec = mapper.zone_spec(
+        zone, site, bookings=bookings, actuator_ids=list(actuators), exceptions=exceptions
+    )
+    # The feed is read in windows of `step` (or whole feed slots a little longer): a reading is
+    # that old by construction, so it is stale only when a whole window had none. With a 900 s
+    # limit, a year's 1,920 s step called a healthy sensor stale at every other window.
+    spec = replace(
+        spec, sensor_stale_after_s=max(spec.sensor_stale_after_s, readings.window_s(step))
+    )
+    # Simulated relays: off, and long enough ago that no min on/off time holds the first step.
     sim = {
-        aid: ActuatorSpec(
-            aid,
-            a.name,
-            a.kind,
-            a.min_on_s,
-            a.min_off_s,
-            is_on=False,
-            changed_at=start.timestamp() - 86400,
+        aid: mapper.actuator_spec(
+            a, state=ActuatorRuntime(on=False, changed_at=start.timestamp() - 86400)
         )
         for aid, a in actuators.items()
     }
@@ -211,7 +201,7 @@ def replay(
             last_reading = found
         snap = Snapshot(
             now=moment,
-            time_zone=settings.TIME_ZONE,
+            time_zone=site.time_zone,
             zones=(replace(spec, reading=last_reading),),
             actuators=sim,
             memory=memory,

@@ -23,9 +23,9 @@ from alarms.models import Alarm
 from control import config_cache, outputs, runtime
 from control import snapshot as snapshot_builder
 from control.drivers import modbus, node_queue
-from control.evaluator import evaluate
+from control.engine.evaluator import evaluate
+from control.engine.specs import Decision
 from control.models import ActuatorCommand, AnalogueCommand, HeatingPlant
-from control.state import Decision
 from sensors.models import Actuator
 
 log = logging.getLogger(__name__)

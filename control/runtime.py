@@ -69,10 +69,6 @@ def save_actuators(states: dict[int, ActuatorRuntime]) -> None:
         get_redis().hset(ACTUATORS_KEY, mapping={str(a): s.to_json() for a, s in states.items()})
 
 
-def forget_actuator(actuator_id: int) -> None:
-    get_redis().hdel(ACTUATORS_KEY, str(actuator_id))
-
-
 def load_memory() -> dict[str, Any]:
     raw = get_redis().get(MEMORY_KEY)
     return json.loads(raw) if raw else {}
@@ -134,8 +130,3 @@ def tick_lock(lease_s: int):
     (core/redis_lock.py `held`): a tick whose host dies frees it within `lease_s` (so the other
     control host can take over), however long a live tick takes. token None: another tick holds it."""
     return redis_lock.held(get_redis(), TICK_LOCK_KEY, lease_s)
-
-
-def release_tick_lock(token: str) -> None:
-    # Only our own lock: if it expired and another tick took it, leave that one alone.
-    redis_lock.release(get_redis(), TICK_LOCK_KEY, token)

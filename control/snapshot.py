@@ -1,5 +1,6 @@
 """Build the evaluator's Snapshot from the database, Redis (runtime state, memory) and the
-feeds' last values. The only impure half of a tick's decision making."""
+feeds' last values. The only impure half of a tick's decision making: this module chooses and
+loads the rows in a few queries; control/mapper.py turns each into its spec."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db.models import Prefetch
 
-from control import runtime
+from control import mapper, runtime
+from control.engine.specs import BookingSpec, OutputOverrideSpec, OverrideSpec, Snapshot
 from control.models import (
     Booking,
     HeatingPlant,
@@ -18,30 +19,10 @@ from control.models import (
     Override,
     ScheduleException,
     SolarCircuit,
-    WeatherCompensation,
     Zone,
-    ZoneTuning,
-)
-from control.state import (
-    ActuatorSpec,
-    BookingSpec,
-    ExceptionSpec,
-    KickSpec,
-    OutputOverrideSpec,
-    OverrideSpec,
-    PeriodSpec,
-    PlantSpec,
-    Reading,
-    ScheduleSpec,
-    Snapshot,
-    SolarSpec,
-    WeatherSpec,
-    ZoneSpec,
 )
 from feeds.store import service as feed_service
 from sensors.models import Actuator
-
-DEFAULT_TUNING = ZoneTuning()
 
 
 @dataclass
@@ -104,63 +85,45 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     last = feed_service.last_values(feed_ids)
 
     bookings = _bookings(zones, now, everything=zone_ids is None)
+    site = mapper.site_settings()
     zone_specs = tuple(
-        _zone_spec(z, last, bookings.get(z.pk, ()), overrides, actuators, members.get(z.pk, []))
+        mapper.zone_spec(
+            z,
+            site,
+            reading=mapper.reading(last, z.temperature_sensor.feed_id)
+            if z.temperature_sensor
+            else None,
+            bookings=bookings.get(z.pk, ()),
+            override=overrides.get(("zone", z.pk)),
+            actuator_ids=[aid for aid in members.get(z.pk, []) if aid in actuators],
+        )
         for z in zones
     )
     disabled = _disabled_zones(actuators) if zone_ids is None else {}
     actuator_specs = {
-        aid: _actuator_spec(a, states[aid], overrides.get(("actuator", aid)), disabled.get(aid))
+        aid: mapper.actuator_spec(
+            a,
+            state=states[aid],
+            override=overrides.get(("actuator", aid)),
+            disabled_zone=disabled.get(aid, ""),
+        )
         for aid, a in actuators.items()
     }
     zone_pks = {z.pk for z in zones}
     plant_specs = tuple(
-        PlantSpec(
-            id=p.pk,
-            name=p.name,
-            boiler_id=p.boiler_id,
-            pump_id=p.pump_id,
-            zone_ids=tuple(zid for zid in plant_zones.get(p.pk, []) if zid in zone_pks),
-            pump_overrun_s=p.pump_overrun_s,
-            kick=KickSpec(p.pump_kick_idle_days * 86400, p.pump_kick_s) if p.pump_kick else None,
-            has_bypass=p.has_bypass,
-            outside=_reading(last, p.outside_sensor.feed_id) if p.outside_sensor else None,
-            outside_name=str(p.outside_sensor) if p.outside_sensor else "",
-            frost_outside_c=p.frost_outside_c,
-            limit_band_k=settings.BMS_CONTROL_LIMIT_BAND,
-            flow=_reading(last, p.flow_sensor.feed_id) if p.flow_sensor else None,
-            flow_name=str(p.flow_sensor) if p.flow_sensor else "",
-            flow_frost_c=p.flow_frost_c,
-            sensor_stale_after_s=p.sensor_stale_after_s,
-            index_zone_id=p.index_zone_id,
-            weather=weather_spec(p),
+        mapper.plant_spec(
+            p,
+            site,
+            zone_ids=[zid for zid in plant_zones.get(p.pk, []) if zid in zone_pks],
+            last=last,
             output_override=held.get(p.pk),
         )
         for p in plants
     )
-    solar_specs = tuple(
-        SolarSpec(
-            id=s.pk,
-            name=s.name,
-            pump_id=s.pump_id,
-            collector=_reading(last, s.collector_sensor.feed_id),
-            tank=_reading(last, s.tank_sensor.feed_id),
-            delta_on=s.delta_on,
-            delta_off=s.delta_off,
-            tank_max=s.tank_max,
-            tank_hysteresis=s.tank_hysteresis,
-            collector_emergency=s.collector_emergency,
-            emergency_hysteresis=s.emergency_hysteresis,
-            antifreeze_on=s.antifreeze_on,
-            antifreeze_off=s.antifreeze_off,
-            sensor_stale_after_s=s.sensor_stale_after_s,
-            kick=KickSpec(s.pump_kick_idle_days * 86400, s.pump_kick_s) if s.pump_kick else None,
-        )
-        for s in solars
-    )
+    solar_specs = tuple(mapper.solar_spec(s, last=last) for s in solars)
     snapshot = Snapshot(
         now=now,
-        time_zone=settings.TIME_ZONE,
+        time_zone=site.time_zone,
         zones=zone_specs,
         actuators=actuator_specs,
         plants=plant_specs,
@@ -180,65 +143,12 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     return LiveSnapshot(snapshot, actuators, states, {z.pk: z for z in zones}, feeds)
 
 
-def weather_spec(plant: HeatingPlant) -> WeatherSpec | None:
-    """The plant's weather compensation as the evaluator sees it (None: not configured)."""
-    try:
-        w = plant.weather
-    except WeatherCompensation.DoesNotExist:
-        return None
-    if not w.enabled:
-        return None
-    return WeatherSpec(
-        mode=w.mode,
-        slope=w.slope,
-        shift_k=w.shift_k,
-        room_influence=w.room_influence,
-        flow_min_c=w.flow_min_c,
-        flow_max_c=w.flow_max_c,
-        flow_limit_c=w.flow_limit_c,
-        output=w.output,
-        kp=w.kp,
-        ti_s=w.ti_s,
-        host=w.register_host,
-        port=w.register_port,
-        device_id=w.register_device_id,
-        register=w.register_address,
-        raw_min=w.raw_min,
-        raw_max=w.raw_max,
-        scale_low=w.scale_low,
-        scale_high=w.scale_high,
-        open_id=w.open_actuator_id,
-        close_id=w.close_actuator_id,
-        run_time_s=w.run_time_s,
-        min_pulse_s=w.min_pulse_s,
-        # A pulse ends well before the next tick, which waits for it (control/drivers/three_point.py).
-        max_pulse_s=min(w.run_time_s, settings.BMS_CONTROL_TICK * 0.6),
-    )
-
-
-def _reading(last: dict[int, tuple[int, float]], feed_id: int | None) -> Reading | None:
-    if feed_id is None or feed_id not in last:
-        return None
-    t, value = last[feed_id]
-    return Reading(float(t), float(value))
-
-
 def _active_overrides(now: datetime) -> dict[tuple[str, int], OverrideSpec]:
     found: dict[tuple[str, int], OverrideSpec] = {}
     # Newest first: when two overlap, the one set most recently wins.
     for o in Override.objects.active(now).select_related("created_by").order_by("-starts", "-pk"):
         key = ("actuator", o.actuator_id) if o.actuator_id else ("zone", o.zone_id)
-        found.setdefault(
-            key,
-            OverrideSpec(
-                o.state,
-                o.expires,
-                o.reason,
-                o.created_by_id,
-                o.created_by.get_username() if o.created_by else "",
-                o.pk,
-            ),
-        )
+        found.setdefault(key, mapper.override_spec(o))
     return found
 
 
@@ -248,17 +158,7 @@ def _output_overrides(now: datetime) -> dict[int, OutputOverrideSpec]:
     for o in (
         OutputOverride.objects.active(now).select_related("created_by").order_by("-starts", "-pk")
     ):
-        found.setdefault(
-            o.plant_id,
-            OutputOverrideSpec(
-                o.value,
-                o.expires,
-                o.reason,
-                o.created_by_id,
-                o.created_by.get_username() if o.created_by else "",
-                o.pk,
-            ),
-        )
+        found.setdefault(o.plant_id, mapper.output_override_spec(o))
     return found
 
 
@@ -317,81 +217,5 @@ def _bookings(
         end__gt=now - timedelta(days=1),
         start__lt=now + timedelta(minutes=horizon) + timedelta(days=1),
     ).order_by("start"):
-        found[b.zone_id].append(BookingSpec(b.title, b.start, b.end, b.setpoint))
+        found[b.zone_id].append(mapper.booking_spec(b))
     return found
-
-
-def _zone_spec(zone: Zone, last, bookings, overrides, actuators, member_ids=None) -> ZoneSpec:
-    sensor = zone.temperature_sensor
-    try:
-        tuning = zone.tuning
-    except ZoneTuning.DoesNotExist:
-        tuning = DEFAULT_TUNING
-    schedule = None
-    if zone.schedule is not None:
-        schedule = ScheduleSpec(
-            zone.schedule.name,
-            tuple(
-                PeriodSpec(p.weekday, p.start, p.end, p.setpoint)
-                for p in zone.schedule.periods.all()
-            ),
-            tuple(
-                ExceptionSpec(e.date, e.occupied, e.start, e.end, e.description)
-                for e in zone.schedule.exceptions.all()
-            ),
-        )
-    return ZoneSpec(
-        id=zone.pk,
-        name=zone.name,
-        slug=zone.slug,
-        comfort_setpoint=zone.comfort_setpoint,
-        setback_setpoint=zone.setback_setpoint,
-        frost_on=zone.frost_on,
-        frost_off=zone.frost_off,
-        max_temperature=zone.max_temperature,
-        hysteresis=zone.hysteresis,
-        optimum_start=zone.optimum_start,
-        optimum_stop=zone.optimum_stop,
-        max_preheat_min=zone.max_preheat_min,
-        heating_rate_min_per_k=zone.heating_rate_min_per_k,
-        cooling_rate_min_per_k=tuning.cooling_rate_min_per_k,
-        coast_allowance_k=tuning.coast_allowance_k,
-        sensor_stale_after_s=zone.sensor_stale_after_s,
-        has_sensor=sensor is not None and sensor.feed_id is not None,
-        reading=_reading(last, sensor.feed_id) if sensor is not None else None,
-        schedule=schedule,
-        bookings=tuple(bookings),
-        override=overrides.get(("zone", zone.pk)),
-        actuator_ids=tuple(
-            aid
-            for aid in (
-                member_ids if member_ids is not None else [a.pk for a in zone.actuators.all()]
-            )
-            if aid in actuators
-        ),
-        sensor_name=str(sensor) if sensor is not None else "",
-        fallback_duty_pct=settings.BMS_CONTROL_FALLBACK_DUTY,
-        fallback_period_s=settings.BMS_CONTROL_FALLBACK_PERIOD,
-        limit_band_k=settings.BMS_CONTROL_LIMIT_BAND,
-    )
-
-
-def _actuator_spec(
-    a: Actuator, state: runtime.ActuatorRuntime, override, disabled_zone: str | None = None
-) -> ActuatorSpec:
-    return ActuatorSpec(
-        id=a.pk,
-        name=a.name,
-        kind=a.kind,
-        min_on_s=a.min_on_s,
-        min_off_s=a.min_off_s,
-        is_on=state.on,
-        changed_at=state.changed_at,
-        last_off_at=state.last_off_at,
-        override=override,
-        fault=bool(state.fault),
-        idle_state=a.idle_state,
-        owner=state.owner,
-        released_from=state.released_from,
-        disabled_zone=disabled_zone or "",
-    )

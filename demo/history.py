@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from control.state import SolarSpec
-from control.strategies import solar as solar_strategy
+from control import mapper
+from control.engine.strategies import solar as solar_strategy
+from control.models import SolarCircuit
 from demo.plant import Coils, DemoPlant
 from feeds.models import Feed
 from feeds.store import service
@@ -47,7 +48,8 @@ def backfill(
     oldest = int(now) - settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 + STEP_S
     start = max(end - days * 86_400, oldest // STEP_S * STEP_S)
     plant = DemoPlant(datetime.fromtimestamp(start, UTC), seed=seed)
-    circuit = SolarSpec(id=0, name="history", pump_id=0, collector=None, tank=None)
+    # A circuit with the model's default settings, mapped as the live tick maps a real one.
+    circuit = mapper.solar_spec(SolarCircuit(pk=0, name="history", pump_id=0))
     decision = None
     totals = {"pv_kwh": 0.0, "hydro_kwh": 0.0, "thermal_kwh": 0.0}
     ids = {role: feed.pk for role, feed in feeds_by_role.items()}

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 from django.db import transaction
 from django.utils import timezone
 
+from control.engine.strategies.optimum_start import preheat_minutes
 from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
-from control.strategies.optimum_start import preheat_minutes
 from demo import layout
 from demo.keystore import KeyStore
 from feeds.models import Feed

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 
 from alarms.models import Alarm
+from control.engine.specs import OPTIMUM_START
+from control.engine.strategies.optimum_start import preheat_minutes
 from control.models import ActuatorCommand
-from control.state import OPTIMUM_START
 from control.status import actuator_status, zone_status
-from control.strategies.optimum_start import preheat_minutes
 from sensors.ingest import node_state as node_state
 from sensors.models import Node
 

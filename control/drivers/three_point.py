@@ -10,7 +10,7 @@ next tick first collects them (a pulse is at most 0.6 × the tick, so it has end
 touches any relay. If the worker dies in the middle of a pulse the relay stays on until the
 next tick (from the restarted worker) writes it OFF, or the board's watchdog drops it; the
 valve's end switch stops the motor and the position estimate is put right at the next end
-position (control/weather.py).
+position (control/engine/weather.py).
 """
 
 from __future__ import annotations

@@ -103,6 +103,14 @@ def test_the_configuration_survives_a_round_trip_through_redis(redis_client, boa
         )
 
 
+def test_a_cache_written_in_another_format_is_not_read(redis_client):
+    """A copy left by the version before the mapper (plain dicts, no format) is not mistaken
+    for specs: the tick reports no cache, as before its first tick, until it writes its own."""
+    old = {"cached_at": timezone.now(), "time_zone": "Europe/London", "zones": [{"id": 1}]}
+    redis_client.set(config_cache.CONFIG_KEY, config_cache.dumps(old))
+    assert config_cache.load() is None
+
+
 def test_frost_protection_runs_on_the_cached_config_and_is_audited_afterwards(redis_client, board):
     valve = f.relay("Hall valve", board, coil=3)
     zone = f.zone("Hall", valve, temp=15.0)

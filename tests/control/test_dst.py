@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, time
 from zoneinfo import ZoneInfo
 
-from control.evaluator import evaluate
-from control.state import PeriodSpec, Reading, ScheduleSpec, Snapshot
-from control.strategies import schedule
+from control.engine.evaluator import evaluate
+from control.engine.specs import PeriodSpec, Reading, ScheduleSpec
+from control.engine.strategies import schedule
 
-from .helpers import valve, zone
+from .helpers import snapshot, valve, zone
 
 LONDON = ZoneInfo("Europe/London")
 SUNDAY_0130 = ScheduleSpec("Night", periods=(PeriodSpec(6, time(1, 30), time(3, 0)),))
@@ -41,7 +41,7 @@ def test_fall_back_01_30_happens_twice_but_the_period_starts_once():
 def heating_at(now: datetime) -> bool:
     z = zone(temp=15.0, schedule=SUNDAY_0130, optimum_start=False, now=now)
     z = z.__class__(**{**z.__dict__, "reading": Reading(now.timestamp(), 15.0)})
-    return evaluate(Snapshot(now=now, zones=(z,), actuators={10: valve()})).decisions[10].state
+    return evaluate(snapshot(now=now, zones=(z,), actuators=(valve(),))).decisions[10].state
 
 
 def test_evaluator_on_the_spring_day():
@@ -83,10 +83,10 @@ def test_a_night_period_over_the_fall_back_is_nine_hours():
         datetime(2026, 10, 25, 6, tzinfo=UTC),
     )
     # The evaluator heats through the repeated hour 01:00–02:00.
-    snap = Snapshot(
+    snap = snapshot(
         now=datetime(2026, 10, 25, 1, 30, tzinfo=UTC),  # 01:30 GMT, the second 01:30
         zones=(zone(temp=15.0, schedule=NIGHTS, optimum_start=False,
                     reading=Reading(datetime(2026, 10, 25, 1, 29, tzinfo=UTC).timestamp(), 15.0)),),
-        actuators={10: valve()},
+        actuators=(valve(),),
     )  # fmt: skip
     assert evaluate(snap).decisions[10].state is True

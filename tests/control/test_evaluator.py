@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 
-from control.evaluator import evaluate
-from control.state import (
+from control.engine.evaluator import evaluate
+from control.engine.specs import (
     ANTI_SHORT_CYCLE,
     BOOKING,
     FROST,
@@ -23,18 +23,24 @@ from control.state import (
     SCHEDULE,
     SENSOR_FALLBACK,
     SETBACK,
-    ActuatorSpec,
     BookingSpec,
-    ExceptionSpec,
     OverrideSpec,
     PeriodSpec,
-    PlantSpec,
     Reading,
     ScheduleSpec,
-    SolarSpec,
 )
 
-from .helpers import NOW, at, snapshot, valve, zone
+from .helpers import (
+    NOW,
+    actuator_spec,
+    at,
+    exception_spec,
+    plant_spec,
+    snapshot,
+    solar_spec,
+    valve,
+    zone,
+)
 
 YOGA = BookingSpec("Yoga", at(10), at(12))
 OFFICE = ScheduleSpec("Office", periods=(PeriodSpec(2, time(8), time(17), 21.0),))  # Wednesdays
@@ -127,11 +133,11 @@ class TestStaleSensor:
     def test_unoccupied_with_outside_frost_heats_as_frost_protection(self):
         old = Reading(NOW.timestamp() - 3600, 15.0)
         z = zone(reading=old)
-        plant = PlantSpec(1, "Boiler house", 20, (1,), pump_id=21,
+        plant = plant_spec(1, "Boiler house", 20, (1,), pump_id=21,
                           outside=Reading(NOW.timestamp() - 60, 0.5),
                           outside_name="roof:outside")  # fmt: skip
-        boiler = ActuatorSpec(20, "Boiler", "boiler", 600, 600, False)
-        pump_ = ActuatorSpec(21, "Pump", "pump", 0, 0, False)
+        boiler = actuator_spec(20, "Boiler", "boiler", 600, 600, False)
+        pump_ = actuator_spec(21, "Pump", "pump", 0, 0, False)
         off = OverrideSpec(False, NOW + timedelta(hours=1), "maintenance")
         ev = run([z], (valve(override=off), boiler, pump_), plants=(plant,))
         d = ev.decisions[10]
@@ -142,9 +148,9 @@ class TestStaleSensor:
 
     def test_without_outside_frost_an_unoccupied_zone_is_off_and_says_why(self):
         old = Reading(NOW.timestamp() - 3600, 15.0)
-        plant = PlantSpec(1, "Boiler house", 20, (1,),
+        plant = plant_spec(1, "Boiler house", 20, (1,),
                           outside=Reading(NOW.timestamp() - 60, 8.0), outside_name="roof:outside")  # fmt: skip
-        boiler = ActuatorSpec(20, "Boiler", "boiler", 0, 0, False)
+        boiler = actuator_spec(20, "Boiler", "boiler", 0, 0, False)
         ev = run([zone(reading=old)], (valve(), boiler), plants=(plant,))
         assert ev.decisions[10].state is False
         assert "unoccupied, outside 8.0 °C, no plant frost risk — heating off" in ev.zones[1].reason
@@ -153,9 +159,9 @@ class TestStaleSensor:
         assert "zone-sensor:1" in alone.alarms
 
     def test_a_stale_outside_sensor_is_an_alarm_too(self):
-        plant = PlantSpec(1, "Boiler house", 20, (1,),
+        plant = plant_spec(1, "Boiler house", 20, (1,),
                           outside=Reading(NOW.timestamp() - 7200, 0.0), outside_name="roof:outside")  # fmt: skip
-        boiler = ActuatorSpec(20, "Boiler", "boiler", 0, 0, False)
+        boiler = actuator_spec(20, "Boiler", "boiler", 0, 0, False)
         ev = run([zone(temp=15.0)], (valve(), boiler), plants=(plant,))
         assert "stale since 07:00" in ev.alarms["plant-outside:1"]
         assert "zone-sensor:1" not in ev.alarms
@@ -164,10 +170,10 @@ class TestStaleSensor:
         assert run([zone(temp=15.0)]).alarms == {}
 
     def test_plant_frost_from_outside_runs_the_pump_and_holds_its_band(self):
-        plant = PlantSpec(1, "Boiler house", 20, (1,), pump_id=21, outside_name="roof:outside",
+        plant = plant_spec(1, "Boiler house", 20, (1,), pump_id=21, outside_name="roof:outside",
                           outside=Reading(NOW.timestamp() - 60, 1.0))  # fmt: skip
-        acts = (valve(), ActuatorSpec(20, "Boiler", "boiler", 0, 0, False),
-                ActuatorSpec(21, "Pump", "pump", 0, 0, False))  # fmt: skip
+        acts = (valve(), actuator_spec(20, "Boiler", "boiler", 0, 0, False),
+                actuator_spec(21, "Pump", "pump", 0, 0, False))  # fmt: skip
         ev = run([zone(temp=20.0)], acts, plants=(plant,))
         assert ev.decisions[21].state is True and ev.decisions[21].strategy == FROST
         assert ev.decisions[20].state is False  # no zone calls: the boiler stays off
@@ -307,7 +313,7 @@ class TestSchedule:
 
     def test_holiday_exception_day_is_unoccupied(self):
         holiday = replace(
-            OFFICE, exceptions=(ExceptionSpec(date(2026, 1, 14), description="Closed"),)
+            OFFICE, exceptions=(exception_spec(date(2026, 1, 14), description="Closed"),)
         )
         ev = run([zone(temp=18.0, schedule=holiday, optimum_start=False)], now=at(12))
         assert ev.decisions[10].state is False
@@ -345,7 +351,7 @@ class TestSchedule:
         night = ScheduleSpec(
             "Night",
             periods=(PeriodSpec(2, time(22), time(6)), PeriodSpec(3, time(22), time(6))),
-            exceptions=(ExceptionSpec(date(2026, 1, 15), description="Closure"),),  # Thursday
+            exceptions=(exception_spec(date(2026, 1, 15), description="Closure"),),  # Thursday
         )
         z = zone(temp=15.0, schedule=night, optimum_start=False)
         assert run([z], now=at(3, day=15)).decisions[10].state is True  # Wednesday's night
@@ -355,7 +361,7 @@ class TestSchedule:
     def test_special_occupied_day(self):
         special = ScheduleSpec(
             "Office",
-            exceptions=(ExceptionSpec(date(2026, 1, 17), True, time(10), time(14), "Open day"),),
+            exceptions=(exception_spec(date(2026, 1, 17), True, time(10), time(14), "Open day"),),
         )
         ev = run([zone(temp=18.0, schedule=special, optimum_start=False)], now=at(11, day=17))
         assert ev.decisions[10].state is True
@@ -377,15 +383,15 @@ class TestTimers:
 
 class TestHeatingPlant:
     def setup_method(self):
-        self.plant = PlantSpec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1,))
+        self.plant = plant_spec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1,))
 
     def acts(self, boiler_on, pump_on, boiler_changed=None, pump_changed=None, boiler_off_at=None):
         return (
             valve(),
-            ActuatorSpec(
+            actuator_spec(
                 20, "Boiler", "boiler", 600, 600, boiler_on, boiler_changed, boiler_off_at
             ),
-            ActuatorSpec(21, "Pump", "pump", 0, 0, pump_on, pump_changed, None),
+            actuator_spec(21, "Pump", "pump", 0, 0, pump_on, pump_changed, None),
         )
 
     def test_boiler_and_pump_follow_zone_demand(self):
@@ -443,8 +449,8 @@ class TestHeatingPlant:
 class TestSolarCircuit:
     def test_pump_from_differential_and_fallback_on_stale_sensors(self):
         now_s = NOW.timestamp()
-        circuit = SolarSpec(1, "Roof", 30, Reading(now_s, 50.0), Reading(now_s, 40.0))
-        pump = ActuatorSpec(30, "Solar pump", "pump", 0, 0, False)
+        circuit = solar_spec(1, "Roof", 30, Reading(now_s, 50.0), Reading(now_s, 40.0))
+        pump = actuator_spec(30, "Solar pump", "pump", 0, 0, False)
         ev = run([], (pump,), solars=(circuit,))
         assert ev.decisions[30].state is True
         stale = replace(circuit, tank=Reading(now_s - 7200, 40.0))
@@ -456,8 +462,8 @@ class TestSolarCircuit:
 
     def test_emergency_state_is_remembered(self):
         now_s = NOW.timestamp()
-        hot = SolarSpec(1, "Roof", 30, Reading(now_s, 131.0), Reading(now_s, 50.0))
-        pump = ActuatorSpec(30, "Solar pump", "pump", 0, 0, True)
+        hot = solar_spec(1, "Roof", 30, Reading(now_s, 131.0), Reading(now_s, 50.0))
+        pump = actuator_spec(30, "Solar pump", "pump", 0, 0, True)
         ev = run([], (pump,), solars=(hot,))
         assert ev.decisions[30].state is False
         cooling = replace(hot, collector=Reading(now_s, 125.0))
@@ -469,7 +475,7 @@ class TestNoBypass:
     """Overrun and minimum burner run went on with every zone valve closed."""
 
     def setup_method(self):
-        self.plant = PlantSpec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1, 2))
+        self.plant = plant_spec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1, 2))
         self.zones = [zone(temp=20.0), zone(temp=20.0, id=2, name="Annex", actuator_ids=(11,))]
 
     def acts(self, hall_open: bool, annex_open: bool, **boiler):
@@ -477,8 +483,8 @@ class TestNoBypass:
         return (
             valve(is_on=hall_open),
             valve(id=11, name="Annex valve", is_on=annex_open),
-            ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, stopped, stopped, **boiler),
-            ActuatorSpec(21, "Pump", "pump", 0, 0, True, at(10).timestamp()),
+            actuator_spec(20, "Boiler", "boiler", 0, 0, False, stopped, stopped, **boiler),
+            actuator_spec(21, "Pump", "pump", 0, 0, True, at(10).timestamp()),
         )
 
     def test_overrun_keeps_the_last_open_valve_open(self):
@@ -500,7 +506,7 @@ class TestNoBypass:
 
     def test_minimum_burner_run_keeps_a_circuit_open(self):
         acts = list(self.acts(True, False))
-        acts[2] = ActuatorSpec(20, "Boiler", "boiler", 600, 600, True, at(12, 0).timestamp())
+        acts[2] = actuator_spec(20, "Boiler", "boiler", 600, 600, True, at(12, 0).timestamp())
         ev = run(self.zones, acts, now=at(12, 3), plants=(self.plant,))
         assert ev.decisions[20].state is True and ev.decisions[20].strategy == ANTI_SHORT_CYCLE
         assert ev.decisions[10].state is True and ev.decisions[10].strategy == NO_BYPASS
@@ -510,8 +516,8 @@ class TestNoBypass:
         acts = (
             valve(),
             valve(id=11, name="Annex valve"),
-            ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, idle, idle),
-            ActuatorSpec(21, "Pump", "pump", 0, 0, False, idle, idle),
+            actuator_spec(20, "Boiler", "boiler", 0, 0, False, idle, idle),
+            actuator_spec(21, "Pump", "pump", 0, 0, False, idle, idle),
         )
         ev = run(self.zones, acts, plants=(self.plant,))
         assert ev.decisions[21].strategy == PUMP_KICK
@@ -527,11 +533,11 @@ class TestNoBypass:
 
 
 def test_an_actuator_nothing_drives_is_held_at_its_idle_state():
-    """It used to get no decision at all, so it stayed wherever it was left."""
-    lone = ActuatorSpec(99, "Spare relay", is_on=True)
+    """Issue #15.5: it used to get no decision at all, so it stayed wherever it was left."""
+    lone = actuator_spec(99, "Spare relay", is_on=True)
     decision = run([zone(temp=15.0)], actuators=(valve(), lone)).decisions[99]
     assert (decision.state, decision.reason) == (False, "Not controlled: idle state OFF")
-    pump = ActuatorSpec(98, "Pump", is_on=False, idle_state=True, owner="zone 'Hall'")
+    pump = actuator_spec(98, "Pump", is_on=False, idle_state=True, owner="zone 'Hall'")
     decision = run([], actuators=(pump,)).decisions[98]
     assert decision.state is True and decision.released_from == "zone 'Hall'"
     assert decision.reason == "Released from zone 'Hall': idle state ON" and decision.owner == ""

@@ -8,16 +8,15 @@ from datetime import timedelta
 
 import pytest
 
-from control.state import (
+from control.engine.specs import (
     FROST,
     OVER_TEMPERATURE,
     OVERRIDE,
     WEATHER,
     OutputOverrideSpec,
-    WeatherSpec,
 )
 
-from .helpers import NOW, valve
+from .helpers import NOW, valve, weather_spec
 from .test_weather_evaluator import BOILER, CLOSER, MIXING, OPENER, PUMP, plant, run
 
 HOLD = OutputOverrideSpec(30.0, NOW + timedelta(hours=1), "Commissioning", 7, "alice", 3)
@@ -52,7 +51,7 @@ def test_frost_and_over_temperature_beat_the_override():
 
 
 def test_a_held_boiler_set_point_is_in_degrees():
-    boiler = WeatherSpec(mode="boiler_setpoint", flow_min_c=20.0, flow_max_c=80.0)
+    boiler = weather_spec(mode="boiler_setpoint", flow_min_c=20.0, flow_max_c=80.0)
     out = run(plant(weather=boiler, flow=None, output_override=replace(HOLD, value=55.0))).outputs[
         1
     ]

@@ -7,16 +7,14 @@ import math
 
 import pytest
 
-from control.state import (
+from control.engine.specs import (
     SOLAR_ANTIFREEZE,
     SOLAR_DIFFERENTIAL,
     SOLAR_EMERGENCY,
     SOLAR_TANK_MAX,
-    KickSpec,
     Reading,
-    SolarSpec,
 )
-from control.strategies import (
+from control.engine.strategies import (
     anti_short_cycle,
     frost,
     optimum_start,
@@ -27,6 +25,8 @@ from control.strategies import (
     solar,
     thermostat,
 )
+
+from .helpers import kick_spec, solar_spec
 
 
 class TestThermostat:
@@ -135,21 +135,21 @@ class TestPumpKick:
     WEEK = 7 * 86400
 
     def test_idle_for_a_week_kicks(self):
-        assert pump_kick.due(KickSpec(), False, idle_since=0, kick_started=None, now_s=self.WEEK)
+        assert pump_kick.due(kick_spec(), False, idle_since=0, kick_started=None, now_s=self.WEEK)
 
     def test_idle_for_less_does_not(self):
-        assert not pump_kick.due(KickSpec(), False, 0, None, self.WEEK - 1)
+        assert not pump_kick.due(kick_spec(), False, 0, None, self.WEEK - 1)
 
     def test_a_kick_lasts_its_run_time(self):
-        assert pump_kick.due(KickSpec(), True, 0, kick_started=100, now_s=129)
-        assert not pump_kick.due(KickSpec(), True, 0, kick_started=100, now_s=130)
+        assert pump_kick.due(kick_spec(), True, 0, kick_started=100, now_s=129)
+        assert not pump_kick.due(kick_spec(), True, 0, kick_started=100, now_s=130)
 
     def test_disabled_kick(self):
         assert not pump_kick.due(None, False, 0, None, 10 * self.WEEK)
 
 
 class TestSolar:
-    circuit = SolarSpec(id=1, name="Roof", pump_id=5, collector=None, tank=None)
+    circuit = solar_spec(id=1, name="Roof", pump_id=5, collector=None, tank=None)
 
     def decide(self, collector, tank, pump_on=False, emergency=False, antifreeze=False, full=False):
         return solar.decide(self.circuit, collector, tank, pump_on, emergency, antifreeze, full)

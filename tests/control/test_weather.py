@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from control.weather import (
+from control.engine.weather import (
     CLOSE,
     OPEN,
     ValveState,

@@ -6,31 +6,29 @@ from dataclasses import replace
 
 import pytest
 
-from control.evaluator import evaluate
-from control.state import (
+from control.engine.evaluator import evaluate
+from control.engine.specs import (
     FROST,
     OVER_TEMPERATURE,
     SENSOR_FALLBACK,
     WEATHER,
-    ActuatorSpec,
     PlantSpec,
     Reading,
-    WeatherSpec,
 )
 
-from .helpers import NOW, snapshot, valve, zone
+from .helpers import NOW, actuator_spec, plant_spec, snapshot, valve, weather_spec, zone
 
 T = NOW.timestamp()
-BOILER = ActuatorSpec(20, "Boiler", "boiler", 0, 0, False)
-PUMP = ActuatorSpec(21, "Pump", "pump", 0, 0, False)
-OPENER = ActuatorSpec(30, "Mix open", "relay", 0, 0, False)
-CLOSER = ActuatorSpec(31, "Mix close", "relay", 0, 0, False)
+BOILER = actuator_spec(20, "Boiler", "boiler", 0, 0, False)
+PUMP = actuator_spec(21, "Pump", "pump", 0, 0, False)
+OPENER = actuator_spec(30, "Mix open", "relay", 0, 0, False)
+CLOSER = actuator_spec(31, "Mix close", "relay", 0, 0, False)
 # Kp 5 %/K, Ti 100 s; slope 1.5: outside 0 °C and a 20 °C room -> 50 °C flow.
-MIXING = WeatherSpec(kp=5.0, ti_s=100.0, flow_min_c=20.0, flow_max_c=75.0, flow_limit_c=85.0)
+MIXING = weather_spec(kp=5.0, ti_s=100.0, flow_min_c=20.0, flow_max_c=75.0, flow_limit_c=85.0)
 
 
 def plant(outside: float | None = 0.0, flow: float | None = 40.0, **kw) -> PlantSpec:
-    base = PlantSpec(
+    base = plant_spec(
         1,
         "Boiler house",
         20,
@@ -114,7 +112,7 @@ def test_a_lost_flow_sensor_holds_the_valve_and_raises_an_alarm():
 
 
 def test_a_modulating_boiler_gets_the_curve_as_its_flow_set_point():
-    boiler = WeatherSpec(
+    boiler = weather_spec(
         mode="boiler_setpoint", flow_min_c=20.0, flow_max_c=80.0, scale_low=0, scale_high=100
     )
     ev = run(plant(outside=-10.0, weather=boiler, flow_name="", flow=None))
@@ -157,8 +155,8 @@ def test_the_configured_index_zone_is_held_open_for_a_plant_without_bypass():
     acts = (
         valve(),
         valve(id=11, name="Annex valve"),
-        ActuatorSpec(20, "Boiler", "boiler", 0, 0, False, idle, idle),
-        ActuatorSpec(21, "Pump", "pump", 0, 0, False, idle, idle),
+        actuator_spec(20, "Boiler", "boiler", 0, 0, False, idle, idle),
+        actuator_spec(21, "Pump", "pump", 0, 0, False, idle, idle),
     )
     p = plant(weather=None, zone_ids=(1, 2), has_bypass=False, index_zone_id=2)
     ev = evaluate(snapshot([hall, annex], acts, plants=(p,)))

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from control.engine.strategies.optimum_start import preheat_minutes
 from control.models import Booking
-from control.strategies.optimum_start import preheat_minutes
 from demo import layout
 from demo.plant import Coils, DemoPlant
 from demo.site import (

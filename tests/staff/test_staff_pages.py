@@ -129,7 +129,7 @@ def test_overview_shows_the_preheat_minutes_control_latched_not_a_recomputed_fig
     from django.utils import timezone
 
     from control import runtime
-    from control.state import OPTIMUM_START
+    from control.engine.specs import OPTIMUM_START
 
     # The room warmed faster than predicted: 19 °C now would be 20 min, but 80 were latched.
     start = timezone.now() + timedelta(minutes=30)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from control.state import (
+from control.engine.specs import (
     SOLAR_ANTIFREEZE,
     SOLAR_DIFFERENTIAL,
     SOLAR_EMERGENCY,

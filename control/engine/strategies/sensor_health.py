@@ -1,5 +1,5 @@
 """Stale or missing sensor: say why the reading cannot be trusted (the evaluator then falls
-back: see control/strategies/fallback.py)."""
+back: see control/engine/strategies/fallback.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from control.state import Reading
-from control.strategies.timefmt import hhmm
+from control.engine.specs import Reading
+from control.engine.timefmt import hhmm
 
 
 def problem(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from control.state import SCHEDULE, ExceptionSpec, ScheduleSpec, Window
-from control.strategies.timefmt import local_instant
-from core.dates import day_text
+from control.engine.specs import SCHEDULE, ExceptionSpec, ScheduleSpec, Window
+from control.engine.timefmt import day_text, local_instant
 
 WEEKDAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 

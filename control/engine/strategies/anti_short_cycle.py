@@ -6,7 +6,7 @@ its minimum on time even if the thermostat is satisfied.
 
 from __future__ import annotations
 
-from control.strategies.timefmt import minutes
+from control.engine.timefmt import minutes
 
 
 def hold(

@@ -3,6 +3,10 @@
 Nothing here touches the database, Redis or the network, so the evaluator can be unit-tested
 with hand-made snapshots and replayed over recorded history. Times are timezone-aware
 datetimes (UTC inside the evaluator) or unix seconds where they come from Redis.
+
+The configuration specs (zone, actuator, plant, weather, solar, kick, exception day) are
+keyword-only and carry no defaults for what a model field holds: control/mapper.py fills them
+from the rows, so each default is written once, on the model.
 """
 
 from __future__ import annotations
@@ -10,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
-
-from core.dates import DEFAULT_TIME_ZONE
 
 # Strategy names, as written to ActuatorCommand.strategy and shown on the staff pages.
 FROST = "frost_protection"
@@ -32,7 +34,6 @@ SOLAR_DIFFERENTIAL = "solar_differential"
 SOLAR_EMERGENCY = "solar_emergency_stop"
 SOLAR_ANTIFREEZE = "solar_antifreeze"
 SOLAR_TANK_MAX = "solar_tank_max"
-DISABLED = "disabled"
 IDLE_STATE = "idle_state"  # nothing drives the actuator: it is held at its configured idle state
 NO_BYPASS = "no_bypass"  # a zone valve held open so a plant without a bypass is not dead-headed
 WEATHER = "weather_compensation"  # heating curve / mixing loop output
@@ -57,10 +58,10 @@ class PeriodSpec:
     setpoint: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExceptionSpec:
     day: date
-    occupied: bool = False
+    occupied: bool
     start: time | None = None
     end: time | None = None
     description: str = ""
@@ -114,45 +115,51 @@ class Window:
     source: str  # BOOKING or SCHEDULE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ZoneSpec:
+    """A zone (control/models.py Zone and its ZoneTuning). No defaults for what the model
+    carries: control/mapper.py fills every field from a row, so a default lives once, on the
+    model."""
+
     id: int
     name: str
-    slug: str = ""
-    comfort_setpoint: float = 20.0
-    setback_setpoint: float | None = None
-    frost_on: float = 5.0
-    frost_off: float = 7.0
-    max_temperature: float = 28.0
-    hysteresis: float = 0.3
-    optimum_start: bool = True
-    optimum_stop: bool = False
-    max_preheat_min: int = 180
-    heating_rate_min_per_k: float = 20.0
-    cooling_rate_min_per_k: float = 60.0
-    coast_allowance_k: float = 0.5
-    sensor_stale_after_s: int = 900
-    has_sensor: bool = True
+    slug: str
+    comfort_setpoint: float
+    setback_setpoint: float | None
+    frost_on: float
+    frost_off: float
+    max_temperature: float
+    hysteresis: float
+    optimum_start: bool
+    optimum_stop: bool
+    max_preheat_min: int
+    heating_rate_min_per_k: float
+    cooling_rate_min_per_k: float
+    coast_allowance_k: float
+    sensor_stale_after_s: int
+    has_sensor: bool
+    sensor_name: str  # for reasons and alarms: "sensor 'Hall-t' stale since 08:40"
+    # Sensor lost while occupied: run a fixed duty cycle instead of leaving the room cold
+    # (from the settings, bms/settings.py).
+    fallback_duty_pct: float
+    fallback_period_s: int
+    limit_band_k: float  # over-temperature releases at max_temperature − this
     reading: Reading | None = None
     schedule: ScheduleSpec | None = None
     bookings: tuple[BookingSpec, ...] = ()
     override: OverrideSpec | None = None
     actuator_ids: tuple[int, ...] = ()
-    enabled: bool = True
-    sensor_name: str = ""  # for reasons and alarms: "sensor 'Hall-t' stale since 08:40"
-    # Sensor lost while occupied: run a fixed duty cycle instead of leaving the room cold.
-    fallback_duty_pct: float = 50.0
-    fallback_period_s: int = 1200
-    limit_band_k: float = 1.0  # over-temperature releases at max_temperature − this
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ActuatorSpec:
+    """An actuator (sensors/models.py Actuator) with its runtime state (control/runtime.py)."""
+
     id: int
     name: str
-    kind: str = "relay"
-    min_on_s: int = 600
-    min_off_s: int = 600
+    kind: str
+    min_on_s: int
+    min_off_s: int
     is_on: bool | None = None  # None: unknown (never commanded, or runtime state lost)
     changed_at: float | None = None  # unix seconds of the last switch
     last_off_at: float | None = None  # unix seconds it last went off
@@ -160,7 +167,7 @@ class ActuatorSpec:
     fault: bool = False
     # What the relay does when nothing drives it (False = OFF): held there, not left wherever
     # its last driver put it.
-    idle_state: bool = False
+    idle_state: bool
     # Who drove it at the last tick ("zone 'Hall'", "heating plant 'Boiler house'"; "" = nobody)
     # and, once released, whom it was released from: the idle reason names them.
     owner: str = ""
@@ -168,46 +175,47 @@ class ActuatorSpec:
     disabled_zone: str = ""  # it belongs to a zone that is disabled (not controlled)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KickSpec:
     """Weekly pump kick: run a pump that has stood idle, so it does not seize."""
 
-    idle_s: int = 7 * 86400
-    run_s: int = 30
+    idle_s: int
+    run_s: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WeatherSpec:
-    """A plant's weather compensation: the heating curve and where its output goes."""
+    """A plant's weather compensation: the heating curve and where its output goes
+    (control/models.py WeatherCompensation)."""
 
-    mode: str = "mixing_valve"  # or "boiler_setpoint" (a modulating boiler's flow set point)
-    slope: float = 1.5
-    shift_k: float = 0.0
-    room_influence: float = 0.0  # K of flow per K the index room is below its set point
-    flow_min_c: float = 20.0
-    flow_max_c: float = 75.0
-    flow_limit_c: float = 85.0  # over-temperature: valve closed / set point at flow min
-    output: str = "register"  # or "three_point"
-    kp: float = 4.0  # % valve per K
-    ti_s: float = 180.0
+    mode: str  # "mixing_valve" or "boiler_setpoint" (a modulating boiler's flow set point)
+    slope: float
+    shift_k: float
+    room_influence: float  # K of flow per K the index room is below its set point
+    flow_min_c: float
+    flow_max_c: float
+    flow_limit_c: float  # over-temperature: valve closed / set point at flow min
+    output: str  # "register" or "three_point"
+    kp: float  # % valve per K
+    ti_s: float
     # Holding register output (0-10 V / 4-20 mA module): scale_low -> raw_min, scale_high -> raw_max.
-    host: str = ""
-    port: int = 502
-    device_id: int = 1
-    register: int = 0
-    raw_min: int = 0
-    raw_max: int = 10000
-    scale_low: float = 0.0
-    scale_high: float = 100.0
+    host: str
+    port: int
+    device_id: int
+    register: int
+    raw_min: int
+    raw_max: int
+    scale_low: float
+    scale_high: float
     # Three-point valve: two relays (actuator ids) and the valve's full stroke time.
-    open_id: int | None = None
-    close_id: int | None = None
-    run_time_s: float = 120.0
-    min_pulse_s: float = 2.0
-    max_pulse_s: float = 20.0  # a pulse must end before the next tick (set from the tick)
+    open_id: int | None
+    close_id: int | None
+    run_time_s: float
+    min_pulse_s: float
+    max_pulse_s: float  # a pulse must end before the next tick (set from the tick)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlantSpec:
     """A heating plant: a boiler fed by its zones' demand and a circulation pump with overrun."""
 
@@ -215,22 +223,22 @@ class PlantSpec:
     name: str
     boiler_id: int
     zone_ids: tuple[int, ...]
-    pump_id: int | None = None
-    pump_overrun_s: int = 360
-    kick: KickSpec | None = KickSpec()
+    pump_id: int | None
+    pump_overrun_s: int
+    kick: KickSpec | None
     # Without a bypass the pump must always have an open circuit, or it runs dead-headed.
-    has_bypass: bool = False
+    has_bypass: bool
     # Plant frost protection from the outside temperature (Siemens RVD/Synco: 1.5 °C).
     outside: Reading | None = None
     outside_name: str = ""
-    frost_outside_c: float = 1.5
+    frost_outside_c: float
     # Outside and flow readings older than this are stale (HeatingPlant.sensor_stale_after_s).
-    sensor_stale_after_s: int = 900
-    limit_band_k: float = 1.0  # plant frost releases at frost_outside_c + this
+    sensor_stale_after_s: int
+    limit_band_k: float  # plant frost releases at frost_outside_c + this
     # Flow temperature: plant frost protection when the zones are blind, and the mixing loop.
     flow: Reading | None = None
     flow_name: str = ""
-    flow_frost_c: float = 5.0
+    flow_frost_c: float
     # The index circuit: its room drives the curve's room influence, its valves are held open
     # for a plant without a bypass. None: the first of the plant's zones by name.
     index_zone_id: int | None = None
@@ -238,31 +246,32 @@ class PlantSpec:
     output_override: OutputOverrideSpec | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SolarSpec:
-    """A solar thermal circuit: collector and tank sensors, one pump."""
+    """A solar thermal circuit: collector and tank sensors, one pump (control/models.py
+    SolarCircuit)."""
 
     id: int
     name: str
     pump_id: int
     collector: Reading | None
     tank: Reading | None
-    delta_on: float = 6.0
-    delta_off: float = 4.0
-    tank_max: float = 60.0
-    tank_hysteresis: float = 2.0
-    collector_emergency: float = 130.0
-    emergency_hysteresis: float = 10.0
-    antifreeze_on: float = 4.0
-    antifreeze_off: float = 5.0
-    sensor_stale_after_s: int = 900
-    kick: KickSpec | None = KickSpec()
+    delta_on: float
+    delta_off: float
+    tank_max: float
+    tank_hysteresis: float
+    collector_emergency: float
+    emergency_hysteresis: float
+    antifreeze_on: float
+    antifreeze_off: float
+    sensor_stale_after_s: int
+    kick: KickSpec | None
 
 
 @dataclass(frozen=True)
 class Snapshot:
     now: datetime
-    time_zone: str = DEFAULT_TIME_ZONE
+    time_zone: str  # the site's (settings.TIME_ZONE), for wall-clock schedules and reasons
     zones: tuple[ZoneSpec, ...] = ()
     actuators: dict[int, ActuatorSpec] = field(default_factory=dict)
     plants: tuple[PlantSpec, ...] = ()

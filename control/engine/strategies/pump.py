@@ -3,7 +3,7 @@ carry the residual heat out of the heat exchanger."""
 
 from __future__ import annotations
 
-from control.strategies.timefmt import minutes
+from control.engine.timefmt import minutes
 
 
 def overrun_left_s(

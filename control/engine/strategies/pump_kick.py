@@ -3,7 +3,7 @@ seize over summer."""
 
 from __future__ import annotations
 
-from control.state import KickSpec
+from control.engine.specs import KickSpec
 
 
 def due(

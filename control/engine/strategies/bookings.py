@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from control.state import BOOKING, BookingSpec, Window
-from control.strategies.timefmt import hhmm
+from control.engine.specs import BOOKING, BookingSpec, Window
+from control.engine.timefmt import hhmm
 
 
 def windows(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from control.state import OverrideSpec
-from core.dates import when_text
+from control.engine.specs import OverrideSpec
+from control.engine.timefmt import when_text
 
 
 def active(override: OverrideSpec | None, now: datetime) -> OverrideSpec | None:

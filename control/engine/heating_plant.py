@@ -1,0 +1,181 @@
+"""Heating plants: the boiler fed by its zones' demand, the circulation pump with its overrun
+and kick, plant frost protection from the outside and flow temperatures, and the open circuit
+a plant without a bypass needs while its pump runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from control.engine.specs import (
+    FROST,
+    HEATING_PLANT,
+    NO_BYPASS,
+    OVERRIDE,
+    PUMP_OVERRUN,
+    SAFETY_STRATEGIES,
+    ActuatorSpec,
+    Decision,
+    PlantSpec,
+    Reading,
+    ZoneResult,
+)
+from control.engine.strategies import frost, pump, sensor_health
+from control.engine.strategies import override as override_rules
+from control.engine.tick import Tick
+
+# Actuators that open a zone's circuit (what a pump without a bypass needs).
+VALVE_KINDS = frozenset({"valve", "radiator"})
+
+
+def outside_frost(tick: Tick, plant: PlantSpec) -> tuple[bool, float | None]:
+    """Plant frost protection from the outside temperature (with a band, held across
+    ticks). A configured outside sensor that is lost raises its own alarm."""
+    return _frost_from(
+        tick, plant, "outside", plant.outside, plant.outside_name, plant.frost_outside_c,
+        "plant frost protection cannot work",
+    )  # fmt: skip
+
+
+def flow_frost(tick: Tick, plant: PlantSpec) -> tuple[bool, float | None]:
+    """Plant frost protection from the flow temperature (Siemens RVD/Synco: flow below
+    5 °C -> pump and heat), with a band, held across ticks. The flow sensor sees the
+    water itself: it works when every room sensor is lost and the outside one too."""
+    return _frost_from(
+        tick, plant, "flow", plant.flow, plant.flow_name, plant.flow_frost_c,
+        "flow frost protection and the mixing loop cannot work",
+    )  # fmt: skip
+
+
+def _frost_from(
+    tick: Tick,
+    plant: PlantSpec,
+    what: str,
+    reading: Reading | None,
+    name: str,
+    threshold_c: float,
+    lost: str,
+) -> tuple[bool, float | None]:
+    """(frost active, temperature) from one plant sensor; a configured sensor that is lost
+    raises plant-<what>:<id> saying what stops working, and counts as no frost."""
+    if not name:
+        return False, None
+    problem = sensor_health.problem(
+        reading, True, tick.now_s, plant.sensor_stale_after_s, name, tick.tz
+    )
+    if problem:
+        tick.alarms[f"plant-{what}:{plant.id}"] = (
+            f"Heating plant '{plant.name}': {what} {problem[0].lower()}{problem[1:]}: {lost}"
+        )
+        return False, None
+    temp = reading.value  # type: ignore[union-attr]  # checked by sensor_health above
+    key = f"plant:{plant.id}:{what}_frost"
+    active = frost.active(
+        temp, threshold_c, threshold_c + plant.limit_band_k, bool(tick.remembered.get(key))
+    )
+    if active:
+        tick.memory[key] = True
+    return active, temp
+
+
+def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
+    boiler = tick.snapshot.actuators.get(plant.boiler_id)
+    if boiler is None:
+        return
+    calling = [
+        (zid, results[zid]) for zid in plant.zone_ids if zid in results and results[zid].demand
+    ]
+    names = {z.id: z.name for z in tick.snapshot.zones}
+    if calling:
+        listed = ", ".join(names[zid] for zid, _ in calling[:5])
+        more = f" and {len(calling) - 5} more" if len(calling) > 5 else ""
+        strategy = FROST if any(r.mode == FROST for _, r in calling) else HEATING_PLANT
+        proposal = Decision(boiler.id, True, f"Heat demand from {listed}{more}", strategy)
+    else:
+        proposal = Decision(boiler.id, False, "No zone calls for heat", HEATING_PLANT)
+    owner = f"heating plant '{plant.name}'"
+    boiler_decision = replace(tick.finalize(boiler, proposal), owner=owner)
+    decisions[boiler.id] = boiler_decision
+
+    pump_act = tick.snapshot.actuators.get(plant.pump_id) if plant.pump_id else None
+    if pump_act is None:
+        return
+    frosty, outside = tick.outside_frost.get(plant.id, (False, None))
+    cold, flow = tick.flow_frost.get(plant.id, (False, None))
+    if boiler_decision.state:
+        proposal = Decision(pump_act.id, True, "Follows the boiler (firing)", HEATING_PLANT)
+    elif frosty:
+        # Siemens RVD/Synco plant frost protection: circulate so no pipe stands still.
+        proposal = Decision(
+            pump_act.id,
+            True,
+            f"Plant frost protection: outside {outside:.1f} °C below "
+            f"{plant.frost_outside_c:g} °C — pump circulates",
+            FROST,
+        )
+    elif cold:
+        proposal = Decision(
+            pump_act.id,
+            True,
+            f"Plant frost protection: flow {flow:.1f} °C below "
+            f"{plant.flow_frost_c:g} °C — pump circulates",
+            FROST,
+        )
+    else:
+        stopped_at = tick.now_s if boiler.is_on else boiler.last_off_at
+        left = pump.overrun_left_s(False, stopped_at, tick.now_s, plant.pump_overrun_s)
+        if left > 0:
+            proposal = Decision(
+                pump_act.id, True, pump.overrun_reason(left, plant.pump_overrun_s), PUMP_OVERRUN
+            )
+        else:
+            proposal = Decision(pump_act.id, False, "Boiler off, overrun done", HEATING_PLANT)
+    pump_decision = tick.finalize(pump_act, tick.kick(pump_act, plant.kick, proposal))
+    decisions[pump_act.id] = replace(pump_decision, owner=owner)
+    if not plant.has_bypass and (boiler_decision.state or pump_decision.state):
+        running = pump_decision if pump_decision.state else boiler_decision
+        _keep_a_circuit_open(tick, plant, decisions, running.reason)
+
+
+def _keep_a_circuit_open(tick: Tick, plant: PlantSpec, decisions: dict, why: str) -> None:
+    """A plant without a bypass must not run its pump (overrun, minimum burner
+    run, kick, frost circulation) against closed zone valves. If no valve of its zones is
+    open, the ones open at the last tick stay open; if none was, those of its first zone
+    (the index circuit). A valve a safety limit or an engineer's override closed stays
+    closed."""
+    zones = {z.id: z for z in tick.snapshot.zones}
+    valves: list[ActuatorSpec] = []
+    zone_of: dict[int, int] = {}
+    for zid in plant.zone_ids:
+        for aid in zones[zid].actuator_ids if zid in zones else ():
+            act = tick.snapshot.actuators.get(aid)
+            if act is not None and act.kind in VALVE_KINDS and aid in decisions:
+                valves.append(act)
+                zone_of.setdefault(aid, zid)
+    if not valves or any(decisions[v.id].state for v in valves):
+        return
+    free = [
+        v
+        for v in valves
+        if decisions[v.id].strategy not in SAFETY_STRATEGIES | {OVERRIDE}
+        and override_rules.active(v.override, tick.now) is None
+    ]
+    held = [v for v in free if v.is_on]
+    if not held and free:
+        # The configured index circuit, else the first of the plant's zones with a free valve.
+        index = zone_of[free[0].id]
+        if any(zone_of[v.id] == plant.index_zone_id for v in free):
+            index = plant.index_zone_id
+        held = [v for v in free if zone_of[v.id] == index]
+    for v in held:
+        before = decisions[v.id]
+        decisions[v.id] = replace(
+            before,
+            state=True,
+            reason=f"Held open: '{plant.name}' has no bypass and its pump runs ({why}) "
+            f"(then: {before.reason})",
+            strategy=NO_BYPASS,
+            user_id=None,
+        )
+
+
+# --- weather compensation ---------------------------------------------------------------
