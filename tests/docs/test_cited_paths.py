@@ -9,7 +9,7 @@ move, the citations must move with them. What is scanned:
   HTML templates, JavaScript and CSS.
 
 A citation is a repository-relative path that starts with a top-level directory of the tree,
-e.g. `control/evaluator.py`, `core/static/core/live.js:40`, `docs/FEEDS.md#layout`,
+e.g. `control/engine/evaluator.py`, `core/static/core/live.js:40`, `docs/FEEDS.md#layout`,
 `scripts/run-site.sh`. To keep prose such as "sensors/actuators" out, a candidate counts when
 its last part has a file extension, it ends in `/`, it has at least two slashes, or it stands
 alone in backticks. Not citations: URLs and URL paths (anything right after a `/` or `:`),
