@@ -69,7 +69,7 @@ def test_the_red_team_flood_registers_no_node_and_opens_one_alarm(
     known = Node.objects.create(name="emonth", node_id=19, site=site)
     now = int(time.time())
     for prefix in ("flood-a-", "flood-b-"):
-        rows = flood_rows(prefix) [: FLOOD - 1] + [[now, 19, 20.5]]
+        rows = flood_rows(prefix)[: FLOOD - 1] + [[now, 19, 20.5]]
         r = post_cb(rows, key, now)
         assert r.status_code == 200 and r.content == b"ok"  # emonhub must not resend forever
     assert registered(site) == 0
@@ -227,7 +227,9 @@ def test_silent_gateway_nodes_are_one_alarm_that_counts_them(site_gateway, redis
     alarms = {a.key: a for a in Alarm.objects.open()}
     assert set(alarms) == {f"gateway-nodes-silent:{gateway.pk}", f"node-silent:{mine.pk}"}
     group = alarms[f"gateway-nodes-silent:{gateway.pk}"]
-    assert group.occurrences == 40 and "40 nodes registered by gateway key 'emonpi'" in group.message
+    assert (
+        group.occurrences == 40 and "40 nodes registered by gateway key 'emonpi'" in group.message
+    )
     # Some come back: the same alarm counts fewer; all back: cleared.
     redis_client.hset("sensors:seen", mapping={n.pk: int(later) for n in Node.objects.all()[:30]})
     check_silent_nodes(now=later + 1)
