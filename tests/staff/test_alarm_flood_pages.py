@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.test import Client
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.html import escape
