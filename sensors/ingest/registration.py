@@ -9,7 +9,7 @@ Now, for the new names of one request:
 1. names refused for this site in the last BMS_INGEST_REFUSED_NAME_TTL_S (600 s) are refused
    again from Redis, with no database query (a sorted set per site, name -> expiry, at most
    BMS_INGEST_REFUSED_NAMES members: the soonest to expire go first);
-2. the rest are looked up in one query (sensors/ingest/node_auth.lookup_refs);
+2. the rest are looked up in one query (`lookup_refs` in sensors/ingest/node_auth.py);
 3. more than BMS_INGEST_MAX_NEW_NODES_PER_REQUEST (32) new names: none is registered (a real
    emonhub names at most the radio ids it hears; a flood registers nothing);
 4. otherwise, under the site's lock (input_budget.site_lock, the same one the worker takes to
