@@ -14,6 +14,7 @@ class AlarmAdmin(admin.ModelAdmin):
         "severity",
         "source",
         "message",
+        "occurrences",
         "is_open",
         "cleared_at",
         "acknowledged_at",

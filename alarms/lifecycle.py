@@ -1,5 +1,14 @@
-"""Raise and clear alarms: each condition is raised once (one open alarm per key),
-emailed to BMS_ALARM_EMAILS when it opens, and cleared when the condition ends."""
+"""Raise and clear alarms: each condition is raised once (one open alarm per key), and
+cleared when the condition ends.
+
+Nothing here sends e-mail: a flood of alarms raised on the request or worker path must not
+cost an SMTP round trip each (the red team's 7,106 alarms were 7,106 e-mails, sent inline).
+A new alarm waits with `emailed_at` unset until the digest task (alarms/notify.py, on beat)
+sends it with the others raised meanwhile.
+
+A condition that happens many times while open counts its occurrences on the one alarm
+(`count_alarm`, or `raise_alarm(..., occurrences=n)` for a level such as "n nodes silent"):
+one row per cause and scope, never one per occurrence."""
 
 from __future__ import annotations
 
@@ -7,12 +16,11 @@ import logging
 import time
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from alarms.models import Alarm
-from core.dates import when_text
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +43,58 @@ def in_startup_grace(now: float, at_least_s: float = 0.0) -> bool:
 
 
 def raise_alarm(
-    key: str, message: str, *, source: str, severity: str = Alarm.Severity.WARNING
+    key: str,
+    message: str,
+    *,
+    source: str,
+    severity: str = Alarm.Severity.WARNING,
+    occurrences: int | None = None,
 ) -> tuple[Alarm, bool]:
-    """Open an alarm for `key` unless one is already open. Returns (alarm, created)."""
+    """Open an alarm for `key` unless one is already open. Returns (alarm, created).
+
+    With `occurrences` (a level: how many nodes are silent now), an open alarm takes that
+    figure and the new message when the figure changed; it is not raised (nor e-mailed) again."""
     existing = Alarm.objects.filter(key=key, cleared_at__isnull=True).first()
     if existing is not None:
+        if occurrences is not None and existing.occurrences != occurrences:
+            Alarm.objects.filter(pk=existing.pk).update(occurrences=occurrences, message=message)
+            existing.occurrences, existing.message = occurrences, message
         return existing, False
     try:
         with transaction.atomic():
-            alarm = Alarm.objects.create(key=key, message=message, source=source, severity=severity)
+            alarm = Alarm.objects.create(
+                key=key,
+                message=message,
+                source=source,
+                severity=severity,
+                occurrences=1 if occurrences is None else occurrences,
+            )
     except IntegrityError:
         # Another worker opened the same alarm a moment ago: that one stands.
         return Alarm.objects.get(key=key, cleared_at__isnull=True), False
     log.warning("alarm raised: %s", message)
-    _notify(alarm)
     return alarm, True
+
+
+def count_alarm(
+    key: str, message: str, *, add: int, source: str, severity: str = Alarm.Severity.WARNING
+) -> bool:
+    """Add `add` occurrences to the open alarm for `key` (its message becomes the latest), or
+    open it with that many. One UPDATE when it is open. Returns True if it was opened now."""
+    open_alarm = Alarm.objects.filter(key=key, cleared_at__isnull=True)
+    if open_alarm.update(occurrences=F("occurrences") + add, message=message):
+        return False
+    try:
+        with transaction.atomic():
+            Alarm.objects.create(
+                key=key, message=message, source=source, severity=severity, occurrences=add
+            )
+    except IntegrityError:
+        # Opened by another worker between the UPDATE and the INSERT: count on that one.
+        open_alarm.update(occurrences=F("occurrences") + add, message=message)
+        return False
+    log.warning("alarm raised: %s", message)
+    return True
 
 
 def clear_alarm(key: str) -> int:
@@ -69,20 +114,3 @@ def acknowledge_all(user, up_to_pk: int) -> int:
     return Alarm.objects.filter(
         cleared_at__isnull=True, acknowledged_at__isnull=True, pk__lte=up_to_pk
     ).update(acknowledged_at=timezone.now(), acknowledged_by=user)
-
-
-def _notify(alarm: Alarm) -> None:
-    recipients = settings.BMS_ALARM_EMAILS
-    if not recipients:
-        return
-    try:
-        send_mail(
-            subject=f"[BMS {alarm.severity}] {alarm.message[:80]}",
-            message=f"{alarm.message}\n\nRaised {when_text(timezone.localtime(alarm.raised_at))} {timezone.get_current_timezone_name()} by {alarm.source}.",
-            from_email=settings.DEFAULT_FROM_EMAIL,
-            recipient_list=recipients,
-            fail_silently=False,
-        )
-    except OSError as exc:
-        # The alarm is recorded and on the overview; a mail server outage must not hide it.
-        log.error("could not email alarm %s: %s", alarm.key, exc)

@@ -1,4 +1,4 @@
-"""The system tasks: the worker heartbeat and the system watchdog."""
+"""The system tasks: the worker heartbeat, the system watchdog and the alarm e-mail digest."""
 
 from __future__ import annotations
 
@@ -23,3 +23,12 @@ def system_watchdog() -> dict:
     from alarms import watchdog
 
     return watchdog.run_all()
+
+
+@shared_task(name="alarms.tasks.send_alarm_digest", ignore_result=True, acks_late=False)
+def send_alarm_digest() -> int:
+    """Beat, every BMS_ALARM_EMAIL_CHECK_S: e-mail the alarms raised since the last digest, at
+    most one message per BMS_ALARM_EMAIL_EVERY_S (alarms/notify.py)."""
+    from alarms import notify
+
+    return notify.send_digest()

@@ -16,7 +16,8 @@ Who runs which check (a dead process cannot report its own death):
 - /healthz reports both as well, for whoever polls it (docker's healthcheck).
 
 Every alarm goes through alarms.lifecycle: raised once per condition, emailed to
-BMS_ALARM_EMAILS, cleared here as soon as the condition ends.
+BMS_ALARM_EMAILS in the next digest (alarms/notify.py), cleared here as soon as the condition
+ends.
 """
 
 from __future__ import annotations

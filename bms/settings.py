@@ -270,6 +270,17 @@ BMS_INGEST_MAX_AUTO_INPUTS_PER_NODE = env_int("BMS_INGEST_MAX_AUTO_INPUTS_PER_NO
 BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE = env_int(
     "BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE", 1000, minimum=0
 )
+# Nodes a gateway key registers by posting for them (sensors/ingest/registration.py): per site,
+# and per request (a request naming more new nodes registers none of them). 32 is every radio id
+# one JeeLib/RFM69 group can carry (5 bits), so a real emonhub's first post always fits.
+BMS_INGEST_MAX_AUTO_NODES_PER_SITE = env_int("BMS_INGEST_MAX_AUTO_NODES_PER_SITE", 64, minimum=0)
+BMS_INGEST_MAX_NEW_NODES_PER_REQUEST = env_int(
+    "BMS_INGEST_MAX_NEW_NODES_PER_REQUEST", 32, minimum=0
+)
+# A node name refused for a site is answered from Redis, with no database query, for this long;
+# at most BMS_INGEST_REFUSED_NAMES names are kept per site (the oldest go first).
+BMS_INGEST_REFUSED_NAME_TTL_S = env_int("BMS_INGEST_REFUSED_NAME_TTL_S", 600, minimum=1)
+BMS_INGEST_REFUSED_NAMES = env_int("BMS_INGEST_REFUSED_NAMES", 10_000, minimum=1)
 
 # --- Throttling (core/throttle.py, docs/CONFIGURATION.md) ---------------------------------
 # Counts live in Redis so every gunicorn worker shares them. Generous defaults: a real site
@@ -411,6 +422,8 @@ CELERY_TASK_ROUTES = (
         # hostile calendar server would delay the boiler's tick.
         "control.tasks.sync_ical_feeds": {"queue": "commit"},
         "control.tasks.*": {"queue": "control"},
+        # SMTP may take its EMAIL_TIMEOUT: never on the control worker, where it would delay a tick.
+        "alarms.tasks.send_alarm_digest": {"queue": "commit"},
         "alarms.tasks.*": {"queue": "control"},
         "energy.tasks.*": {"queue": "commit"},
     },
@@ -422,6 +435,11 @@ CELERY_BEAT_SCHEDULE = {
     "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
     "worker-heartbeat": {"task": "alarms.tasks.heartbeat", "schedule": 15.0},
     "system-watchdog": {"task": "alarms.tasks.system_watchdog", "schedule": 60.0},
+    # Alarm e-mail goes out as a digest, off the request and worker paths (alarms/notify.py).
+    "alarm-email-digest": {
+        "task": "alarms.tasks.send_alarm_digest",
+        "schedule": env_float("BMS_ALARM_EMAIL_CHECK_S", 15.0, minimum=1.0),
+    },
     # Daily use per meter for the energy page (energy/refresh.py, docs/ENERGY.md).
     "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
     # Last month's energy report to each building's recipients, 06:10 on the 1st (docs/ENERGY.md).
@@ -502,6 +520,8 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bms@localhost")
 BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
+# At most one alarm e-mail (a digest of everything raised meanwhile) per this many seconds.
+BMS_ALARM_EMAIL_EVERY_S = env_int("BMS_ALARM_EMAIL_EVERY_S", 60, minimum=1)
 # System watchdog thresholds (alarms/watchdog.py, docs/RELIABILITY.md).
 BMS_ALARM_DISK_FREE_PCT = env_float("BMS_ALARM_DISK_FREE_PCT", 10.0, minimum=0.0)
 BMS_ALARM_BACKLOG_POINTS = env_int("BMS_ALARM_BACKLOG_POINTS", 2_000_000, minimum=1)

@@ -96,9 +96,10 @@ class NodeAdmin(admin.ModelAdmin):
         "enabled",
         "key_prefix",
     ]
-    list_filter = ["protocol", "enabled", "site"]
+    # "Registered by a gateway key" lets an engineer find (and delete) a flood's junk nodes.
+    list_filter = ["protocol", "enabled", "site", "auto_created"]
     search_fields = ["name", "location", "description"]
-    readonly_fields = ["key_prefix", "created", "input_errors"]
+    readonly_fields = ["key_prefix", "created", "input_errors", "auto_created", "registered_by"]
     inlines = [SensorInline, ModbusRegisterInline]
     actions = ["rotate_write_key"]
     form = NodeAdminForm

@@ -160,6 +160,23 @@ class Node(WriteKeyHolder, models.Model):
         default=1, validators=[MaxValueValidator(MODBUS_MAX_DEVICE_ID)]
     )
     created = models.DateTimeField(auto_now_add=True)
+    # Registered by a gateway key's post rather than by a person: counted against the site's
+    # bound of such nodes (BMS_INGEST_MAX_AUTO_NODES_PER_SITE, sensors/ingest/registration.py),
+    # and judged silent together with the other nodes of its gateway (one alarm, not one each).
+    auto_created = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Registered by a gateway key when it first posted for this node.",
+    )
+    registered_by = models.ForeignKey(
+        "GatewayKey",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="registered_nodes",
+        help_text="The gateway key whose post registered this node.",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from celery import shared_task
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
@@ -79,22 +80,41 @@ def kick_ingest_drains() -> dict:
     return {"kicked": kicked, "backlog": total}
 
 
+GATEWAY_SILENT_PREFIX = "gateway-nodes-silent:"
+SILENT_NAMED = 5  # node names in a gateway's silent alarm; the rest are counted
+
+
 @shared_task(name="sensors.tasks.check_silent_nodes", ignore_result=True)
 def check_silent_nodes(now: float | None = None) -> dict:
+    """Raise and clear the silent alarms: one per node a person registered, and one per gateway
+    key for the nodes it registered itself (`gateway-nodes-silent:<key id>`, counting them), so
+    a gateway that goes quiet, or a flood of made-up names, is one alarm and not one per node.
+    Also sweeps the ingest streams of deleted nodes (sensors/ingest/node_cleanup.py)."""
+    from sensors.ingest import node_cleanup
+
     now = time.time() if now is None else now
     seen = state.all_last_seen()
-    open_keys = set(
-        Alarm.objects.filter(key__startswith="node-silent:", cleared_at__isnull=True).values_list(
-            "key", flat=True
-        )
-    )
+    silent_keys = Q(key__startswith="node-silent:") | Q(key__startswith=GATEWAY_SILENT_PREFIX)
+    open_keys = set(Alarm.objects.open().filter(silent_keys).values_list("key", flat=True))
     raised, cleared, waiting = [], [], []
+    by_gateway: dict[int, list[Node]] = {}
     redis = get_redis()
-    for node in Node.objects.filter(enabled=True).only("id", "name", "interval", "created"):
+    nodes = Node.objects.filter(enabled=True).only(
+        "id", "name", "interval", "created", "auto_created", "registered_by_id"
+    )
+    for node in nodes:
         # A node that never posted is measured from when it was registered.
         last = seen.get(node.id, node.created.timestamp())
         key = f"node-silent:{node.id}"
-        if now - last > state.SILENT_FACTOR * node.interval:
+        silent = now - last > state.SILENT_FACTOR * node.interval
+        if node.auto_created and node.registered_by_id:
+            by_gateway.setdefault(node.registered_by_id, [])
+            if silent and not in_startup_grace(now, state.SILENT_FACTOR * node.interval):
+                by_gateway[node.registered_by_id].append(node)
+            if key in open_keys:  # opened before gateway nodes were counted together
+                clear_alarm(key)
+            continue
+        if silent:
             if key not in open_keys and in_startup_grace(now, state.SILENT_FACTOR * node.interval):
                 waiting.append(node.id)  # just restarted: give it the chance to post first
                 continue
@@ -114,7 +134,48 @@ def check_silent_nodes(now: float | None = None) -> dict:
             clear_alarm(key)
             redis.srem(state.SILENT_KEY, node.id)
             cleared.append(node.id)
-    return {"raised": raised, "cleared": cleared, "waiting": waiting}
+    groups = _gateway_silent_alarms(by_gateway, open_keys)
+    swept = node_cleanup.sweep_orphans()
+    return {
+        "raised": raised,
+        "cleared": cleared,
+        "waiting": waiting,
+        "gateways_silent": groups,
+        "streams_removed": swept,
+    }
+
+
+def _gateway_silent_alarms(by_gateway: dict[int, list[Node]], open_keys: set[str]) -> dict:
+    """One alarm per gateway key with silent nodes it registered: {key id: silent count}."""
+    from sensors.models import GatewayKey
+
+    names = dict(GatewayKey.objects.filter(pk__in=by_gateway).values_list("pk", "name"))
+    counts = {}
+    for gateway_id, silent in by_gateway.items():
+        key = f"gateway-nodes-silent:{gateway_id}"
+        counts[gateway_id] = len(silent)
+        if not silent:
+            if key in open_keys:
+                clear_alarm(key)
+            continue
+        shown = ", ".join(repr(n.name) for n in silent[:SILENT_NAMED])
+        more = f" and {len(silent) - SILENT_NAMED:,} more" if len(silent) > SILENT_NAMED else ""
+        raise_alarm(
+            key,
+            f"{len(silent):,} node{'s' if len(silent) != 1 else ''} registered by gateway key "
+            f"'{names.get(gateway_id, gateway_id)}' {'are' if len(silent) != 1 else 'is'} "
+            f"silent (not heard for 3 of their intervals): {shown}{more}. Is the gateway "
+            "running? Delete nodes that are not real in the admin.",
+            source="node",
+            occurrences=len(silent),
+        )
+    # A gateway key whose nodes were all deleted or disabled: its alarm has nothing to count.
+    for key in open_keys:
+        if key.startswith(GATEWAY_SILENT_PREFIX):
+            gateway_id = int(key.removeprefix(GATEWAY_SILENT_PREFIX))
+            if gateway_id not in by_gateway:
+                clear_alarm(key)
+    return counts
 
 
 @shared_task(name="sensors.tasks.poll_modbus_meters", ignore_result=True)

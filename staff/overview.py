@@ -73,7 +73,33 @@ def site_overview() -> dict:
         "nodes": _node_rows(now),
         "zones": _with_preheat_start(zone_status()),
         "actuators": actuators,
-        "open_alarms": Alarm.objects.filter(cleared_at__isnull=True).select_related(
-            "acknowledged_by"
-        ),
+        **open_alarm_summary(OVERVIEW_ALARMS),
+    }
+
+
+# Open alarms drawn on the overview (most urgent first); the alarm list pages through the rest.
+OVERVIEW_ALARMS = 20
+
+
+def open_alarm_summary(limit: int, offset: int = 0) -> dict:
+    """The open alarms to draw (critical first, newest first within a severity) and what the
+    page says of all of them: how many per severity and the newest unacknowledged one.
+
+    A bounded slice plus two aggregate queries, whatever the number open: 10,000 open alarms
+    (a flood) must not make a 3.6 MB page that buries the relay alarm."""
+    open_alarms = Alarm.objects.open()
+    by_severity = open_alarms.counts_by_severity()
+    unacknowledged = open_alarms.filter(acknowledged_at__isnull=True)
+    shown = open_alarms.by_urgency().select_related("acknowledged_by")[offset : offset + limit]
+    return {
+        "open_alarms": list(shown),
+        "open_total": sum(by_severity.values()),
+        "open_by_severity": [
+            (severity, by_severity[severity])
+            for severity in (Alarm.Severity.CRITICAL, Alarm.Severity.WARNING, Alarm.Severity.INFO)
+            if by_severity.get(severity)
+        ],
+        "unacknowledged": unacknowledged.count(),
+        "newest_unacknowledged": unacknowledged.order_by("-pk").values_list("pk", flat=True).first()
+        or 0,
     }

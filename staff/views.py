@@ -146,25 +146,35 @@ def _csv_response(
     return response
 
 
+ALARMS_PER_PAGE = 100
+
+
 @staff_page
 def alarm_list(request: HttpRequest) -> HttpResponse:
-    open_alarms = list(
-        Alarm.objects.filter(cleared_at__isnull=True).select_related("acknowledged_by")
-    )
+    """Open alarms, most urgent first, ALARMS_PER_PAGE a page (`?page=N`), with the counts of
+    all of them; then the 50 most recently cleared."""
+    from staff.overview import open_alarm_summary
+
+    raw = request.GET.get("page", "1")
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
+        return error_response("'page' must be a page number from 1", 400, field="page")
+    page = int(raw)
+    context = open_alarm_summary(ALARMS_PER_PAGE, (page - 1) * ALARMS_PER_PAGE)
+    pages = max(1, -(-context["open_total"] // ALARMS_PER_PAGE))
     recent = Alarm.objects.filter(cleared_at__isnull=False).order_by("-cleared_at")[:50]
-    unacknowledged = [a.pk for a in open_alarms if a.acknowledged_at is None]
-    return render(
-        request,
-        "staff/alarms.html",
-        {
-            "nav": "alarms",
-            "open_alarms": open_alarms,
-            "recent": recent,
-            "can_ack": is_engineer(request.user),
-            "unacknowledged": len(unacknowledged),
-            "newest_shown": max(unacknowledged, default=0),
-        },
+    context.update(
+        nav="alarms",
+        recent=recent,
+        can_ack=is_engineer(request.user),
+        page=page,
+        pages=pages,
+        previous_page=page - 1 if page > 1 else None,
+        next_page=page + 1 if page < pages else None,
+        # "Acknowledge all (N)": every open unacknowledged alarm up to the newest one when the
+        # page was drawn, on every page (not one raised since).
+        newest_shown=context["newest_unacknowledged"],
     )
+    return render(request, "staff/alarms.html", context)
 
 
 @require_POST

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from django.db.models import Q
 from django.http import HttpRequest
 
 from sensors import keys
@@ -150,6 +151,50 @@ def lookup_ref(ref: str | int) -> NodeIdentity | None:
     identity = NodeIdentity.of(node) if node is not None else None
     _by_ref.set(ref, identity, None if identity else NEGATIVE_TTL_S)
     return identity
+
+
+# What `cached_ref` answers for a ref this process looked up recently and found no node for.
+NOT_FOUND = NodeIdentity(id=0, name="", node_id=None, enabled=False)
+
+
+def cached_ref(ref: str | int) -> NodeIdentity | None:
+    """The node a ref names if this process knows (no query): NOT_FOUND if it knows there is
+    none, None if it does not know."""
+    cached = _by_ref.get(ref, _MISSING)
+    if cached is _MISSING:
+        return None
+    return NOT_FOUND if cached is None else cached
+
+
+def lookup_refs(refs: list[str | int]) -> dict[str | int, NodeIdentity | None]:
+    """`lookup_ref` for many refs at once: the process cache first, then one query for the
+    rest (a bulk request naming 2,500 nodes costs one query, not 2,500)."""
+    found: dict[str | int, NodeIdentity | None] = {}
+    missing = []
+    for ref in refs:
+        cached = _by_ref.get(ref, _MISSING)
+        if cached is _MISSING:
+            missing.append(ref)
+        else:
+            found[ref] = cached
+    if not missing:
+        return found
+    radio_ids = [r for r in missing if isinstance(r, int) and r <= 255]
+    names = [str(r) for r in missing]
+    by_radio: dict[int, Node] = {}
+    by_name: dict[str, Node] = {}
+    match = Q(name__in=names) | Q(node_id__in=radio_ids) if radio_ids else Q(name__in=names)
+    for node in Node.objects.filter(match):
+        by_name[node.name] = node
+        if node.node_id is not None:
+            by_radio[node.node_id] = node
+    for ref in missing:
+        node = by_radio.get(ref) if isinstance(ref, int) and ref <= 255 else None
+        node = node or by_name.get(str(ref))
+        identity = NodeIdentity.of(node) if node is not None else None
+        _by_ref.set(ref, identity, None if identity else NEGATIVE_TTL_S)
+        found[ref] = identity
+    return found
 
 
 def remember_ref(ref: str | int, identity: NodeIdentity) -> None:

@@ -83,30 +83,22 @@ def sensor_map(node_id: int) -> dict[str, SensorSpec]:
     return specs
 
 
-AUTO_CREATE_LOCK_S = 30
-
-
 def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
-    """A Sensor and a Feed `<node>:<key>` for each unseen key.
+    """A Sensor and a Feed `<node>:<key>` for each unseen key, within the bound.
 
-    Serialised per node with a Redis lock: the first batches of a new node often arrive
-    together, and two workers upgrading SQLite read locks to write locks at once would make
-    one fail with "database is locked" instead of waiting.
+    Counted and created under the site's lock (input_budget.site_lock): two nodes of one site
+    creating at once used to pass the site's bound by what one batch created. The lock also
+    keeps two workers from upgrading SQLite read locks to write locks at once ("database is
+    locked" instead of waiting).
     """
-    lock = get_redis().lock(
-        f"sensors:autocreate:{node.pk}",
-        timeout=AUTO_CREATE_LOCK_S,
-        blocking_timeout=AUTO_CREATE_LOCK_S,
-    )
-    with lock:
+    with input_budget.site_lock(node.site_id):
         return _create_auto_sensors(node, keys)
 
 
 def _create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
     existing = set(Sensor.objects.filter(node=node, key__in=keys).values_list("key", flat=True))
     created = []
-    # Counted under the node's lock; two nodes of one site creating at once may pass the site
-    # bound by what one batch creates, never more.
+    # Counted under the site's lock: the room seen here is the room there is.
     wanted = sorted(keys - existing)
     allowed = wanted[: input_budget.room(node.pk, node.site_id)]
     for key in allowed:
@@ -360,7 +352,7 @@ def _store_node_state(
                 },
             )
     if not skipped_inputs:
-        pipe.srem(input_budget.CAPPED_SET, str(node_id))
+        pipe.hdel(input_budget.CAPPED_NODES, str(node_id))
     pipe.srem(state.SILENT_KEY, str(node_id))
     results = pipe.execute()
     was_silent = results[-1]
@@ -369,8 +361,8 @@ def _store_node_state(
         # The node is back: close its silent alarm now rather than at the next check.
         clear_alarm(f"node-silent:{node_id}")
     if was_capped:
-        # A batch with no input beyond the bound: the condition has ended.
-        clear_alarm(input_budget.alarm_key(node_id))
+        # A batch with no input beyond the bound: the condition may have ended for the site.
+        input_budget.node_back_in_bounds(node_id)
 
 
 def _range_alarms(

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.views.decorators.csrf import csrf_exempt
 
@@ -31,13 +31,12 @@ from core import throttle
 from core.openapi import documented_by
 from core.redis import REDIS_FAILURES, ReplicasBehind
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors.ingest import emoncms_input, input_budget, input_errors, node_auth
+from sensors.ingest import emoncms_input, input_budget, input_errors, node_auth, registration
 from sensors.ingest import stream as ingest_stream
 from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.ingest.emoncms_input import BulkBatch, Skipped
 from sensors.ingest.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
 from sensors.ingest.parse import IngestError, Limits, Row, parse_post, parse_readings
-from sensors.models import Node
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +75,6 @@ def _read_body(request: HttpRequest) -> bytes:
         raise IngestError(f"body is larger than {limit} bytes", status=413, field="body")
     return body
 
-
-# A node registered by a gateway key: emonTH-class nodes post every minute; an engineer sets
-# the real interval (the silent alarm is 3 intervals).
-AUTO_NODE_INTERVAL_S = 60
 
 BAD_REQUESTS = "too many requests with a missing or wrong node key or bad input from this address"
 
@@ -301,65 +296,23 @@ def _bulk_text(request: HttpRequest, params: dict[str, str], body: bytes | None)
     return text
 
 
-def _resolve_for_gateway(
-    gateway: GatewayIdentity, ref: str | int
-) -> tuple[NodeIdentity | None, str]:
-    """The node a gateway row names, registered as new if the site has none by that name.
-
-    A new node counts against the site's bound of auto-created inputs (sensors/ingest/input_budget.py):
-    it is only made while the site has room for one more input, so the nodes a key can create
-    are bounded by the same figure as its inputs."""
-    identity = node_auth.lookup_ref(ref)
-    if identity is not None:
-        if identity.site_id != gateway.site_id:
-            return None, f"node {str(ref)[:64]!r} is not a node of this gateway's site"
-        if not identity.enabled:
-            return None, f"node {str(ref)[:64]!r} is disabled"
-        return identity, ""
-    if input_budget.site_room(gateway.site_id) <= 0:
-        return None, (
-            f"node {str(ref)[:64]!r} is new but the site may not get more automatically created "
-            f"inputs ({input_budget.limits_text()})"
-        )
-    radio_id = ref if isinstance(ref, int) and ref <= 255 else None
-    node = Node(
-        name=str(ref), node_id=radio_id, site_id=gateway.site_id,
-        protocol=Node.Protocol.EMONCMS, interval=AUTO_NODE_INTERVAL_S,
-        description=f"Registered by gateway key '{gateway.name}' when it first posted for it.",
-    )  # fmt: skip
-    try:
-        with transaction.atomic():
-            node.save()
-    except IntegrityError:
-        # Another request registered it a moment ago, or a node holds this radio id.
-        node_auth.forget_ref(ref)
-        identity = node_auth.lookup_ref(ref)
-        if identity is None or identity.site_id != gateway.site_id:
-            return None, f"node {str(ref)[:64]!r} is not a node of this gateway's site"
-        return identity, ""
-    log.info("gateway %s registered new node %s", gateway.name, node.name)
-    identity = NodeIdentity.of(node)
-    node_auth.remember_ref(ref, identity)
-    return identity, ""
-
-
 def _split_by_node(identity: Identity, batch: BulkBatch) -> list[tuple[NodeIdentity, list[Row]]]:
     """Each node's rows, in the order the nodes first appear; rows that cannot go to a node are
-    added to batch.skipped. A node key keeps the strict rule of our API (403 for another node)."""
+    added to batch.skipped. A node key keeps the strict rule of our API (403 for another node);
+    a gateway key's new nodes are registered within their bounds (sensors/ingest/registration.py)."""
     if isinstance(identity, NodeIdentity):
         _check_nodes(batch.rows, identity)
         return [(identity, batch.rows)] if batch.rows else []
+    refs = list(dict.fromkeys(row.node for row in batch.rows if row.node is not None))
+    resolution = registration.resolve(identity, refs)
     groups: dict[int, tuple[NodeIdentity, list[Row]]] = {}
-    resolved: dict[str | int, tuple[NodeIdentity | None, str]] = {}
     for index, row in enumerate(batch.rows):
         if row.node is None:
             batch.skipped.append(Skipped(index, "data[1]", "a gateway key needs the node"))
             continue
-        if row.node not in resolved:
-            resolved[row.node] = _resolve_for_gateway(identity, row.node)
-        node, why = resolved[row.node]
+        node = resolution.nodes.get(row.node)
         if node is None:
-            batch.skipped.append(Skipped(index, "data[1]", why))
+            batch.skipped.append(Skipped(index, "data[1]", resolution.refused[row.node]))
             continue
         groups.setdefault(node.id, (node, []))[1].append(row)
     return list(groups.values())

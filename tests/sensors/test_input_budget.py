@@ -22,7 +22,10 @@ T0 = 1_700_000_000
 
 
 def _open_capped_alarm(node) -> Alarm | None:
-    return Alarm.objects.filter(key=input_budget.alarm_key(node.pk), cleared_at=None).first()
+    """The site's one capped alarm (it counts the skipped readings of all its nodes)."""
+    node.refresh_from_db()
+    key = input_budget.site_alarm_key(node.site_id)
+    return Alarm.objects.filter(key=key, cleared_at=None).first()
 
 
 def test_defaults_are_documented_values(settings):
@@ -97,7 +100,8 @@ def test_alarm_clears_when_the_node_stops_sending_new_keys(redis_client, setting
     ingest_rows(node.pk, [[T0, {"a": 1, "junk": 2}]])
     assert _open_capped_alarm(node) is not None
     ingest_rows(node.pk, [[T0 + 10, {"a": 1, "junk": 2}]])  # still sending it: stays open
-    assert Alarm.objects.filter(key=input_budget.alarm_key(node.pk)).count() == 1
+    assert Alarm.objects.filter(key=input_budget.site_alarm_key(None)).count() == 1
+    assert _open_capped_alarm(node).occurrences == 2  # one reading skipped per batch
     ingest_rows(node.pk, [[T0 + 20, {"a": 1}]])
     assert _open_capped_alarm(node) is None
 
