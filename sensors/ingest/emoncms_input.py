@@ -54,11 +54,13 @@ class NonFinite:
 class Skipped:
     """One value (or row) left out of an accepted batch, and why."""
 
-    row: int
+    row: int | None  # None: not a row of a request (the worker's late readings)
     where: str
     reason: str
 
     def text(self) -> str:
+        if self.row is None:
+            return f"{self.where}: {self.reason}"
         return f"row {self.row} {self.where}: {self.reason}"
 
 
