@@ -36,7 +36,7 @@ from sensors.ingest import stream as ingest_stream
 from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.ingest.emoncms_input import BulkBatch, Skipped
 from sensors.ingest.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
-from sensors.ingest.parse import IngestError, Limits, Row, parse_post, parse_readings
+from sensors.ingest.parse import IngestError, Limits, Row, parse_readings
 from sensors.models import Node
 
 log = logging.getLogger(__name__)
@@ -399,8 +399,8 @@ def input_post(request: HttpRequest) -> HttpResponse:
 
     def parse() -> BulkBatch:
         nonlocal fulljson
-        row, fulljson = parse_post(params, time.time(), limits())
-        return BulkBatch(rows=[row])
+        batch, fulljson = emoncms_input.parse_post(params, time.time(), limits())
+        return batch
 
     _deliver(identity, parse)
     if fulljson:
