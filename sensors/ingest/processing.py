@@ -201,7 +201,7 @@ def _pulse_value(
         max_rate=float(p.get("max_pulse_rate", cv.DEFAULT_MAX_PULSE_RATE)),
     )
     if result is None:
-        return None  # not newer than the stored state: a redelivered batch
+        return None  # not newer than the counter's state: an older count tells nothing
     states[spec.id] = result.state
     if p.get("output", "total") == "rate":
         return result.rate
@@ -240,7 +240,8 @@ def ingest_rows(
 
     # A pulse counter's state is read here and written after the feed store took the batch. No
     # lock: one drain at a time processes a node's requests (sensors/ingest/drain.py), and a
-    # replayed reading is not newer than the state, so it is not counted again.
+    # redelivered request is recognised by its stream entry (`entry`); a count not newer than
+    # the state is dropped by pulse_step.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
     return _convert_and_process(node_id, rows, now, specs, pulse_specs, report, entry)
 
