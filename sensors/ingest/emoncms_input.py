@@ -87,22 +87,23 @@ def _shown(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
-def lenient_value(value: Any) -> tuple[float | None, str]:
+def lenient_value(value: Any, *, php_casts: bool = True) -> tuple[float | None, str]:
     """(number, "") for a usable value, else (None, why it was skipped).
 
-    As emoncms: null is 0 (`(float) null`; the `json`/`csv` forms name it `null`), a boolean is
-    1 or 0, numeric text is its number."""
+    With `php_casts` (/input/post and /input/bulk), as emoncms's input_methods.php: null is 0
+    (`(float) null`; the `json`/`csv` forms name it `null`), a boolean is 1 or 0. Numeric text
+    is its number either way. Without (MQTT), null and booleans are skipped too."""
     if value is None:
-        return 0.0, ""
+        return (0.0, "") if php_casts else (None, "null")
     if isinstance(value, NonFinite):
         return None, f"{value.literal} is not a finite number"
     if isinstance(value, bool):
-        return float(value), ""
+        return (float(value), "") if php_casts else (None, f"boolean {value!r}")
     if isinstance(value, str):
         text = value.strip()
         if not text:
             return None, "empty text"
-        if text == "null":
+        if text == "null" and php_casts:
             return 0.0, ""
         number = finite_float(text)
         if number is None:
