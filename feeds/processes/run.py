@@ -10,11 +10,19 @@ feeds/processes/steps.py says what each does, docs/FEEDS.md has the table):
     {"process": "if_zero_skip"}                  skip the next step when the value is 0
     {"process": "goto_process", "arg": 1}        jump to position 1 (emoncms counts from 1)
 
-Stateful processes keep state per (input, step) in Redis and ignore a point whose time is
-not after the last one they processed: a redelivered Celery task cannot count twice. Such a
-replayed point also stops there (later steps already ran for it the first time). Without
-state (a new step, or Redis lost its data) they carry on from the feed's last value, read
-from Redis or else from the feed's file, as emoncms's get_timevalue does.
+Stateful processes keep state per (input, step) in Redis. A reading at or before the last one
+a step processed (late, repeated, or after a future-dated one) is handled as emoncms does: no
+time elapsed, so nothing is added (steps.LATE), the value is passed on and the later steps run;
+a reading whose contribution is lost is listed in the report (`late`) for the caller to record.
+Redelivery is not this rule's business: the caller passes a `mark` (its Redis Stream entry id)
+written in the same transaction as the state and points, and a batch whose mark is already
+there is not run again. Without state (a new step, or Redis lost its data) steps carry on from
+the feed's last value, read from Redis or else from the feed's file, as emoncms's
+get_timevalue does.
+
+One post (the readings of one time and post id) is run as emoncms's process_node runs it: every
+input's value is stored first, then the process lists run, so `add_input` and its kin see this
+post's value of the other input, not the previous one.
 
 Daily processes (kwh_to_kwhd, power_to_kwhd, max_value, ...) write a local day's figure at
 that day's local midnight (emoncms's getstartday); a 86400 s feed floors it to its UTC slot,
@@ -44,7 +52,9 @@ from feeds.store.buffer import BufferedPoint, FeedBuffer
 
 log = logging.getLogger(__name__)
 
-InputItem = tuple[str, list[dict], int, float]
+# (input key, steps, t, value) or with a fifth item, the post it belongs to: the readings of
+# one post share their t and post id (items without one are grouped by t alone).
+InputItem = tuple[str, list[dict], int, float] | tuple[str, list[dict], int, float, int]
 FileLast = Callable[[list[int]], dict[int, tuple[int, float]]]
 
 __all__ = ["InputItem", "ProcessRunner", "RunReport", "validate_steps"]
@@ -52,6 +62,28 @@ __all__ = ["InputItem", "ProcessRunner", "RunReport", "validate_steps"]
 # A process list may pass through its steps at most this many times the list's length per
 # reading (emoncms's bound on goto loops); beyond it the reading stops there.
 MAX_PASSES = 2
+
+# How long a batch's mark (sensors: the node's last stream entry done) is kept: far longer than
+# an entry can stay pending, short enough that a deleted node's mark goes away.
+MARK_TTL_S = 7 * 86400
+SHOWN_LATE = 50  # late readings listed in a report (all are counted in `replayed`)
+
+
+def stream_id(raw: str | bytes) -> tuple[int, int]:
+    """A Redis Stream id `ms-seq` as a comparable pair."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
+@dataclass(frozen=True)
+class Late:
+    """A reading a stateful step could not count: at or before the last it processed."""
+
+    input_key: str
+    process: str
+    t: int
+    last_t: int
 
 
 def state_field(index: int, step: dict) -> str:
@@ -64,7 +96,9 @@ def state_field(index: int, step: dict) -> str:
 class RunReport:
     points: int = 0
     skipped_bad_values: int = 0
-    replayed: int = 0
+    replayed: int = 0  # readings a stateful step could not count (late): see `late`
+    late: list[Late] = field(default_factory=list)
+    already_done: bool = False  # the mark was there: the batch ran before, nothing was done
     invalid_steps: int = 0
     loops: int = 0  # readings stopped by the goto bound (MAX_PASSES)
     logged: list[BufferedPoint] = field(default_factory=list)
@@ -118,22 +152,23 @@ class ProcessRunner:
         *,
         input_last: dict[int, float] | None = None,
         input_ids: dict[str, int] | None = None,
+        mark: tuple[str, str] | None = None,
     ) -> RunReport:
         """`input_last`: sensor id -> last value, for the *_input steps; `input_ids`: the
-        sensor id of each input key, so a reading in this batch updates what later ones see."""
-        # Time order within the batch, so accumulators see readings as they happened.
+        sensor id of each input key, so a reading in this batch updates what later ones see.
+        `mark`: (Redis key, stream entry id): set with the batch's state and points in one
+        transaction; if the key already holds this id or a later one, the batch is not run
+        (`already_done`), so a redelivered request is never counted twice."""
+        # Time order within the batch, so accumulators see readings as they happened (stable:
+        # a post's readings stay together).
         batch = sorted(items, key=lambda item: item[2])
         inputs = (dict(input_last or {}), input_ids or {})
         state_keys = sorted(
-            {
-                self.state_key(k)
-                for k, steps, _t, _v in batch
-                if any(_is(s, STATEFUL) for s in steps)
-            }
+            {self.state_key(item[0]) for item in batch if any(_is(s, STATEFUL) for s in item[1])}
         )
-        feeds = sorted(
-            {s["feed"] for _k, steps, _t, _v in batch for s in steps if _is(s, READS_FEED)}
-        )
+        feeds = sorted({s["feed"] for item in batch for s in item[1] if _is(s, READS_FEED)})
+        if mark is not None:
+            return self._run_atomically(batch, state_keys, feeds, inputs, mark)
         if not state_keys:  # no state, nothing to race on
             states, feed_last = self._load(self.redis, [], feeds) if feeds else ({}, {})
             report, _changed = self._run_batch(batch, states, feed_last, inputs)
@@ -143,7 +178,14 @@ class ProcessRunner:
             return report
         return self._run_atomically(batch, state_keys, feeds, inputs)
 
-    def _run_atomically(self, batch: list, state_keys: list[str], feeds: list[int], inputs):
+    def _run_atomically(
+        self,
+        batch: list,
+        state_keys: list[str],
+        feeds: list[int],
+        inputs,
+        mark: tuple[str, str] | None = None,
+    ):
         """Read state, run, write state and points as one optimistic transaction.
 
         Two tasks for the same input may run at once (worker concurrency, a redelivered task
@@ -151,12 +193,21 @@ class ProcessRunner:
         first changed the state it read; it then runs again on the fresh state, where the
         points the first task already counted are replays. So each point is counted once
         and no update is lost, without a lock held across the Python work. A batch without
-        stateful steps never gets here and pays nothing.
+        stateful steps and without a mark never gets here and pays nothing.
+
+        With a mark, its key is watched too: a second drain that processed the same entries
+        first (one whose lease ran out) makes this one find the mark and stop.
         """
+        watched = [*state_keys, mark[0]] if mark is not None else state_keys
         with self.redis.pipeline(transaction=True) as pipe:
             for _attempt in range(MAX_ATTEMPTS):
                 try:
-                    pipe.watch(*state_keys)
+                    pipe.watch(*watched)
+                    if mark is not None:
+                        done = pipe.get(mark[0])
+                        if done is not None and stream_id(done) >= stream_id(mark[1]):
+                            pipe.reset()
+                            return RunReport(already_done=True)
                     states, feed_last = self._load(pipe, state_keys, feeds)
                     report, changed = self._run_batch(batch, states, feed_last, inputs)
                     pipe.multi()
@@ -166,13 +217,15 @@ class ProcessRunner:
                             self.state_key(key),
                             mapping={f: json.dumps(s) for f, s in fields.items()},
                         )
+                    if mark is not None:
+                        pipe.set(mark[0], mark[1], ex=MARK_TTL_S)
                     pipe.execute()
                     report.points = len(report.logged)
                     return report
                 except redis.WatchError:
                     pipe.reset()  # another task changed the state first: run again on it
         raise redis.WatchError(
-            f"process state of {len(state_keys)} input(s) changed under {MAX_ATTEMPTS} attempts"
+            f"process state of {len(watched)} key(s) changed under {MAX_ATTEMPTS} attempts"
         )
 
     def _load(self, client, state_keys: list[str], feeds: list[int]) -> tuple[dict, dict]:
@@ -201,18 +254,25 @@ class ProcessRunner:
         b = ps.Batch(self.clock, feed_last=dict(feed_last), input_last=dict(input_last))
         report = RunReport()
         changed: dict[str, dict[str, dict]] = {}
-        for input_key, steps, t, value in batch:
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                value = math.nan
-            if not math.isfinite(value):
-                report.skipped_bad_values += 1
-                continue
-            sensor_id = input_ids.get(input_key)
-            if sensor_id is not None:  # later readings' *_input steps see this one (emoncms)
-                b.input_last[sensor_id] = value
-            self._run_one(b, input_key, steps, int(t), value, states, changed, report)
+        for post in _posts(batch):
+            # emoncms's process_node: every input of the post takes its value first, then the
+            # process lists run, so a step reading another input sees this post's value.
+            readings = []
+            for item in post:
+                input_key, steps, t, value = item[:4]
+                try:
+                    value = float(value)
+                except (TypeError, ValueError):
+                    value = math.nan
+                if not math.isfinite(value):
+                    report.skipped_bad_values += 1
+                    continue
+                sensor_id = input_ids.get(input_key)
+                if sensor_id is not None:
+                    b.input_last[sensor_id] = value
+                readings.append((input_key, steps, int(t), value))
+            for input_key, steps, t, value in readings:
+                self._run_one(b, input_key, steps, t, value, states, changed, report)
         report.logged = b.logged
         report.published = b.published
         report.skipped_bad_values += b.skipped_bad_values
@@ -222,20 +282,20 @@ class ProcessRunner:
         """One reading through its list, with emoncms's skip and goto (process_model input())."""
         initial: float | None = value
         current: float | None = value
-        touched: set[str] = set()  # state fields this reading already advanced (goto loops)
+        late = False
         index, executed, limit = 0, 0, MAX_PASSES * len(steps)
         while index < len(steps):
             executed += 1
             if executed > limit:
                 report.loops += 1
                 log.warning("input %s: process list loops (goto); reading stopped", input_key)
-                return
+                break
             step = steps[index]
             name = step.get("process") if isinstance(step, dict) else None
             if name not in KNOWN:
                 report.invalid_steps += 1
                 log.warning("input %s: step %d is not a known process: %r", input_key, index, step)
-                return
+                break
             next_index = index + 1
             if name in CONTROL_FLOW:
                 if name == "goto_process":
@@ -243,7 +303,7 @@ class ProcessRunner:
                     # (1-based), except that goto 1 lands on position 2 as emoncms's does.
                     next_index = max(int(step["arg"]) - 2, 0) + 1
                 elif name == "error_found":
-                    return
+                    break
                 elif name == "reset2original":
                     current = initial
                 elif ps.CONDITIONS[name](current, step):
@@ -252,27 +312,53 @@ class ProcessRunner:
                 if current is not None:
                     fld = state_field(index, step)
                     state = states.setdefault(input_key, {}).get(fld)
-                    if state is not None and t <= state["t"] and fld not in touched:
-                        report.replayed += 1
-                        return  # seen already: this and the later steps ran the first time
-                    result = ps.STATEFUL[name](b, step, state, t, current)
-                    if result is None:
-                        current = None  # nothing to count (pulse_diff of a count <= 0)
+                    if state is not None and t <= state["t"]:
+                        # At or before the last reading it processed: emoncms's elapsed <= 0.
+                        current, new_state, emits, dropped = ps.LATE[name](
+                            b, step, state, t, current
+                        )
+                        if new_state is not None:
+                            new_state["t"] = state["t"]  # the clock stays at the newest
+                        if dropped:
+                            late = True
+                            if len(report.late) < SHOWN_LATE:
+                                report.late.append(Late(input_key, name, t, state["t"]))
                     else:
-                        current, new_state, emits = result
-                        new_state["t"] = t
+                        result = ps.STATEFUL[name](b, step, state, t, current)
+                        if result is None:
+                            current, new_state, emits = None, None, []  # nothing to count
+                        else:
+                            current, new_state, emits = result
+                            new_state["t"] = t
+                    if new_state is not None:
                         states[input_key][fld] = new_state
                         changed.setdefault(input_key, {})[fld] = new_state
-                        touched.add(fld)
-                        for et, ev, join in emits:
-                            b.log(step["feed"], et, ev, join)
+                    for et, ev, join in emits:
+                        b.log(step["feed"], et, ev, join)
             else:
                 current = ps.STATELESS[name](b, step, t, current)
             if current is not None and not math.isfinite(current):
                 report.skipped_bad_values += 1
                 log.warning("input %s: step %d made the value non-finite", input_key, index)
-                return
+                break
             index = next_index
+        if late:
+            report.replayed += 1
+
+
+def _posts(batch: list) -> Iterable[list]:
+    """Consecutive items of one post: the same t and post id (the fifth item, if any)."""
+    post: list = []
+    key = None
+    for item in batch:
+        item_key = (item[2], item[4] if len(item) > 4 else None)
+        if post and item_key != key:
+            yield post
+            post = []
+        key = item_key
+        post.append(item)
+    if post:
+        yield post
 
 
 def _is(step: object, names: frozenset[str]) -> bool:

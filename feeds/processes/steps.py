@@ -428,3 +428,76 @@ STATEFUL: dict[str, Callable] = {
     "power_to_kwh_15m": _power_to_kwh_slot(lambda s: 15),
     "power_to_kwh_custom": _power_to_kwh_slot(lambda s: int(s["minutes"])),
 }
+
+
+# --- a reading at or before the step's last one (late, repeated or after a future-dated one) ---
+#
+# emoncms runs every step on every reading: power_to_kwh and its kin compute the time elapsed
+# and add nothing when it is not positive, and pass the value on. So do these, and the steps
+# after them always run. Unlike emoncms they keep their clock at the newest reading (emoncms
+# moves the feed's last time back to the late one, and the next reading then counts that
+# interval again) and write no point for it (emoncms rewrites an earlier slot of a kWh feed
+# with today's total). A reading whose contribution is lost says so (dropped=True): the caller
+# records it in the node's input errors.
+#
+# Each takes (batch, step, state, t, value) with t <= state["t"] and returns (value passed on,
+# new state or None for unchanged, points to log, dropped).
+
+LateResult = tuple[float | None, dict | None, Emits, bool]
+
+
+def _late_adds_nothing(passed: Callable[[dict, float], float | None]):
+    def run(b: Batch, step, state, t, value) -> LateResult:
+        # At the same second nothing is lost: no time elapsed, or a count read again next time.
+        return passed(state, value), None, [], t < state["t"]
+
+    return run
+
+
+def _late_accumulator(b: Batch, step, state, t, value) -> LateResult:
+    # An increment counts whenever it arrives (a redelivered request never reaches here twice:
+    # sensors/ingest/drain.py remembers the stream entries done). The total is written at the
+    # newest reading's time, where the feed's last value is.
+    total = state["total"] + value
+    return total, {"total": total}, [(state["t"], total, True)], False
+
+
+def _late_whinc_to_kwhd(b: Batch, step, state, t, wh) -> LateResult:
+    day, start = b.clock.day(t)
+    if day != state["day"]:
+        return wh, None, [], True  # an earlier day's figure is not rewritten
+    total = state["total"] + wh / 1000.0
+    return wh, {"total": total, "day": day}, [(start, total, False)], False
+
+
+def _late_extreme(better: Callable[[float, float], bool]):
+    def run(b: Batch, step, state, t, value) -> LateResult:
+        day, start = b.clock.day(t)
+        if day != state["day"]:
+            return value, None, [], True
+        if better(value, state["best"]):
+            return value, {"day": day, "best": value}, [(start, value, False)], False
+        return value, None, [], False
+
+    return run
+
+
+LATE: dict[str, Callable[..., LateResult]] = {
+    "power_to_kwh": _late_adds_nothing(lambda s, v: v),
+    "power_to_kwhd": _late_adds_nothing(lambda s, v: v),
+    "power_to_kwh_15m": _late_adds_nothing(lambda s, v: v),
+    "power_to_kwh_custom": _late_adds_nothing(lambda s, v: v),
+    "input_ontime": _late_adds_nothing(lambda s, v: v),
+    # emoncms: a kWh below the last is an error and the last is passed on.
+    "kwh_to_kwhd": _late_adds_nothing(lambda s, v: max(v, s["kwh"])),
+    "ratechange": _late_adds_nothing(lambda s, v: None),
+    "pulse_diff": _late_adds_nothing(lambda s, v: None if _signed2unsigned(v) <= 0 else 0.0),
+    "kwh_to_power": _late_adds_nothing(lambda s, v: 0.0),  # emoncms: power 0 when no time passed
+    "wh_accumulator": _late_adds_nothing(lambda s, v: s["total"]),
+    "kwh_accumulator": _late_adds_nothing(lambda s, v: s["total"]),
+    "accumulator": _late_accumulator,
+    "whinc_to_kwhd": _late_whinc_to_kwhd,
+    "max_value": _late_extreme(lambda v, best: v > best),
+    "min_value": _late_extreme(lambda v, best: v < best),
+}
+assert LATE.keys() == STATEFUL.keys()

@@ -98,11 +98,13 @@ def process_inputs(
     *,
     input_last: dict[int, float] | None = None,
     input_ids: dict[str, int] | None = None,
+    mark: tuple[str, str] | None = None,
 ) -> RunReport:
     """Run each input's process list; buffered points go to Redis in one pipeline.
-    `input_last`/`input_ids` feed the *_input steps (see ProcessRunner.run)."""
+    `input_last`/`input_ids` feed the *_input steps; `mark` (key, stream entry id) makes a
+    redelivered batch a no-op (see ProcessRunner.run)."""
     runner = ProcessRunner(get_buffer(), _timezone(), file_last=_file_last_values)
-    return runner.run(items, input_last=input_last, input_ids=input_ids)
+    return runner.run(items, input_last=input_last, input_ids=input_ids, mark=mark)
 
 
 def _file_last_values(feed_ids: Iterable[int]) -> dict[int, tuple[int, float]]:

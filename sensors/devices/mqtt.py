@@ -102,7 +102,7 @@ def _json_values(doc: dict | list, prefix: str) -> dict[str, float]:
                 key = f"{key}_{raw['name']}"
             raw = raw["value"]
         where = f"payload.{key[:40]}"
-        number, why = lenient_value(raw)
+        number, why = lenient_value(raw, php_casts=False)
         if number is None:
             log.warning("MQTT %s skipped: %s", where, why)
             continue

@@ -175,8 +175,11 @@ INPUT_POST = dict(
     summary="emoncms input/post: one reading",
     description=(
         "emoncms-compatible single reading (emonTx, emonPi, ESP firmware post here unchanged). "
-        "Values from one of `fulljson`, `json` or `csv`, as query or form parameters. "
-        "Replies exactly `ok`. " + NODE_OR_GATEWAY_KEY + " Also at /input/post.json. "
+        "Values from one of `fulljson`, `json` or `csv`, as query or form parameters; as "
+        'emoncms, `null` is 0 and numeric text (`"23.5"`) its number; other text skips that '
+        "value only (recorded as an input error). Replies exactly `ok`. "
+        + NODE_OR_GATEWAY_KEY
+        + " Also at /input/post.json. "
         "docs/INGEST.md"
     ),
     parameters=POST_PARAMETERS,
@@ -234,7 +237,8 @@ INPUT_BULK = dict(
     description=(
         "emoncms-compatible batch, what emonhub sends: `data=[[t, node, v1, v2, ...], ...]` "
         "(form or query), `cb` for a raw zlib body, `c` for hex. Row times follow emoncms "
-        "(sentat / offset / time). Bad values and unusable rows are skipped and recorded as "
+        "(sentat / offset / time); as emoncms, `null` is 0 and numeric text its number. Other "
+        "bad values and unusable rows are skipped and recorded as "
         "input errors, the rest is queued, and the reply stays `ok` (emonhub resends anything "
         "else forever). " + NODE_OR_GATEWAY_KEY + " A gateway key writes any node of its site. "
         "Also at /input/bulk.json. docs/INGEST.md"

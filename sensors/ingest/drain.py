@@ -13,9 +13,11 @@ A pass over the shard, for every node with entries (its `ready` set):
    itself, and every other node of the shard gets its slice in the same pass.
 3. Each node's slice goes to sensors.ingest.processing.ingest_rows in chunks of at most CHUNK_ROWS
    rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer.
-A point processed twice (a chunk done but not acknowledged when its drain died) is harmless:
-feed slots are overwritten with the same value, and accumulating processes and pulse counters
-skip a point not newer than the last they processed (feeds/processes/run.py, sensors/conversions.py).
+Each request is counted once: the chunk's last entry id is written to the node's `done` key in
+the same transaction as its points and process state (stream.done_key), and entries at or
+before it (a chunk done but not acknowledged when its drain died, taken over by XAUTOCLAIM)
+are acknowledged without being processed again. The readings' times play no part in it: a
+late or future-dated reading is processed like any other (feeds/processes/run.py).
 
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
@@ -80,6 +82,7 @@ class DrainReport:
     requests: int = 0
     rows: int = 0
     claimed: int = 0  # entries taken over from an earlier consumer
+    already_done: int = 0  # entries processed before (redelivered): acknowledged, not redone
     dropped: int = 0
     busy: bool = False  # another drain held the shard
     stopped: str = ""  # why the drain stopped early ("transient: ...", "lease lost", "budget")
@@ -201,8 +204,18 @@ class Drain:
         return slices
 
     def _process(self, node_id: int, entries: list) -> int:
+        from feeds.processes.run import stream_id  # with the worker's imports, not the web's
         from sensors.ingest.processing import ingest_rows
 
+        taken = len(entries)
+        done = self.client.get(stream.done_key(node_id))
+        if done is not None:
+            # Processed before its XACK when a drain died: acknowledge, do not count again.
+            finished = [e for e, _ in entries if stream_id(e) <= stream_id(done)]
+            if finished:
+                self._acknowledge(node_id, finished)
+                self.report.already_done += len(finished)
+                entries = [(e, f) for e, f in entries if stream_id(e) > stream_id(done)]
         chunk_ids: list = []
         chunk_rows: list[list] = []
         for index, (entry_id, fields) in enumerate(entries):
@@ -222,7 +235,10 @@ class Drain:
             self.renew()  # still ours: nobody else is working on these entries
             try:
                 if chunk_rows:
-                    ingest_rows(node_id, chunk_rows)
+                    last_id = chunk_ids[-1]
+                    entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
+                    if ingest_rows(node_id, chunk_rows, entry=entry).already_done:
+                        self.report.already_done += len(chunk_ids)
             except TRANSIENT_ERRORS:
                 raise  # left pending; the next drain takes them over
             except Exception:
@@ -231,14 +247,17 @@ class Drain:
                     "ingest of node %s failed: %d request(s) dropped", node_id, len(chunk_ids)
                 )
                 self.report.dropped += len(chunk_ids)
-            pipe = self.client.pipeline(transaction=True)
-            pipe.xack(stream.stream_key(node_id), stream.GROUP, *chunk_ids)
-            pipe.xdel(stream.stream_key(node_id), *chunk_ids)
-            pipe.execute()
+            self._acknowledge(node_id, chunk_ids)
             self.report.requests += len(chunk_ids)
             self.report.rows += len(chunk_rows)
             chunk_ids, chunk_rows = [], []
-        return len(entries)
+        return taken
+
+    def _acknowledge(self, node_id: int, ids: list) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xack(stream.stream_key(node_id), stream.GROUP, *ids)
+        pipe.xdel(stream.stream_key(node_id), *ids)
+        pipe.execute()
 
 
 def drain_shard(

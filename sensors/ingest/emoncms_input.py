@@ -1,18 +1,24 @@
-"""The emoncms input API as emoncms answers it: `/input/bulk` bodies and names.
+"""The emoncms input API as emoncms answers it: `/input/post` and `/input/bulk`, their values,
+bodies and names.
 
 emonhub keeps a batch until the reply is exactly `ok` and resends anything else forever, so one
 bad value must never refuse a batch here. Compared with sensors/ingest/parse.py (strict, used by our
 own REST API, a request with any bad row refused whole):
+
+- values as emoncms's input_methods.php takes them: `null` (and the text `null` of the `json`
+  and `csv` forms) is 0, as PHP's `(float) null`; numeric text (`"23.5"`, what many ESP
+  firmwares send) is that number; `true` / `false` are 1 / 0;
 
 - the body may be raw zlib JSON (`cb=1`, emonhub with `sendnames = 1` or `compress = 1`), hex
   of zlib JSON in `data` (`c=1`), or `data=` form/query text, as emoncms's bulk() reads them;
 - node and input names are kept as emoncms keeps them: characters outside
   `[\\p{N}\\p{L}_\\s\\-.]` are removed (emoncms's process_node does the same), so
   `external temperature`, `température` and `emon.pi` are names;
-- a value that is `null`, `""`, text that is not a number, a boolean, nested, non-finite or too
-  large for a feed is SKIPPED and reported (emoncms casts it with `(float)`, storing a made-up
-  0 or 1); a row whose time or node is unusable is skipped the same way. The caller records
-  the skips where staff see them (sensors/ingest/input_errors.py) and still answers `ok`.
+- a value that is `""` or text that is not a number, nested, non-finite or too large for a
+  feed is SKIPPED and reported (emoncms stores a made-up 0 for such text in `fulljson` and
+  bulk, and refuses the whole post for it in `json` / `csv`); a row whose time or node is
+  unusable is skipped the same way. The caller records the skips where staff see them
+  (sensors/ingest/input_errors.py) and still answers `ok`.
 
 What is still refused whole (4xx): a body that is not zlib/hex/JSON, not a list of rows, or over
 the bounds (rows, values, decompressed size). emoncms answers such a request with an error text
@@ -24,6 +30,7 @@ from __future__ import annotations
 import binascii
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,9 +41,14 @@ from sensors.ingest.parse import (
     IngestError,
     Limits,
     Row,
+    check_key,
+    check_node_ref,
+    check_time,
+    check_totals,
     decompress_body,
     emoncms_name,
     finite_float,
+    parse_time_value,
 )
 
 SHOWN_CHARS = 40  # of a skipped value, in the record
@@ -54,11 +66,13 @@ class NonFinite:
 class Skipped:
     """One value (or row) left out of an accepted batch, and why."""
 
-    row: int
+    row: int | None  # None: not a row of a request (the worker's late readings)
     where: str
     reason: str
 
     def text(self) -> str:
+        if self.row is None:
+            return f"{self.where}: {self.reason}"
         return f"row {self.row} {self.where}: {self.reason}"
 
 
@@ -73,18 +87,24 @@ def _shown(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
-def lenient_value(value: Any) -> tuple[float | None, str]:
-    """(number, "") for a usable value, else (None, why it was skipped)."""
+def lenient_value(value: Any, *, php_casts: bool = True) -> tuple[float | None, str]:
+    """(number, "") for a usable value, else (None, why it was skipped).
+
+    With `php_casts` (/input/post and /input/bulk), as emoncms's input_methods.php: null is 0
+    (`(float) null`; the `json`/`csv` forms name it `null`), a boolean is 1 or 0. Numeric text
+    is its number either way. Without (MQTT), null and booleans are skipped too."""
     if value is None:
-        return None, "null"
+        return (0.0, "") if php_casts else (None, "null")
     if isinstance(value, NonFinite):
         return None, f"{value.literal} is not a finite number"
     if isinstance(value, bool):
-        return None, f"boolean {value!r}"
+        return (float(value), "") if php_casts else (None, f"boolean {value!r}")
     if isinstance(value, str):
         text = value.strip()
         if not text:
             return None, "empty text"
+        if text == "null" and php_casts:
+            return 0.0, ""
         number = finite_float(text)
         if number is None:
             return None, f"text {_shown(value)} is not a number"
@@ -117,6 +137,89 @@ def node_ref(raw: Any) -> tuple[str | int | None, str]:
     if len(name) > MAX_NAME_LENGTH:
         return None, f"node name longer than {MAX_NAME_LENGTH} characters"
     return (int(name) if name.isascii() and name.isdigit() else name), ""
+
+
+# --- /input/post ---------------------------------------------------------------------------------
+
+# What emoncms's post() keeps of `json` / `csv` text: letters, numbers, `_`, spaces, `-`, `.`,
+# `:` and `,` (its `[^\p{N}\p{L}_\s\-.:,]` removed).
+_LOOSE_STRIP = re.compile(r"[^\w\s\-.:,]", re.UNICODE)
+
+
+def parse_loose_pairs(
+    text: str, field_name: str, batch: BulkBatch | None = None
+) -> dict[str, float]:
+    """emoncms `json` / `csv` text: `{power1:100,power2:200}` or `100,200,300` (keys 1, 2, 3).
+    A value that is not a number is skipped (into `batch.skipped`) and keeps its position."""
+    cleaned = _LOOSE_STRIP.sub("", text).strip()
+    if not cleaned:
+        raise IngestError(f"{field_name}: no values", field=field_name)
+    values: dict[str, float] = {}
+    index = 0
+    for part in cleaned.split(","):
+        part = part.strip()
+        if ":" in part:
+            key, _, raw = part.partition(":")
+            key = check_key(key.strip(), f"{field_name}.{key.strip()}"[:80] or field_name)
+            where = f"{field_name}.{key}"[:80]
+        else:
+            index += 1
+            key, raw, where = str(index), part, f"{field_name}[{index}]"
+        number, why = lenient_value(raw)
+        if number is None:
+            if batch is not None:
+                batch.skipped.append(Skipped(None, where, why))
+        else:
+            values[key] = number
+    return values
+
+
+def parse_post(params: dict[str, str], now: float, limits: Limits) -> tuple[BulkBatch, bool]:
+    """emoncms input/post: `node`, one of `fulljson` | `json` | `csv` | `data`, `time`.
+    Returns (the batch: at most one row, and the values skipped; fulljson?) — the reply
+    differs for fulljson. A post whose every value is skipped queues nothing."""
+    node = check_node_ref(params.get("node"), "node")
+    t: float | None = None
+    batch = BulkBatch()
+    fulljson = "fulljson" in params
+    if fulljson:
+        try:
+            doc = json.loads(params["fulljson"], parse_constant=NonFinite)
+        except RecursionError as exc:
+            raise IngestError("fulljson: JSON nested too deeply", field="fulljson") from exc
+        except ValueError as exc:
+            raise IngestError(f"fulljson: malformed JSON ({exc})", field="fulljson") from exc
+        if not isinstance(doc, dict) or not doc:
+            raise IngestError("fulljson: must be a non-empty JSON object", field="fulljson")
+        if "time" in doc:
+            t = parse_time_value(doc.pop("time"), "fulljson.time")
+        if not doc:
+            raise IngestError("fulljson: no values besides time", field="fulljson")
+        values: dict[str, float] = {}
+        for raw_key, raw in doc.items():
+            key = check_key(raw_key, "fulljson")
+            number, why = lenient_value(raw)
+            if number is None:
+                batch.skipped.append(Skipped(None, f"fulljson.{key}"[:80], why))
+            else:
+                values[key] = number
+    else:
+        for name in ("json", "csv", "data"):
+            if params.get(name, "").strip():
+                values = parse_loose_pairs(params[name], name, batch)
+                break
+        else:
+            raise IngestError("no data: send fulljson, json or csv", field="fulljson|json|csv|data")
+    if params.get("time", "").strip():
+        t = parse_time_value(params["time"], "time")
+    t_int = check_time(t, now, limits, "time") if t is not None else int(now)
+    if values:
+        batch.rows.append(Row(node, t_int, values))
+        check_totals(batch.rows, limits)
+    return batch, fulljson
+
+
+# --- /input/bulk ---------------------------------------------------------------------------------
 
 
 def bulk_text(params: dict[str, str], body: bytes | None, limits: Limits) -> str:

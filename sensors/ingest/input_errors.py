@@ -1,8 +1,10 @@
 """A node's input errors: values left out of a batch that was accepted (`ok`) anyway.
 
 emonhub resends a refused batch forever, so the emoncms endpoints keep a batch's good values
-and skip the bad ones (`null`, text, booleans, a row without a usable time or node:
-sensors/ingest/emoncms_input.py). Each skip is recorded where staff see it:
+and skip the bad ones (text that is not a number, a row without a usable time or node:
+sensors/ingest/emoncms_input.py); the worker adds the readings a stateful input process could
+not count (older than one it already processed: sensors/ingest/processing.py). Each skip is
+recorded where staff see it:
 
 - Redis hash `sensors:input-errors:<subject>`: `count` (values skipped so far), `last` (the
   newest skips, named by row, position and reason), `at` (unix seconds). The node admin page
@@ -52,30 +54,39 @@ def alarm_key(subject: str) -> str:
     return subject
 
 
-def describe(skipped: list[Skipped]) -> str:
+def describe(skipped: list[Skipped], count: int | None = None) -> str:
+    count = len(skipped) if count is None else count
     text = "; ".join(s.text() for s in skipped[:SHOWN])
-    if len(skipped) > SHOWN:
-        text += f"; and {len(skipped) - SHOWN} more"
+    if count > SHOWN:
+        text += f"; and {count - SHOWN} more"
     return text[:MAX_TEXT]
 
 
-def record(subject: str, label: str, skipped: list[Skipped], now: float | None = None) -> None:
-    """Count the skipped values of one accepted batch and keep the alarm open."""
+def record(
+    subject: str,
+    label: str,
+    skipped: list[Skipped],
+    now: float | None = None,
+    count: int | None = None,
+) -> None:
+    """Count the skipped values of one accepted batch and keep the alarm open. `count`: how
+    many there were when `skipped` lists only some (the worker's late readings)."""
     if not skipped:
         return
     now = time.time() if now is None else now
-    text = describe(skipped)
+    count = len(skipped) if count is None else count
+    text = describe(skipped, count)
     pipe = get_redis().pipeline(transaction=False)
-    pipe.hincrby(record_key(subject), "count", len(skipped))
+    pipe.hincrby(record_key(subject), "count", count)
     pipe.hset(record_key(subject), mapping={"last": text, "at": int(now)})
     pipe.zadd(OPEN_KEY, {subject: now})
     newly_open = pipe.execute()[-1]
-    log.warning("%s: %d value(s) skipped in an accepted batch: %s", label, len(skipped), text)
+    log.warning("%s: %d value(s) skipped in an accepted batch: %s", label, count, text)
     if newly_open:
         raise_alarm(
             alarm_key(subject),
-            f"{label} sends values it cannot store (text, a bad time, node or input name); "
-            "they are skipped, the rest is stored: "
+            f"{label} sends values it cannot store (text, a bad time, node or input name) "
+            "or readings older than ones already counted; they are skipped, the rest is stored: "
             f"{text}",
             source="node",
         )

@@ -7,7 +7,8 @@ a request with any bad row is refused whole, so nothing of it is half-stored.
 
 Formats:
 - REST `POST /api/v1/readings`: `{"node": n, "time": t, "values": {"k": v}}` or a list of them.
-- emoncms `/input/post`: `node`, one of `fulljson` | `json` | `csv` | `data`, `time`.
+- emoncms `/input/post` is read by sensors/ingest/emoncms_input.py with these checks (its bad
+  values are skipped and recorded, as emonhub's endpoints must never refuse a batch for one).
 - emoncms `/input/bulk`: `data=[[t, node, v1, v2 | {"name": v}, ...], ...]` with the time
   reference from `sentat`, `offset` or `time` (emoncms input_methods.php semantics).
 """
@@ -231,7 +232,7 @@ def check_node_ref(raw: Any, where: str, row: int | None = None) -> NodeRef:
     return int(raw) if raw.isascii() and raw.isdigit() else raw
 
 
-def _check_totals(rows: list[Row], limits: Limits) -> None:
+def check_totals(rows: list[Row], limits: Limits) -> None:
     if len(rows) > limits.max_rows:
         raise IngestError(
             f"too many rows: {len(rows)} (limit {limits.max_rows}); split the batch",
@@ -289,64 +290,11 @@ def parse_readings(body: bytes, now: float, limits: Limits) -> list[Row]:
             for k, v in values.items()
         }
         rows.append(Row(check_node_ref(item.get("node"), "node", row), t, checked))
-    _check_totals(rows, limits)
+    check_totals(rows, limits)
     return rows
 
 
-# --- emoncms /input/post ------------------------------------------------------------------------
-
-_LOOSE_STRIP = re.compile(r"[^\w\s\-.:,]", re.UNICODE)
-
-
-def parse_loose_pairs(text: str, field_name: str) -> dict[str, float]:
-    """emoncms `json` / `csv` text: `{power1:100,power2:200}` or `100,200,300` (keys 1, 2, 3)."""
-    cleaned = _LOOSE_STRIP.sub("", text).strip()
-    if not cleaned:
-        raise IngestError(f"{field_name}: no values", field=field_name)
-    values: dict[str, float] = {}
-    index = 0
-    for part in cleaned.split(","):
-        part = part.strip()
-        if ":" in part:
-            key, _, raw = part.partition(":")
-            key = check_key(key.strip(), f"{field_name}.{key.strip()}"[:80] or field_name)
-            values[key] = check_value(raw, f"{field_name}.{key}", allow_text=True)
-        else:
-            index += 1
-            values[str(index)] = check_value(part, f"{field_name}[{index}]", allow_text=True)
-    return values
-
-
-def parse_post(params: dict[str, str], now: float, limits: Limits) -> tuple[Row, bool]:
-    """Returns (row, fulljson?) — the reply differs for fulljson."""
-    node = check_node_ref(params.get("node"), "node")
-    t: float | None = None
-    fulljson = "fulljson" in params
-    if fulljson:
-        doc = loads_strict(params["fulljson"], "fulljson")
-        if not isinstance(doc, dict) or not doc:
-            raise IngestError("fulljson: must be a non-empty JSON object", field="fulljson")
-        if "time" in doc:
-            t = parse_time_value(doc.pop("time"), "fulljson.time")
-        values = {
-            check_key(k, "fulljson"): check_value(v, f"fulljson.{k}"[:80], allow_text=False)
-            for k, v in doc.items()
-        }
-        if not values:
-            raise IngestError("fulljson: no values besides time", field="fulljson")
-    else:
-        for name in ("json", "csv", "data"):
-            if params.get(name, "").strip():
-                values = parse_loose_pairs(params[name], name)
-                break
-        else:
-            raise IngestError("no data: send fulljson, json or csv", field="fulljson|json|csv|data")
-    if params.get("time", "").strip():
-        t = parse_time_value(params["time"], "time")
-    t_int = check_time(t, now, limits, "time") if t is not None else int(now)
-    row = Row(node, t_int, values)
-    _check_totals([row], limits)
-    return row, fulljson
+# --- emoncms /input/post: sensors/ingest/emoncms_input.py (a bad value skipped, not refused) ----
 
 
 # --- emoncms /input/bulk ---------------------------------------------------------------------------
@@ -440,5 +388,5 @@ def parse_bulk(params: dict[str, str], now: float, limits: Limits) -> list[Row]:
             continue  # emoncms skips rows without values
         t = check_time(time_ref + item[0], now, limits, "data[0]", index)
         rows.append(Row(node, t, values))
-    _check_totals(rows, limits)
+    check_totals(rows, limits)
     return rows

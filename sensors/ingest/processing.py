@@ -26,8 +26,10 @@ from feeds.processes import catalog as process_catalog
 from sensors import conversions as cv
 from sensors.cache import ProcessCache, bump_generation, check_generation
 from sensors.devices import mqtt_publish
-from sensors.ingest import input_budget
+from sensors.ingest import input_budget, input_errors
 from sensors.ingest import node_state as state
+from sensors.ingest import stream as ingest_stream
+from sensors.ingest.emoncms_input import Skipped
 from sensors.models import Node, PulseCounterState, Sensor
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,8 @@ class IngestReport:
     created_sensors: list[str] = field(default_factory=list)
     skipped_keys: list[str] = field(default_factory=list)
     conversion_errors: int = 0
+    late: int = 0  # readings a stateful step could not count (recorded in input errors)
+    already_done: bool = False  # the entry was processed before (a redelivery): nothing done
 
 
 def sensor_map(node_id: int) -> dict[str, SensorSpec]:
@@ -189,14 +193,19 @@ def _pulse_value(
         max_rate=float(p.get("max_pulse_rate", cv.DEFAULT_MAX_PULSE_RATE)),
     )
     if result is None:
-        return None  # not newer than the stored state: a redelivered batch
+        return None  # not newer than the counter's state: an older count tells nothing
     states[spec.id] = result.state
     if p.get("output", "total") == "rate":
         return result.rate
     return result.state.total
 
 
-def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> IngestReport:
+def ingest_rows(
+    node_id: int, rows: list[list], now: float | None = None, entry: str | None = None
+) -> IngestReport:
+    """Process a node's rows. `entry`: the id of the last stream entry the rows came from
+    (sensors/ingest/drain.py); it is recorded with the points, and rows of an entry already
+    recorded are not processed again (a drain killed before its XACK, the entry redelivered)."""
     now = time.time() if now is None else now
     report = IngestReport(rows=len(rows))
     check_generation()
@@ -223,9 +232,10 @@ def ingest_rows(node_id: int, rows: list[list], now: float | None = None) -> Ing
 
     # A pulse counter's state is read here and written after the feed store took the batch. No
     # lock: one drain at a time processes a node's requests (sensors/ingest/drain.py), and a
-    # replayed reading is not newer than the state, so it is not counted again.
+    # redelivered request is recognised by its stream entry (`entry`); a count not newer than
+    # the state is dropped by pulse_step.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
-    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report)
+    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report, entry)
 
 
 def _convert_and_process(
@@ -235,16 +245,18 @@ def _convert_and_process(
     specs: dict[str, SensorSpec],
     pulse_specs: list[SensorSpec],
     report: IngestReport,
+    entry: str | None = None,
 ) -> IngestReport:
     from feeds.store import service  # the feed store; imported late so web never loads numpy paths
 
     pulse_states, pulse_saved = _load_pulse_states(pulse_specs) if pulse_specs else ({}, {})
-    items: list[tuple[str, list[dict], int, float]] = []
+    items: list[tuple[str, list[dict], int, float, int]] = []
     last: dict[str, tuple[int, float]] = {}
     out_of_range: dict[int, tuple[SensorSpec, float]] = {}
     latest_checked: dict[int, tuple[SensorSpec, float]] = {}
-    # Oldest first: pulse counters and accumulating processes need time order.
-    for t, values in sorted(rows, key=lambda r: r[0]):
+    # Oldest first: pulse counters and accumulating processes need time order. Each row is one
+    # post: its values are stored before its process lists run (feeds/processes/run.py).
+    for post, (t, values) in enumerate(sorted(rows, key=lambda r: r[0])):
         t = int(t)
         for key, raw in values.items():
             report.values += 1
@@ -261,7 +273,7 @@ def _convert_and_process(
                 report.conversion_errors += 1
                 log.warning("node %s input %s at %s: %s", node_id, key, t, exc)
                 continue
-            items.append((f"{node_id}:{key}", spec.steps, t, value))
+            items.append((f"{node_id}:{key}", spec.steps, t, value, post))
             previous = last.get(key)
             if previous is None or t >= previous[0]:
                 last[key] = (t, value)
@@ -278,15 +290,41 @@ def _convert_and_process(
             items,
             input_last=input_values(refs) if refs else None,
             input_ids={f"{node_id}:{spec.key}": spec.id for spec in used} if refs else None,
+            mark=(ingest_stream.done_key(node_id), entry) if entry is not None else None,
         )
+        if run.already_done:
+            report.already_done = True
+            log.info("node %s: entry %s was processed before, not counted again", node_id, entry)
+            return report
         if run.published:
             mqtt_publish.queue(run.published)
+        if run.late:
+            report.late = run.replayed
+            _record_late(node_id, run)
     _store_node_state(
         node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys), pulse_saved
     )
     if latest_checked:
         _range_alarms(node_id, latest_checked, out_of_range)
     return report
+
+
+def _record_late(node_id: int, run) -> None:
+    """Readings a stateful step could not count go to the node's input errors, where staff see
+    them (emoncms would have processed them without a word; nothing after the step is held)."""
+    name = Node.objects.filter(pk=node_id).values_list("name", flat=True).first() or node_id
+    skipped = [
+        Skipped(
+            None,
+            f"input {late.input_key.partition(':')[2]}",
+            f"reading at {late.t} is before the last one {late.process} processed "
+            f"({late.last_t}): not counted by it, the later steps ran",
+        )
+        for late in run.late
+    ]
+    input_errors.record(
+        input_errors.node_subject(node_id), f"Node '{name}'", skipped, count=run.replayed
+    )
 
 
 def input_values(sensor_ids: set[int]) -> dict[int, float]:

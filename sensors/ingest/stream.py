@@ -18,6 +18,10 @@ Keys (all on the app's Redis, core.redis):
 - `sensors:ingest:kick:<shard>`: a drain task for the shard is queued or running.
 - `sensors:ingest:lease:<shard>`: the drain that holds the shard (one at a time, so a node's
   requests are processed in order).
+- `sensors:ingest:done:<node id>`: the id of the node's last entry whose points are in the
+  feed buffer, written in the same transaction as those points and the input processes' state
+  (feeds/processes/run.py). A redelivered entry at or before it is acknowledged unprocessed:
+  each request is counted once, whatever times its readings carry.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ STREAM_PREFIX = "sensors:ingest:stream:"
 READY_PREFIX = "sensors:ingest:ready:"
 KICK_PREFIX = "sensors:ingest:kick:"
 LEASE_PREFIX = "sensors:ingest:lease:"
+DONE_PREFIX = "sensors:ingest:done:"
 GROUP = "drain"  # the one consumer group of every node stream
 FIELD = "r"
 # A kicked drain that never ran (its worker was killed before it started) stops holding the
@@ -71,6 +76,10 @@ def kick_key(shard: int) -> str:
 
 def lease_key(shard: int) -> str:
     return f"{LEASE_PREFIX}{int(shard)}"
+
+
+def done_key(node_id: int) -> str:
+    return f"{DONE_PREFIX}{int(node_id)}"
 
 
 # The throttle count (core/throttle.py's COUNT_LUA) and the append in one script: an accepted

@@ -36,7 +36,7 @@ from sensors.ingest import stream as ingest_stream
 from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.ingest.emoncms_input import BulkBatch, Skipped
 from sensors.ingest.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
-from sensors.ingest.parse import IngestError, Limits, Row, parse_post, parse_readings
+from sensors.ingest.parse import IngestError, Limits, Row, check_node_ref, parse_readings
 
 log = logging.getLogger(__name__)
 
@@ -348,12 +348,16 @@ def input_post(request: HttpRequest) -> HttpResponse:
     """emoncms input/post: node, fulljson | json | csv, time. Replies `ok`."""
     params, _ = _emoncms_params(request)
     identity = _identify(request, _emoncms_key(request, params))
+    if isinstance(identity, NodeIdentity):
+        # Checked before the values: a post whose every value is skipped still names a node,
+        # and another node's name is a 403 whatever the values.
+        _check_nodes([Row(check_node_ref(params.get("node"), "node"), 0)], identity)
     fulljson = False
 
     def parse() -> BulkBatch:
         nonlocal fulljson
-        row, fulljson = parse_post(params, time.time(), limits())
-        return BulkBatch(rows=[row])
+        batch, fulljson = emoncms_input.parse_post(params, time.time(), limits())
+        return batch
 
     _deliver(identity, parse)
     if fulljson:

@@ -123,10 +123,31 @@ def test_a_replayed_batch_counts_nothing_twice(runner):
     batch = [("k", steps, 100 + 10 * i, 360.0 * i) for i in range(1, 6)]
     runner.run(batch)
     after_first = runner.buffer.last_values([1, 2, 3])
-    report = runner.run(batch)  # Celery redelivers the same task
-    assert report.replayed == 5
+    report = runner.run(batch)  # the same readings again, without a mark
+    # Each is at or before the steps' last reading: no time elapsed, nothing added (emoncms);
+    # the last one is at that very second, so nothing of it is lost either.
+    assert report.replayed == 4
+    assert [(x.process, x.t) for x in report.late] == [
+        (process, 100 + 10 * i)
+        for i in (1, 2, 3, 4)
+        for process in ("power_to_kwh", "wh_accumulator")
+    ]
     assert report.logged == [(1, 100 + 10 * i, 360.0 * i, False) for i in range(1, 6)]
     assert runner.buffer.last_values([1, 2, 3]) == after_first
+
+
+def test_a_batch_whose_mark_is_there_is_not_run_again(runner):
+    steps = [{"process": "log_to_feed", "feed": 1}, {"process": "accumulator", "feed": 2}]
+    batch = [("k", steps, 100 + 10 * i, 1.0) for i in range(3)]
+    first = runner.run(batch, mark=("test:done", "1700000000000-0"))
+    assert first.points == 6 and not first.already_done
+    again = runner.run(batch, mark=("test:done", "1700000000000-0"))  # redelivered entry
+    assert again.already_done and again.logged == []
+    older = runner.run(batch, mark=("test:done", "1699999999999-5"))
+    assert older.already_done
+    assert runner.buffer.last_values([2])[2] == (120, 3.0)
+    newer = runner.run([("k", steps, 130, 1.0)], mark=("test:done", "1700000000000-1"))
+    assert not newer.already_done and runner.buffer.last_values([2])[2] == (130, 4.0)
 
 
 def test_points_of_a_batch_are_processed_in_time_order(runner):
