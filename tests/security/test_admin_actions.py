@@ -44,6 +44,8 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("control.override", DELETE): NOBODY,
     ("control.outputoverride", "cancel_selected"): WRITERS,
     ("control.outputoverride", DELETE): NOBODY,
+    # Alarms are a record (API.md: never edited): acknowledged, never deleted.
+    ("alarms.alarm", DELETE): NOBODY,
     **{
         (model, DELETE): WRITERS
         for model in (
@@ -66,7 +68,6 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
             "energy.reportrecipient",
             "feeds.feed",
             "sensors.actuator",
-            "alarms.alarm",
             # deleting an origin makes the next import_emoncms bring that object in anew
             "sensors.emoncmsorigin",
             "sensors.gatewaykey",
@@ -193,6 +194,7 @@ DELETE_CASES = [
     ("sensors", "node", "node-b", WRITERS),
     ("control", "actuatorcommand", "command", NOBODY),
     ("control", "outputoverride", "output_override", NOBODY),
+    ("alarms", "alarm", "alarm", NOBODY),
 ]
 
 
