@@ -68,9 +68,7 @@ def _records(raw: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
         header = [h.strip().lower() for h in next(reader, [])]
         missing = [c for c in COLUMNS if c not in header]
         if missing:
-            raise BadModelCsv(
-                f"header lacks column(s) {', '.join(missing)}", row=1, field="header"
-            )
+            raise BadModelCsv(f"header lacks column(s) {', '.join(missing)}", row=1, field="header")
         start = stream.tell()
         for cells in reader:
             start = stream.tell()
@@ -89,9 +87,7 @@ def _records(raw: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
     return header, records
 
 
-def _csv_error(
-    exc: csv.Error, text: str, start: int, line: int, header: list[str]
-) -> BadModelCsv:
+def _csv_error(exc: csv.Error, text: str, start: int, line: int, header: list[str]) -> BadModelCsv:
     """A BadModelCsv for csv.reader's error in the record that begins at `text[start]`: for an
     over-long cell, the column it is in (counted with the same quoting rules) and its length."""
     row = max(line, 1)
@@ -115,9 +111,7 @@ def _csv_error(
     field = header[column] if header and column < len(header) and header[column] else "file"
     if not header:
         field = "header"
-    return BadModelCsv(
-        f"row {row}, {field}: a cell longer than {limit} characters", row, field
-    )
+    return BadModelCsv(f"row {row}, {field}: a cell longer than {limit} characters", row, field)
 
 
 def parse(raw: bytes, site) -> list[ExpectedUse]:
