@@ -339,9 +339,10 @@ def test_the_access_log_masks_keys_and_tokens_but_keeps_the_path(proxy, site_thi
         f"/api/v1/sites?access_token={secrets_sent['token']}&page=2",
         f"/feed/list.json?Api%4Bey={secrets_sent['encoded']}",
         f"/input/post?devicekey=a&apikey=b&x_token=c&password={secrets_sent['many']}",
-        f"/admin/login/?next=/staff/&Password={secrets_sent['pw']}",
+        f"/kiosk/lobby/?next=/staff/&Password={secrets_sent['pw']}",
     ):
-        timed_request(target, "masked", "GET", path)
+        answer = timed_request(target, "masked", "GET", path)
+        assert answer.status in (200, 401, 403, 404), (path, answer)
     log_text = (proxy["prefix"] / "access.log").read_text()
     for what, secret in secrets_sent.items():
         assert secret not in log_text, what
@@ -349,7 +350,7 @@ def test_the_access_log_masks_keys_and_tokens_but_keeps_the_path(proxy, site_thi
     assert "/api/v1/sites?access_token=***&page=2 " in log_text
     assert "/feed/list.json?Api%4Bey=*** " in log_text
     assert "/input/post?[query not logged: more than 3 credentials] " in log_text
-    assert "/admin/login/?next=/staff/&Password=*** " in log_text
+    assert "/kiosk/lobby/?next=/staff/&Password=*** " in log_text
     assert '"https://bms.example/kiosk/?[query not logged]"' in log_text
 
 
