@@ -31,6 +31,11 @@ class AlarmAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # alarms are raised by the system, not typed in
 
+    def has_delete_permission(self, request, obj: Alarm | None = None) -> bool:
+        # An alarm is a record of what happened (API.md: never edited): deleting one would let
+        # an engineer hide a fault. Django drops delete_selected when this is False.
+        return False
+
     # Engineers only (change_alarm), as POST /api/v1/alarms/<id>/acknowledge.
     @admin.action(description="Acknowledge selected alarms", permissions=["change"])
     def acknowledge_selected(self, request, queryset):

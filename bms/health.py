@@ -1,12 +1,21 @@
 """/healthz: is every part the site needs alive? 200 when all are, 503 when one is not.
 
 Anyone sees ok/fail per part; the details (errors, paths, worker names) only staff.
+
+The checks cost the server about a second (the worker ping waits WORKER_PING_TIMEOUT_S for
+replies), and /healthz is public: anonymous callers are answered from the last result of this
+process, checked again at most every BMS_HEALTHZ_CACHE_S seconds, by one thread at a time.
+Staff and the local monitor (a request to gunicorn itself from the loopback, not through the
+proxy: the Docker health check) get a fresh check, which refreshes that result.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
@@ -91,11 +100,60 @@ def run_checks() -> dict[str, dict]:
     return results
 
 
+@dataclass(frozen=True)
+class _Result:
+    checked_at: float  # time.time() of the check
+    results: dict[str, dict]
+
+
+_last: _Result | None = None
+_checking = threading.Lock()  # one check at a time per process: a burst waits for it
+
+
+def forget() -> None:
+    """Drop the cached result (tests; a changed setting)."""
+    global _last
+    _last = None
+
+
+def _fresh(now: float) -> bool:
+    """Whether the cached result may still answer an anonymous caller at `now`. A clock that
+    went back counts as stale, so a result is never kept longer than the period."""
+    max_age = settings.BMS_HEALTHZ_CACHE_S
+    return _last is not None and 0 <= now - _last.checked_at < max_age
+
+
+def checked(*, deep: bool) -> dict[str, dict]:
+    """The checks' results: run now when `deep`, else the cached ones while fresh. Threads
+    that find the result stale queue on one lock and the first refreshes it for the rest."""
+    global _last
+    if not deep and _fresh(time.time()):
+        return _last.results  # type: ignore[union-attr]
+    with _checking:
+        if not deep and _fresh(time.time()):
+            return _last.results  # type: ignore[union-attr]
+        results = run_checks()
+        _last = _Result(time.time(), results)
+        return results
+
+
+def is_local_monitor(request) -> bool:
+    """A request from the loopback that did not come through the proxy (nginx always adds
+    X-Forwarded-For): the container's own health check, or an operator on the host."""
+    if "HTTP_X_FORWARDED_FOR" in request.META:
+        return False
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False
+
+
 @never_cache
 def healthz(request):
-    results = run_checks()
+    staff = has_staff_role(request.user)
+    results = checked(deep=staff or is_local_monitor(request))
     healthy = all(r["ok"] for r in results.values())
-    if not has_staff_role(request.user):
+    if not staff:
         # Host names, paths, worker names and error texts are for staff: a monitor needs only
         # which part is up, and they tell an attacker what to aim at.
         results = {name: {"ok": r["ok"]} for name, r in results.items()}

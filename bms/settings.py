@@ -478,6 +478,10 @@ BMS_INGEST_DRAIN_BUDGET_S = env_float("BMS_INGEST_DRAIN_BUDGET_S", 20.0, minimum
 # An emptied drain waits this long for more before it ends (no Celery message per single post).
 BMS_INGEST_LINGER_S = env_float("BMS_INGEST_LINGER_S", 0.2, minimum=0.0)
 BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1)
+# /healthz (bms/health.py): anonymous callers get the result of the last check, made at most
+# this often per web process; staff and the local monitor get a fresh one. The checks cost
+# about a second (the Celery worker ping waits 1 s), which anyone could ask for unthrottled.
+BMS_HEALTHZ_CACHE_S = env_float("BMS_HEALTHZ_CACHE_S", 5.0, minimum=0.0)
 # beat keeps its schedule state under the data dir, not in the working directory (used only by
 # Celery's file scheduler, BMS_BEAT_SCHEDULER=celery.beat:PersistentScheduler).
 CELERY_BEAT_SCHEDULE_FILENAME = str(BMS_DATA_DIR / "celerybeat-schedule")

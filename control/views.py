@@ -165,6 +165,11 @@ def cancel_output_override(request: HttpRequest, pk: int) -> HttpResponse:
 
 @staff_page
 def replay_view(request: HttpRequest, zone_slug: str) -> HttpResponse:
+    # Engineers only (CONTROL.md): a replay reads a zone's whole history and runs the evaluator
+    # up to 20,000 steps, seconds of a worker per request, and judges a strategy only engineers
+    # may change. Refused before the zone is looked up, so a viewer learns nothing of zones.
+    if not is_engineer(request.user):
+        raise PermissionDenied("Only engineers may run replays.")
     zone = get_object_or_404(
         Zone.objects.select_related("temperature_sensor__feed"), slug=zone_slug
     )

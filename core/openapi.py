@@ -11,18 +11,24 @@ SPECTACULAR_SETTINGS:
   (`@documented_by(...)`); the hook adds those to the endpoint list, where drf-spectacular
   builds their operations like any other (the endpoint list is the hook's documented interface).
 - `describe_schema` (postprocessing): tag descriptions and the node-key security schemes.
+
+`/api/schema/` is public (docs/API.md) and generating it took 0.58 s of CPU per request:
+`CachedSchemaView` builds it once per process and keeps each rendering (YAML, JSON).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
+from django.http import HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import EndpointEnumerator
 from drf_spectacular.hooks import postprocess_schema_enums
 from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.views import APIView
 
@@ -201,3 +207,49 @@ def describe_schema(result: dict, generator, **kwargs) -> dict:
     result = postprocess_schema_enums(result, generator, **kwargs)
     result["tags"] = [{"name": name, "description": text} for name, text in TAGS]
     return result
+
+
+class CachedSchemaView(SpectacularAPIView):
+    """SpectacularAPIView with the schema generated once per process, and each format
+    rendered once: the API does not change while the process runs, and the schema is public,
+    so its cost must not be anyone's to ask for.
+
+    The same schema is served whatever the request's `version` or `lang` (the API has one
+    version and its descriptions are written in English): those parameters used to make a new
+    schema each time too. The schema is the public one (SERVE_PUBLIC), the same for every
+    caller, so caching it hides nothing."""
+
+    _schema: ClassVar[dict | None] = None
+    _rendered: ClassVar[dict[str, bytes]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def forget(cls) -> None:
+        """Drop what was built (tests)."""
+        with cls._lock:
+            cls._schema, cls._rendered = None, {}
+
+    def _schema_once(self, request) -> dict:
+        cls = type(self)
+        if cls._schema is None:
+            with cls._lock:  # threads of one worker: the first builds, the others wait for it
+                if cls._schema is None:
+                    generator = self.generator_class(urlconf=self.urlconf, patterns=self.patterns)
+                    cls._schema = generator.get_schema(request=request, public=self.serve_public)
+        return cls._schema
+
+    def _get_schema_response(self, request):
+        schema = self._schema_once(request)
+        renderer, media_type = request.accepted_renderer, request.accepted_media_type
+        key = f"{type(renderer).__module__}.{type(renderer).__qualname__}"
+        body = type(self)._rendered.get(key)
+        if body is None:
+            body = renderer.render(schema, media_type, {"request": request, "view": self})
+            type(self)._rendered[key] = body
+        charset = getattr(renderer, "charset", None)
+        content_type = (
+            f"{renderer.media_type}; charset={charset}" if charset else renderer.media_type
+        )
+        response = HttpResponse(body, content_type=content_type)
+        response["Content-Disposition"] = f'inline; filename="{self._get_filename(request, None)}"'
+        return response

@@ -59,22 +59,59 @@ def _records(raw: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BadModelCsv("file is not UTF-8 text", field="file") from None
-    reader = csv.reader(io.StringIO(text))
-    header = [h.strip().lower() for h in next(reader, [])]
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise BadModelCsv(f"header lacks column(s) {', '.join(missing)}", row=1, field="header")
+    stream = io.StringIO(text)
+    reader = csv.reader(stream)
+    header: list[str] = []
     records = []
-    for cells in reader:
-        if not any(c.strip() for c in cells):
-            continue  # a blank line
-        # the row number a spreadsheet shows (row 1 is the header): csv.reader counts lines
-        records.append((reader.line_num, cells))
-        if len(records) > MAX_ROWS:
-            raise BadModelCsv(f"more than {MAX_ROWS} rows", row=reader.line_num, field="file")
+    start = 0  # where the record being read begins, to name the column of a csv.Error
+    try:
+        header = [h.strip().lower() for h in next(reader, [])]
+        missing = [c for c in COLUMNS if c not in header]
+        if missing:
+            raise BadModelCsv(f"header lacks column(s) {', '.join(missing)}", row=1, field="header")
+        start = stream.tell()
+        for cells in reader:
+            start = stream.tell()
+            if not any(c.strip() for c in cells):
+                continue  # a blank line
+            # the row number a spreadsheet shows (row 1 is the header): csv.reader counts lines
+            records.append((reader.line_num, cells))
+            if len(records) > MAX_ROWS:
+                raise BadModelCsv(f"more than {MAX_ROWS} rows", row=reader.line_num, field="file")
+    except csv.Error as exc:
+        # A cell over csv.field_size_limit() (131,072 characters) or a stray NUL: the reader
+        # stops mid-record. It was a 500; it is a bad row like any other, named with its column.
+        raise _csv_error(exc, text, start, reader.line_num, header) from None
     if not records:
         raise BadModelCsv("no rows under the header", row=2, field="file")
     return header, records
+
+
+def _csv_error(exc: csv.Error, text: str, start: int, line: int, header: list[str]) -> BadModelCsv:
+    """A BadModelCsv for csv.reader's error in the record that begins at `text[start]`: for an
+    over-long cell, the column it is in (counted with the same quoting rules) and its length."""
+    row = max(line, 1)
+    limit = csv.field_size_limit()
+    if "field larger than field limit" not in str(exc):
+        return BadModelCsv(f"row {row}, file: not readable as CSV ({exc})", row, "file")
+    column, length, quoted = 0, 0, False
+    for char in text[start:]:
+        if char == '"':
+            quoted = not quoted
+            continue
+        if not quoted and char == ",":
+            column, length = column + 1, 0
+            continue
+        if not quoted and char in "\r\n":
+            column, length = 0, 0  # a record that ended within the limit
+            continue
+        length += 1
+        if length > limit:
+            break
+    field = header[column] if header and column < len(header) and header[column] else "file"
+    if not header:
+        field = "header"
+    return BadModelCsv(f"row {row}, {field}: a cell longer than {limit} characters", row, field)
 
 
 def parse(raw: bytes, site) -> list[ExpectedUse]:

@@ -12,6 +12,16 @@ Two sources give the same `EmonSite` (its inputs, its feeds, a folder holding `p
 - `from_http`: a running emoncms over its API with a read key: /input/list.json,
   /feed/list.json, /feed/getmeta.json and /feed/export.json (the raw file bytes).
 
+Memory is bounded whatever the archive or the server sends (a fake emoncms answering
+export.json with 1 GiB, or list.json with 16 MB twice, took the import past 1.1 GB; a crafted
+2.5 MB backup to 836 MB): the dump is read a statement at a time with bounds per statement and
+per row (mysqldump.py); each HTTP answer is read in chunks of COPY_CHUNK up to a bound for its
+kind (MAX_LIST_BYTES, MAX_META_BYTES; feed data goes to a file, bounded by what is left of
+--max-gb), a JSON answer is refused past MAX_JSON_ITEMS objects and numbers, and a number or a
+nesting Python cannot take is a line, never a traceback. A bad value of one input or feed is a
+line in the report and the rest is imported; only an answer the import cannot go on without
+(the input or feed list) ends it, with one line saying why.
+
 `import_site` then creates (or, on a second run, finds) one Feed per PHPFina/PHPTimeSeries
 feed, one Node per emoncms node and one Sensor per input, and maps each input's process list
 (sensors/emoncms_import/processlist.py). Which emoncms id became which object of ours is kept in
@@ -23,12 +33,14 @@ total. Whatever could not be brought over is listed in the report, one line each
 from __future__ import annotations
 
 import json
+import lzma
 import re
 import shutil
 import tarfile
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -54,8 +66,17 @@ ENGINES = {0: "MySQL", 1: "Timestore", 2: "PHPTimeSeries", 3: "Graphite", 4: "PH
 DEFAULT_MAX_BYTES = 20 * 1024**3  # of all members read from an archive or over HTTP
 DEFAULT_MAX_MEMBERS = 200_000
 MAX_SQL_BYTES = 2 * 1024**3
-MAX_JSON_BYTES = 64 * 1024 * 1024
+# HTTP answers, per kind: a list of 20,000 inputs or feeds is about 5-7 MB in emoncms's JSON
+# (250-350 bytes a row); getmeta.json is one small object.
+MAX_LIST_BYTES = 16 * 1024 * 1024
+MAX_META_BYTES = 64 * 1024
+# Objects, object members and numbers one JSON answer may hold: 20,000 feeds of 16 fields is
+# 320,000 members; 16 MB of `{},` would otherwise be 5 million dicts (hundreds of MB).
+MAX_JSON_ITEMS = 1_000_000
 MAX_OBJECTS = 20_000  # inputs, and feeds, of one site
+# emoncms's ids are MySQL INT(11) AUTO_INCREMENT: larger (or negative) is not an emoncms id.
+MAX_ID = 2**31 - 1
+MAX_INTERVAL_S = 86_400  # as the import of the data itself (1 s to a day)
 HTTP_TIMEOUT_S = 60
 COPY_CHUNK = 1 << 20
 
@@ -65,6 +86,10 @@ _PHPTS_FILE = re.compile(r"^feed_(\d{1,9})\.MYD$")
 
 class SourceError(Exception):
     """The source cannot be imported at all (not an archive, over a bound, HTTP failure)."""
+
+
+class BudgetSpent(SourceError):
+    """More data than --max-gb allows: the import stops, whichever answer went over."""
 
 
 @dataclass
@@ -126,10 +151,20 @@ def _text(value: object, limit: int = 1000) -> str:
 
 
 def _int(value: object) -> int | None:
+    """An integer from a dump or JSON value (emoncms sends some numbers as text), or None.
+    Over 4,300 digits int() refuses (ValueError too); a float such as 5.0 is not taken."""
+    if isinstance(value, bool):
+        return None
     try:
         return int(str(value).strip())
     except ValueError:
         return None
+
+
+def _id(value: object) -> int | None:
+    """An emoncms id (1 to 2**31 - 1), or None: a larger one overflowed the database."""
+    number = _int(value)
+    return number if number is not None and 0 < number <= MAX_ID else None
 
 
 def _site_rows(
@@ -146,20 +181,24 @@ def _site_rows(
         raise SourceError(f"more than {MAX_OBJECTS} inputs or feeds")
     inputs, feeds = [], []
     for r in raw_inputs:
-        if _int(r.get("id")) is None:
-            problems.append(f"input row without a numeric id skipped: {_text(r, 80)}")
+        if _id(r.get("id")) is None:
+            problems.append(f"input row without an id of 1 to {MAX_ID} skipped: {_text(r, 80)}")
             continue
         inputs.append(EmonInput(
-            _int(r["id"]), _text(r.get("nodeid"), 200), _text(r.get("name"), 200),
+            _id(r["id"]), _text(r.get("nodeid"), 200), _text(r.get("name"), 200),
             _text(r.get("description"), 200), _text(r.get("processList"), 10_000),
         ))  # fmt: skip
     for r in raw_feeds:
-        if _int(r.get("id")) is None or _int(r.get("engine")) is None:
-            problems.append(f"feed row without a numeric id or engine skipped: {_text(r, 80)}")
+        engine = _int(r.get("engine"))
+        if _id(r.get("id")) is None or engine is None or not 0 <= engine <= 255:
+            problems.append(
+                f"feed row without an id of 1 to {MAX_ID} or an engine number skipped: "
+                f"{_text(r, 80)}"
+            )
             continue
         feeds.append(EmonFeed(
-            _int(r["id"]), _text(r.get("name"), 100), _text(r.get("tag"), 100),
-            _int(r["engine"]), _text(r.get("unit"), 16), bool(_int(r.get("public")) or 0),
+            _id(r["id"]), _text(r.get("name"), 100), _text(r.get("tag"), 100),
+            engine, _text(r.get("unit"), 16), bool(_int(r.get("public")) or 0),
             _text(r.get("processList"), 10_000),
         ))  # fmt: skip
     return inputs, feeds
@@ -239,20 +278,64 @@ def from_backup(
                 if src is None:
                     continue
                 _copy_bounded(src, dest, member.size)
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
         raise SourceError(f"{archive.name} is not a readable .tar.gz backup: {exc}") from exc
     sql = staging / "emoncms.sql"
     if not sql.exists():
         raise SourceError(f"{archive.name} holds no emoncms.sql (not an emoncms backup?)")
     if sql.stat().st_size > MAX_SQL_BYTES:
         raise SourceError(f"emoncms.sql is over {MAX_SQL_BYTES} bytes")
+    dump_problems: list[str] = []
     with open(sql, "rb") as fh:
         try:
-            rows = mysqldump.read_tables(fh, ["input", "feeds"], max_rows=MAX_OBJECTS)
+            rows = mysqldump.read_tables(
+                fh, ["input", "feeds"], max_rows=MAX_OBJECTS, problems=dump_problems
+            )
         except mysqldump.DumpError as exc:
             raise SourceError(f"emoncms.sql: {exc}") from exc
+    problems += [f"emoncms.sql: {line}" for line in dump_problems]
     inputs, feeds = _site_rows(rows, userid, problems)
     return EmonSite(inputs, feeds, staging, problems)
+
+
+class _TooManyItems(ValueError):
+    pass
+
+
+def _bounded_json(body: bytes, what: str) -> object:
+    """json.loads with at most MAX_JSON_ITEMS objects, members and numbers (counted by the
+    parser's hooks as it goes, so a flood of tiny objects is stopped while it is parsed), and
+    every failure a SourceError: a number of more than 4,300 digits is a ValueError, nesting
+    deeper than the parser's recursion limit a RecursionError."""
+    count = 0
+
+    def counted(n: int) -> None:
+        nonlocal count
+        count += n
+        if count > MAX_JSON_ITEMS:
+            raise _TooManyItems(f"more than {MAX_JSON_ITEMS} JSON objects, members and numbers")
+
+    def pairs(items: list[tuple[str, object]]) -> dict:
+        counted(1 + len(items))
+        return dict(items)
+
+    def number(cast: Callable[[str], object]) -> Callable[[str], object]:
+        def parse(text: str) -> object:
+            counted(1)
+            return cast(text)
+
+        return parse
+
+    try:
+        return json.loads(
+            body, object_pairs_hook=pairs, parse_int=number(int), parse_float=number(float)
+        )
+    except _TooManyItems as exc:
+        raise SourceError(f"GET {what}: {exc}") from None
+    except RecursionError:
+        raise SourceError(f"GET {what}: JSON nested too deeply") from None
+    except ValueError as exc:  # not JSON, bad UTF-8, or an integer over Python's digit limit
+        raise SourceError(f"GET {what}: not JSON ({str(exc)[:80]}; {body[:40]!r})") from None
 
 
 class _Http:
@@ -264,39 +347,89 @@ class _Http:
         self.apikey = apikey
         self.budget = max_bytes
 
-    def get(self, path: str, limit: int, **params: object) -> bytes:
+    def _open(self, path: str, params: dict[str, object]):
         query = urllib.parse.urlencode(params)
         request = urllib.request.Request(
             f"{self.base}/{path}" + (f"?{query}" if query else ""),
             # The key in a header, not the URL: URLs end up in the server's access log.
             headers={"Authorization": f"Bearer {self.apikey}", "User-Agent": "openbms-import"},
         )
-        limit = min(limit, self.budget)
         try:
-            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
-                body = response.read(limit + 1)
-        except OSError as exc:
+            return urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)
+        except (OSError, ValueError) as exc:  # ValueError: a URL urllib cannot use
             raise SourceError(f"GET {path}: {exc}") from exc
-        if len(body) > limit:
-            raise SourceError(f"GET {path}: answer over {limit} bytes")
-        self.budget -= len(body)
-        return body
 
-    def json(self, path: str, **params: object) -> object:
-        body = self.get(path, MAX_JSON_BYTES, **params)
+    def _chunks(self, path: str, limit: int, **params: object) -> Iterator[bytes]:
+        """The answer in chunks of COPY_CHUNK, at most `limit` bytes (and what is left of the
+        budget): an answer that says or turns out to be longer is a SourceError, found before
+        more than `limit` + one chunk is read, and never held whole."""
+        over: type[SourceError] = SourceError
+        if self.budget <= limit:  # the budget binds: past it the whole import must stop
+            limit, over = self.budget, BudgetSpent
+        with self._open(path, params) as response:
+            declared = _int(response.headers.get("Content-Length"))
+            if declared is not None and declared > limit:
+                raise over(f"GET {path}: answer of {declared} bytes, over {limit}")
+            got = 0
+            while True:
+                try:
+                    chunk = response.read(COPY_CHUNK)
+                except OSError as exc:
+                    raise SourceError(f"GET {path}: {exc}") from exc
+                if not chunk:
+                    return
+                got += len(chunk)
+                if got > limit:
+                    raise over(f"GET {path}: answer over {limit} bytes")
+                self.budget -= len(chunk)
+                yield chunk
+
+    def get(self, path: str, limit: int, **params: object) -> bytes:
+        """A small answer (at most `limit` bytes) in memory."""
+        return b"".join(self._chunks(path, limit, **params))
+
+    def download(self, path: str, dest: Path, **params: object) -> int:
+        """Feed data straight to `dest`, bounded by the budget (--max-gb) only: on disk,
+        never in memory. A partial file is removed."""
+        written = 0
         try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise SourceError(f"GET {path}: not JSON ({body[:80]!r})") from exc
+            with open(dest, "wb") as out:
+                for chunk in self._chunks(path, self.budget, **params):
+                    out.write(chunk)
+                    written += len(chunk)
+        except BaseException:
+            dest.unlink(missing_ok=True)
+            raise
+        return written
+
+    def json(self, path: str, limit: int, **params: object) -> object:
+        return _bounded_json(self.get(path, limit, **params), path)
+
+
+def _meta(doc: object) -> tuple[int, int] | str:
+    """(interval, start_time) from a getmeta.json answer, or why it cannot be used."""
+    if not isinstance(doc, dict):
+        return f"getmeta.json gave {_text(doc, 40)!r}, not an object"
+    interval, start = _int(doc.get("interval")), _int(doc.get("start_time"))
+    if interval is None or not 1 <= interval <= MAX_INTERVAL_S:
+        return (f"getmeta.json gave interval {_text(doc.get('interval'), 40)!r}: not 1 to "
+                f"{MAX_INTERVAL_S} s")  # fmt: skip
+    if start is None or not 0 <= start <= 0xFFFFFFFF:
+        return f"getmeta.json gave start_time {_text(doc.get('start_time'), 40)!r}"
+    return interval, start
 
 
 def from_http(
     url: str, apikey: str, staging: Path, *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> EmonSite:
-    """Read a live emoncms (its API with a read key) into `staging`."""
+    """Read a live emoncms (its API with a read key) into `staging`.
+
+    The two lists are needed whole (SourceError when they cannot be read); what fails for one
+    feed (its meta, its data) is a line in the report and the next feed is read."""
     http = _Http(url, apikey, max_bytes)
     problems: list[str] = []
-    inputs_doc, feeds_doc = http.json("input/list.json"), http.json("feed/list.json")
+    inputs_doc = http.json("input/list.json", MAX_LIST_BYTES)
+    feeds_doc = http.json("feed/list.json", MAX_LIST_BYTES)
     if not isinstance(inputs_doc, list) or not isinstance(feeds_doc, list):
         raise SourceError(
             "input/list.json and feed/list.json must be JSON lists: is the key a read key? "
@@ -304,25 +437,30 @@ def from_http(
         )
     rows = {"input": [r for r in inputs_doc if isinstance(r, dict)],
             "feeds": [r for r in feeds_doc if isinstance(r, dict)]}  # fmt: skip
+    skipped = len(inputs_doc) + len(feeds_doc) - len(rows["input"]) - len(rows["feeds"])
+    if skipped:
+        problems.append(f"{skipped} list entries that are not objects skipped")
+    del inputs_doc, feeds_doc
     inputs, feeds = _site_rows(rows, None, problems)
     for sub in ("phpfina", "phptimeseries"):
         (staging / sub).mkdir(parents=True, exist_ok=True)
     for feed in feeds:
-        if feed.engine == PHPFINA:
-            meta = http.json("feed/getmeta.json", id=feed.id)
-            interval = _int(meta.get("interval")) if isinstance(meta, dict) else None
-            start = _int(meta.get("start_time")) if isinstance(meta, dict) else None
-            if not interval or start is None or not 0 <= start <= 0xFFFFFFFF:
-                problems.append(f"feed {feed.id}: getmeta.json gave no interval/start_time")
-                continue
-            data = http.get("feed/export.json", http.budget, id=feed.id, start=0)
-            (staging / "phpfina" / f"{feed.id}.dat").write_bytes(data)
-            (staging / "phpfina" / f"{feed.id}.meta").write_bytes(
-                phpfina.pack_meta(interval, start)
-            )
-        elif feed.engine == PHPTIMESERIES:
-            data = http.get("feed/export.json", http.budget, id=feed.id, start=0)
-            (staging / "phptimeseries" / f"feed_{feed.id}.MYD").write_bytes(data)
+        try:
+            if feed.engine == PHPFINA:
+                meta = _meta(http.json("feed/getmeta.json", MAX_META_BYTES, id=feed.id))
+                if isinstance(meta, str):
+                    problems.append(f"feed {feed.id}: {meta}")
+                    continue
+                dat = staging / "phpfina" / f"{feed.id}.dat"
+                http.download("feed/export.json", dat, id=feed.id, start=0)
+                (staging / "phpfina" / f"{feed.id}.meta").write_bytes(phpfina.pack_meta(*meta))
+            elif feed.engine == PHPTIMESERIES:
+                myd = staging / "phptimeseries" / f"feed_{feed.id}.MYD"
+                http.download("feed/export.json", myd, id=feed.id, start=0)
+        except BudgetSpent as exc:
+            raise SourceError(f"more than {max_bytes} bytes of data over HTTP ({exc})") from None
+        except SourceError as exc:
+            problems.append(f"feed {feed.id}: {exc}")
     return EmonSite(inputs, feeds, staging, problems)
 
 

@@ -44,3 +44,26 @@ def test_a_replay_of_a_past_day_runs_to_its_end(engineer, redis_client):
         "/staff/control/replay/hall/", {"start": str(day), "end": str(day), "step": "600"}
     ).content.decode()
     assert 'id="replayed-range"' in html and "there is no history after" not in html
+
+
+@pytest.mark.parametrize("role", ["viewer", "booker"])
+def test_only_engineers_may_run_a_replay(role, request, redis_client):
+    """Viewers could run replays (seconds of a worker each); CONTROL.md says engineers do."""
+    f.zone("Hall")
+    client = Client()
+    client.force_login(request.getfixturevalue(role))
+    day = str(timezone.localdate() - timedelta(days=1))
+    for params in ({}, {"start": day, "end": day, "step": "600"}):
+        response = client.get("/staff/control/replay/hall/", params)
+        assert response.status_code == 403, (role, params)
+        assert b'id="replayed-range"' not in response.content
+
+
+def test_an_engineer_may_run_a_replay(engineer, redis_client):
+    f.zone("Hall")
+    client = Client()
+    client.force_login(engineer)
+    day = str(timezone.localdate() - timedelta(days=1))
+    response = client.get("/staff/control/replay/hall/", {"start": day, "end": day, "step": "600"})
+    assert response.status_code == 200
+    assert b'id="replayed-range"' in response.content

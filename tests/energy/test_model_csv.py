@@ -5,6 +5,7 @@ in bench/energy_model_upload.py (docs/BENCHMARKS.md "Energy"), not asserted here
 
 from __future__ import annotations
 
+import csv
 from datetime import date, timedelta
 
 import pytest
@@ -155,3 +156,41 @@ def test_the_site_is_given_by_id_or_slug(engineer_api, site, office):
     assert (
         r.status_code == 400 and "no site with id or slug 'nope'" in r.json()["fields"]["site"][0]
     )
+
+
+def _over_long(column: str) -> bytes:
+    """A model whose row 3 has a cell one character over csv's field limit in `column`."""
+    cells = {"building": "Office", "fuel": "gas", "start": "2024-02-01",
+             "end": "2024-02-28", "kwh": "1"}  # fmt: skip
+    cells[column] = "x" * (csv.field_size_limit() + 1)
+    row = ",".join(cells[c] for c in model_csv.COLUMNS)
+    return (HEADER + "Office,gas,2024-01-01,2024-01-31,1\n" + row + "\n").encode()
+
+
+@pytest.mark.parametrize("column", ["building", "kwh"])
+def test_a_cell_over_the_csv_field_limit_is_a_400_naming_row_and_column(
+    engineer_api, site, office, column
+):
+    """A field over 131,072 characters was csv.Error, a 500."""
+    r = _upload(engineer_api, site, _over_long(column))
+    assert r.status_code == 400, r.content[:300]
+    assert f"row 3, {column}: a cell longer than" in r.json()["error"]
+    assert r.json()["fields"]["row"] == ["3"]
+    assert not ExpectedUse.objects.exists()
+
+
+def test_a_quoted_over_long_cell_is_named_too(engineer_api, site, office):
+    long = '"' + "a,b" * (csv.field_size_limit() // 3 + 1) + '"'
+    body = HEADER + f"Office,gas,2024-01-01,2024-01-31,{long}\n"
+    r = _upload(engineer_api, site, body)
+    assert r.status_code == 400 and "row 2, kwh: a cell longer than" in r.json()["error"]
+
+
+def test_the_staff_page_names_the_row_of_an_over_long_cell(client, engineer, site, office):
+    client.force_login(engineer)
+    upload = SimpleUploadedFile("model.csv", _over_long("fuel"), "text/csv")
+    r = client.post("/staff/energy/model/", {"site": site.pk, "file": upload}, follow=True)
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert "Model not imported (no row was stored): row 3, fuel: a cell longer than" in page
+    assert not ExpectedUse.objects.exists()

@@ -44,6 +44,8 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("control.override", DELETE): NOBODY,
     ("control.outputoverride", "cancel_selected"): WRITERS,
     ("control.outputoverride", DELETE): NOBODY,
+    # Alarms are a record (API.md: never edited): acknowledged, never deleted.
+    ("alarms.alarm", DELETE): NOBODY,
     **{
         (model, DELETE): WRITERS
         for model in (
@@ -66,7 +68,6 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
             "energy.reportrecipient",
             "feeds.feed",
             "sensors.actuator",
-            "alarms.alarm",
             # deleting an origin makes the next import_emoncms bring that object in anew
             "sensors.emoncmsorigin",
             "sensors.gatewaykey",
@@ -193,6 +194,7 @@ DELETE_CASES = [
     ("sensors", "node", "node-b", WRITERS),
     ("control", "actuatorcommand", "command", NOBODY),
     ("control", "outputoverride", "output_override", NOBODY),
+    ("alarms", "alarm", "alarm", NOBODY),
 ]
 
 
@@ -257,3 +259,17 @@ def test_every_admin_change_page_opens_read_only_for_view_only_roles(world: Worl
             wrong.append(f"{url}: {status}")
     assert opened > 20
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("role", [ENGINEER, SUPER])
+def test_no_one_deletes_an_alarm_from_its_delete_page(world: World, role: str):
+    """API.md: alarms are never edited, only acknowledged; engineers could delete them."""
+    from alarms.models import Alarm
+
+    alarm_id = world.ids["alarm"]
+    client = _login(role)
+    url = f"/admin/alarms/alarm/{alarm_id}/delete/"
+    assert client.get(url).status_code == 403
+    assert client.post(url, {"post": "yes"}).status_code == 403
+    assert Alarm.objects.filter(pk=alarm_id).exists()
+    assert client.get(f"/admin/alarms/alarm/{alarm_id}/change/").status_code == 200

@@ -166,7 +166,7 @@ ROWS: list[Row] = [
         lambda w: f"/staff/control/output-overrides/{w.ids['output_override']}/cancel/", WRITERS,
         form=True),
     Row("staff/control/replay/<slug:zone_slug>/", "GET",
-        lambda w: f"/staff/control/replay/{w.slugs['zone']}/", STAFF),
+        lambda w: f"/staff/control/replay/{w.slugs['zone']}/", WRITERS),
     Row("staff/control/plant/<int:pk>/", "GET",
         lambda w: f"/staff/control/plant/{w.ids['plant']}/", STAFF),
     Row("staff/control/solar/<int:pk>/", "GET",

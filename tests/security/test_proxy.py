@@ -153,6 +153,7 @@ def proxy(gunicorn, tmp_path_factory):
             "http_port": http_port,
             "ca_file": str(prefix / "ca.pem"),
             "static_dir": static_dir,
+            "prefix": prefix,
         }
     finally:
         stop_process(proc)
@@ -316,3 +317,54 @@ def test_proxy_headers_static_files_and_https_redirect(proxy, site_things, redis
     # Plain HTTP only redirects to HTTPS.
     plain = timed_request(Target("127.0.0.1", proxy["http_port"]), "http", "GET", "/staff/")
     assert plain.status == 301
+
+
+def test_the_access_log_masks_keys_and_tokens_but_keeps_the_path(proxy, site_things):
+    """The shipped proxy's access log held a gateway key and a viewer's API token in clear
+    from ?apikey= (gunicorn's log masked them, core/log_scrub.py): now nginx masks the same
+    parameters, keeps the others, and drops the Referer's query."""
+    target = proxy["https"]
+    key = site_things["key"]
+    secrets_sent = {
+        "real": key, "token": "TOKEN-SECRET-1", "encoded": "ENCODED-SECRET-2",
+        "referer": "REFERER-SECRET-3", "many": "MANY-SECRET-4", "pw": "PW-SECRET-5",
+    }  # fmt: skip
+    ok = timed_request(
+        target, "post", "GET",
+        f"/input/post?node=emontx1&json=power:5&apikey={key}",
+        headers={"Referer": f"https://bms.example/kiosk/?apikey={secrets_sent['referer']}"},
+    )  # fmt: skip
+    assert ok.status == 200
+    for path in (
+        f"/api/v1/sites?access_token={secrets_sent['token']}&page=2",
+        f"/feed/list.json?Api%4Bey={secrets_sent['encoded']}",
+        f"/input/post?devicekey=a&apikey=b&x_token=c&password={secrets_sent['many']}",
+        f"/kiosk/lobby/?next=/staff/&Password={secrets_sent['pw']}",
+    ):
+        answer = timed_request(target, "masked", "GET", path)
+        assert answer.status in (200, 401, 403, 404), (path, answer)
+    log_text = (proxy["prefix"] / "access.log").read_text()
+    for what, secret in secrets_sent.items():
+        assert secret not in log_text, what
+    assert '"GET /input/post?node=emontx1&json=power:5&apikey=*** HTTP/1.1" 200' in log_text
+    assert "/api/v1/sites?access_token=***&page=2 " in log_text
+    assert "/feed/list.json?Api%4Bey=*** " in log_text
+    assert "/input/post?[query not logged: more than 3 credentials] " in log_text
+    assert "/kiosk/lobby/?next=/staff/&Password=*** " in log_text
+    assert '"https://bms.example/kiosk/?[query not logged]"' in log_text
+
+
+def test_refusals_of_the_costly_paths_log_no_key_either(proxy, site_things):
+    """/healthz has its own per-address limit (2 a second, a burst of 10): a flood gets 429
+    from nginx, and neither log holds the key the flood sent."""
+    target = proxy["https"]
+    answers = [
+        timed_request(target, "health", "GET", "/healthz?apikey=FLOOD-SECRET-6",
+                      source_ip="127.0.0.4").status
+        for _ in range(20)
+    ]  # fmt: skip
+    assert 429 in answers and answers[0] in (200, 503), answers
+    other = timed_request(target, "other", "GET", "/healthz", source_ip="127.0.0.5")
+    assert other.status in (200, 503)  # another address is not limited
+    for log_name in ("access.log", "error.log"):
+        assert "FLOOD-SECRET-6" not in (proxy["prefix"] / log_name).read_text(), log_name
