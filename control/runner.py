@@ -389,10 +389,18 @@ def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bo
         else:
             confirmed = bool(result and result.confirmed)
             fault = result.error if result else ""
+        last_on_at = now_s if (switched and decision.state) else before.last_on_at
+        on_confirmed_at = before.on_confirmed_at
+        if decision.state and confirmed and not fault:
+            # Once per on-period: a steady ON is not a Redis write per tick.
+            if on_confirmed_at is None or (last_on_at is not None and on_confirmed_at < last_on_at):
+                on_confirmed_at = now_s
         after = runtime.ActuatorRuntime(
             on=decision.state,
             changed_at=now_s if switched else before.changed_at,
             last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
+            last_on_at=last_on_at,
+            on_confirmed_at=on_confirmed_at,
             sent_at=now_s if (result and result.written) else before.sent_at,
             confirmed=confirmed,
             fault=fault,

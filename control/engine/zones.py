@@ -17,6 +17,7 @@ from control.engine.specs import (
     OVERRIDE,
     SENSOR_FALLBACK,
     SETBACK,
+    VALVE_KINDS,
     Decision,
     Window,
     ZoneResult,
@@ -39,10 +40,17 @@ from control.engine.timefmt import hhmm
 
 def decide(tick: Tick, zone: ZoneSpec) -> ZoneResult:
     flags: list[str] = []
-    if any(
-        (a := tick.snapshot.actuators.get(aid)) is not None and a.fault for aid in zone.actuator_ids
-    ):
+    acts = [a for aid in zone.actuator_ids if (a := tick.snapshot.actuators.get(aid)) is not None]
+    if any(a.fault for a in acts):
         flags.append("actuator_fault")
+    valves = [a for a in acts if a.kind in VALVE_KINDS]
+    if valves and all(a.fault for a in valves):
+        # Each relay has its own alarm; this one says what it means for the room.
+        names = ", ".join(f"'{a.name}'" for a in valves)
+        tick.alarms[f"zone-valves:{zone.id}"] = (
+            f"Zone '{zone.name}': every valve is in fault ({names}): the zone cannot take heat "
+            "and does not call its heating plant's boiler"
+        )
     problem = sensor_health.problem(
         zone.reading,
         zone.has_sensor,
