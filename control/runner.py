@@ -147,7 +147,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     faults += analogue["output_faults"]
     if not offline:
         faults += outputs.watchdogs(
-            now_s, results, live.actuators, _raise_control, _clear, alarms[0]
+            now_s, results, live.actuators, _raise_control, _clear, alarms[0], live.runtime
         )
     if not offline:
         faults += _node_overdue(now, alarms)
