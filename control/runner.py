@@ -404,9 +404,13 @@ def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bo
             # Once per on-period: a steady ON is not a Redis write per tick.
             if on_confirmed_at is None or (last_on_at is not None and on_confirmed_at < last_on_at):
                 on_confirmed_at = now_s
+        # From an unknown state to OFF is no switch-off for the minimum off time: nothing is
+        # known to have run (no timer holds an unknown actuator). Else a boiler first driven
+        # OFF while its zone's valve opens waited 10 min to fire.
+        from_unknown_off = before.on is None and not decision.state
         after = runtime.ActuatorRuntime(
             on=decision.state,
-            changed_at=now_s if switched else before.changed_at,
+            changed_at=now_s if switched and not from_unknown_off else before.changed_at,
             last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
             last_on_at=last_on_at,
             on_confirmed_at=on_confirmed_at,

@@ -112,6 +112,24 @@ def test_boiler_and_pump_with_overrun(redis_client, board):
     assert board.coils_state(10, 2) == [False, False]
 
 
+def test_at_start_the_boiler_fires_once_the_valve_confirmed_without_a_min_off_wait(
+    redis_client, board
+):
+    """The boiler's first command (OFF: its zone's valve is not confirmed open yet) comes
+    from an unknown state: no minimum off time follows it, so it fires at the next tick."""
+    valve = f.relay("Hall valve", board, coil=0)
+    boiler = f.relay("Boiler", board, coil=10, kind="boiler", min_on_s=600, min_off_s=600)
+    zone = f.zone("Hall", valve, temp=15.0)
+    HeatingPlant.objects.create(name="Boiler house", boiler=boiler).zones.add(zone)
+    now = timezone.now()
+    Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=1))
+    run_tick(now)
+    assert (board.coil(0), board.coil(10)) == (True, False)
+    run_tick(now + timedelta(seconds=30))
+    assert board.coil(10) is True
+    assert runtime.load_actuators([boiler.pk])[boiler.pk].reason == "Heat demand from Hall"
+
+
 def test_a_zone_whose_valve_never_confirms_does_not_fire_the_boiler(redis_client, board):
     """Issue #27 A1, on a real board: Hall's only valve is on a coil the board refuses. It
     used to call the boiler and count as the open circuit, so boiler and pump ran for minutes
