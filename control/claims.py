@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from django.apps import apps
 from django.db.models import Q
 
-from sensors.models import Actuator
+from sensors.models import Actuator, same_board_hosts, unresolved_note
 
 ONE_ZONE_KINDS = {Actuator.Kind.VALVE, Actuator.Kind.RADIATOR}
 
@@ -101,32 +101,65 @@ def register_conflict(
     if register is None:
         return ""
     host = (host or "").strip().lower()
-    output = (
-        WeatherCompensation.objects.exclude(plant_id=plant_id)
+    # The board is what the host names (sensors/models.py board_host), not its spelling: a
+    # register typed as "localhost" is the one already claimed as "127.0.0.1".
+    outputs = {
+        w.pk: w
+        for w in WeatherCompensation.objects.exclude(plant_id=plant_id)
         .filter(
             output=WeatherCompensation.Output.REGISTER,
-            register_host__iexact=host,
             register_port=port,
             register_device_id=device_id,
             register_address=register,
         )
         .select_related("plant")
-        .first()
-    )
-    if output is not None:
+    }
+    same, mine = same_board_hosts(host, {pk: w.register_host for pk, w in outputs.items()})
+    note = unresolved_note(mine)
+    if same:
+        output = outputs[min(same)]
         return (
             f"Holding register {register} of unit {device_id} on {host}:{port} is already the "
-            f"output of heating plant '{output.plant.name}': two writers would fight."
+            f"output of heating plant '{output.plant.name}'{_alias(output.register_host, host)}: "
+            f"two writers would fight.{note}"
         )
-    board = (
-        RelayBoard.objects.exclude(pk=board_id)
-        .filter(host=host, port=port, device_id=device_id, watchdog_register=register)
-        .first()
-    )
-    if board is not None:
+    boards = {
+        b.pk: b
+        for b in RelayBoard.objects.exclude(pk=board_id).filter(
+            port=port, device_id=device_id, watchdog_register=register
+        )
+    }
+    same, _ = same_board_hosts(host, {pk: b.host for pk, b in boards.items()})
+    if same:
+        board = boards[min(same)]
         return (
             f"Holding register {register} of unit {device_id} on {host}:{port} is the watchdog "
-            f"register of relay board '{board.name}': writing anything else there would change "
-            "the board's timeout."
+            f"register of relay board '{board.name}'{_alias(board.host, host)}: writing anything "
+            f"else there would change the board's timeout.{note}"
         )
     return ""
+
+
+def board_conflict(host: str, port: int, device_id: int, *, board_id: int | None = None) -> str:
+    """Why a relay board cannot be saved at this address ("" if it can): another board is
+    already the same board and unit, whatever the host is spelt ("localhost" for "127.0.0.1"):
+    two rows would write one watchdog register with two values."""
+    RelayBoard = apps.get_model("control", "RelayBoard")
+
+    boards = {
+        b.pk: b
+        for b in RelayBoard.objects.exclude(pk=board_id).filter(port=port, device_id=device_id)
+    }
+    same, mine = same_board_hosts(host, {pk: b.host for pk, b in boards.items()})
+    if not same:
+        return ""
+    board = boards[min(same)]
+    return (
+        f"Unit {device_id} on {mine.name}:{port} is already relay board '{board.name}'"
+        f"{_alias(board.host, mine.name)}.{unresolved_note(mine)}"
+    )
+
+
+def _alias(saved: str, typed: str) -> str:
+    saved = (saved or "").strip().lower()
+    return "" if saved == typed.strip().lower().removesuffix(".") else f" (as {saved})"

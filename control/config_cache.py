@@ -128,6 +128,9 @@ _ACTUATOR_RUNTIME = {
     "changed_at": None,
     "last_off_at": None,
     "fault": False,
+    "confirmed": False,
+    "last_on_at": None,
+    "on_confirmed_at": None,
     "owner": "",
     "released_from": "",
 }

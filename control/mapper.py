@@ -98,6 +98,9 @@ def _runtime_fields(state: ActuatorRuntime) -> dict[str, Any]:
         "changed_at": state.changed_at,
         "last_off_at": state.last_off_at,
         "fault": bool(state.fault),
+        "confirmed": state.confirmed,
+        "last_on_at": state.last_on_at,
+        "on_confirmed_at": state.on_confirmed_at,
         "owner": state.owner,
         "released_from": state.released_from,
     }

@@ -787,6 +787,12 @@ class RelayBoard(models.Model):
         return self.name
 
     def clean(self) -> None:
+        if self.host:
+            from control.claims import board_conflict
+
+            problem = board_conflict(self.host, self.port, self.device_id, board_id=self.pk)
+            if problem:
+                raise ValidationError({"host": problem})
         if self.host and self.watchdog_register is not None:
             from control.claims import register_conflict
 

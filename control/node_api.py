@@ -103,6 +103,11 @@ def acknowledge(request: HttpRequest, node_id: int, command_id: int) -> JsonResp
     node_queue.acknowledge(command, now)
     if not command.superseded:
         state.confirmed, state.fault = True, ""
+        if state.on and (
+            state.on_confirmed_at is None
+            or (state.last_on_at is not None and state.on_confirmed_at < state.last_on_at)
+        ):
+            state.on_confirmed_at = now.timestamp()
         runtime.save_actuators({command.actuator_id: state})
         clear_alarm(alarm_key(command.actuator_id))
     return JsonResponse({"success": True, "superseded": command.superseded})

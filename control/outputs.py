@@ -327,11 +327,21 @@ def apply(
 
 
 def watchdogs(
-    now_s: float, relay_results: dict, actuators: dict, alarm: Alarm, clear: Clear, may_alarm: bool
+    now_s: float,
+    relay_results: dict,
+    actuators: dict,
+    alarm: Alarm,
+    clear: Clear,
+    may_alarm: bool,
+    before: dict | None = None,
 ) -> int:
-    """Write each board's watchdog register when due: never written (start), after a failed
-    write, every `rewrite_s`, and when the board comes back (a relay on it was corrected, i.e.
-    it rebooted, or went from fault to confirmed). Returns the number of refused / failed."""
+    """Each board's watchdog register is read every tick (a rebooted board resets it to its
+    default without saying so, and it read 0 for minutes while the status said "written 4 min
+    ago") and rewritten when it reads another value, and whatever it reads: at start, after a
+    failed read or write (the board was away: a reconnect), when the board comes back (a relay
+    on it was corrected, i.e. it rebooted, or went from fault to answering), when its
+    configuration changes, and every `rewrite_s`. `before` is the relays' runtime state of the
+    last tick. Returns the number of boards whose watchdog is not confirmed."""
     boards = list(RelayBoard.objects.filter(enabled=True, watchdog_register__isnull=False))
     if not boards:
         return 0
@@ -339,60 +349,80 @@ def watchdogs(
     back: set[tuple[str, int]] = set()
     for aid, res in relay_results.items():
         act = actuators.get(aid)
-        if act is not None and getattr(res, "corrected", False):
+        if act is None:
+            continue
+        was_faulty = before is not None and aid in before and bool(before[aid].fault)
+        answered = not res.error
+        if getattr(res, "corrected", False) or (was_faulty and answered):
             back.add((act.host, act.port))
-    due = []
+    forced: dict[str, str] = {}
     for b in boards:
         s = states.get(b.pk, {})
-        if (
-            not s.get("ok")
-            or now_s - (s.get("written_at") or 0) >= b.rewrite_s
-            or (b.host, b.port) in back
-            or s.get("value") != b.watchdog_value
-            or s.get("register") != b.watchdog_register
-        ):
-            due.append(b)
-    if not due:
-        return 0
-    results = registers.write(
+        why = ""
+        if not s:
+            why = "first write"
+        elif s.get("value") != b.watchdog_value or s.get("register") != b.watchdog_register:
+            why = "configuration changed"
+        elif not s.get("ok"):
+            why = "after a failed read or write (reconnected)"
+        elif (b.host, b.port) in back:
+            why = "the board came back (a relay on it had to be re-asserted or had not answered)"
+        elif now_s - (s.get("written_at") or 0) >= b.rewrite_s:
+            why = f"every {b.rewrite_s} s"
+        if why:
+            forced[str(b.pk)] = why
+    results = registers.ensure(
         [
             registers.RegisterTarget(
                 str(b.pk), b.host, b.port, b.device_id, b.watchdog_register, b.watchdog_value
             )
-            for b in due
+            for b in boards
         ],
+        set(forced),
         timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
         deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
         attempts=settings.BMS_CONTROL_DEVICE_ATTEMPTS,
     )
     failed = 0
     updated = {}
-    for b in due:
+    for b in boards:
         res = results[str(b.pk)]
-        before = states.get(b.pk, {})
+        was = states.get(b.pk, {})
         ok = res.confirmed
+        rewrite = ""
+        if res.written:
+            rewrite = forced.get(str(b.pk)) or (
+                f"read {res.found}, not {b.watchdog_value} (the board reset it)"
+            )
+            log.warning("relay board '%s': watchdog register rewritten: %s", b.name, rewrite)
         updated[b.pk] = {
             "ok": ok,
-            "written_at": res.sent_at if ok else before.get("written_at"),
+            "written_at": now_s if (ok and res.written) else was.get("written_at"),
+            "rewrite_reason": rewrite or was.get("rewrite_reason", ""),
             "tried_at": now_s,
+            # What the register held when last read, and when (None: not readable).
+            "read_value": res.read_back,
+            "read_at": now_s if res.read_back is not None else was.get("read_at"),
+            "found": res.found,
+            "unreadable": res.unreadable,
             "error": res.error,
             "value": b.watchdog_value,
             "register": b.watchdog_register,
-            "alarmed": not ok and bool(before.get("alarmed")),
+            "alarmed": not ok and bool(was.get("alarmed")),
         }
         key = watchdog_alarm_key(b.pk)
         if not ok:
             failed += 1
-            if may_alarm and not before.get("alarmed"):
+            if may_alarm and not was.get("alarmed"):
                 updated[b.pk]["alarmed"] = True
-                what = "refused" if res.refused else "not written"
+                what = "refused" if res.refused else "not confirmed"
                 alarm(
                     key,
                     f"Relay board '{b.name}' ({b.host}:{b.port}): watchdog register "
                     f"{b.watchdog_register} {what}: {res.error}. Its outputs may not drop to "
                     "their safe state if the server stops.",
                 )
-        elif before.get("alarmed"):
+        elif was.get("alarmed"):
             clear(key)
     _save(WATCHDOGS_KEY, updated)
     return failed

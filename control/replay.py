@@ -180,7 +180,9 @@ def replay(
     # Simulated relays: off, and long enough ago that no min on/off time holds the first step.
     sim = {
         aid: mapper.actuator_spec(
-            a, state=ActuatorRuntime(on=False, changed_at=start.timestamp() - 86400)
+            # Replay switches nothing: a simulated relay does what it is told (confirmed).
+            a,
+            state=ActuatorRuntime(on=False, changed_at=start.timestamp() - 86400, confirmed=True),
         )
         for aid, a in actuators.items()
     }
@@ -225,6 +227,8 @@ def replay(
                     is_on=decision.state,
                     changed_at=float(t),
                     last_off_at=float(t) if not decision.state else before.last_off_at,
+                    last_on_at=float(t) if decision.state else before.last_on_at,
+                    on_confirmed_at=float(t) if decision.state else before.on_confirmed_at,
                 )
         if any(result.decisions[a].state for a in result.decisions) or (
             not sim and result.zones[zone.pk].demand

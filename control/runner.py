@@ -101,8 +101,9 @@ def _tick(now: datetime) -> dict[str, Any]:
     evaluation = evaluate(live.snapshot)
     evaluated = time.perf_counter()
     runtime.save_memory(evaluation.memory)
-    _sync_alarms(evaluation.alarms)
     now_s = now.timestamp()
+    alarms = _relay_alarms_due(now_s)
+    _sync_alarms(evaluation.alarms, may_alarm_relays=alarms[0])
     if offline:
         # Every reason says so: the staff pages and audit rows show why nothing new was seen.
         for aid, decision in evaluation.decisions.items():
@@ -126,7 +127,6 @@ def _tick(now: datetime) -> dict[str, Any]:
     commands = _build_commands(plan, live.actuators, now, live.runtime)
     if not offline:
         offline = _save_commands(commands)
-    alarms = _relay_alarms_due(now_s)
     # Three-point valve pulses of the last tick end before any relay is touched again.
     faults = outputs.finish_pulses(_raise_control, _clear, alarms[0], offline)
     results = _send(plan, live.actuators, commands, now)
@@ -147,7 +147,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     faults += analogue["output_faults"]
     if not offline:
         faults += outputs.watchdogs(
-            now_s, results, live.actuators, _raise_control, _clear, alarms[0]
+            now_s, results, live.actuators, _raise_control, _clear, alarms[0], live.runtime
         )
     if not offline:
         faults += _node_overdue(now, alarms)
@@ -196,10 +196,19 @@ def _tick(now: datetime) -> dict[str, Any]:
     return report
 
 
-def _sync_alarms(current: dict[str, str]) -> None:
+# Evaluator alarms that follow from relay faults: held back during the start-up grace, as
+# the relay alarms are (a board that answers a little after the worker starts is no alarm).
+RELAY_DERIVED = ("zone-valves:", "plant-circuit:")
+
+
+def _sync_alarms(current: dict[str, str], may_alarm_relays: bool = True) -> None:
     """Raise what the evaluator reports (a lost sensor, ...) once, clear what has ended.
     Which ones are open is kept in Redis, so a steady state costs no database query."""
     was_open = runtime.open_evaluator_alarms()
+    if not may_alarm_relays:
+        current = {
+            k: v for k, v in current.items() if k in was_open or not k.startswith(RELAY_DERIVED)
+        }
     opened = set(current) - was_open
     closed = was_open - set(current)
     for key in sorted(opened):
@@ -389,10 +398,22 @@ def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bo
         else:
             confirmed = bool(result and result.confirmed)
             fault = result.error if result else ""
+        last_on_at = now_s if (switched and decision.state) else before.last_on_at
+        on_confirmed_at = before.on_confirmed_at
+        if decision.state and confirmed and not fault:
+            # Once per on-period: a steady ON is not a Redis write per tick.
+            if on_confirmed_at is None or (last_on_at is not None and on_confirmed_at < last_on_at):
+                on_confirmed_at = now_s
+        # From an unknown state to OFF is no switch-off for the minimum off time: nothing is
+        # known to have run (no timer holds an unknown actuator). Else a boiler first driven
+        # OFF while its zone's valve opens waited 10 min to fire.
+        from_unknown_off = before.on is None and not decision.state
         after = runtime.ActuatorRuntime(
             on=decision.state,
-            changed_at=now_s if switched else before.changed_at,
+            changed_at=now_s if switched and not from_unknown_off else before.changed_at,
             last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
+            last_on_at=last_on_at,
+            on_confirmed_at=on_confirmed_at,
             sent_at=now_s if (result and result.written) else before.sent_at,
             confirmed=confirmed,
             fault=fault,

@@ -34,6 +34,10 @@ class ActuatorRuntime:
     on: bool | None = None
     changed_at: float | None = None
     last_off_at: float | None = None
+    last_on_at: float | None = None
+    # When the device first read back ON in its latest on-period (set once per on-period, so a
+    # steady state is not rewritten every tick): a boiler that never confirmed ON has no overrun.
+    on_confirmed_at: float | None = None
     sent_at: float | None = None  # last write to the device (change, retry or keep-alive)
     confirmed: bool = False
     fault: str = ""

@@ -116,7 +116,8 @@ class WeatherCompensationSerializer(ModelCleanSerializer):
 
 class RelayBoardSerializer(ModelCleanSerializer):
     watchdog = serializers.SerializerMethodField(
-        help_text="The last watchdog write: ok, written_at / tried_at (unix s), error."
+        help_text="The watchdog as the last tick found it: ok, written_at / tried_at (unix s), "
+        "read_value and read_at (what the register read back, when), rewrite_reason, error."
     )
 
     class Meta:
@@ -128,7 +129,8 @@ class RelayBoardSerializer(ModelCleanSerializer):
         from control.outputs import watchdog_status
 
         status = watchdog_status([board.pk]).get(board.pk) or {}
-        return {k: status.get(k) for k in ("ok", "written_at", "tried_at", "error")}
+        keys = ("ok", "written_at", "tried_at", "read_value", "read_at", "rewrite_reason", "error")
+        return {k: status.get(k) for k in keys}
 
 
 class AnalogueCommandSerializer(serializers.ModelSerializer):

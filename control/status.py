@@ -24,6 +24,7 @@ from control.models import (
     WeatherCompensation,
     Zone,
 )
+from core.dates import time_text
 from feeds.store import service as feed_service
 from sensors.models import Actuator
 
@@ -222,8 +223,20 @@ def watchdog_text(board: RelayBoard, state: dict[str, Any]) -> tuple[str, bool]:
     if not state:
         return "not written yet (the next control tick writes it)", False
     if state.get("ok"):
-        return f"{state['value']} written to register {state['register']}", False
-    return f"FAULT: {state.get('error') or 'not written'}", True
+        text = f"{state['value']} written to register {state['register']}"
+        if state.get("read_value") is not None and state.get("read_at") is not None:
+            at = time_text(timezone.localtime(_dt(state["read_at"])), seconds=True)
+            text += f"; read back {state['read_value']} at {at}"
+        elif state.get("unreadable"):
+            text += f"; the board does not read it back ({state['unreadable']})"
+        if state.get("rewrite_reason"):
+            text += f"; last rewritten: {state['rewrite_reason']}"
+        return text, False
+    text = f"FAULT: {state.get('error') or 'not written'}"
+    if state.get("read_value") is not None and state.get("read_at") is not None:
+        at = time_text(timezone.localtime(_dt(state["read_at"])), seconds=True)
+        text += f" (read {state['read_value']} at {at})"
+    return text, True
 
 
 def board_rows() -> list[dict[str, Any]]:
@@ -245,6 +258,8 @@ def board_rows() -> list[dict[str, Any]]:
                 "status": status,
                 "fault": fault,
                 "written_at": _dt(state.get("written_at")) if state.get("ok") else None,
+                "read_at": _dt(state.get("read_at")),
+                "read_value": state.get("read_value"),
             }
         )
     return rows

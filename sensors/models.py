@@ -3,7 +3,14 @@ actuators (things we switch) and alarms."""
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import math
+import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as ResolveTimeout
+from dataclasses import dataclass
 from typing import Self
 
 from django.core.exceptions import ValidationError
@@ -21,6 +28,8 @@ MODBUS_MAX_DEVICE_ID = 247
 MODBUS_MAX_BLOCK = 125  # the protocol's limit for one FC3/FC4 request
 MODBUS_DEFAULT_BLOCK = 120
 MODBUS_MAX_METERS_PER_BUS = 32
+log = logging.getLogger(__name__)
+
 MODBUS_MAX_REGISTERS_PER_METER = 200  # bounds one poll's requests and its time  # RS-485 unit loads without a repeater, and one poll's time budget
 
 
@@ -485,6 +494,91 @@ class ModbusRegister(models.Model):
             )
 
 
+# --- which board a host names ---------------------------------------------------------------
+#
+# Two actuators on one coil fight (the relay toggles every tick, each read back "confirmed"),
+# and a board saved as "127.0.0.1" is the same board as "localhost", "127.1", "0x7f000001",
+# "::ffff:127.0.0.1", "127.0.0.1." or "LOCALHOST". So the checks for a coil or register claimed
+# twice compare what the host names: its addresses (IP literals normalised with ipaddress and
+# the classic inet_aton forms; names resolved with a bounded timeout), not its spelling.
+
+BOARD_RESOLVE_TIMEOUT_S = 2.0
+# inet_aton's forms of an IPv4 address: 127.1, 0x7f000001, 2130706433, 0177.0.0.1.
+_INET_ATON = re.compile(r"^(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}$")
+_resolver = ThreadPoolExecutor(max_workers=4, thread_name_prefix="board-resolve")
+
+
+@dataclass(frozen=True)
+class BoardHost:
+    """What a typed host names: its addresses, or (not resolved) only its normalised name."""
+
+    name: str
+    addresses: frozenset[str]
+
+    @property
+    def resolved(self) -> bool:
+        return bool(self.addresses)
+
+    def same(self, other: BoardHost) -> bool:
+        if self.addresses and other.addresses:
+            return bool(self.addresses & other.addresses)
+        return self.name == other.name
+
+
+def _address(value: str) -> str | None:
+    """An IP literal in one spelling (an IPv4-mapped IPv6 address as its IPv4), else None."""
+    try:
+        ip = ipaddress.ip_address(value.split("%", 1)[0])
+    except ValueError:
+        if not _INET_ATON.match(value):
+            return None
+        try:
+            return socket.inet_ntoa(socket.inet_aton(value))
+        except OSError:
+            return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def board_host(host: str, timeout_s: float = BOARD_RESOLVE_TIMEOUT_S) -> BoardHost:
+    name = (host or "").strip().lower().removesuffix(".")
+    literal = _address(name)
+    if literal is not None:
+        return BoardHost(name, frozenset({literal}))
+    if not name:
+        return BoardHost(name, frozenset())
+    future = _resolver.submit(socket.getaddrinfo, name, None, 0, socket.SOCK_STREAM)
+    try:
+        infos = future.result(timeout=timeout_s)
+    except (OSError, ResolveTimeout, UnicodeError):
+        log.warning("host %r could not be resolved in %.1f s: compared by name", name, timeout_s)
+        return BoardHost(name, frozenset())
+    found = {a for info in infos if (a := _address(str(info[4][0]))) is not None}
+    return BoardHost(name, frozenset(found))
+
+
+def same_board_hosts(host: str, others: dict[int, str]) -> tuple[list[int], BoardHost]:
+    """Which of `others` (row id -> host) name the board `host` names, and what `host`
+    names (say "compared by name" when it did not resolve). One lookup per distinct host."""
+    mine = board_host(host)
+    seen: dict[str, BoardHost] = {}
+    same = []
+    for pk, other in others.items():
+        key = (other or "").strip().lower()
+        if key not in seen:
+            seen[key] = board_host(key)
+        if mine.same(seen[key]):
+            same.append(pk)
+    return same, mine
+
+
+def unresolved_note(host: BoardHost) -> str:
+    if host.resolved or not host.name:
+        return ""
+    return f" ('{host.name}' could not be resolved: compared by name)"
+
+
 class Actuator(models.Model):
     class Kind(models.TextChoices):
         BOILER = "boiler"
@@ -566,15 +660,23 @@ class Actuator(models.Model):
         super().save(*args, **kwargs)
 
     def same_coil(self) -> models.QuerySet[Actuator]:
-        """Other enabled Modbus actuators on this board, unit and coil."""
-        return Actuator.objects.filter(
-            driver=self.Driver.MODBUS_COIL,
-            enabled=True,
-            host=(self.host or "").strip().lower(),
-            port=self.port,
-            device_id=self.device_id,
-            coil=self.coil,
-        ).exclude(pk=self.pk)
+        """Other enabled Modbus actuators on this board, unit and coil: the board is what the
+        host names (its resolved address), not how it is spelt (see `board_host`)."""
+        return Actuator.objects.filter(pk__in=self._same_coil()[0])
+
+    def _same_coil(self) -> tuple[list[int], BoardHost]:
+        candidates = dict(
+            Actuator.objects.filter(
+                driver=self.Driver.MODBUS_COIL,
+                enabled=True,
+                port=self.port,
+                device_id=self.device_id,
+                coil=self.coil,
+            )
+            .exclude(pk=self.pk)
+            .values_list("pk", "host")
+        )
+        return same_board_hosts(self.host, candidates)
 
     def clean(self) -> None:
         if self.coil is not None and not 0 <= self.coil <= MODBUS_MAX_ADDRESS:
@@ -586,12 +688,15 @@ class Actuator(models.Model):
         if self.driver == self.Driver.NODE_QUEUE and self.node_id is None:
             raise ValidationError({"node": "A node-queue actuator needs the node it belongs to."})
         if self.driver == self.Driver.MODBUS_COIL and self.enabled:
-            other = self.same_coil().first()
+            same, mine = self._same_coil()
+            other = Actuator.objects.filter(pk__in=same).order_by("pk").first()
             if other is not None:
+                alias = "" if other.host == mine.name else f" (as {other.host})"
                 raise ValidationError(
                     {
                         "coil": f"Coil {self.coil} of unit {self.device_id} on "
                         f"{self.host.strip().lower()}:{self.port} is already driven by actuator "
-                        f"'{other.name}' (id {other.pk}): two actuators on one coil would fight."
+                        f"'{other.name}' (id {other.pk}{alias}): two actuators on one coil "
+                        f"would fight.{unresolved_note(mine)}"
                     }
                 )

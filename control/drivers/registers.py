@@ -1,5 +1,7 @@
 """Modbus TCP holding registers: an analogue output module's value (0-10 V / 4-20 mA outputs
-are holding registers) and relay boards' watchdog registers. Written, then read back.
+are holding registers) and relay boards' watchdog registers. Written, then read back
+(`write`); or read first and written only when the board lost the value or a write is due
+(`ensure`, for watchdog registers, which a rebooted board resets without saying so).
 
 Boards are served in parallel on the relay pool (control/drivers/modbus.py), with the same
 timeout, retries and per-board deadline as coils; a register the board refuses with a Modbus
@@ -9,7 +11,7 @@ exception is that register's fault, in the board's words.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import wait
 from dataclasses import dataclass
 
@@ -44,6 +46,29 @@ class RegisterResult:
     refused: bool = False  # the board answered with a Modbus exception
     error: str = ""
     sent_at: float | None = None
+    # `ensure` only: what the register read before anything was written (None: not read, or
+    # the board will not read it: a write-only register) and what it read last.
+    found: int | None = None
+    read_back: int | None = None
+    unreadable: str = ""  # the board's words when it refuses to read the register
+
+
+def ensure(
+    targets: Iterable[RegisterTarget],
+    force: set[str],
+    *,
+    timeout_s: float = 1.0,
+    deadline_s: float = 3.0,
+    attempts: int = 3,
+) -> dict[str, RegisterResult]:
+    """Read each register; write it when it does not hold its value or its key is in `force`,
+    then read it back. A register the board refuses to read (write-only) is written only when
+    forced; its accepted write is all that can be known."""
+
+    def step(client: ModbusTcpClient, t: RegisterTarget, result: RegisterResult) -> None:
+        _ensure_one(client, t, result, t.key in force)
+
+    return _on_boards(targets, timeout_s, deadline_s, attempts, step)
 
 
 def write(
@@ -53,6 +78,19 @@ def write(
     deadline_s: float = 3.0,
     attempts: int = 3,
 ) -> dict[str, RegisterResult]:
+    return _on_boards(targets, timeout_s, deadline_s, attempts, _write_one)
+
+
+Step = Callable[[ModbusTcpClient, RegisterTarget, RegisterResult], None]
+
+
+def _on_boards(
+    targets: Iterable[RegisterTarget],
+    timeout_s: float,
+    deadline_s: float,
+    attempts: int,
+    step: Step,
+) -> dict[str, RegisterResult]:
     boards: dict[tuple[str, int], list[RegisterTarget]] = {}
     for t in targets:
         boards.setdefault((t.host, t.port), []).append(t)
@@ -61,7 +99,7 @@ def write(
         return results
     pool = _pool(16)
     futures = {
-        pool.submit(_serve, host, port, ts, timeout_s, deadline_s, attempts): ts
+        pool.submit(_serve, host, port, ts, timeout_s, deadline_s, attempts, step): ts
         for (host, port), ts in boards.items()
     }
     done, not_done = wait(futures, timeout=deadline_s + timeout_s + 0.5)
@@ -81,6 +119,7 @@ def _serve(
     timeout_s: float,
     deadline_s: float,
     attempts: int,
+    step: Step,
 ) -> dict[str, RegisterResult]:
     deadline = time.monotonic() + deadline_s
     results = {t.key: RegisterResult(t.key) for t in targets}
@@ -88,7 +127,7 @@ def _serve(
     try:
         _with_retries(lambda: _connect(client), deadline, attempts)
         for t in targets:
-            _with_retries(lambda t=t: _write_one(client, t, results[t.key]), deadline, attempts)
+            _with_retries(lambda t=t: step(client, t, results[t.key]), deadline, attempts)
     except (BoardError, ModbusException, OSError) as exc:
         for r in results.values():
             if not r.error and not r.confirmed:
@@ -122,7 +161,30 @@ def _write_one(client: ModbusTcpClient, t: RegisterTarget, result: RegisterResul
         # Write-only registers exist (many watchdog registers): written is all we can know.
         result.confirmed = True
         return
+    result.read_back = back.registers[0]
     if back.registers[0] != t.value:
         result.error = f"read back {back.registers[0]} after writing {t.value}"
         return
     result.confirmed = True
+
+
+def _ensure_one(
+    client: ModbusTcpClient, t: RegisterTarget, result: RegisterResult, forced: bool
+) -> None:
+    _connect(client)
+    found = client.read_holding_registers(t.address, count=1, device_id=t.device_id)
+    if found.isError():
+        code = _exception_code(found)
+        if code is None:
+            raise BoardError(f"device {t.device_id} refused to read register {t.address}: {found}")
+        result.unreadable = _refusal(code, t)
+        if forced:
+            _write_one(client, t, result)
+        else:
+            result.confirmed = True  # accepted before and not due: nothing more can be known
+        return
+    result.found = result.read_back = found.registers[0]
+    if result.found == t.value and not forced:
+        result.confirmed = True
+        return
+    _write_one(client, t, result)

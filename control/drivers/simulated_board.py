@@ -3,6 +3,7 @@ the system without hardware. Not used by the running system.
 
     with RelayBoard(coils=64) as board:      # binds a free high port on 127.0.0.1
         board.port, board.coil(3), board.set_coil(3, False), board.stop()
+        board.stop(); board.start()              # a reboot: same port, coils and registers 0
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class RelayBoard:
     def register(self, address: int) -> int:
         """A holding register's value (an analogue output, a watchdog register)."""
         return int(self._call(self._server.async_getValues(1, 3, address, 1))[0])
+
+    def set_register(self, address: int, value: int) -> None:
+        """Change a holding register behind the system's back (a watchdog the board reset)."""
+        self._call(self._server.async_setValues(1, 6, address, [value]))
 
     def set_coil(self, address: int, value: bool) -> None:
         """Change a coil behind the system's back (a relay that rebooted, a hand switch)."""

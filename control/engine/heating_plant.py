@@ -10,9 +10,11 @@ from control.engine.specs import (
     FROST,
     HEATING_PLANT,
     NO_BYPASS,
+    NO_OPEN_CIRCUIT,
     OVERRIDE,
     PUMP_OVERRUN,
     SAFETY_STRATEGIES,
+    VALVE_KINDS,
     ActuatorSpec,
     Decision,
     PlantSpec,
@@ -22,9 +24,6 @@ from control.engine.specs import (
 from control.engine.strategies import frost, pump, sensor_health
 from control.engine.strategies import override as override_rules
 from control.engine.tick import Tick
-
-# Actuators that open a zone's circuit (what a pump without a bypass needs).
-VALVE_KINDS = frozenset({"valve", "radiator"})
 
 
 def outside_frost(tick: Tick, plant: PlantSpec) -> tuple[bool, float | None]:
@@ -77,23 +76,63 @@ def _frost_from(
     return active, temp
 
 
+def zone_valves(tick: Tick, zone_id: int) -> list[ActuatorSpec]:
+    """The valves (and radiator valves) of a zone that the snapshot knows."""
+    zone = next((z for z in tick.snapshot.zones if z.id == zone_id), None)
+    if zone is None:
+        return []
+    acts = (tick.snapshot.actuators.get(aid) for aid in zone.actuator_ids)
+    return [a for a in acts if a is not None and a.kind in VALVE_KINDS]
+
+
+def _takes_heat(tick: Tick, zone_id: int, decisions: dict) -> str:
+    """Why a calling zone cannot take heat yet ("" if it can): a zone with valves takes heat
+    only through a valve the board confirmed open (and that stays open this tick). A valve
+    merely commanded open, refused by its board or on a dead board is not an open circuit."""
+    valves = zone_valves(tick, zone_id)
+    if not valves:
+        return ""  # nothing to confirm: the circuit is always open (no zone valve)
+    if any(v.confirmed_open and decisions.get(v.id, _SHUT).state for v in valves):
+        return ""
+    if all(v.fault for v in valves):
+        return "every valve in fault"
+    return "valve not yet confirmed open"
+
+
 def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
     boiler = tick.snapshot.actuators.get(plant.boiler_id)
     if boiler is None:
         return
-    calling = [
-        (zid, results[zid]) for zid in plant.zone_ids if zid in results and results[zid].demand
-    ]
+    calling, waiting = [], []
+    for zid in plant.zone_ids:
+        if zid in results and results[zid].demand:
+            why_not = _takes_heat(tick, zid, decisions)
+            (waiting if why_not else calling).append((zid, results[zid], why_not))
     names = {z.id: z.name for z in tick.snapshot.zones}
     if calling:
-        listed = ", ".join(names[zid] for zid, _ in calling[:5])
+        listed = ", ".join(names[zid] for zid, _, _ in calling[:5])
         more = f" and {len(calling) - 5} more" if len(calling) > 5 else ""
-        strategy = FROST if any(r.mode == FROST for _, r in calling) else HEATING_PLANT
+        strategy = FROST if any(r.mode == FROST for _, r, _ in calling) else HEATING_PLANT
         proposal = Decision(boiler.id, True, f"Heat demand from {listed}{more}", strategy)
+    elif waiting:
+        listed = "; ".join(f"{names[zid]}: {why}" for zid, _, why in waiting[:5])
+        proposal = Decision(boiler.id, False, f"No zone can take heat ({listed})", HEATING_PLANT)
     else:
         proposal = Decision(boiler.id, False, "No zone calls for heat", HEATING_PLANT)
     owner = f"heating plant '{plant.name}'"
     boiler_decision = replace(tick.finalize(boiler, proposal), owner=owner)
+    if not plant.has_bypass and boiler_decision.state:
+        # Whatever keeps the boiler on (minimum burner run, an override, frost), it does not
+        # fire against shut valves: a circuit is held open, and if none can be, it stops.
+        if not _keep_a_circuit_open(tick, plant, decisions, boiler_decision.reason):
+            boiler_decision = Decision(
+                boiler.id,
+                False,
+                f"No circuit of '{plant.name}' can be shown open and it has no bypass: boiler "
+                f"held off (then: {boiler_decision.reason})",
+                NO_OPEN_CIRCUIT,
+                owner=owner,
+            )
     decisions[boiler.id] = boiler_decision
 
     pump_act = tick.snapshot.actuators.get(plant.pump_id) if plant.pump_id else None
@@ -121,7 +160,11 @@ def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisio
             FROST,
         )
     else:
-        stopped_at = tick.now_s if boiler.is_on else boiler.last_off_at
+        # An overrun carries residual heat out of a boiler that fired: one that never
+        # confirmed ON (a new plant, a refused relay) has none, and forces no valve open.
+        stopped_at = None
+        if boiler.confirmed_fired:
+            stopped_at = tick.now_s if boiler.is_on else boiler.last_off_at
         left = pump.overrun_left_s(False, stopped_at, tick.now_s, plant.pump_overrun_s)
         if left > 0:
             proposal = Decision(
@@ -131,17 +174,24 @@ def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisio
             proposal = Decision(pump_act.id, False, "Boiler off, overrun done", HEATING_PLANT)
     pump_decision = tick.finalize(pump_act, tick.kick(pump_act, plant.kick, proposal))
     decisions[pump_act.id] = replace(pump_decision, owner=owner)
-    if not plant.has_bypass and (boiler_decision.state or pump_decision.state):
-        running = pump_decision if pump_decision.state else boiler_decision
-        _keep_a_circuit_open(tick, plant, decisions, running.reason)
+    if not plant.has_bypass and pump_decision.state:
+        _keep_a_circuit_open(tick, plant, decisions, pump_decision.reason)
 
 
-def _keep_a_circuit_open(tick: Tick, plant: PlantSpec, decisions: dict, why: str) -> None:
-    """A plant without a bypass must not run its pump (overrun, minimum burner
-    run, kick, frost circulation) against closed zone valves. If no valve of its zones is
-    open, the ones open at the last tick stay open; if none was, those of its first zone
-    (the index circuit). A valve a safety limit or an engineer's override closed stays
-    closed."""
+_SHUT = Decision(0, False, "", "")
+
+
+def _keep_a_circuit_open(tick: Tick, plant: PlantSpec, decisions: dict, why: str) -> bool:
+    """A plant without a bypass must not run its pump (overrun, minimum burner run, kick,
+    frost circulation) or fire its boiler against closed zone valves. Only what the boards
+    confirmed counts: a valve commanded open that never read back open (refused coil, dead
+    board) is not an open circuit. If no valve is confirmed open and staying open, the ones
+    confirmed open at the last tick stay open; if none was, those of the index circuit (the
+    configured one, else the first of the plant's zones) that are not in fault. A valve a
+    safety limit or an engineer's override closed stays closed.
+
+    False (and alarm `plant-circuit:<id>`) when no circuit can be shown open or opened: every
+    valve left is in fault or held shut."""
     zones = {z.id: z for z in tick.snapshot.zones}
     valves: list[ActuatorSpec] = []
     zone_of: dict[int, int] = {}
@@ -151,15 +201,21 @@ def _keep_a_circuit_open(tick: Tick, plant: PlantSpec, decisions: dict, why: str
             if act is not None and act.kind in VALVE_KINDS and aid in decisions:
                 valves.append(act)
                 zone_of.setdefault(aid, zid)
-    if not valves or any(decisions[v.id].state for v in valves):
-        return
+    if not valves:
+        return True  # no zone valves configured: nothing can shut the circuit
+    staying = [v for v in valves if decisions[v.id].state]
+    # Open and confirmed; or being opened this tick by a driver that has not failed (its
+    # read-back comes with this tick's write).
+    if any(v.confirmed_open for v in staying) or any(not v.fault for v in staying):
+        return True
     free = [
         v
         for v in valves
         if decisions[v.id].strategy not in SAFETY_STRATEGIES | {OVERRIDE}
         and override_rules.active(v.override, tick.now) is None
+        and not v.fault
     ]
-    held = [v for v in free if v.is_on]
+    held = [v for v in free if v.confirmed_open]
     if not held and free:
         # The configured index circuit, else the first of the plant's zones with a free valve.
         index = zone_of[free[0].id]
@@ -176,6 +232,17 @@ def _keep_a_circuit_open(tick: Tick, plant: PlantSpec, decisions: dict, why: str
             strategy=NO_BYPASS,
             user_id=None,
         )
+    if held:
+        return True
+    shut = ", ".join(
+        f"'{v.name}' ({'fault' if v.fault else 'held shut: ' + decisions[v.id].strategy})"
+        for v in valves[:8]
+    )
+    tick.alarms[f"plant-circuit:{plant.id}"] = (
+        f"Heating plant '{plant.name}' has no bypass and none of its circuits can be shown "
+        f"open: {shut}. The boiler is held off; its pump may run against shut valves"
+    )
+    return False
 
 
 # --- weather compensation ---------------------------------------------------------------

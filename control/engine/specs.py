@@ -37,6 +37,12 @@ SOLAR_TANK_MAX = "solar_tank_max"
 IDLE_STATE = "idle_state"  # nothing drives the actuator: it is held at its configured idle state
 NO_BYPASS = "no_bypass"  # a zone valve held open so a plant without a bypass is not dead-headed
 WEATHER = "weather_compensation"  # heating curve / mixing loop output
+# A plant without a bypass none of whose circuits can be shown open: the boiler is held off.
+NO_OPEN_CIRCUIT = "no_open_circuit"
+
+# Actuators that open a zone's circuit: what a pump without a bypass needs, and what a zone
+# takes heat through.
+VALVE_KINDS = frozenset({"valve", "radiator"})
 
 # Decisions from these strategies beat a manual override and are never delayed by min on/off.
 SAFETY_STRATEGIES = frozenset(
@@ -165,6 +171,14 @@ class ActuatorSpec:
     last_off_at: float | None = None  # unix seconds it last went off
     override: OverrideSpec | None = None
     fault: bool = False
+    # What the plant confirmed, not what we commanded: `confirmed` is True when the device read
+    # back `is_on` at the last tick (a node: acknowledged it). A valve counts as open for heat
+    # demand and the no-bypass rule only when it is `confirmed_open`.
+    confirmed: bool = False
+    last_on_at: float | None = None  # unix seconds it last went on
+    # When it first read back ON in its latest on-period (None: never since its state was
+    # known): a boiler only has a pump overrun if it was confirmed firing.
+    on_confirmed_at: float | None = None
     # What the relay does when nothing drives it (False = OFF): held there, not left wherever
     # its last driver put it.
     idle_state: bool
@@ -173,6 +187,18 @@ class ActuatorSpec:
     owner: str = ""
     released_from: str = ""
     disabled_zone: str = ""  # it belongs to a zone that is disabled (not controlled)
+
+    @property
+    def confirmed_open(self) -> bool:
+        """ON as the device itself last reported it (not merely commanded ON)."""
+        return self.is_on is True and self.confirmed and not self.fault
+
+    @property
+    def confirmed_fired(self) -> bool:
+        """It read back ON at least once in its latest on-period (which may have ended)."""
+        if self.on_confirmed_at is None:
+            return False
+        return self.last_on_at is None or self.on_confirmed_at >= self.last_on_at
 
 
 @dataclass(frozen=True, kw_only=True)

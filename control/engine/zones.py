@@ -17,6 +17,7 @@ from control.engine.specs import (
     OVERRIDE,
     SENSOR_FALLBACK,
     SETBACK,
+    VALVE_KINDS,
     Decision,
     Window,
     ZoneResult,
@@ -331,6 +332,8 @@ def drive_actuators(
 ) -> None:
     by_actuator: dict[int, list[tuple[ZoneSpec, ZoneResult]]] = {}
     for zone in tick.snapshot.zones:
+        _valves_in_fault(tick, zone, results[zone.id])
+    for zone in tick.snapshot.zones:
         for aid in zone.actuator_ids:
             if aid in tick.snapshot.actuators:
                 by_actuator.setdefault(aid, []).append((zone, results[zone.id]))
@@ -344,6 +347,21 @@ def drive_actuators(
         owner = f"zone {owner}" if len(entries) == 1 else f"zones {owner}"
         final = tick.finalize(tick.snapshot.actuators[aid], proposal)
         decisions[aid] = replace(final, owner=owner)
+
+
+def _valves_in_fault(tick: Tick, zone: ZoneSpec, result: ZoneResult) -> None:
+    """A zone that calls for heat with every valve in fault cannot take it, and does not call
+    its plant's boiler (heating_plant.py): each relay has its own alarm, this one says what
+    it means for the room."""
+    acts = (tick.snapshot.actuators.get(aid) for aid in zone.actuator_ids)
+    valves = [a for a in acts if a is not None and a.kind in VALVE_KINDS]
+    if not result.demand or not valves or not all(a.fault for a in valves):
+        return
+    names = ", ".join(f"'{a.name}'" for a in valves)
+    tick.alarms[f"zone-valves:{zone.id}"] = (
+        f"Zone '{zone.name}' calls for heat but every valve is in fault ({names}): it cannot "
+        "take heat and does not call its heating plant's boiler"
+    )
 
 
 def _utc(seconds: float) -> datetime:

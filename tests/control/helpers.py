@@ -86,9 +86,11 @@ def zone(temp: float | None = 15.0, now: datetime = NOW, **kw) -> ZoneSpec:
 
 
 def valve(**kw) -> ActuatorSpec:
+    """The Hall valve, in the state its board last confirmed (closed unless `is_on=True`)."""
     base = actuator_spec(
-        id=10, name="Hall valve", kind="valve", min_on_s=0, min_off_s=0, is_on=False
-    )
+        id=10, name="Hall valve", kind="valve", min_on_s=0, min_off_s=0, is_on=False,
+        confirmed=True,
+    )  # fmt: skip
     return replace(base, **kw)
 
 

@@ -14,6 +14,7 @@ from control.engine.specs import (
     HEATING_PLANT,
     IDLE,
     NO_BYPASS,
+    NO_OPEN_CIRCUIT,
     OPTIMUM_START,
     OPTIMUM_STOP,
     OVER_TEMPERATURE,
@@ -139,7 +140,8 @@ class TestStaleSensor:
         boiler = actuator_spec(20, "Boiler", "boiler", 600, 600, False)
         pump_ = actuator_spec(21, "Pump", "pump", 0, 0, False)
         off = OverrideSpec(False, NOW + timedelta(hours=1), "maintenance")
-        ev = run([z], (valve(override=off), boiler, pump_), plants=(plant,))
+        # The valve is open (its board confirmed it): the boiler may fire.
+        ev = run([z], (valve(override=off, is_on=True), boiler, pump_), plants=(plant,))
         d = ev.decisions[10]
         assert d.state is True and d.strategy == FROST  # beats the OFF override
         assert "fallback: plant frost protection, outside 0.5 °C below 1.5 °C" in d.reason
@@ -385,24 +387,76 @@ class TestHeatingPlant:
     def setup_method(self):
         self.plant = plant_spec(1, "Boiler house", boiler_id=20, pump_id=21, zone_ids=(1,))
 
-    def acts(self, boiler_on, pump_on, boiler_changed=None, pump_changed=None, boiler_off_at=None):
+    def acts(self, boiler_on, pump_on, boiler_changed=None, pump_changed=None, boiler_off_at=None,
+             valve_open=False, fired=True):  # fmt: skip
+        """`fired`: the boiler read back ON in its latest on-period (its board confirmed it)."""
+        confirmed_at = at(9).timestamp() if fired else None
         return (
-            valve(),
+            valve(is_on=valve_open),
             actuator_spec(
-                20, "Boiler", "boiler", 600, 600, boiler_on, boiler_changed, boiler_off_at
-            ),
+                20,
+                "Boiler",
+                "boiler",
+                600,
+                600,
+                boiler_on,
+                boiler_changed,
+                boiler_off_at,
+                confirmed=True,
+                last_on_at=at(9).timestamp(),
+                on_confirmed_at=confirmed_at,
+            ),  # fmt: skip
             actuator_spec(21, "Pump", "pump", 0, 0, pump_on, pump_changed, None),
         )
 
     def test_boiler_and_pump_follow_zone_demand(self):
         ev = run(
             [zone(temp=15.0, bookings=(YOGA,))],
-            self.acts(False, False),
+            self.acts(False, False, valve_open=True),
             now=at(10, 30),
             plants=(self.plant,),
         )
         assert ev.decisions[20].state and ev.decisions[21].state
         assert ev.decisions[20].reason == "Heat demand from Hall"
+
+    def test_the_boiler_waits_for_the_zone_valve_to_confirm_open(self):
+        """Issue #27 A1: demand counts a valve the board confirmed open, not one commanded."""
+        zones = [zone(temp=15.0, bookings=(YOGA,))]
+        ev = run(zones, self.acts(False, False), now=at(10, 30), plants=(self.plant,))
+        assert ev.decisions[10].state is True  # the valve is driven open …
+        assert ev.decisions[20].state is False  # … and the boiler waits for it
+        assert (
+            ev.decisions[20].reason == "No zone can take heat (Hall: valve not yet confirmed open)"
+        )
+        # Commanded ON but its board never confirmed it (a refused coil, a dead board).
+        acts = self.acts(False, False, valve_open=True)
+        refused = (replace(acts[0], confirmed=False, fault=True), *acts[1:])
+        ev = run(zones, refused, now=at(10, 30), plants=(self.plant,))
+        assert ev.decisions[20].state is False
+        assert ev.decisions[20].reason == "No zone can take heat (Hall: every valve in fault)"
+        assert "every valve is in fault ('Hall valve')" in ev.alarms["zone-valves:1"]
+        # Confirmed open: the boiler fires.
+        ev = run(zones, acts, now=at(10, 30), plants=(self.plant,))
+        assert ev.decisions[20].state is True and "zone-valves:1" not in ev.alarms
+
+    def test_no_overrun_for_a_boiler_that_never_confirmed_on(self):
+        """Issue #27 A5: a new plant's boiler, first commanded OFF, ran a 6 min overrun (and
+        forced a valve open on a plant without a bypass)."""
+        just_off = at(12, 2).timestamp()  # first command: OFF, from an unknown state
+        acts = self.acts(False, False, just_off, just_off, boiler_off_at=just_off, fired=False)
+        ev = run([zone(temp=20.0)], acts, now=at(12, 3), plants=(self.plant,))
+        assert ev.decisions[21].state is False and ev.decisions[21].strategy == HEATING_PLANT
+        assert ev.decisions[10].state is False  # no valve forced open
+        # Commanded ON at 12:00 and refused by its board, OFF at 12:02: it did not fire in that
+        # on-period (it last confirmed ON in an earlier one), so no overrun either.
+        refused = replace(acts[1], last_on_at=at(12).timestamp(), on_confirmed_at=at(9).timestamp())
+        ev = run([zone(temp=20.0)], (acts[0], refused, acts[2]), now=at(12, 3),
+                 plants=(self.plant,))  # fmt: skip
+        assert ev.decisions[21].state is False
+        # The same boiler confirmed ON before it stopped: the overrun runs.
+        fired = self.acts(False, False, just_off, just_off, boiler_off_at=just_off)
+        ev = run([zone(temp=20.0)], fired, now=at(12, 3), plants=(self.plant,))
+        assert ev.decisions[21].state is True and ev.decisions[21].strategy == PUMP_OVERRUN
 
     def test_pump_overruns_after_the_boiler_stops(self):
         stopped = at(12, 2).timestamp()
@@ -483,7 +537,18 @@ class TestNoBypass:
         return (
             valve(is_on=hall_open),
             valve(id=11, name="Annex valve", is_on=annex_open),
-            actuator_spec(20, "Boiler", "boiler", 0, 0, False, stopped, stopped, **boiler),
+            actuator_spec(
+                20,
+                "Boiler",
+                "boiler",
+                0,
+                0,
+                False,
+                stopped,
+                stopped,
+                on_confirmed_at=at(10).timestamp(),
+                **boiler,
+            ),  # it fired
             actuator_spec(21, "Pump", "pump", 0, 0, True, at(10).timestamp()),
         )
 
@@ -522,6 +587,73 @@ class TestNoBypass:
         ev = run(self.zones, acts, plants=(self.plant,))
         assert ev.decisions[21].strategy == PUMP_KICK
         assert ev.decisions[10].state is True and ev.decisions[11].state is False
+
+    def test_a_valve_commanded_open_that_never_confirmed_is_not_an_open_circuit(self):
+        """Issue #27 A1: Hall's only valve was refused by its board; Hall still called, the
+        no-bypass rule counted the commanded valve as open, and for 5 min 43 s boiler and pump
+        ran against every valve of the plant shut (coils 0-4 read [1, 1, 0, 0, 0])."""
+        plant = replace(self.plant, index_zone_id=2)
+        zones = [zone(temp=15.0, bookings=(YOGA,)), self.zones[1]]
+        firing = at(10, 27).timestamp()
+        acts = (
+            valve(is_on=True, confirmed=False, fault=True),  # commanded ON, coil refused
+            valve(id=11, name="Annex valve"),  # closed, confirmed
+            actuator_spec(
+                20,
+                "Boiler",
+                "boiler",
+                600,
+                600,
+                True,
+                firing,
+                None,
+                confirmed=True,
+                last_on_at=firing,
+                on_confirmed_at=firing,
+            ),  # fmt: skip
+            actuator_spec(21, "Pump", "pump", 0, 0, True, firing, confirmed=True),
+        )
+        ev = run(zones, acts, now=at(10, 30), plants=(plant,))
+        # Hall cannot take heat: it no longer calls; the minimum burner run holds the boiler …
+        assert ev.decisions[20].strategy == ANTI_SHORT_CYCLE
+        assert "No zone can take heat (Hall: every valve in fault)" in ev.decisions[20].reason
+        # … so the index circuit's valve is opened, whatever Hall's valve was commanded.
+        assert ev.decisions[11].state is True and ev.decisions[11].strategy == NO_BYPASS
+        assert ev.decisions[10].state is True  # Hall's valve is still retried
+        assert "zone-valves:1" in ev.alarms and "plant-circuit:1" not in ev.alarms
+
+    def test_a_plant_none_of_whose_circuits_can_be_shown_open_stops_its_boiler_and_alarms(self):
+        firing = at(10, 27).timestamp()
+        acts = (
+            valve(is_on=True, confirmed=False, fault=True),
+            valve(id=11, name="Annex valve", is_on=False, confirmed=False, fault=True),
+            actuator_spec(
+                20,
+                "Boiler",
+                "boiler",
+                600,
+                600,
+                True,
+                firing,
+                None,
+                confirmed=True,
+                last_on_at=firing,
+                on_confirmed_at=firing,
+            ),  # fmt: skip
+            actuator_spec(21, "Pump", "pump", 0, 0, True, firing, confirmed=True),
+        )
+        zones = [zone(temp=15.0, bookings=(YOGA,)), self.zones[1]]
+        ev = run(zones, acts, now=at(10, 30), plants=(self.plant,))
+        boiler = ev.decisions[20]
+        assert boiler.state is False and boiler.strategy == NO_OPEN_CIRCUIT  # beats min run
+        assert boiler.reason.startswith("No circuit of 'Boiler house' can be shown open")
+        assert ev.alarms["plant-circuit:1"].startswith(
+            "Heating plant 'Boiler house' has no bypass and none of its circuits can be shown "
+            "open: 'Hall valve' (fault), 'Annex valve' (fault)"
+        )
+        # With a bypass the boiler may fire against shut valves: no alarm, min run holds.
+        ev = run(zones, acts, now=at(10, 30), plants=(replace(self.plant, has_bypass=True),))
+        assert ev.decisions[20].state is True and "plant-circuit:1" not in ev.alarms
 
     def test_a_valve_an_engineer_closed_stays_closed(self):
         off = OverrideSpec(False, at(18), "valve head removed")

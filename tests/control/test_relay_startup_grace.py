@@ -47,8 +47,11 @@ def test_a_board_still_dead_after_the_grace_is_alarmed_once(dead_board, mailoutb
     run_tick(at(125))  # grace over, still no answer: now it is an alarm
     alarm = Alarm.objects.get(key=f"relay:{valve.pk}", cleared_at__isnull=True)
     assert "did not confirm ON" in alarm.message
+    # The zone, calling for frost protection through its only valve, cannot take heat: its own
+    # alarm, under the same grace (issue #27 A1).
+    assert Alarm.objects.filter(key__startswith="zone-valves:", cleared_at__isnull=True).exists()
     run_tick(at(185))
-    assert Alarm.objects.count() == 1 and len(mailoutbox) == 1
+    assert Alarm.objects.count() == 2 and len(mailoutbox) == 2  # each once
 
 
 def test_a_board_that_answers_within_the_grace_never_alarms(dead_board):

@@ -99,6 +99,9 @@ def test_boiler_and_pump_with_overrun(redis_client, board):
         zone=zone, title="Yoga", start=now - timedelta(minutes=1), end=now + timedelta(hours=1)
     )
     run_tick(now)
+    # The valve opens first; the boiler fires once its board confirmed it open.
+    assert board.coil(0) is True and board.coils_state(10, 2) == [False, False]
+    run_tick(now + timedelta(seconds=30))
     assert board.coils_state(10, 2) == [True, True]
     booking.cancelled = True
     booking.save()
@@ -107,6 +110,66 @@ def test_boiler_and_pump_with_overrun(redis_client, board):
     assert runtime.load_actuators([pump.pk])[pump.pk].strategy == "pump_overrun"
     run_tick(now + timedelta(minutes=8))
     assert board.coils_state(10, 2) == [False, False]
+
+
+def test_at_start_the_boiler_fires_once_the_valve_confirmed_without_a_min_off_wait(
+    redis_client, board
+):
+    """The boiler's first command (OFF: its zone's valve is not confirmed open yet) comes
+    from an unknown state: no minimum off time follows it, so it fires at the next tick."""
+    valve = f.relay("Hall valve", board, coil=0)
+    boiler = f.relay("Boiler", board, coil=10, kind="boiler", min_on_s=600, min_off_s=600)
+    zone = f.zone("Hall", valve, temp=15.0)
+    HeatingPlant.objects.create(name="Boiler house", boiler=boiler).zones.add(zone)
+    now = timezone.now()
+    Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=1))
+    run_tick(now)
+    assert (board.coil(0), board.coil(10)) == (True, False)
+    run_tick(now + timedelta(seconds=30))
+    assert board.coil(10) is True
+    assert runtime.load_actuators([boiler.pk])[boiler.pk].reason == "Heat demand from Hall"
+
+
+def test_a_zone_whose_valve_never_confirms_does_not_fire_the_boiler(redis_client, board):
+    """Issue #27 A1, on a real board: Hall's only valve is on a coil the board refuses. It
+    used to call the boiler and count as the open circuit, so boiler and pump ran for minutes
+    with every valve shut. Now the boiler stays off, the index circuit is the Annex, and the
+    zone and the plant say why."""
+    boiler = f.relay("Boiler", board, coil=0, kind="boiler")
+    pump = f.relay("Pump", board, coil=1, kind="pump")
+    hall_valve = f.relay("Hall valve", board, coil=40)  # past the board's 32 coils: refused
+    annex_valve = f.relay("Annex valve", board, coil=3)
+    hall = f.zone("Hall", hall_valve, temp=4.0)  # frost: calls for heat
+    annex = f.zone("Annex", annex_valve, temp=20.0)
+    plant = HeatingPlant.objects.create(name="Boiler house", boiler=boiler, pump=pump)
+    plant.zones.add(hall, annex)
+    now = timezone.now()
+    for i in range(4):
+        run_tick(now + timedelta(seconds=30 * i))
+        assert board.coils_state(0, 2) == [False, False], f"tick {i}: fired against shut valves"
+    assert board.coil(3) is False  # nothing runs, so no circuit is forced open
+    boiler_state = runtime.load_actuators([boiler.pk])[boiler.pk]
+    assert boiler_state.reason == "No zone can take heat (Hall: every valve in fault)"
+    alarm = Alarm.objects.get(key=f"zone-valves:{hall.pk}", cleared_at__isnull=True)
+    assert "every valve is in fault ('Hall valve')" in alarm.message
+    assert ActuatorCommand.objects.filter(actuator=boiler, state=False).exists()
+
+
+def test_a_new_plant_runs_no_overrun_for_a_boiler_that_never_fired(redis_client, board):
+    """Issue #27 A5: creating a plant commanded its boiler OFF from an unknown state, which
+    counted as "the boiler just stopped": 6 min of pump overrun and, with no bypass, a zone
+    valve forced open."""
+    boiler = f.relay("Boiler", board, coil=0, kind="boiler")
+    pump = f.relay("Pump", board, coil=1, kind="pump")
+    valve = f.relay("Hall valve", board, coil=2)
+    hall = f.zone("Hall", valve, temp=20.0)  # satisfied: nothing calls
+    plant = HeatingPlant.objects.create(name="Boiler house", boiler=boiler, pump=pump)
+    plant.zones.add(hall)
+    now = timezone.now()
+    for i in range(3):
+        run_tick(now + timedelta(seconds=30 * i))
+        assert board.coils_state(0, 3) == [False, False, False], f"tick {i}"
+    assert not ActuatorCommand.objects.filter(strategy__in=["pump_overrun", "no_bypass"]).exists()
 
 
 def test_override_switches_an_actuator_nobody_else_drives(redis_client, board, engineer):
@@ -180,7 +243,10 @@ def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board
         f.set_temperature(zone, temp, t=at.timestamp())
         run_tick(at)
         states.append(board.coils_state(5, 2))
-    assert states == [[True, True]] + [[False, False]] * 5 + [[True, True]]
+    # The boiler fires a tick after the valve, once its board confirmed the valve open.
+    run_tick(now + timedelta(minutes=6, seconds=30))
+    states.append(board.coils_state(5, 2))
+    assert states == [[True, False]] + [[False, False]] * 5 + [[True, False], [True, True]]
     reasons = [c.reason for c in ActuatorCommand.objects.filter(actuator=valve).order_by("pk")]
     assert "Over-temperature cut-off: 28.0 °C (off from 28 °C until below 27 °C)" in reasons[1]
 

@@ -60,6 +60,7 @@ def site_data(redis_client, board) -> dict:
     solar = SolarCircuit.objects.create(name="Roof solar", collector_sensor=collector,
                                         tank_sensor=tank, pump=solar_pump)  # fmt: skip
     run_tick(now)
+    run_tick(now + timedelta(seconds=30))  # the boiler fires once the valve confirmed open
     assert board.coils_state(10, 2) == [True, True]
     return {"plant": plant.pk, "solar": solar.pk, "valve": valve.pk, "hall": hall,
             "solar_pump": solar_pump.pk, "boiler": boiler.pk}  # fmt: skip

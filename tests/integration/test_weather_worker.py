@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class BoardProcess:
-    def __init__(self, log: Path, refuse_register: int | None = None) -> None:
-        self.host, self.port, self.log = "127.0.0.1", free_port(), log
+    def __init__(
+        self, log: Path, refuse_register: int | None = None, port: int | None = None
+    ) -> None:
+        self.host, self.port, self.log = "127.0.0.1", port or free_port(), log
         cmd = [sys.executable, "-m", "tests.control.board_process", "--port", str(self.port)]
         cmd += ["--log", str(log)]
         if refuse_register is not None:
@@ -166,6 +168,32 @@ def test_the_watchdog_register_is_written_and_a_refusal_alarms(worker, board):
     before = len(board.writes())
     tick()  # not due again: written at start, then every rewrite_s
     assert [w for w in board.writes()[before:] if w["address"] == 10 and w["fc"] == 6] == []
+
+
+def test_a_board_process_restarted_on_its_port_gets_its_watchdog_back(worker, board, tmp_path):
+    """Issue #27 A3: the board process is killed and started again on its port (a reboot: every
+    register 0, relays OFF as wanted, so no relay is re-asserted). The next tick reads the
+    watchdog back as 0 and writes it again, and the board's own log shows that write."""
+    valve = f.relay("Hall valve", board, coil=1)
+    f.zone("Hall", valve, temp=20.0)  # satisfied: the valve stays OFF
+    wd = RelayBoard.objects.create(
+        name="Plant room", host=board.host, port=board.port, watchdog_register=10,
+        watchdog_value=30, rewrite_s=3600,
+    )  # fmt: skip
+    tick()
+    assert board.register(10) == 30
+    stop_process(board.proc, timeout_s=5)
+    rebooted = BoardProcess(tmp_path / "after-reboot.jsonl", port=board.port)
+    try:
+        assert rebooted.register(10) == 0
+        tick()
+        assert rebooted.register(10) == 30
+        assert [w["values"] for w in rebooted.writes() if w["address"] == 10] == [[30]]
+        status = outputs.watchdog_status([wd.pk])[wd.pk]
+        assert status["ok"] and status["read_value"] == 30 and status["found"] == 0
+        assert status["rewrite_reason"] == "read 0, not 30 (the board reset it)"
+    finally:
+        stop_process(rebooted.proc, timeout_s=5)
 
 
 def test_an_operator_holds_the_output_frost_still_wins_and_the_hold_ends(worker, board, engineer):
