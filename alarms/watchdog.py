@@ -28,6 +28,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,11 +51,13 @@ FEED_RECORD_SIZE = 9
 # Which head record each dirty feed had when the watchdog first saw it: feed id -> "hex:t".
 HEADS_KEY = "bms:watchdog:feed-heads"
 
-QUEUES = ("ingest", "commit", "control")
+# Control first: without its worker no relay is switched.
+QUEUES = ("control", "ingest", "commit")
 
 
 def watched_queues() -> tuple[str, ...]:
-    """The queues that must have a worker: QUEUES, and each feed shard's commit queue."""
+    """The queues that must have a worker: QUEUES (bms/settings.py CELERY_TASK_ROUTES), and
+    each feed shard's commit queue."""
     count = int(settings.BMS_FEED_SHARDS)
     if count == 1:
         return QUEUES
@@ -245,23 +248,34 @@ def check_disk() -> dict:
 # --- Celery liveness ----------------------------------------------------------------------
 
 
-def served_queues(timeout_s: float = 2.0) -> set[str] | None:
-    """The queues some live worker consumes (asked over the broker), None if it cannot ask."""
+def queue_consumers(timeout_s: float = 2.0) -> dict[str, list[str]] | None:
+    """Each queue some live worker consumes -> the names of those workers, asked over the
+    broker in one broadcast that waits `timeout_s` for replies; None if it cannot ask."""
     try:
         replies = current_app.control.inspect(timeout=timeout_s).active_queues() or {}
     except (OSError, redis.RedisError) as exc:  # broker away: another alarm's business
         log.warning("watchdog: cannot ask workers for their queues: %s", exc)
         return None
-    return {q["name"] for queues in replies.values() for q in queues}
+    consumers: dict[str, list[str]] = {}
+    for worker, queues in sorted(replies.items()):
+        for queue in queues:
+            consumers.setdefault(queue["name"], []).append(worker)
+    return consumers
 
 
-def check_workers(served: set[str] | None = None) -> dict:
-    served = served_queues() if served is None else served
+def unserved_queues(served: Collection[str]) -> list[str]:
+    """The queues that must have a worker (watched_queues, control first) that no worker in
+    `served` (queue names, or queue_consumers()) consumes. The one answer to "which worker is
+    missing" for this watchdog and /healthz (bms/health.py)."""
+    return [q for q in watched_queues() if q not in served]
+
+
+def check_workers(served: Collection[str] | None = None) -> dict:
+    served = queue_consumers() if served is None else served
     if served is None:
         return {"checked": False}
-    queues = watched_queues()
-    missing = [q for q in queues if q not in served]
-    for queue in queues:
+    missing = unserved_queues(served)
+    for queue in watched_queues():
         if queue in missing:
             raise_alarm(
                 worker_alarm(queue),

@@ -2,11 +2,15 @@
 
 Anyone sees ok/fail per part; the details (errors, paths, worker names) only staff.
 
-The checks cost the server about a second (the worker ping waits WORKER_PING_TIMEOUT_S for
-replies), and /healthz is public: anonymous callers are answered from the last result of this
-process, checked again at most every BMS_HEALTHZ_CACHE_S seconds, by one thread at a time.
-Staff and the local monitor (a request to gunicorn itself from the loopback, not through the
-proxy: the Docker health check) get a fresh check, which refreshes that result.
+The worker check asks every worker which queues it consumes, in one broadcast that waits
+WORKER_INSPECT_TIMEOUT_S for replies, and fails when a queue that must have a worker has none
+(control first: alarms/watchdog.py `unserved_queues`, the watchdog's own answer); the control
+tick check fails when the last tick recorded in Redis (control/runtime.py) is older than three
+ticks and a grace. So the checks cost the server about a second, and /healthz is public:
+anonymous callers are answered from the last result of this process, checked again at most
+every BMS_HEALTHZ_CACHE_S seconds, by one thread at a time. Staff and the local monitor (a
+request to gunicorn itself from the loopback, not through the proxy: the Docker health check)
+get a fresh check, which refreshes that result.
 """
 
 from __future__ import annotations
@@ -16,20 +20,25 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
+from alarms import watchdog
 from alarms.heartbeat import BEAT_HEARTBEAT_KEY
-from bms.celery import app
+from control import runtime
 from core.permissions import has_staff_role
 from core.redis import get_redis
 
 # Beat stamps every 10 s; three missed stamps means it is gone.
 BEAT_STALE_AFTER_S = 35
-WORKER_PING_TIMEOUT_S = 1.0
+WORKER_INSPECT_TIMEOUT_S = 1.0
+# A tick may run late (a slow relay board, beat's own jitter): stale after three tick periods
+# and this much more.
+CONTROL_TICK_GRACE_S = 15.0
 
 
 def check_database() -> dict:
@@ -44,8 +53,35 @@ def check_redis() -> dict:
 
 
 def check_worker() -> dict:
-    replies = app.control.ping(timeout=WORKER_PING_TIMEOUT_S)
-    return {"ok": bool(replies), "workers": sorted(name for reply in replies for name in reply)}
+    """Whether each queue that must have a worker has one (control, ingest, commit, and each
+    feed shard's commit-<k>); staff see the queues without one and who consumes the others."""
+    consumers = watchdog.queue_consumers(timeout_s=WORKER_INSPECT_TIMEOUT_S)
+    if consumers is None:
+        return {"ok": False, "error": "cannot ask the workers: the broker is unreachable"}
+    missing = watchdog.unserved_queues(consumers)
+    return {
+        "ok": not missing,
+        "no_consumer": missing,
+        "consumers": {q: consumers.get(q, []) for q in watchdog.watched_queues()},
+        "workers": sorted({w for names in consumers.values() for w in names}),
+    }
+
+
+def check_control_tick(now: float | None = None) -> dict:
+    """How long ago the last control tick ran: its report's `at`, saved by every tick as it
+    ends (control/runtime.py `save_last_tick`). A control worker that consumes its queue but no
+    longer ticks switches no relay either."""
+    now = time.time() if now is None else now
+    stale_after = 3 * settings.BMS_CONTROL_TICK + CONTROL_TICK_GRACE_S
+    last = runtime.load_last_tick()
+    if not last or "at" not in last:
+        return {"ok": False, "error": "no control tick recorded", "stale_after_s": stale_after}
+    age = now - datetime.fromisoformat(last["at"]).timestamp()
+    return {
+        "ok": age <= stale_after,
+        "last_tick_s_ago": round(age, 1),
+        "stale_after_s": stale_after,
+    }
 
 
 def check_beat() -> dict:
@@ -77,14 +113,15 @@ CHECKS = {
     "database": check_database,
     "redis": check_redis,
     "worker": check_worker,
+    "control_tick": check_control_tick,
     "beat": check_beat,
     "ingest": check_ingest,
     "data_dir": check_data_dir,
 }
 
 
-# Worker and beat are reached through Redis: with Redis down, asking them would only hang.
-NEEDS_REDIS = {"worker", "beat", "ingest"}
+# Workers, beat and the tick are reached through Redis: with Redis down, asking would only hang.
+NEEDS_REDIS = {"worker", "control_tick", "beat", "ingest"}
 
 
 def run_checks() -> dict[str, dict]:

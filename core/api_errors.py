@@ -1,20 +1,28 @@
-"""One shape for every API error: {"error": "...", "fields": {...}} with a 4xx status.
+"""One shape for every API error: {"error": "...", "fields": {...}} with a 4xx status, or a
+503 while the database is unavailable.
 
 Clients (and the people reading logs) see the field named, never an HTML 500 page.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.db.models import ProtectedError, RestrictedError
 from django.http import JsonResponse
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+log = logging.getLogger(__name__)
+
+# What a client should wait before asking again while the database is unavailable.
+DATABASE_RETRY_AFTER_S = 30
 
 
 def error_response(message: str, status: int = 400, **extra: Any) -> JsonResponse:
@@ -42,7 +50,22 @@ def _protected_conflict(exc: ProtectedError | RestrictedError) -> Response:
     )
 
 
+def _database_unavailable(exc: Exception, context: dict) -> Response:
+    """The database cannot be reached (down, restarting, its file gone, locked past the
+    timeout): a 503 the client may retry, not a 500 that reads as a bug of ours. Integrity and
+    data errors are not this: they stay 500s. Logged, as the 500 would have been."""
+    view = context.get("view")
+    log.error("API %s: database unavailable: %s", type(view).__name__ if view else "?", exc)
+    return Response(
+        {"success": False, "error": "database unavailable, try again"},
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+    )
+
+
 def json_exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, OperationalError | InterfaceError):
+        return _database_unavailable(exc, context)
     if isinstance(exc, ProtectedError | RestrictedError):
         return _protected_conflict(exc)
     if isinstance(exc, RequestDataTooBig):

@@ -6,6 +6,7 @@ Redis is the real one at 127.0.0.1:6379, database 15 unless REDIS_URL says other
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -131,6 +132,26 @@ def wait_for_worker(timeout_s: float = 30.0) -> None:
     raise RuntimeError("Celery worker did not answer a ping in time")
 
 
+@contextlib.contextmanager
+def running_worker(queues: str, name: str, db_url: str) -> Iterator[subprocess.Popen]:
+    """A real Celery worker process consuming `queues` (comma-separated), sharing the test
+    database (`db_url`: test_database_url()) and Redis; stopped on leaving."""
+    env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="bms.settings_test")
+    log_path = Path(os.environ["BMS_DATA_DIR"]) / "test-worker.log"
+    with open(log_path, "ab") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "bms", "worker", "-Q", queues,
+             "-c", "2", "--without-gossip", "--without-mingle", "-l", "INFO",
+             "-n", f"{name}-{os.getpid()}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for_worker()
+        yield worker
+    finally:
+        stop_process(worker, timeout_s=15)
+
+
 @pytest.fixture(scope="module")
 def celery_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen]:
     """A real Celery worker process on all queues, sharing the test database and Redis.
@@ -141,20 +162,8 @@ def celery_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Pop
     """
     with django_db_blocker.unblock():
         db_url = test_database_url()
-    env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="bms.settings_test")
-    log_path = Path(os.environ["BMS_DATA_DIR"]) / "test-worker.log"
-    with open(log_path, "ab") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "bms", "worker", "-Q", "ingest,commit,control",
-             "-c", "2", "--without-gossip", "--without-mingle", "-l", "INFO",
-             "-n", f"test-{os.getpid()}@%h"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        wait_for_worker()
+    with running_worker("ingest,commit,control", "test", db_url) as worker:
         yield worker
-    finally:
-        stop_process(worker, timeout_s=15)
 
 
 @pytest.fixture

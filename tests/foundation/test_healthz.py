@@ -1,10 +1,15 @@
-"""/healthz against the real Redis and database; a closed port means Redis is reported down."""
+"""/healthz against the real Redis and database; a closed port means Redis is reported down.
+A worker that consumes only some of the required queues: tests/foundation/test_healthz_queues.py."""
 
 import socket
+import time
+from datetime import UTC, datetime
 
 import pytest
 
 from alarms.heartbeat import BEAT_HEARTBEAT_KEY
+from bms import health
+from control import runtime
 
 
 def _closed_port() -> int:
@@ -49,17 +54,70 @@ def test_unwritable_data_dir_is_reported(client, settings, tmp_path):
     assert body["checks"]["data_dir"]["ok"] is False
 
 
+def _ticked(seconds_ago: float, now: float | None = None) -> None:
+    """Record a control tick as control/runner.py does, `seconds_ago` before `now`."""
+    at = (time.time() if now is None else now) - seconds_ago
+    runtime.save_last_tick({"at": datetime.fromtimestamp(at, UTC).isoformat(), "zones": 0})
+
+
 @pytest.mark.django_db(transaction=True)
-def test_all_green_with_a_real_worker_and_beat_heartbeat(
+def test_all_green_with_a_real_worker_a_real_tick_and_beat_heartbeat(
     client, celery_worker, redis_client, engineer
 ):
-    import time
+    from control.tasks import control_tick
 
     client.force_login(engineer)
     redis_client.set(BEAT_HEARTBEAT_KEY, int(time.time()))
+    control_tick.delay().get(timeout=60)  # the control worker ticks and records it
     response = client.get("/healthz")
     assert response.status_code == 200, response.json()
-    assert response.json()["checks"]["worker"]["workers"]
+    worker = response.json()["checks"]["worker"]
+    assert worker["no_consumer"] == []
+    assert set(worker["consumers"]) == {"control", "ingest", "commit"}
+    assert worker["consumers"]["control"] == worker["workers"]  # the one worker, by name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stale_control_tick_is_a_503_though_every_queue_has_its_worker(
+    client, celery_worker, redis_client, engineer, settings
+):
+    """The control worker consumes its queue but its tick stopped: no relay is switched."""
+    client.force_login(engineer)
+    redis_client.set(BEAT_HEARTBEAT_KEY, int(time.time()))
+    stale_after = 3 * settings.BMS_CONTROL_TICK + health.CONTROL_TICK_GRACE_S
+    _ticked(stale_after + 60)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["worker"]["ok"] is True
+    assert checks["control_tick"]["ok"] is False
+    assert checks["control_tick"]["last_tick_s_ago"] > stale_after
+    assert [name for name, check in checks.items() if not check["ok"]] == ["control_tick"]
+
+
+@pytest.mark.django_db
+def test_the_tick_is_stale_after_three_ticks_and_the_grace(redis_client, settings):
+    settings.BMS_CONTROL_TICK = 30
+    now = 1_900_000_000.0
+    stale_after = 90 + health.CONTROL_TICK_GRACE_S
+    _ticked(stale_after, now)
+    assert health.check_control_tick(now) == {
+        "ok": True,
+        "last_tick_s_ago": stale_after,
+        "stale_after_s": stale_after,
+    }
+    _ticked(stale_after + 1, now)
+    assert health.check_control_tick(now)["ok"] is False
+
+
+@pytest.mark.django_db
+def test_no_tick_recorded_is_a_failure(redis_client, settings):
+    settings.BMS_CONTROL_TICK = 30
+    assert health.check_control_tick(1_900_000_000.0) == {
+        "ok": False,
+        "error": "no control tick recorded",
+        "stale_after_s": 3 * 30 + health.CONTROL_TICK_GRACE_S,
+    }
 
 
 @pytest.mark.django_db
@@ -70,7 +128,15 @@ def test_anonymous_callers_see_only_ok_or_fail_per_part(client, settings, tmp_pa
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
-    assert set(body["checks"]) == {"database", "redis", "worker", "beat", "data_dir", "ingest"}
+    assert set(body["checks"]) == {
+        "database",
+        "redis",
+        "worker",
+        "control_tick",
+        "beat",
+        "data_dir",
+        "ingest",
+    }
     assert all(set(check) == {"ok"} for check in body["checks"].values()), body
     assert body["checks"]["redis"] == {"ok": False}
     assert body["checks"]["data_dir"] == {"ok": False}

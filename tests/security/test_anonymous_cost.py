@@ -24,6 +24,7 @@ from django.http.request import HttpRequest
 from drf_spectacular.generators import SchemaGenerator
 
 from bms import health
+from bms.celery import app as celery_app
 from core.openapi import CachedSchemaView
 from sensors import cache
 from sensors.ingest import emoncms_input
@@ -78,13 +79,20 @@ def test_the_schema_is_generated_once_per_process(schema_calls):
 
 @pytest.fixture
 def pings(monkeypatch, settings) -> Counter:
-    """Worker pings counted; the cache period 60 s, so the real time a test takes (each ping
-    waits its timeout: no worker runs) never ends a period: only the test's clock does."""
+    """Broadcasts to the workers counted (one a check: which queues each consumes, under the
+    key "ping"); the cache period 60 s, so the real time a test takes (each broadcast waits its
+    timeout: no worker runs) never ends a period: only the test's clock does."""
     health.forget()
     settings.BMS_HEALTHZ_CACHE_S = 60
-    monkeypatch.setattr(health, "WORKER_PING_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(health, "WORKER_INSPECT_TIMEOUT_S", 0.1)
     calls: Counter = Counter()
-    _count(monkeypatch, calls, health.app.control, "ping")
+    real = celery_app.control.broadcast
+
+    def counted(*args, **kwargs):
+        calls["ping"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(celery_app.control, "broadcast", counted)
     yield calls
     health.forget()
 
