@@ -12,7 +12,8 @@ import pytest
 import redis as redis_lib
 
 from bms.celery import BEAT_HEARTBEAT_KEY
-from tests.reliability.harness import PrivateRedis, Site, wait_until
+from tests.reliability.harness import PrivateRedis, Site
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -43,14 +44,14 @@ def test_beat_started_with_redis_down_and_redis_restarted_empty_keeps_ticking(
         assert site.procs["beat"].poll() is None, "beat exited while Redis was down"
         started = time.time()
         redis.start()
-        wait_until(lambda: _ticking_since(redis, started), 60, "beat to tick")
+        wait_for(lambda: _ticking_since(redis, started), 60, "beat to tick")
 
         redis.stop(hard=True)  # lock, schedule and heartbeat gone with the data
         time.sleep(2)
         assert site.procs["beat"].poll() is None, "beat exited when Redis went away"
         restarted = time.time()
         redis.start()
-        wait_until(lambda: _ticking_since(redis, restarted), 60, "beat to tick again")
+        wait_for(lambda: _ticking_since(redis, restarted), 60, "beat to tick again")
         assert site.procs["beat"].poll() is None
     finally:
         site.close()

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.reliability.harness import Site, wait_until
+from tests.reliability.harness import Site
+from tests.wait import wait_for
 from tests.reliability.scenarios import make_gateway, run_with_faults, start_time
 
 pytestmark = pytest.mark.integration
@@ -46,7 +47,7 @@ def postgresql_outage(site: Site, outage_s: float) -> Callable[[int], None]:
     def outage(_n: int) -> None:
         # The site must really be using the proxy (the worker's first commit), or cutting it
         # proves nothing.
-        wait_until(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
+        wait_for(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
         proxy.cut()
         try:
             time.sleep(outage_s)

@@ -51,7 +51,8 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     it, sensors/processing.py); after the restart a new drain takes it over from the stream."""
     import time
 
-    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled
+    from tests.wait import wait_for
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("held", 1, start_time(1))
@@ -64,7 +65,7 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
     stream = f"sensors:ingest:stream:{gateway.node.pk}"
-    wait_until(
+    wait_for(
         lambda: drain_pending(client, stream) == 1,
         30,
         "the worker to take the batch",
@@ -80,7 +81,7 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     def state() -> dict:
         return {**queue_state(client), "exited": fault_site.exited()}
 
-    wait_until(
+    wait_for(
         lambda: fault_site.exited() or settled(client),
         60,
         "the batch to run and be committed",

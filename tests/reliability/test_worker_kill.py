@@ -71,7 +71,8 @@ TAKEOVER_WITHIN_S = 10.0
 def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     import time
 
-    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled
+    from tests.wait import wait_for
     from tests.reliability.scenarios import Result, check_files
 
     gateway = make_gateway("killed-mid-batch", 1, start_time(1))
@@ -87,7 +88,7 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
     stream = f"sensors:ingest:stream:{gateway.node.pk}"
-    wait_until(
+    wait_for(
         lambda: drain_pending(client, stream) == 1,
         30,
         "a drain to read the request",
@@ -98,14 +99,14 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     killed_at = time.monotonic()
     client.delete(lock)
     fault_site.start_worker()  # a replacement, as docker's restart policy starts one
-    wait_until(lambda: client.xlen(stream) == 0, 30, "the request to be taken over")
+    wait_for(lambda: client.xlen(stream) == 0, 30, "the request to be taken over")
     took_s = time.monotonic() - killed_at
     print(f"drain killed mid-batch: taken over and processed {took_s:.1f} s after the kill")
     assert took_s <= TAKEOVER_WITHIN_S
     consumers = {c["name"] for c in client.xinfo_consumers(stream, "drain")}
     assert len(consumers - {killed_consumer}) >= 1  # another consumer claimed it
 
-    wait_until(lambda: settled(client), 60, "the site to settle", state=lambda: queue_state(client))
+    wait_for(lambda: settled(client), 60, "the site to settle", state=lambda: queue_state(client))
     result = Result()
     check_files(gateway, gateway.rows, result)
     assert result.found == 1 and result.wrong == 0 and result.kwh_points == 1
