@@ -44,6 +44,4 @@ def test_beat_logs_the_tasks_it_sends_and_a_lock_taken_by_another(fault_site, tm
     standing = client.llen(PROBE_KEY)
     client.delete(LOCK_KEY)  # the other beat is gone: this one takes the lock again and ticks
     wait_for(lambda: client.llen(PROBE_KEY) > standing, 15, "beat ticking again")
-    wait_for(
-        lambda: "taken again" in log.read_text(errors="replace"), 5, "beat to log the retake"
-    )
+    wait_for(lambda: "taken again" in log.read_text(errors="replace"), 5, "beat to log the retake")

@@ -22,8 +22,8 @@ from control.models import AnalogueCommand, OutputOverride
 from tests.integration.test_weather_worker import BoardProcess, mixing_plant
 from tests.processes import stop_process
 from tests.reliability.harness import Site
-from tests.wait import wait_for
 from tests.sqlite_away import sqlite_file_away
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,8 @@ import pytest
 from django.db import connection
 
 from tests.reliability.harness import Site
-from tests.wait import wait_for
 from tests.reliability.scenarios import make_gateway, run_with_faults, start_time
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -39,8 +39,8 @@ from core import redis as bms_redis
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f
 from tests.reliability.harness import Sender, Site, free_port, queue_state
-from tests.wait import wait_for
 from tests.reliability.scenarios import Result, check_files, make_gateway, start_time
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.soak]
 

@@ -52,8 +52,8 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     import time
 
     from tests.reliability.harness import drain_pending, queue_state, settled
-    from tests.wait import wait_for
     from tests.reliability.scenarios import Result, check_files
+    from tests.wait import wait_for
 
     gateway = make_gateway("held", 1, start_time(1))
     client = fault_site.redis.client()

@@ -72,8 +72,8 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     import time
 
     from tests.reliability.harness import drain_pending, queue_state, settled
-    from tests.wait import wait_for
     from tests.reliability.scenarios import Result, check_files
+    from tests.wait import wait_for
 
     gateway = make_gateway("killed-mid-batch", 1, start_time(1))
     client = fault_site.redis.client()
