@@ -32,7 +32,7 @@ def sqlite_outage(outage_s: float) -> Callable[[int], None]:
         os.rename(db_file, away)
         db_file.mkdir()
         try:
-            time.sleep(outage_s)
+            time.sleep(outage_s)  # a real pause: the database is away this long
         finally:
             db_file.rmdir()
             os.rename(away, db_file)
@@ -50,7 +50,7 @@ def postgresql_outage(site: Site, outage_s: float) -> Callable[[int], None]:
         wait_for(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
         proxy.cut()
         try:
-            time.sleep(outage_s)
+            time.sleep(outage_s)  # a real pause: the database is cut off this long
         finally:
             proxy.restore()
 

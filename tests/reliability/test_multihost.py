@@ -344,7 +344,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 ticks()
-                time.sleep(0.1)
+                time.sleep(0.1)  # a real pause: the cluster runs on while ticks are recorded
 
         started = time.monotonic()
         senders = [Sender(web, g.key, g.node.name, g.rows, 20, pace_s=1.2) for g in gateways]
