@@ -10,7 +10,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from rest_framework.test import APIClient
 
 from core.roles import BOOKERS, ENGINEERS, VIEWERS
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,11 +125,9 @@ test_database_url.__test__ = False  # not a test, despite the name
 def wait_for_worker(timeout_s: float = 30.0) -> None:
     from bms.celery import app
 
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if app.control.ping(timeout=0.5):
-            return
-    raise RuntimeError("Celery worker did not answer a ping in time")
+    # The ping waits 0.5 s for an answer: the poll needs no pause of its own.
+    wait_for(lambda: app.control.ping(timeout=0.5), timeout_s, "a Celery worker to answer a ping",
+             every_s=0)  # fmt: skip
 
 
 @contextlib.contextmanager

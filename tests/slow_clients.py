@@ -83,7 +83,7 @@ class SlowClients:
             except OSError:
                 with self._lock:
                     self.refused += 1
-                time.sleep(0.1)
+                time.sleep(0.1)  # a real pause: the attacker backs off, then reconnects
                 continue
             opened = last_byte = time.monotonic()
             # Non-blocking from here: a TLS 1.3 server sends session tickets after the

@@ -256,11 +256,13 @@ class MqttIngestor:
             return
         self.batcher.add(node, t, values, time.monotonic())
 
-    def flush(self, *, all_: bool = False) -> int:
+    def flush(self, *, all_: bool = False, now: float | None = None) -> int:
+        """Hand on every batch whose window has passed (all of them with `all_`). `now`: the
+        time.monotonic() to judge the windows by (tests: past a window without waiting it)."""
         from sensors.ingest import stream as ingest_stream
 
         sent = 0
-        for ref, rows in self.batcher.due(time.monotonic(), all_=all_):
+        for ref, rows in self.batcher.due(time.monotonic() if now is None else now, all_=all_):
             identity = lookup_ref(ref)
             if identity is None:
                 self.stats.unknown_nodes += 1

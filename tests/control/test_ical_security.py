@@ -27,6 +27,7 @@ from control.ical import IcalError, sync_all, sync_zone
 from control.models import Booking, Zone
 from tests.control.feed_server import FeedServer
 from tests.tls_certs import make_ca_and_server_cert
+from tests.wait import returns_within
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 SECRET = "SECRET_KEY=do-not-show-this-1234"
@@ -248,6 +249,7 @@ def trickler():
     whole is not. (A per-read timeout alone would wait all 10 s; a slower server, for ever.)"""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
+    cut_off = threading.Event()  # the client shut the connection before the 10 s were up
 
     def serve() -> None:
         conn, _ = listener.accept()
@@ -259,11 +261,12 @@ def trickler():
                 try:
                     conn.sendall(b"X")
                 except OSError:
+                    cut_off.set()
                     return
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield listener.getsockname()[1]
+    yield listener.getsockname()[1], cut_off
     stop.set()
     listener.close()
 
@@ -271,11 +274,13 @@ def trickler():
 def test_a_slow_server_is_cut_off_at_the_total_timeout(db, settings, trickler):
     settings.BMS_ICAL_ALLOWED_HOSTS = ["127.0.0.1"]
     settings.BMS_ICAL_TIMEOUT_S = 1.0
-    zone = _zone(f"http://127.0.0.1:{trickler}/feed.ics")
-    started = time.monotonic()
+    port, cut_off = trickler
+    zone = _zone(f"http://127.0.0.1:{port}/feed.ics")
     with pytest.raises(IcalError):
         sync_zone(zone, now=NOW)
-    assert time.monotonic() - started < 3.0
+    # The fetch was shut mid-trickle, not left to the server's 10 s end (then a per-read
+    # timeout would have done, and a slower server would be waited for for ever).
+    assert cut_off.wait(10), "the server trickled to its end: no total timeout"
 
 
 # --- bounds: events and occurrences -----------------------------------------------------------
@@ -293,9 +298,7 @@ def test_a_minutely_flood_is_capped_and_alarmed(db, served, settings):
     first = timezone.now().replace(second=0, microsecond=0, tzinfo=UTC)
     (directory / "flood.ics").write_text(flood(10, dtstart=f"{first:%Y%m%dT%H%M%SZ}"))
     zone = Zone.objects.create(name="Hall", slug="hall", ical_url=server.url("flood.ics"))
-    started = time.monotonic()
     report = sync_all()
-    elapsed = time.monotonic() - started
     made = Booking.objects.filter(zone=zone, source="ical")
     assert made.count() == settings.BMS_ICAL_MAX_OCCURRENCES == 2000
     assert report["hall"]["capped"] == 1
@@ -303,7 +306,6 @@ def test_a_minutely_flood_is_capped_and_alarmed(db, served, settings):
     assert "Hall" in alarm.message and "Flood" not in alarm.message
     # The soonest were kept: 10 events a minute, 2000 of them fill the first 200 minutes.
     assert made.order_by("-start").first().start == first + timedelta(minutes=199)
-    assert elapsed < 10, elapsed
     # A feed back within the caps clears the warning.
     (directory / "flood.ics").write_text(ONE_EVENT)
     sync_all()
@@ -337,15 +339,17 @@ def test_the_event_cap(db, served, settings):
 
 def test_a_rule_from_1970_does_not_spin(settings):
     # Every minute since 1970: 29 million steps before the window. Walked within a budget.
-    started = time.monotonic()
-    found = ical.expand_feed(
-        flood(1, dtstart="19700101T000000Z").encode(),
-        NOW,
-        NOW + timedelta(days=90),
-        ZoneInfo("UTC"),
+    found = returns_within(
+        lambda: ical.expand_feed(
+            flood(1, dtstart="19700101T000000Z").encode(),
+            NOW,
+            NOW + timedelta(days=90),
+            ZoneInfo("UTC"),
+        ),
+        60,
+        "an expansion of a rule from 1970",
     )
     assert found.capped
-    assert time.monotonic() - started < 5
 
 
 def test_a_capped_feed_cancels_nothing_for_missing(db, served, settings):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import time_machine
 from django.test import Client
 
 import control.admin_plant  # noqa: F401  (registers the ModelAdmins)
@@ -231,19 +232,25 @@ def test_the_watchdog_is_rewritten_periodically_and_when_the_board_comes_back(re
         watchdog_value=60, rewrite_s=300,
     )  # fmt: skip
     t0 = timezone.now()
-    run_tick(now=t0)
-    assert board.register(4) == 60
-    written = outputs.watchdog_status([wd.pk])[wd.pk]["written_at"]
-    run_tick(now=t0 + timezone.timedelta(seconds=30))
-    assert outputs.watchdog_status([wd.pk])[wd.pk]["written_at"] == written  # not due
-    # The board rebooted (its relays and its watchdog setting lost): the relay is put back and
-    # the watchdog written again at once.
-    board.set_coil(1, True)
-    time.sleep(0.01)
-    run_tick(now=t0 + timezone.timedelta(seconds=60))
-    assert outputs.watchdog_status([wd.pk])[wd.pk]["written_at"] > written
-    again = outputs.watchdog_status([wd.pk])[wd.pk]["written_at"]
-    run_tick(now=t0 + timezone.timedelta(seconds=400))
+    # The driver stamps each write with time.time(): on a clock that follows the ticks.
+    with time_machine.travel(t0) as clock:
+
+        def tick_at(seconds: int) -> None:
+            clock.move_to(t0 + timezone.timedelta(seconds=seconds))
+            run_tick(now=t0 + timezone.timedelta(seconds=seconds))
+
+        tick_at(0)
+        assert board.register(4) == 60
+        written = outputs.watchdog_status([wd.pk])[wd.pk]["written_at"]
+        tick_at(30)
+        assert outputs.watchdog_status([wd.pk])[wd.pk]["written_at"] == written  # not due
+        # The board rebooted (its relays and its watchdog setting lost): the relay is put back
+        # and the watchdog written again at once.
+        board.set_coil(1, True)
+        tick_at(60)
+        assert outputs.watchdog_status([wd.pk])[wd.pk]["written_at"] > written
+        again = outputs.watchdog_status([wd.pk])[wd.pk]["written_at"]
+        tick_at(400)
     assert outputs.watchdog_status([wd.pk])[wd.pk]["written_at"] > again  # every rewrite_s
 
 

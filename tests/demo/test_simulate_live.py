@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from feeds.models import Feed
 from sensors.models import Node
 from tests.conftest import ROOT, test_database_url
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 SPEED = 600  # ten simulated minutes per real second: a heated room warms within one post
@@ -35,16 +36,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_until(check: Callable[[], object], timeout_s: float, what: str) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 class Simulation:
@@ -80,7 +71,7 @@ def simulation(
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     sim = Simulation(proc, log_path, relay_port, env)
     try:
-        _wait_until(
+        wait_for(
             lambda: "Simulating at" in sim.log() or proc.poll() is not None, 60, "the simulator"
         )
         assert proc.poll() is None, sim.log()
@@ -107,7 +98,7 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
 
     # HTTP nodes -> /input/bulk -> Celery ingest -> feed store (last values in Redis).
     for feed in (pv, flow, tank, *rooms.values()):
-        _wait_until(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
+        wait_for(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
     t, river = _last(flow)
     assert abs(t - time.time()) < 60  # posted at wall-clock time, not simulated time
     assert 5 < river < 1000
@@ -123,15 +114,15 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
         poll_modbus_meter.delay(meter.pk)
         return _last(voltage)
 
-    _, volts = _wait_until(polled, 40, "the meter's voltage")
+    _, volts = wait_for(polled, 40, "the meter's voltage")
     assert 225 < volts < 255
 
     # Radio nodes: JeeLib lines -> the bms_gateway subprocess -> /api/v1/readings -> feeds.
     outside = _feed("boilerhouse", "Outside temperature")
     wind = _feed("anemometer", "Wind speed")
-    _, outside_c = _wait_until(lambda: _last(outside), 40, "the JeeLib outside temperature")
+    _, outside_c = wait_for(lambda: _last(outside), 40, "the JeeLib outside temperature")
     assert -10 < outside_c < 30  # hundredths scaled back by the gateway config
-    _, wind_m_s = _wait_until(lambda: _last(wind), 40, "a wind speed from the pulse counter")
+    _, wind_m_s = wait_for(lambda: _last(wind), 40, "a wind speed from the pulse counter")
     assert 0 <= wind_m_s < 40
 
     # The relay board: open one room's valve, run boiler and pump, as the control driver would.
@@ -149,7 +140,7 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
         now = _last(rooms[heated.slug])[1]
         return now > before[heated.slug] + 2.0
 
-    _wait_until(warmed, 40, f"{heated.name} to warm")
+    wait_for(warmed, 40, f"{heated.name} to warm")
     assert _last(rooms[unheated.slug])[1] <= before[unheated.slug] + 0.5
     assert "Relay board now: boiler, heating pump, valve" in simulation.log()
 
@@ -185,16 +176,14 @@ def test_the_control_loop_heats_the_room_booked_next(simulation):
         for slug, name in (("straw-bale-room", "Straw bale room"), ("workshop", "Workshop"))
     }
     for feed in rooms.values():
-        _wait_until(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
+        wait_for(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
     before = {slug: _last(feed)[1] for slug, feed in rooms.items()}
 
     control_tick.delay()
-    _wait_until(
-        lambda: f"valve {booked}" in simulation.log(), 40, "the tick to open the booked valve"
-    )
-    # The boiler fires at the next tick, once the board confirmed the valve open (issue #27).
+    wait_for(lambda: f"valve {booked}" in simulation.log(), 40, "the tick to open the booked valve")
+    # The boiler fires at the next tick, once the board confirmed the valve open.
     control_tick.delay()
-    _wait_until(
+    wait_for(
         lambda: any(
             f"valve {booked}" in x and "boiler" in x and "heating pump" in x
             for x in simulation.log().splitlines()
@@ -202,6 +191,6 @@ def test_the_control_loop_heats_the_room_booked_next(simulation):
         40,
         "the next tick to fire the boiler and run its pump",
     )
-    _wait_until(lambda: _last(rooms[booked])[1] > before[booked] + 2.0, 40, f"{booked} to warm")
+    wait_for(lambda: _last(rooms[booked])[1] > before[booked] + 2.0, 40, f"{booked} to warm")
     assert _last(rooms[unbooked])[1] <= before[unbooked] + 0.5
     assert f"valve {unbooked}" not in simulation.log()

@@ -4,7 +4,6 @@ idempotent on restart (nothing rewritten, registers continue)."""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -26,11 +25,8 @@ def site(db, redis_client, settings):
 
 
 def test_a_year_of_history_with_savings_after_the_switch(site):
-    started = time.perf_counter()
     built, points, days = demo.ensure_demo_energy(site, now=NOW)
-    took = time.perf_counter() - started
-    print(f"demo energy: {points} points, {days} meter-days in {took:.1f} s")
-    assert took < 30  # measured ~5 s on the shared 2-core machine; docs/RELIABILITY.md
+    print(f"demo energy: {points} points, {days} meter-days")  # how fast: a bench question (#24)
     assert days == 4 * 366  # four meters, first day .. today
     today = datetime.fromtimestamp(NOW, LONDON).date()
     switch = demo.switch_day(built.first)

@@ -9,6 +9,7 @@ import pytest
 
 from feeds.models import Feed
 from feeds.store import service
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -23,9 +24,6 @@ def test_a_real_worker_commits_the_buffer_to_the_files(
     service.log_points([(feed.id, now - 100 + 10 * i, float(i)) for i in range(10)])
     commit_buffer.delay()
     dat = service.feed_dir() / f"{feed.id}.dat"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and redis_client.exists(f"feeds:buf:{feed.id}"):
-        time.sleep(0.1)
-    assert not redis_client.exists(f"feeds:buf:{feed.id}"), "the worker did not commit in 30 s"
+    wait_for(lambda: not redis_client.exists(f"feeds:buf:{feed.id}"), 30, "the worker's commit")
     assert np.fromfile(dat, "<f4").tolist() == [float(i) for i in range(10)]
     assert service.read(feed.id, now - 100, now - 10, 10)[-1] == [(now - 10) * 1000, 9.0]

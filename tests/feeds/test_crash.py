@@ -98,7 +98,7 @@ def killed_commit(redis_client, tmp_path: Path, pause: str, sync: str = "sync", 
     child = start_child(redis_client, directory, pause, sync)
     try:
         line = child.stdout.readline()  # the first block is written: the commit is under way
-        time.sleep(delay)
+        time.sleep(delay)  # a real pause: where in the commit the kill lands
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
     finally:

@@ -17,6 +17,7 @@ from feeds.models import Feed
 from feeds.store import service
 from tests.conftest import ROOT, test_database_url
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -37,15 +38,6 @@ def start_worker(name: str, queues: str, data_dir: Path, log_dir: Path) -> subpr
     )  # fmt: skip
 
 
-def wait_until(check, timeout_s: float = 30) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_each_shard_is_committed_by_the_worker_on_its_queue(
     transactional_db, redis_client, settings, tmp_path
 ):
@@ -62,10 +54,10 @@ def test_each_shard_is_committed_by_the_worker_on_its_queue(
         start_worker("shard1", "commit-1", data_dir, tmp_path),
     ]
     try:
-        assert wait_until(lambda: len(app.control.ping(timeout=0.5)) >= 2)
+        wait_for(lambda: len(app.control.ping(timeout=0.5)) >= 2, 30, "both workers to answer")
         service.log_points([(f.id, now - 60, float(f.id)) for f in feeds])
         commit_buffer.delay()  # "commit everything": fans out to commit-0 and commit-1
-        assert wait_until(lambda: redis_client.scard("feeds:dirty") == 0), "not committed in 30 s"
+        wait_for(lambda: redis_client.scard("feeds:dirty") == 0, 30, "both shards committed")
         for f in feeds:
             dat = data_dir / "feeds" / f"shard-{f.id % 2}" / f"{f.id}.dat"
             assert np.fromfile(dat, "<f4").tolist()[-1] == float(f.id)
@@ -73,12 +65,15 @@ def test_each_shard_is_committed_by_the_worker_on_its_queue(
         stop_process(workers[1])  # shard 1's writer is gone: its queue has no consumer
         service.log_points([(f.id, now - 50, f.id + 0.5) for f in feeds])
         commit_buffer.delay()
-        assert wait_until(
+        wait_for(
             lambda: (
                 {int(x) for x in redis_client.smembers("feeds:dirty")}
                 == {f.id for f in feeds if f.id % 2 == 1}
-            )
-        ), "shard 0 did not commit its feeds alone"
+            ),
+            30,
+            "shard 0 to commit its feeds alone",
+            state=lambda: redis_client.smembers("feeds:dirty"),
+        )
         assert redis_client.llen("commit-1") >= 1  # shard 1's commit waits for its worker
     finally:
         for w in workers:

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from core import machine, redis_lock
+from tests.wait import wait_for
 
 KEY = "test:lock"
 
@@ -54,7 +55,7 @@ def held_by(redis_client, holder: str) -> str:
 
 
 def test_a_lock_whose_holder_died_on_this_machine_is_taken_over(redis_client, caplog):
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     holder = machine.process_identity(child.pid)
     child.kill()
     child.wait()
@@ -66,14 +67,12 @@ def test_a_lock_whose_holder_died_on_this_machine_is_taken_over(redis_client, ca
 
 def test_a_killed_holder_not_yet_reaped_is_dead_too(redis_client):
     """A zombie still has its /proc entry until its parent (or init) reaps it."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
         held_by(redis_client, machine.process_identity(child.pid))
         child.kill()
-        for _ in range(100):  # until the kernel has made it a zombie
-            if machine.process_identity(child.pid) == "":
-                break
-            time.sleep(0.01)
+        wait_for(lambda: machine.process_identity(child.pid) == "", 10, "the kernel to make it"
+                 " a zombie", every_s=0.01)  # fmt: skip
         assert redis_lock.acquire(redis_client, KEY, 30) is not None
     finally:
         child.wait()
@@ -110,7 +109,9 @@ def test_only_a_holder_known_to_be_dead_loses_its_lock(redis_client, kind, taken
 def test_a_held_lease_outlives_its_ttl_while_the_block_runs_and_is_released_after(redis_client):
     with redis_lock.held(redis_client, KEY, 2) as token:
         assert token is not None and redis_client.ttl(KEY) <= 2
-        time.sleep(3.5)  # longer than the lease: the renewing thread keeps it
+        # A real pause, proving a negative: Redis's own clock expires keys, and for longer
+        # than the lease the renewing thread keeps it.
+        time.sleep(3.5)
         assert redis_client.get(KEY) == token.encode()
         with redis_lock.held(redis_client, KEY, 2) as second:
             assert second is None  # held: the other block runs without it
@@ -122,8 +123,7 @@ def test_a_lease_whose_holder_stopped_renewing_is_free_within_the_lease(redis_cl
     run_id = redis_lock.server_run_id(redis_client)
     held = redis_client.set(KEY, f"0123abcd {run_id} another-host:1:2:3", ex=2)
     assert held and redis_lock.acquire(redis_client, KEY, 2) is None
-    time.sleep(2.2)
-    assert redis_lock.acquire(redis_client, KEY, 2) is not None
+    wait_for(lambda: redis_lock.acquire(redis_client, KEY, 2), 10, "the lease to lapse")
 
 
 def test_only_the_beat_holding_redbeats_lock_counts_as_active():

@@ -1,14 +1,13 @@
 """schemathesis against our OpenAPI schema, in-process on the WSGI app, as an engineer.
 
 Every operation of /api/schema/ gets generated requests, valid and invalid (schemathesis's
-positive and negative modes). Asserted: never a 5xx, never slower than RESPONSE_BOUND_S.
+positive and negative modes). Asserted: never a 5xx. How fast is bench/'s question, not a test's (#24).
 Examples per operation: tests/fuzz/profiles.py (HYPOTHESIS_PROFILE=soak for many more).
 """
 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import schemathesis
@@ -20,9 +19,6 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from knox.models import AuthToken
 
 from tests.fuzz.profiles import API_FUZZ
-
-# Generous: a loaded 2-core CI machine, SQLite; a healthy answer takes a few milliseconds.
-RESPONSE_BOUND_S = 5.0
 
 
 def _raw_schema() -> dict:
@@ -70,14 +66,9 @@ def seeded(db):
 
 @schema.parametrize()
 @API_FUZZ
-def test_no_server_error_and_bounded_time(
-    case, keep_test_connection, engineer_token, seeded, redis_client
-):
-    started = time.monotonic()
+def test_no_server_error(case, keep_test_connection, engineer_token, seeded, redis_client):
     response = case.call(headers={"Authorization": f"Token {engineer_token}"})
-    elapsed = time.monotonic() - started
     assert response.status_code < 500, (
         f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:500]}\n"
         f"reproduce: {case.as_curl_command()}"
     )
-    assert elapsed < RESPONSE_BOUND_S, f"{case.method} {case.formatted_path} took {elapsed:.2f} s"

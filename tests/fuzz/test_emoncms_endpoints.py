@@ -3,14 +3,13 @@ in-process): /input/post, /input/bulk, /api/v1/readings, /feed/*.json, /kiosk/*.
 
 Parameters are drawn from values known to break parsers (inf, nan, 1e999, 400-digit integers,
 directory names as time zones, NUL bytes, very long strings) mixed with random text.
-Asserted for every request: no 5xx, an answer within RESPONSE_BOUND_S, and a 4xx from a JSON
-endpoint is JSON with an "error" message.
+Asserted for every request: no 5xx, and a 4xx from a JSON endpoint is JSON with an "error"
+message. How fast is bench/'s question, not a test's (#24).
 """
 
 from __future__ import annotations
 
 import json
-import time
 import zlib
 
 import pytest
@@ -24,7 +23,6 @@ from sensors.models import Node
 from tests.fuzz.profiles import FUZZ
 from tests.wsgi_client import WsgiClient as Client
 
-RESPONSE_BOUND_S = 5.0
 NASTY = ["", " ", "0", "-1", "1", "inf", "-inf", "nan", "NaN", "1e999", "1" + "0" * 400,
          "9" * 25, "1.5", "0x10", "Europe", "Europe/London", "a" * 300, "\x00", "é", "[]",
          "{}", "null", "true", "daily", "weekly", "monthly", "2024-01-01T00:00:00Z", "<script>",
@@ -41,14 +39,12 @@ def _params(names: list[str]) -> st.SearchStrategy[dict[str, str]]:
     return st.dictionaries(st.sampled_from(names), values, max_size=len(names))
 
 
-def _check(response, started: float, json_endpoint: bool = True) -> None:
-    elapsed = time.monotonic() - started
+def _check(response, json_endpoint: bool = True) -> None:
     if getattr(response, "streaming", False):  # CSV and export downloads: read it all
         body = b"".join(response.streaming_content)[:300]
     else:
         body = response.content[:300]
     assert response.status_code < 500, (response.status_code, body)
-    assert elapsed < RESPONSE_BOUND_S, f"{elapsed:.2f} s"
     if json_endpoint and 400 <= response.status_code < 500 and response.status_code != 405:
         assert "error" in response.json() or "detail" in response.json(), body
 
@@ -87,12 +83,11 @@ def test_input_endpoints(world, path, method, params, use_key):
     elif use_key == "bad":
         params = {**params, "apikey": "0" * 32}
     client = Client()
-    started = time.monotonic()
     if method == "get":
         response = client.get(path, params)
     else:
         response = client.post(path, params)
-    _check(response, started, json_endpoint=response.status_code != 200)
+    _check(response, json_endpoint=response.status_code != 200)
 
 
 @FUZZ
@@ -102,14 +97,13 @@ def test_input_bulk_raw_bodies(world, body, compressed):
     client = Client()
     if compressed:
         body = zlib.compress(body)
-    started = time.monotonic()
     response = client.post(
         "/input/bulk" + ("?cb=1" if compressed else ""),
         body,
         content_type="application/x-www-form-urlencoded",
         HTTP_AUTHORIZATION=f"Bearer {world['key']}",
     )
-    _check(response, started, json_endpoint=response.status_code != 200)
+    _check(response, json_endpoint=response.status_code != 200)
 
 
 readings_json = st.recursive(
@@ -124,12 +118,11 @@ readings_json = st.recursive(
 @given(doc=readings_json, raw=st.one_of(st.none(), st.binary(max_size=200)))
 def test_readings_bodies(world, doc, raw):
     body = raw if raw is not None else json.dumps(doc).encode()
-    started = time.monotonic()
     response = Client().post(
         "/api/v1/readings", body, content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {world['key']}",
     )  # fmt: skip
-    _check(response, started)
+    _check(response)
 
 
 FEED_NAMES = ["id", "ids", "start", "end", "interval", "average", "delta", "skipmissing",
@@ -148,8 +141,7 @@ FEED_NAMES = ["id", "ids", "start", "end", "interval", "average", "delta", "skip
 def test_feed_reads(world, path, params, valid_feed):
     if valid_feed:
         params = {"id": str(world["feed"]), "start": "1700000000", "end": "1700086400", **params}
-    started = time.monotonic()
-    _check(Client().get(path, params), started)
+    _check(Client().get(path, params))
 
 
 @FUZZ
@@ -161,8 +153,7 @@ def test_feed_reads(world, path, params, valid_feed):
 def test_feed_data_api_paths(world, engineer, pk, tail, params):
     client = Client()
     client.force_login(engineer)
-    started = time.monotonic()
-    _check(client.get(f"/api/v1/feeds/{pk}/{tail}", params), started)
+    _check(client.get(f"/api/v1/feeds/{pk}/{tail}", params))
 
 
 @FUZZ
@@ -173,9 +164,8 @@ def test_feed_data_api_paths(world, engineer, pk, tail, params):
     params=_params(["refresh", "rotate", "every"]),
 )  # fmt: skip
 def test_kiosk(world, slug, page, params):
-    started = time.monotonic()
     response = Client().get(f"/kiosk/{slug}/{page}", params)
-    _check(response, started, json_endpoint=page == "data.json")
+    _check(response, json_endpoint=page == "data.json")
     if slug == "secret":
         # An unpublished kiosk is never shown. A NUL in a parameter is refused (400) before any
         # view runs, whatever the slug (core/nul_bytes.py), so it says nothing about the kiosk.
@@ -186,8 +176,7 @@ def test_kiosk(world, slug, page, params):
 @FUZZ
 @given(params=_params(["refresh", "rotate", "every"]))
 def test_kiosk_rotation(world, params):
-    started = time.monotonic()
-    _check(Client().get("/kiosk/", params), started, json_endpoint=False)
+    _check(Client().get("/kiosk/", params), json_endpoint=False)
 
 
 # --- Regressions for 500s the fuzzing found (fixed) --------------------------------------------

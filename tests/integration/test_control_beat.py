@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from datetime import timedelta
 
 import pytest
@@ -17,6 +16,7 @@ from control.models import ActuatorCommand, Booking
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -48,9 +48,10 @@ def test_beat_ticks_switch_a_booked_room_on(beat):
         zone = f.zone("Hall", valve, temp=16.0)
         now = timezone.now()
         Booking.objects.create(zone=zone, title="Yoga", start=now, end=now + timedelta(hours=1))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not board.coil(4):
-            f.set_temperature(zone, 16.0)
-            time.sleep(0.25)
-        assert board.coil(4) is True
+
+        def switched_on() -> bool:
+            f.set_temperature(zone, 16.0)  # a fresh reading for each tick beat sends
+            return board.coil(4)
+
+        wait_for(switched_on, 30, "beat's ticks to switch the booked room's valve on", every_s=0.25)
         assert ActuatorCommand.objects.get(actuator=valve).strategy == "booking"

@@ -27,6 +27,7 @@ from sensors import cache, keys
 from sensors.ingest import node_state as state
 from sensors.models import GatewayKey, Node, Sensor, Site
 from tests.live_http import KioskServer
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -108,18 +109,19 @@ def wait_until_stored(wanted: dict, window: dict, timeout_s: float = 30):
     """Once the worker has stored every (node, input) of one request, what it stored (a time
     alone cannot tell two requests apart: the captures' rows are 1-3 s apart and so are the
     replays, so the value must match too)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def all_stored() -> bool:
         got = stored_inputs()
-        done = all(
+        return all(
             where in got
             and window[where][0] <= got[where][0] <= window[where][1]
             and got[where][1] == pytest.approx(value)
             for where, value in wanted.items()
         )
-        if done or time.monotonic() > deadline:
-            return got
-        time.sleep(0.05)
+
+    what = f"the worker to store {sorted(wanted)}"
+    wait_for(all_stored, timeout_s, what, every_s=0.05, state=stored_inputs)
+    return stored_inputs()
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -17,6 +17,7 @@ from feeds.store import service
 from sensors import cache
 from sensors.models import Sensor
 from tests.sensors.conftest import make_node
+from tests.wait import wait_for
 from tests.wsgi_client import WsgiClient as Client
 
 pytestmark = [pytest.mark.integration]
@@ -37,13 +38,14 @@ def site(transactional_db, celery_worker, redis_client, engineer):
 
 def wait_for_feed(node, key: str, count: int, timeout_s: float = 20.0) -> Feed:
     """The feed of node:key once it holds `count` values (the worker is asynchronous)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def filled() -> Feed | None:
         sensor = Sensor.objects.filter(node=node, key=key).select_related("feed").first()
         if sensor and sensor.feed and len(stored(sensor.feed)) >= count:
             return sensor.feed
-        time.sleep(0.1)
-    raise AssertionError(f"{node.name}:{key} did not reach {count} values in {timeout_s} s")
+        return None
+
+    return wait_for(filled, timeout_s, f"{node.name}:{key} to hold {count} values")
 
 
 def stored(feed: Feed, start: int | None = None, end: int | None = None) -> dict[int, float]:
@@ -161,6 +163,7 @@ def test_bad_input_catalogue_loses_nothing_already_stored(site, engineer):
         assert 400 <= response.status_code < 500, (index, response.content)
         body = response.json()
         assert body["success"] is False and body["error"], index
-    time.sleep(1.0)  # anything wrongly queued would have been processed by now
+    # A real pause, proving a negative: anything wrongly queued would have been processed by now.
+    time.sleep(1.0)
     assert stored(feed) == before
     assert list(Sensor.objects.filter(node=node).values_list("key", flat=True)) == ["p"]

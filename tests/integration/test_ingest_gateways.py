@@ -19,6 +19,7 @@ from sensors.tasks import poll_modbus_meters
 from tests.integration.test_ingest_e2e import stored, wait_for_feed
 from tests.sensors.conftest import make_node
 from tests.sensors.modbus_meter import FC_INPUT, MeterServer, float32_words
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -71,12 +72,9 @@ def test_mqtt_messages_reach_their_feed(clean):
         publisher.loop_start()
         publisher.publish(f"{base}/emonpi/power1", "321.5", qos=1).wait_for_publish(5)
         publisher.publish(f"{base}/5/t1", "19.25", qos=1).wait_for_publish(5)
-        deadline = time.monotonic() + 10
-        while ingestor.stats.messages < 2 and time.monotonic() < deadline:
-            ingestor.flush()
-            time.sleep(0.05)
-        time.sleep(0.25)
-        ingestor.flush()
+        wait_for(lambda: ingestor.stats.messages >= 2, 10, "the ingestor to receive 2 messages",
+                 every_s=0.05)  # fmt: skip
+        ingestor.flush(now=time.monotonic() + ingestor.batcher.window_s)  # the window has passed
     finally:
         publisher.loop_stop()
         publisher.disconnect()

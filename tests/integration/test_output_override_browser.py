@@ -4,7 +4,6 @@ process), then cancels it and sees weather compensation take the output back."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +16,7 @@ from tests.integration.test_control_worker import tick
 from tests.integration.test_weather_worker import BoardProcess, mixing_plant
 from tests.live_http import KioskServer
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -57,10 +57,7 @@ def _row(page: Page, plant) -> str:
 
 
 def _wait_for_register(board: BoardProcess, value: int, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while board.register(5) != value:
-        assert time.monotonic() < deadline, f"register 5 never read {value}"
-        time.sleep(0.1)
+    wait_for(lambda: board.register(5) == value, timeout_s, f"register 5 to read {value}")
 
 
 def test_an_operator_holds_an_analogue_output_sees_it_and_cancels_it(server, plant, board):
@@ -91,10 +88,7 @@ def test_an_operator_holds_an_analogue_output_sees_it_and_cancels_it(server, pla
         page.wait_for_url("**/staff/control/")
         assert "Output override cancelled" in page.inner_text("body")
         tick()
-        deadline = time.monotonic() + 30
-        while board.register(5) == 3000:
-            assert time.monotonic() < deadline, "the output stayed held after the cancel"
-            time.sleep(0.1)
+        wait_for(lambda: board.register(5) != 3000, 30, "the output released after the cancel")
         row = _row(page, plant)
         assert "weather compensation" in row and "manual override" not in row, row
         assert page.locator(f"#circuit-{plant.pk} button").count() == 0

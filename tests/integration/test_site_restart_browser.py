@@ -14,9 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from tests.browser import logged_in_page
 from tests.conftest import ROOT, test_database_url
 from tests.live_http import free_port
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -86,14 +85,14 @@ class Site:
                     "-c", "2", "-n", f"ingest-{tag}@%h", "-l", "INFO")  # fmt: skip
         self._start("beat", "-m", "celery", "-A", "bms", "beat", "-l", "INFO",
                     "-s", str(self.tmp / "beat-schedule"), "--pidfile=")  # fmt: skip
-        wait_until(self._answers, 90, f"gunicorn to answer (start {self.starts})", self.log, "web")
+        wait_for(self._answers, 90, f"gunicorn to answer (start {self.starts})", every_s=0.25,
+                 state=lambda: self.log("web")[-3000:])  # fmt: skip
         self._start("demo", "manage.py", "simulate_site", "--base-url", self.url,
                     "--speed", "1", "--relay-port", str(self.relay_port),
                     "--meter-port", str(self.meter_port), "--seed", "7",
                     "--history-days", "0")  # fmt: skip
-        wait_until(
-            lambda: "Simulating at" in self.log("demo"), 90, "the simulator", self.log, "demo"
-        )
+        wait_for(lambda: "Simulating at" in self.log("demo"), 90, "the simulator", every_s=0.25,
+                 state=lambda: self.log("demo")[-3000:])  # fmt: skip
 
     def _answers(self) -> bool:
         self.check_alive()
@@ -120,23 +119,6 @@ class Site:
         for _name, proc in self.procs:
             stop_process(proc, timeout_s=20)  # already asked: waits, kills a straggler
         self.procs = []
-
-
-def wait_until(
-    check: Callable[[], object],
-    timeout_s: float,
-    what: str,
-    log: Callable[[str], str] | None = None,
-    name: str = "",
-) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.25)
-    tail = log(name)[-3000:] if log else ""
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}\n{tail}")
 
 
 def assert_overview_without_critical_alarm(page: Page) -> None:

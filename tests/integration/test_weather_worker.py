@@ -19,8 +19,9 @@ from control.drivers.simulated_board import free_port
 from control.models import AnalogueCommand, HeatingPlant, RelayBoard, WeatherCompensation
 from feeds.store import service as feed_service
 from tests.control import factories as f
-from tests.integration.test_control_worker import tick, wait_until
+from tests.integration.test_control_worker import tick
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -37,10 +38,7 @@ class BoardProcess:
         if refuse_register is not None:
             cmd += ["--refuse-register", str(refuse_register)]
         self.proc = subprocess.Popen(cmd, cwd=ROOT)
-        deadline = time.monotonic() + 10
-        while not self._client().connect():
-            assert time.monotonic() < deadline, "the board process did not start"
-            time.sleep(0.1)
+        wait_for(lambda: self._client().connect(), 10, "the board process to start")
 
     def _client(self) -> ModbusTcpClient:
         return ModbusTcpClient(self.host, port=self.port, timeout=1)
@@ -123,10 +121,18 @@ def test_a_three_point_valve_never_energises_both_relays(worker, board):
         run_time_s=10.0, min_pulse_s=0.5,
     )  # fmt: skip
     tick()  # 65 % from 0 %: an open pulse of 6.5 s (the 10 s stroke)
-    wait_until(lambda: any(w["address"] == 2 and w["values"] == [1] for w in board.writes()))
+    wait_for(
+        lambda: any(w["address"] == 2 and w["values"] == [1] for w in board.writes()),
+        10,
+        "the open relay switched on",
+    )
     set_value(flow, 80.0)  # far too hot: the PI output falls to 0 %, so the valve closes
     tick(timeout_s=30)  # waits for the open pulse to end, then starts closing
-    wait_until(lambda: any(w["address"] == 3 and w["values"] == [1] for w in board.writes()), 15)
+    wait_for(
+        lambda: any(w["address"] == 3 and w["values"] == [1] for w in board.writes()),
+        15,
+        "the close relay switched on",
+    )
     tick(timeout_s=30)  # collects the close pulse
     state = {2: False, 3: False}
     on_since: dict[int, float] = {}

@@ -21,8 +21,8 @@ from tests.reliability.harness import (
     redelivered,
     settled,
     task_errors,
-    wait_until,
 )
+from tests.wait import wait_for
 
 INTERVAL = 10
 POWER_W = 3600.0  # constant: every 10 s step adds exactly 0.01 kWh, whatever the order
@@ -151,6 +151,7 @@ def run_with_faults(
         sender.start()
     result = Result()
     for n in range(faults):
+        # A real pause: faults land at random moments while the senders post to real processes.
         time.sleep(rng.uniform(*gap_s))
         inject(n)
         result.faults += 1
@@ -158,7 +159,7 @@ def run_with_faults(
         sender.join(timeout=600)
         assert not sender.is_alive(), "a sender never got its readings accepted"
     client = site.redis.client()
-    wait_until(
+    wait_for(
         lambda: settled(client),
         settle_s,
         "the queues to drain and the buffer to commit",

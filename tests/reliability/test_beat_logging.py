@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.reliability.beat_probe import PROBE_KEY
-from tests.reliability.harness import wait_until
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -29,21 +29,19 @@ def test_beat_logs_the_tasks_it_sends_and_a_lock_taken_by_another(fault_site, tm
     fault_site.start_worker("worker", "ingest", **HA)  # runs the probe task beat sends
     fault_site.start_beat("beat", **HA)
     log = tmp_path / "beat.log"
-    wait_until(lambda: client.llen(PROBE_KEY) >= 2, 60, "beat's first ticks")
-    wait_until(
+    wait_for(lambda: client.llen(PROBE_KEY) >= 2, 60, "beat's first ticks")
+    wait_for(
         lambda: "Sending due task probe" in log.read_text(errors="replace"),
         10, "beat to log the task it sent",
     )  # fmt: skip
 
     # Another beat's lock (as after this beat's host was cut off and the standby took over).
     client.set(LOCK_KEY, "another beat's token", ex=30)
-    wait_until(
+    wait_for(
         lambda: "lock lost and held by another beat; standing by" in log.read_text(errors="replace"),
         10, "beat to log that it stands by",
     )  # fmt: skip
     standing = client.llen(PROBE_KEY)
     client.delete(LOCK_KEY)  # the other beat is gone: this one takes the lock again and ticks
-    wait_until(lambda: client.llen(PROBE_KEY) > standing, 15, "beat ticking again")
-    wait_until(
-        lambda: "taken again" in log.read_text(errors="replace"), 5, "beat to log the retake"
-    )
+    wait_for(lambda: client.llen(PROBE_KEY) > standing, 15, "beat ticking again")
+    wait_for(lambda: "taken again" in log.read_text(errors="replace"), 5, "beat to log the retake")

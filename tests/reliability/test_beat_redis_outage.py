@@ -12,7 +12,8 @@ import pytest
 import redis as redis_lib
 
 from alarms.heartbeat import BEAT_HEARTBEAT_KEY
-from tests.reliability.harness import PrivateRedis, Site, wait_until
+from tests.reliability.harness import PrivateRedis, Site
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -39,18 +40,18 @@ def test_beat_started_with_redis_down_and_redis_restarted_empty_keeps_ticking(
                 extra_env={"BMS_DATA_DIR": str(tmp_path)})  # fmt: skip
     try:
         site.start_beat()  # Redis not started yet
-        time.sleep(3)
+        time.sleep(3)  # a real pause: proving beat does not exit while Redis is down
         assert site.procs["beat"].poll() is None, "beat exited while Redis was down"
         started = time.time()
         redis.start()
-        wait_until(lambda: _ticking_since(redis, started), 60, "beat to tick")
+        wait_for(lambda: _ticking_since(redis, started), 60, "beat to tick")
 
         redis.stop(hard=True)  # lock, schedule and heartbeat gone with the data
-        time.sleep(2)
+        time.sleep(2)  # a real pause: proving beat does not exit when Redis goes away
         assert site.procs["beat"].poll() is None, "beat exited when Redis went away"
         restarted = time.time()
         redis.start()
-        wait_until(lambda: _ticking_since(redis, restarted), 60, "beat to tick again")
+        wait_for(lambda: _ticking_since(redis, restarted), 60, "beat to tick again")
         assert site.procs["beat"].poll() is None
     finally:
         site.close()

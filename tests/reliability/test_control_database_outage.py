@@ -21,8 +21,9 @@ from control import config_cache, runtime
 from control.models import AnalogueCommand, OutputOverride
 from tests.integration.test_weather_worker import BoardProcess, mixing_plant
 from tests.processes import stop_process
-from tests.reliability.harness import Site, wait_until
+from tests.reliability.harness import Site
 from tests.sqlite_away import sqlite_file_away
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def database_away(site: Site):
         return
     proxy = site.db_proxy
     assert proxy is not None, "on PostgreSQL the fault site goes through the proxy"
-    wait_until(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
+    wait_for(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
     proxy.cut()
     try:
         yield
@@ -60,7 +61,7 @@ def _last_tick_at(client) -> str | None:
 
 def _next_tick(client, timeout_s: float = 60) -> dict:
     before = _last_tick_at(client)
-    wait_until(lambda: _last_tick_at(client) != before, timeout_s, "a control tick")
+    wait_for(lambda: _last_tick_at(client) != before, timeout_s, "a control tick")
     return json.loads(client.get(runtime.LAST_TICK_KEY))
 
 
@@ -77,7 +78,7 @@ def test_a_held_output_is_audited_through_a_database_outage(fault_site, board, e
     env = {"BMS_CONTROL_TICK": str(TICK_S)}
     fault_site.start_worker("control", queues="control", **env)
     fault_site.start_beat(**env)
-    wait_until(lambda: board.register(5) == 3000, 90, "the held output on the board")
+    wait_for(lambda: board.register(5) == 3000, 90, "the held output on the board")
 
     # The hold ends a few seconds into the outage: the cached configuration must carry its
     # expiry, so a tick with the database reads the new one before the outage starts.
@@ -93,15 +94,15 @@ def test_a_held_output_is_audited_through_a_database_outage(fault_site, board, e
     rows_before = AnalogueCommand.objects.filter(plant=plant).count()
 
     with database_away(fault_site):
-        wait_until(lambda: "offline" in (_next_tick(client) or {}), 60, "an offline tick")
+        wait_for(lambda: "offline" in (_next_tick(client) or {}), 60, "an offline tick")
         # The expiry passes with the database away: the worker returns the output to the curve.
-        wait_until(lambda: board.register(5) != 3000, 60, "the hold to end during the outage")
-        wait_until(lambda: client.llen(config_cache.PENDING_ANALOGUE_KEY) >= 1, 30,
+        wait_for(lambda: board.register(5) != 3000, 60, "the hold to end during the outage")
+        wait_for(lambda: client.llen(config_cache.PENDING_ANALOGUE_KEY) >= 1, 30,
                    "the output's audit row to wait in Redis")  # fmt: skip
         queued = [json.loads(r) for r in client.lrange(config_cache.PENDING_ANALOGUE_KEY, 0, -1)]
         assert any(q["strategy"] == "weather_compensation" for q in queued), queued
 
-    wait_until(lambda: client.llen(config_cache.PENDING_ANALOGUE_KEY) == 0, 90,
+    wait_for(lambda: client.llen(config_cache.PENDING_ANALOGUE_KEY) == 0, 90,
                "the queued rows to be written once the database is back")  # fmt: skip
     rows = list(AnalogueCommand.objects.filter(plant=plant).order_by("requested_at"))
     offline_rows = [r for r in rows[rows_before:] if r.reason.startswith(OFFLINE)]

@@ -19,7 +19,7 @@ from control import runtime
 from sensors.models import Actuator
 from tests.control import factories as f
 from tests.reliability.blackhole import Blackhole
-from tests.reliability.harness import wait_until
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,7 @@ def test_the_other_control_host_ticks_within_two_ticks_of_the_holders_death(faul
             start_control_worker(fault_site, name, env)
         fault_site.start_beat(**env)
         seen: list[float] = []
-        wait_until(lambda: len(tick_starts(client, seen)) >= 2, 90, "two control ticks")
+        wait_for(lambda: len(tick_starts(client, seen)) >= 2, 90, "two control ticks")
         names = {namespace_of(fault_site.procs[n]): n for n in ("control-a", "control-b")}
 
         def holder() -> str | None:
@@ -83,11 +83,11 @@ def test_the_other_control_host_ticks_within_two_ticks_of_the_holders_death(faul
             ns = value.decode().split(" ")[2].split(":")[1]
             return names.get(ns)
 
-        victim = wait_until(holder, 30, "a tick holding the lock")
+        victim = wait_for(holder, 30, "a tick holding the lock")
         killed_at = time.time()
         fault_site.kill(victim)
         before = len(seen)
-        wait_until(
+        wait_for(
             lambda: len(tick_starts(client, seen)) > before and seen[-1] > killed_at,
             60,
             "the other host's first tick",

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.reliability.harness import Site, wait_until
+from tests.reliability.harness import Site
 from tests.reliability.scenarios import make_gateway, run_with_faults, start_time
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +32,7 @@ def sqlite_outage(outage_s: float) -> Callable[[int], None]:
         os.rename(db_file, away)
         db_file.mkdir()
         try:
-            time.sleep(outage_s)
+            time.sleep(outage_s)  # a real pause: the database is away this long
         finally:
             db_file.rmdir()
             os.rename(away, db_file)
@@ -46,10 +47,10 @@ def postgresql_outage(site: Site, outage_s: float) -> Callable[[int], None]:
     def outage(_n: int) -> None:
         # The site must really be using the proxy (the worker's first commit), or cutting it
         # proves nothing.
-        wait_until(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
+        wait_for(lambda: proxy.connections > 0, 60, "a site process to connect via the proxy")
         proxy.cut()
         try:
-            time.sleep(outage_s)
+            time.sleep(outage_s)  # a real pause: the database is cut off this long
         finally:
             proxy.restore()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from alarms.models import Alarm
-from tests.reliability.harness import wait_until
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -21,17 +21,17 @@ def open_keys() -> set[str]:
 def test_beat_reports_dead_workers_and_the_control_worker_reports_a_dead_beat(fault_site):
     workers = {"celery-worker:ingest", "celery-worker:commit", "celery-worker:control"}
     fault_site.start_beat(**FAST)  # no worker at all yet
-    wait_until(lambda: workers <= open_keys(), 30, "beat to raise the three worker alarms")
+    wait_for(lambda: workers <= open_keys(), 30, "beat to raise the three worker alarms")
     assert Alarm.objects.filter(key="celery-worker:control").count() == 1  # once, not per round
 
     fault_site.start_worker(
         "worker", "ingest,commit,control", BMS_WATCHDOG_WATCH_BEAT="true", **FAST
     )
-    wait_until(lambda: not (workers & open_keys()), 30, "the worker alarms to clear")
+    wait_for(lambda: not (workers & open_keys()), 30, "the worker alarms to clear")
 
     fault_site.kill("beat")
     fault_site.redis.client().delete("bms:health:beat")  # its stamp would outlive it by 60 s
-    wait_until(lambda: "celery-beat" in open_keys(), 30, "the worker to raise the beat alarm")
+    wait_for(lambda: "celery-beat" in open_keys(), 30, "the worker to raise the beat alarm")
 
     fault_site.start_beat(**FAST)
-    wait_until(lambda: "celery-beat" not in open_keys(), 30, "the beat alarm to clear")
+    wait_for(lambda: "celery-beat" not in open_keys(), 30, "the beat alarm to clear")

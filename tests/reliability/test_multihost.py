@@ -38,8 +38,9 @@ from control.drivers.simulated_board import RelayBoard
 from core import redis as bms_redis
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f
-from tests.reliability.harness import Sender, Site, free_port, queue_state, wait_until
+from tests.reliability.harness import Sender, Site, free_port, queue_state
 from tests.reliability.scenarios import Result, check_files, make_gateway, start_time
+from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.soak]
 
@@ -272,7 +273,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         cluster.start_sentinel(sentinel_port)
         sentinel = redis.Sentinel([(SERVER_IP, sentinel_port)], socket_timeout=2)
         client = bms_redis.get_redis()
-        wait_until(
+        wait_for(
             lambda: _quiet(
                 lambda: sentinel.discover_master(MASTER)
                 and redis.Redis(host=network.ip["redis-2"], port=REDIS_PORT, socket_timeout=2)
@@ -295,9 +296,9 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
              "--noreload", "--skip-checks"],
         )  # fmt: skip
         web = WebHost(network.ip["web"], web_port)
-        wait_until(lambda: web.post("/api/v1/readings", [], "x", 2) == 401, 60, "the web host")
+        wait_for(lambda: web.post("/api/v1/readings", [], "x", 2) == 401, 60, "the web host")
         cluster.start_worker_host("worker-a")
-        wait_until(lambda: _quiet(lambda: client.get(BEAT_LOCK)), 90, "worker-a's beat active")
+        wait_for(lambda: _quiet(lambda: client.get(BEAT_LOCK)), 90, "worker-a's beat active")
         cluster.start_worker_host("worker-b")  # its beat: the standby
 
         seen: list[float] = []  # every control tick's start, from its report in Redis
@@ -327,14 +328,14 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
                 relay_off_samples += 1
             return seen
 
-        wait_until(lambda: len(ticks()) >= 2 and board.coil(1), 120, "ticks switching the relay")
+        wait_for(lambda: len(ticks()) >= 2 and board.coil(1), 120, "ticks switching the relay")
 
         # The first tick after each fault: the gap it ends began before the fault, up to a tick
         # before it, so it is bounded from the fault instead (the takeover figures below).
         after_fault: set[float] = set()
 
         def first_tick_after(moment: float, what: str) -> float:
-            wait_until(lambda: ticks() and seen[-1] > moment, 60, what, every_s=0.1)
+            wait_for(lambda: ticks() and seen[-1] > moment, 60, what, every_s=0.1)
             first = next(t for t in seen if t > moment)
             after_fault.add(first)
             return first - moment
@@ -343,7 +344,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 ticks()
-                time.sleep(0.1)
+                time.sleep(0.1)  # a real pause: the cluster runs on while ticks are recorded
 
         started = time.monotonic()
         senders = [Sender(web, g.key, g.node.name, g.rows, 20, pace_s=1.2) for g in gateways]
@@ -359,7 +360,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
             # The other host's beat took over (the first tick after the fault may still be one
             # the lost beat sent just before it).
             within = max(1.0, moment + 2 * TICK_S + 1 - time.time())
-            wait_until(lambda: cluster.active_beat() == other[host], within,
+            wait_for(lambda: cluster.active_beat() == other[host], within,
                        f"{other[host]}'s beat to send")  # fmt: skip
 
         phases.append((time.time(), "worker host killed"))
@@ -391,7 +392,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         # readings lost (run 14, RELIABILITY.md "Scale-out" note 3).
         killed = time.time()
         cluster.kill_host("redis-1")
-        wait_until(
+        wait_for(
             lambda: _quiet(lambda: sentinel.discover_master(MASTER)[0] == network.ip["redis-2"]),
             30, "the Sentinel to promote the replica", every_s=0.1,
         )  # fmt: skip
@@ -421,7 +422,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
         tampered = True
         board.set_coil(1, False)
         off_at = time.time()
-        wait_until(lambda: ticks() and board.coil(1), 30, "the relay's state restored")
+        wait_for(lambda: ticks() and board.coil(1), 30, "the relay's state restored")
         restored_s = time.time() - off_at
 
         def check() -> Result:
@@ -445,7 +446,7 @@ def test_hosts_killed_cut_off_and_a_redis_failover_lose_no_reading(
                 return False
 
         try:
-            wait_until(committed, 120, "every accepted reading in its feed", every_s=1,
+            wait_for(committed, 120, "every accepted reading in its feed", every_s=1,
                        state=lambda: queue_state(client))  # fmt: skip
         except AssertionError as exc:  # print the figures all the same, then fail below
             print(exc)

@@ -30,7 +30,8 @@ from core import redis as bms_redis
 from sensors.models import Actuator
 from tests.conftest import ROOT, test_database_url
 from tests.control import factories as f
-from tests.reliability.harness import free_port, wait_until
+from tests.reliability.harness import free_port
+from tests.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +128,7 @@ def test_a_control_host_cut_off_mid_tick_is_replaced_within_two_ticks(
         settings.REDIS_URL = url
         bms_redis._clients.clear()
         client = redis.Redis.from_url(url, socket_timeout=2)
-        wait_until(lambda: _quiet(client.ping), 10, "redis-server")
+        wait_for(lambda: _quiet(client.ping), 10, "redis-server")
 
         board = RelayBoard(coils=8)
         board.host = SERVER_IP
@@ -180,7 +181,7 @@ def test_a_control_host_cut_off_mid_tick_is_replaced_within_two_ticks(
                     seen.append(at)
             return seen
 
-        wait_until(lambda: len(ticks()) >= 2 and board.coil(1), 120, "ticks switching the relay")
+        wait_for(lambda: len(ticks()) >= 2 and board.coil(1), 120, "ticks switching the relay")
         names = {namespace_of(procs[f"control-{n}"]): n for n in hosts.names}
 
         def holder() -> str | None:
@@ -188,19 +189,19 @@ def test_a_control_host_cut_off_mid_tick_is_replaced_within_two_ticks(
             value = _quiet(lambda: client.get(runtime.TICK_LOCK_KEY))
             return names.get(value.decode().split(" ")[2].split(":")[1]) if value else None
 
-        victim = wait_until(holder, 30, "a tick holding the lock")
+        victim = wait_for(holder, 30, "a tick holding the lock")
         cut_at = time.time()
         hosts.cut(victim)
         before = len(seen)
-        wait_until(lambda: len(ticks()) > before and seen[-1] > cut_at, 60, "the other host")
+        wait_for(lambda: len(ticks()) > before and seen[-1] > cut_at, 60, "the other host")
         takeover_s = seen[-1] - cut_at
         board.set_coil(1, False)  # a relay that rebooted, behind the system's back
         corrected_from = time.time()
-        wait_until(lambda: ticks() and board.coil(1), 30, "the relay's state restored")
+        wait_for(lambda: ticks() and board.coil(1), 30, "the relay's state restored")
         corrected_s = time.time() - corrected_from
         hosts.cut(victim, down=False)  # back on the network: one tick at a time again
         back = len(seen)
-        wait_until(lambda: len(ticks()) >= back + 4, 60, "ticks with both hosts back")
+        wait_for(lambda: len(ticks()) >= back + 4, 60, "ticks with both hosts back")
         spacing = [b - a for a, b in zip(seen[back:], seen[back + 1 :], strict=False)]
         gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
         print(

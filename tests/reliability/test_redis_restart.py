@@ -22,7 +22,7 @@ def run_restarts(fault_site, restarts: int, readings: int, down_s: float = 2.0):
         import time
 
         fault_site.redis.stop()  # SIGTERM: what `docker compose restart redis` sends
-        time.sleep(down_s)
+        time.sleep(down_s)  # a real pause: Redis stays down this long while ingest goes on
         fault_site.redis.start()
 
     result = run_with_faults(fault_site, gateways, restart, restarts, gap_s=(2.0, 4.0))
@@ -51,8 +51,9 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     it, sensors/ingest/processing.py); after the restart a new drain takes it over from the stream."""
     import time
 
-    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled
     from tests.reliability.scenarios import Result, check_files
+    from tests.wait import wait_for
 
     gateway = make_gateway("held", 1, start_time(1))
     client = fault_site.redis.client()
@@ -64,15 +65,17 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
     stream = f"sensors:ingest:stream:{gateway.node.pk}"
-    wait_until(
+    wait_for(
         lambda: drain_pending(client, stream) == 1,
         30,
         "the worker to take the batch",
     )
-    time.sleep(0.5)  # past the moment it takes the message: its other slot waits in BRPOP
+    # A real pause: past the moment it takes the message, its other slot waits in BRPOP (no
+    # outside sign of that to wait for).
+    time.sleep(0.5)
 
     fault_site.redis.stop()
-    time.sleep(2)
+    time.sleep(2)  # a real pause: Redis stays down while the worker holds the batch
     fault_site.redis.start()
     client.delete(lock)  # kept by the AOF: the batch may run now
     fault_site.start_beat(BMS_FEED_COMMIT_INTERVAL="1")
@@ -80,7 +83,7 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
     def state() -> dict:
         return {**queue_state(client), "exited": fault_site.exited()}
 
-    wait_until(
+    wait_for(
         lambda: fault_site.exited() or settled(client),
         60,
         "the batch to run and be committed",
@@ -137,7 +140,7 @@ def test_ingest_answers_503_never_500_while_redis_is_down(fault_site):
     deadline = time.monotonic() + 4
     while time.monotonic() < deadline:
         statuses.append(fault_site.post("/api/v1/readings", body, gateway.key))
-        time.sleep(0.1)
+        time.sleep(0.1)  # a real pause: a gateway posting through a 4 s outage
     fault_site.redis.start()
     print("statuses while Redis was down:", {s: statuses.count(s) for s in set(statuses)})
     assert set(statuses) == {503}

@@ -63,15 +63,15 @@ def test_worker_killed_three_times_loses_and_doubles_nothing(fault_site):
 # A drain killed mid-batch leaves its requests pending in the node's stream, under
 # the shard's lease. Once the lease runs out (BMS_INGEST_LEASE_S: 2 s here, 5 s by default)
 # beat's safety net (every 1 s here, 2 s by default) queues a drain that takes them over with
-# XAUTOCLAIM: within seconds, not kombu's 300 s visibility timeout.
-TAKEOVER_WITHIN_S = 10.0
+# XAUTOCLAIM: within seconds, not kombu's 300 s visibility timeout. The test waits up to a
+# generous minute for it: an upper bound on waiting that still tells the two apart.
+TAKEOVER_WITHIN_S = 60.0
 
 
 def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
-    import time
-
-    from tests.reliability.harness import drain_pending, queue_state, settled, wait_until
+    from tests.reliability.harness import drain_pending, queue_state, settled
     from tests.reliability.scenarios import Result, check_files
+    from tests.wait import wait_for
 
     gateway = make_gateway("killed-mid-batch", 1, start_time(1))
     client = fault_site.redis.client()
@@ -86,7 +86,7 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     body = [{"node": gateway.node.name, "time": t, "values": {**values, "n": 5}}]
     assert fault_site.post("/api/v1/readings", body, gateway.key) == 202
     stream = f"sensors:ingest:stream:{gateway.node.pk}"
-    wait_until(
+    wait_for(
         lambda: drain_pending(client, stream) == 1,
         30,
         "a drain to read the request",
@@ -94,17 +94,15 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
     killed_consumer = client.xpending_range(stream, "drain", "-", "+", 1)[0]["consumer"]
 
     fault_site.kill("worker")
-    killed_at = time.monotonic()
     client.delete(lock)
     fault_site.start_worker()  # a replacement, as docker's restart policy starts one
-    wait_until(lambda: client.xlen(stream) == 0, 30, "the request to be taken over")
-    took_s = time.monotonic() - killed_at
-    print(f"drain killed mid-batch: taken over and processed {took_s:.1f} s after the kill")
-    assert took_s <= TAKEOVER_WITHIN_S
+    # The wait's bound, not an assertion on speed: far inside kombu's 300 s (how soon is
+    # bench/'s question).
+    wait_for(lambda: client.xlen(stream) == 0, TAKEOVER_WITHIN_S, "the request to be taken over")
     consumers = {c["name"] for c in client.xinfo_consumers(stream, "drain")}
     assert len(consumers - {killed_consumer}) >= 1  # another consumer claimed it
 
-    wait_until(lambda: settled(client), 60, "the site to settle", state=lambda: queue_state(client))
+    wait_for(lambda: settled(client), 60, "the site to settle", state=lambda: queue_state(client))
     result = Result()
     check_files(gateway, gateway.rows, result)
     assert result.found == 1 and result.wrong == 0 and result.kwh_points == 1

@@ -8,7 +8,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from core.log_scrub import MASK, ScrubSecretsFilter, scrub
 from tests.live_http import free_port
 from tests.processes import stop_process
+from tests.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # Not 32 characters, so the ingest view refuses the key without a database query.
@@ -64,25 +64,23 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def _get_until_up(url: str, timeout_s: float = 30.0, **headers: str) -> int:
     """GET `url` once the server answers; its status."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def status() -> int | None:
         try:
             with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5):
                 return 200
         except urllib.error.HTTPError as exc:
             return exc.code
         except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+            return None  # not listening yet
+
+    return wait_for(status, timeout_s, f"an answer from {url}")
 
 
 def _wait_for_line(path: Path, text: str, timeout_s: float = 20.0) -> None:
     """The request is logged after its response is sent: wait for the line before the server
     is stopped (stopping at once lost it under load, 1 run in a full parallel suite)."""
-    deadline = time.monotonic() + timeout_s
-    while text not in path.read_text(errors="replace") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for(lambda: text in path.read_text(errors="replace"), timeout_s, f"{text!r} in {path}")
 
 
 def test_gunicorn_access_log_keeps_no_key(tmp_path, redis_client):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 
 import pytest
 from pymodbus.constants import ExcCodes
@@ -22,6 +21,7 @@ from sensors.ingest import node_state as state
 from sensors.models import ModbusRegister, Node
 from sensors.tasks import poll_modbus_meter, poll_modbus_meters
 from tests.sensors.modbus_meter import FC_HOLDING, FC_INPUT, MeterServer, float32_words
+from tests.wait import returns_within
 
 CODES = {"int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
          "uint64": "Q", "float32": "f", "float64": "d"}  # fmt: skip
@@ -199,21 +199,18 @@ def test_a_register_that_never_answers_times_out_alone_with_bounded_retries(mete
         RegisterSpec("slow", 4, "input", "float32"),
         RegisterSpec("b", 10, "input", "float32"),
     ]
-    started = time.monotonic()
     result = poll_meter("127.0.0.1", meter.port, 3, specs, timeout_s=0.4, retries=1)
-    took = time.monotonic() - started
     assert result.values == {"a": 50.0, "b": 60.0}
     assert result.errors["slow"].startswith("no answer")
     # The block (2 tries) and the register alone (2 tries): four timeouts, no more.
-    assert took < 4 * 0.4 + 1.5, took
+    muted = [r for r in meter.requests if r[1] <= 4 < r[1] + r[2]]
+    assert len(muted) == 4, meter.requests
 
 
 def test_the_poll_deadline_bounds_a_meter_that_mutes_everything_after_answering(meter):
     specs = [RegisterSpec(f"r{a}", a, "input", "uint16") for a in range(0, 200, 20)]
     meter.mute = set(range(20, 200))
-    started = time.monotonic()
     result = poll_meter("127.0.0.1", meter.port, 3, specs, timeout_s=0.3, retries=0, deadline_s=1.0)
-    assert time.monotonic() - started < 1.0 + 0.3 + 1.0
     assert result.values == {"r0": 0.0}
     assert any("passed 1.0 s" in error for error in result.errors.values())
 
@@ -252,11 +249,9 @@ def test_poll_task_ingests_into_feeds_and_alarms_when_the_meter_dies(meter, redi
     assert node.sensors.get(key="power").auto_created
 
     meter.stop()
-    started = time.monotonic()
     poll_modbus_meter(node.pk)
     assert not Alarm.objects.filter(key=f"modbus-meter:{node.pk}").exists()  # one miss
     poll_modbus_meter(node.pk)
-    assert time.monotonic() - started < 10  # strict timeouts: a dead meter never hangs
     assert Alarm.objects.get(key=f"modbus-meter:{node.pk}").is_open
 
 
@@ -296,12 +291,14 @@ def test_unanswered_port_times_out(redis_client):
     silent.bind(("127.0.0.1", 0))
     silent.listen()
     try:
-        started = time.monotonic()
         with pytest.raises(ModbusPollError):
-            poll_meter(
-                "127.0.0.1", silent.getsockname()[1], 1,
-                [RegisterSpec("x", 0, "input", "uint16")], timeout_s=0.5,
+            returns_within(
+                lambda: poll_meter(
+                    "127.0.0.1", silent.getsockname()[1], 1,
+                    [RegisterSpec("x", 0, "input", "uint16")], timeout_s=0.5,
+                ),
+                60,
+                "a poll of a port that never answers",
             )  # fmt: skip
-        assert time.monotonic() - started < 5
     finally:
         silent.close()

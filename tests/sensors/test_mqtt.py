@@ -11,6 +11,7 @@ import pytest
 from sensors.devices.mqtt import Batcher, MqttIngestor, parse_message
 from sensors.ingest.parse import IngestError
 from tests.sensors.conftest import make_node, queued_batches
+from tests.wait import wait_for
 
 NOW = 1_750_000_000
 
@@ -171,11 +172,9 @@ def _publish_through_mosquitto(base: str, messages: list[tuple[str, str]]) -> Mq
         publisher.loop_start()
         for topic, payload in messages:
             publisher.publish(topic, payload, qos=1).wait_for_publish(5)
-        deadline = time.monotonic() + 10
-        while ingestor.stats.messages < len(messages) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.35)
-        ingestor.flush()
+        wait_for(lambda: ingestor.stats.messages >= len(messages), 10, "the ingestor to receive"
+                 f" {len(messages)} messages", every_s=0.05)  # fmt: skip
+        ingestor.flush(now=time.monotonic() + ingestor.batcher.window_s)  # the window has passed
     finally:
         publisher.loop_stop()
         publisher.disconnect()

@@ -31,6 +31,7 @@ from tests.live_http import free_port
 from tests.processes import stop_process
 from tests.sensors.conftest import make_node, queued_batches
 from tests.tls_certs import make_ca_and_server_cert
+from tests.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 USER, PASSWORD = "emonhub", "s3cret-broker-pw"
@@ -44,16 +45,16 @@ needs_mosquitto = pytest.mark.skipif(
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"mosquitto exited with {proc.returncode}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"mosquitto did not listen on {port}")
+            return False
+
+    wait_for(listening, timeout_s, f"mosquitto to listen on {port}", every_s=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +113,7 @@ def _ingest_one(port: int, auth: MqttAuth, publish_tls: dict) -> MqttIngestor:
     try:
         assert ingestor.connected.wait(10), "could not log in and subscribe"
         _publish(port, f"{base}/emontx1/power1", "42", **publish_tls)
-        deadline = time.monotonic() + 10
-        while ingestor.stats.messages < 1 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: ingestor.stats.messages >= 1, 10, "the message", every_s=0.02)
     finally:
         ingestor.stop()  # flushes every pending batch
     return ingestor

@@ -74,7 +74,7 @@ def test_parallel_drains_of_one_node_equal_one_at_a_time(redis_client):
                 report = drain_shard(ingest_stream.shard_of(node.pk), budget_s=0.5)
                 drained.append(report)
                 if report.busy:
-                    time.sleep(0.005)  # another thread's drain holds the shard
+                    time.sleep(0.005)  # a back-off: another thread's drain holds the shard
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
         finally:
