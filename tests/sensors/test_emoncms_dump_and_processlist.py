@@ -30,7 +30,7 @@ def test_it_reads_mysql_literals_as_mysqldump_writes_them():
         {"id": 1, "name": 'it\'s a "name"\n\\x', "v": -1500.0},
         {"id": 2, "name": "o'clock", "v": None},
         {"id": 3, "name": "café, (1,2);", "v": 0.5},
-        {"id": 4, "name": "b", "v": b"AB"},
+        {"id": 4, "name": b"b", "v": b"AB"},  # binary literals stay bytes
     ]
 
 
@@ -39,7 +39,7 @@ def test_a_column_list_names_the_values_and_other_tables_are_skipped():
         b"INSERT INTO `feed_1` VALUES " + b"(1,2)," * 100_000 + b"(1,2);\n"
         b"INSERT INTO `input` (`v`, `id`) VALUES (7.5,3);\n"
     )
-    assert tables(text, max_line=1000)["input"] == [{"v": 7.5, "id": 3}]
+    assert tables(text, max_statement=1000)["input"] == [{"v": 7.5, "id": 3}]
 
 
 def test_what_our_fixture_writes_reads_back():
@@ -64,7 +64,7 @@ def test_what_our_fixture_writes_reads_back():
 )  # fmt: skip
 def test_what_mysqldump_does_not_write_is_an_error_naming_the_line(text, words):
     with pytest.raises(mysqldump.DumpError, match="line") as err:
-        tables(text, max_line=1000)
+        tables(text, max_statement=1000)
     assert words in str(err.value)
 
 

@@ -128,7 +128,7 @@ def test_a_wide_row_is_scanned_not_kept():
 
 
 def test_an_over_long_statement_is_a_report_line(tmp_path, feed_dir, site, redis_client):
-    over = mysqldump.DEFAULT_MAX_LINE // 20 + 1
+    over = mysqldump.DEFAULT_MAX_STATEMENT // 20 + 1
     long_insert = (
         "INSERT INTO `input` VALUES "
         + "(6,1,'x','y','','',0,0)," * over
@@ -139,7 +139,7 @@ def test_an_over_long_statement_is_a_report_line(tmp_path, feed_dir, site, redis
         return text.replace("UNLOCK TABLES;\n", long_insert + "UNLOCK TABLES;\n", 1)
 
     out = run(_archive(tmp_path, edit))
-    assert f"a statement over {mysqldump.DEFAULT_MAX_LINE} bytes skipped" in out
+    assert f"a statement over {mysqldump.DEFAULT_MAX_STATEMENT} bytes skipped" in out
     assert "inputs: 5 created" in out
 
 
