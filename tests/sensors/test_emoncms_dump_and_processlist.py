@@ -12,7 +12,8 @@ from feeds.processes.run import validate_steps
 from feeds.store import phptimeseries
 from sensors.emoncms_import import mysqldump
 from sensors.emoncms_import import processlist as pl
-from tests.sensors.make_emoncms_backup import insert, sql_literal
+from tests.sensors import emoncms_mariadb as mariadb
+from tests.sensors import make_emoncms_backup as backup
 
 CREATE = b"CREATE TABLE `input` (\n  `id` int(11) NOT NULL,\n  `name` text,\n  `v` float\n);\n"
 
@@ -42,12 +43,13 @@ def test_a_column_list_names_the_values_and_other_tables_are_skipped():
     assert tables(text, max_statement=1000)["input"] == [{"v": 7.5, "id": 3}]
 
 
-def test_what_our_fixture_writes_reads_back():
-    rows = [(1, "a'b\\c\"d\ne", None)]
-    assert tables(CREATE + insert("input", rows).encode())["input"] == [
-        {"id": 1, "name": "a'b\\c\"d\ne", "v": None}
-    ]
-    assert sql_literal("x'") == "'x\\''"
+def test_the_committed_real_dump_holds_the_fixtures_rows():
+    """tests/sensors/emoncms.sql is MariaDB's mysqldump of INPUTS and FEEDS (the other tests'
+    site): what it holds is what they expect."""
+    with open(backup.DUMP, "rb") as fh:
+        rows = mysqldump.read_tables(fh, ["input", "feeds"])
+    assert [tuple(r[c] for c in mariadb.INPUT_COLUMNS) for r in rows["input"]] == backup.INPUTS
+    assert [tuple(r[c] for c in mariadb.FEED_COLUMNS) for r in rows["feeds"]] == backup.FEEDS
 
 
 @pytest.mark.parametrize(
