@@ -25,7 +25,8 @@ value that is not UTF-8: `--compatible=ansi` dumps in latin1); a binary literal,
 a BLOB/BINARY column, stays bytes. Anything else is a DumpError naming the line, never a guess.
 A dump made with `--no-create-info` and without `--complete-insert` does not say which value is
 which column: its rows are reported, not matched by position (emoncms's column order differs
-between sites that were created and ones that were upgraded).
+between sites that were created and ones that were upgraded). Without a CREATE TABLE a BLOB
+that MariaDB writes as a plain string is read as text (emoncms's tables have no BLOB).
 
 Bounds, so that memory is bounded per statement and per row whatever the dump holds (a
 crafted 2.5 MB backup, a table of a million columns, took the import to 836 MB):

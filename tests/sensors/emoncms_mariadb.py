@@ -95,7 +95,8 @@ def tool_version(tool: str = "mysqldump") -> str:
 
 def _sql(statements: str, database: str | None = None) -> str:
     command = [client() or "mariadb", f"--host={HOST}", f"--port={PORT}", f"--user={USER}",
-               "--default-character-set=utf8mb4", "--batch", "--skip-column-names"]  # fmt: skip
+               "--default-character-set=utf8mb4", "--batch", "--skip-column-names",
+               "--connect-timeout=5"]  # fmt: skip
     if database:
         command.append(database)
     done = subprocess.run(command, input=statements.encode(), capture_output=True,
@@ -144,10 +145,19 @@ def scratch_database(
             + _inserts("feeds", FEED_COLUMNS, feeds)
             + "CREATE TABLE `feed_5` (`time` int(10) unsigned NOT NULL, `data` float);\n"
             + f"INSERT INTO `feed_5` VALUES {feed_5};\n"
-            + _inserts("dashboard", ("id", "userid", "content", "name", "alias"), [
-                (1, 1, "<div>INSERT INTO `input` VALUES (99,1,'x','y','','',0,0);</div> -- /*",
-                 "Home; */", "home"),
-            ])  # fmt: skip
+            + _inserts(
+                "dashboard",
+                ("id", "userid", "content", "name", "alias"),
+                [
+                    (
+                        1,
+                        1,
+                        "<div>INSERT INTO `input` VALUES (99,1,'x','y','','',0,0);</div> -- /*",
+                        "Home; */",
+                        "home",
+                    ),
+                ],
+            )  # fmt: skip
             + extra_sql,
             name,
         )
