@@ -52,6 +52,58 @@ def test_the_committed_real_dump_holds_the_fixtures_rows():
     assert [tuple(r[c] for c in mariadb.FEED_COLUMNS) for r in rows["feeds"]] == backup.FEEDS
 
 
+def test_mysql_forms_and_hand_edits_read_too():
+    """What MariaDB's tool here does not write but MySQL's, or a person, does: MySQL 8's
+    `_binary '...'`, a whole extended insert on one line, REPLACE and INSERT IGNORE, X'..',
+    b'..', N'..' and introduced hex, comments inside a statement, a string over two lines."""
+    create = (
+        b"CREATE TABLE `input` (\n  `id` int(11) NOT NULL,\n  `name` text,\n"
+        b"  `v` varbinary(8),\n  PRIMARY KEY (`id`)\n);\n"
+    )
+    text = create + (
+        b"INSERT  IGNORE INTO `input` VALUES (1,'a',_binary '\\0\\'x'),(2,N'b',X'4142');\n"
+        b"REPLACE INTO input (id, name, v) VALUES # a comment\n"
+        b"  (3, _utf8mb4 0x636166C3A9, b'0100'), /* another; */ (4,'two\nlines; \\%\\_',NULL)\n;"
+    )
+    assert tables(text)["input"] == [
+        {"id": 1, "name": "a", "v": b"\0'x"},
+        {"id": 2, "name": "b", "v": b"AB"},
+        {"id": 3, "name": "café", "v": 4},
+        {"id": 4, "name": "two\nlines; \\%\\_", "v": None},
+    ]
+
+
+def test_strings_are_read_in_the_dumps_character_set():
+    latin1 = (
+        CREATE + b"/*!40101 SET NAMES latin1 */;\nINSERT INTO `input` VALUES (1,'caf\xe9',1);\n"
+    )
+    assert tables(latin1)["input"][0]["name"] == "café"
+    # No SET NAMES (--compatible=ansi): UTF-8 when it is, else latin1.
+    undeclared = CREATE + b"INSERT INTO `input` VALUES (1,'caf\xc3\xa9',1),(2,'caf\xe9',2);\n"
+    assert [r["name"] for r in tables(undeclared)["input"]] == ["café", "café"]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 7, 64])
+def test_a_token_cut_by_a_chunk_boundary_reads_the_same(monkeypatch, chunk):
+    """Every `\\'`, `''`, `--`, `/*!40101` and `;` of the real dump falls on a boundary at
+    one of these chunk sizes."""
+    wanted = ["input", "feeds", "dashboard"]
+    with open(backup.DUMP, "rb") as fh:
+        whole = mysqldump.read_tables(fh, wanted)
+    monkeypatch.setattr(mysqldump, "CHUNK", chunk)
+    with open(backup.DUMP, "rb") as fh:
+        assert mysqldump.read_tables(fh, wanted) == whole
+    assert len(whole["input"]) == 5 and "INSERT INTO `input`" in whole["dashboard"][0]["content"]
+
+
+def test_a_dump_cut_anywhere_is_report_lines_never_a_traceback():
+    dump = backup.DUMP.read_bytes()
+    for cut in range(0, len(dump), 211):
+        problems: list[str] = []
+        rows = mysqldump.read_tables(io.BytesIO(dump[:cut]), ["input", "feeds"], problems=problems)
+        assert len(rows["input"]) <= 5 and all(p.startswith(("line", "table")) for p in problems)
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [
