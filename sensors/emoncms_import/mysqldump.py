@@ -10,7 +10,8 @@ emoncms-export.sh), and what that writes depends on the server and the options:
 - `--hex-blob` writes binary columns as 0x..., MySQL 8 as `_binary '...'`, MariaDB as a
   string of the raw bytes; `--compatible=ansi` quotes names with "..." and drops SET NAMES;
 - every dump has `--` comments and `/*!40101 ... */;` (MariaDB also `/*M!999999\\- ... */`
-  with no `;` after it), `LOCK TABLES`, `DROP TABLE` and other statements we skip.
+  with no `;` after it), `LOCK TABLES`, `DROP TABLE` and other statements we skip, and a
+  table with triggers has them between `DELIMITER ;;` and `DELIMITER ;`, `;` inside.
 
 So the file is read as SQL text, a statement at a time (`_Statements`): strings, quoted names
 and comments are followed, so a `;` or a newline inside a string never ends a statement and a
@@ -106,6 +107,10 @@ _STRING_END = {
     ord("`"): re.compile(rb"`"),
 }
 _VERSION = re.compile(rb"M?!(\d*)")
+# The client's command around triggers (`mysqldump --triggers`, on by default): `DELIMITER ;;`,
+# a trigger whose body holds `;`s, `;;`, `DELIMITER ;`.
+_DELIMITER = re.compile(rb"\s*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.I)
+DELIMITER_LOOKAHEAD = 256
 
 _LITERAL = re.compile(
     rb"(?P<null>(?i:NULL))(?![A-Za-z0-9_$])"
@@ -188,6 +193,9 @@ class _Statements:
         self.eof = False
         self.line = 1
         self.conditional = False  # inside `/*!NNNNN ... */`, whose content is SQL
+        # What ends a statement. mysqldump only ever sets `;;`; another delimiter (a person's
+        # `$$`) is not followed, and `;` is kept.
+        self.delimiter = b";"
         self._new_statement()
 
     def _new_statement(self) -> None:
@@ -264,13 +272,22 @@ class _Statements:
         return end > len(self.buf) and not self.eof
 
     def __iter__(self) -> Iterator[_Statement]:
-        state = None  # None outside; a quote byte in a string or name; b"--" or b"/*"
+        state: int | bytes | None = None  # a quote byte in a string or name; b"--", b"/*"
         while True:
             if self.pos >= len(self.buf) and not self._more():
                 if (statement := self._end()) is not None:
                     yield statement
                 return
             buf = self.buf
+            if state is None and not self.started:
+                if self._need(self.pos + DELIMITER_LOOKAHEAD):
+                    self._more()
+                    continue
+                if delimiter := _DELIMITER.match(buf, self.pos):
+                    self._advance(delimiter.end(), keep=False)
+                    new = delimiter.group(1)
+                    self.delimiter = new if new.strip(b";") == b"" else b";"
+                    continue
             if state is None:
                 run = _RUN.match(buf, self.pos)
                 if run.end() > self.pos:
@@ -284,13 +301,16 @@ class _Statements:
                         self._more()
                     continue
                 token = m.group(0)
-                if self._need(m.end() + (12 if token == b"/*" else 1)):
+                ahead = {b"/*": 12, b";": len(self.delimiter)}.get(token, 1)
+                if self._need(m.end() + ahead):
                     self._advance(m.start())
                     self._more()
                     continue
                 self._advance(m.start())
-                if token == b";":
-                    self._advance(m.end())
+                if token == b";" and not buf.startswith(self.delimiter, m.start()):
+                    self._advance(m.end())  # a `;` inside a trigger's body
+                elif token == b";":
+                    self._advance(m.start() + len(self.delimiter))
                     if (statement := self._end()) is not None:
                         yield statement
                 elif token in (b"'", b'"', b"`"):

@@ -54,6 +54,11 @@ BINARY_SQL = (
         f"INSERT INTO `bin_probe` VALUES ({i}, {mariadb.literal(d)}, {mariadb.literal(c)});\n"
         for i, d, c in BINARY
     )
+    # mysqldump writes a trigger between `DELIMITER ;;` and `DELIMITER ;`: the INSERT in its
+    # body is not a row of `input` (it fires on UPDATE, which nothing here does).
+    + "DELIMITER ;;\nCREATE TRIGGER `dashboard_alias` BEFORE UPDATE ON `dashboard` FOR EACH ROW "
+    "BEGIN SET NEW.alias = 'x'; INSERT INTO `input` (`id`, `name`) VALUES (999, 'trigger'); "
+    "END;;\nDELIMITER ;\n"
 )
 
 MODES = {
