@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import CommandError
 
 from feeds.models import Feed
 from feeds.store import phpfina
@@ -203,3 +204,13 @@ def test_each_dump_imports_with_byte_identical_feed_files(
         {"process": "scale", "arg": -1.5},
     ]
     assert Sensor.objects.get(node__name="emontx1", key="power3").name == " ".join(AWKWARD.split())
+
+
+@pytest.mark.django_db
+def test_an_xml_dump_is_refused_with_the_reason(database, tmp_path, feed_dir):
+    """--xml is not SQL: read as SQL, the trigger's INSERT in its text would become a row."""
+    Site.objects.create(name="Home", slug="home")
+    sql = dumped(database, "mysqldump", ["--xml"])
+    with pytest.raises(CommandError, match=r"an XML dump \(mysqldump --xml\)"):
+        run(archive_of(sql, tmp_path / "emoncms", tmp_path / "backup.tar.gz"))
+    assert not Sensor.objects.exists()
