@@ -106,7 +106,7 @@ _STRING_END = {
     ord('"'): re.compile(rb'[\\"]'),
     ord("`"): re.compile(rb"`"),
 }
-_VERSION = re.compile(rb"M?!(\d*)")
+_VERSION = re.compile(rb"M?!(\d{0,9})")  # more digits are text: int() has a limit
 # The client's command around triggers (`mysqldump --triggers`, on by default): `DELIMITER ;;`,
 # a trigger whose body holds `;`s, `;;`, `DELIMITER ;`.
 _DELIMITER = re.compile(rb"\s*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.I)
