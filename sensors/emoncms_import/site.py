@@ -287,6 +287,12 @@ def from_backup(
         raise SourceError(f"emoncms.sql is over {MAX_SQL_BYTES} bytes")
     dump_problems: list[str] = []
     with open(sql, "rb") as fh:
+        # `mysqldump --xml` writes XML, whose text would be read as SQL (a trigger's INSERT
+        # as a row): refused whole, with the reason.
+        if fh.read(64).lstrip().startswith(b"<"):
+            raise SourceError("emoncms.sql is an XML dump (mysqldump --xml): make the backup "
+                              "with emoncms's backup module, or mysqldump without --xml")  # fmt: skip
+        fh.seek(0)
         try:
             rows = mysqldump.read_tables(
                 fh, ["input", "feeds"], max_rows=MAX_OBJECTS, problems=dump_problems
@@ -294,6 +300,10 @@ def from_backup(
         except mysqldump.DumpError as exc:
             raise SourceError(f"emoncms.sql: {exc}") from exc
     problems += [f"emoncms.sql: {line}" for line in dump_problems]
+    if not rows["input"] and not rows["feeds"]:
+        # Said, so that an --xml or --tab dump, or another database's, is not a silent nothing.
+        problems.append("emoncms.sql: no rows of the input or feeds tables (not an SQL dump of "
+                        "emoncms's database?)")  # fmt: skip
     inputs, feeds = _site_rows(rows, userid, problems)
     return EmonSite(inputs, feeds, staging, problems)
 

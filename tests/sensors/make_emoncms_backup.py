@@ -1,16 +1,22 @@
-"""An emoncms site as emoncms's backup module archives it, made from scratch for tests.
+"""An emoncms site as emoncms's backup module archives it, for tests of the archive and the
+import (not of the dump's format: that comes from the real tool).
 
-`write_site(folder, now)` writes what an emonPi's emoncms holds: `emoncms.sql` (a mysqldump
-of the `input` and `feeds` tables in emoncms's schema, Modules/input/input_schema.php and
-Modules/feed/feed_schema.php, with extended inserts and MySQL string escapes, plus a table of
-another module whose rows we must skip), `phpfina/<id>.meta/.dat` and
-`phptimeseries/feed_<id>.MYD` (9 bytes a point: 249, uint32 time, float32 value, as
-PHPTimeSeries.php packs "CIf"). `make_archive` tars it as emoncms-export.sh does (the dump
-at the top, the engine folders beside it) and gzips it.
+`write_site(folder, now)` writes what an emonPi's emoncms holds: `emoncms.sql`,
+`phpfina/<id>.meta/.dat` and `phptimeseries/feed_<id>.MYD` (9 bytes a point: 249, uint32 time,
+float32 value, as PHPTimeSeries.php packs "CIf"). `make_archive` tars it as emoncms-export.sh
+does (the dump at the top, the engine folders beside it) and gzips it.
 
-    python tests/sensors/make_emoncms_backup.py OUT.tar.gz [PREFIX]
+The SQL is never written by us: `emoncms.sql` beside this file is what MariaDB's own
+`mysqldump` (10.11, no options, as the backup module runs it) wrote for INPUTS and FEEDS in
+emoncms's schema (tests/sensors/emoncms_mariadb.py), so tests without a MariaDB still read a
+real dump. Made again, on a machine with MariaDB at 127.0.0.1:3306, with
 
-docs/examples/emoncms-backup.tar.gz was made so, with the prefix `old-`.
+    python tests/sensors/make_emoncms_backup.py --dump
+
+and docs/examples/emoncms-backup.tar.gz, whose dump is made the same way with the prefix
+`old-` before every node and tag, with
+
+    python tests/sensors/make_emoncms_backup.py docs/examples/emoncms-backup.tar.gz old-
 """
 
 from __future__ import annotations
@@ -48,72 +54,21 @@ FEEDS = [
     (5, "vrms", 1, "emontx1", 0, 0, 1, 0, 0, 0, 0, "", "V"),  # MySQL engine: no file
 ]
 
-CREATE_INPUT = """CREATE TABLE `input` (
-  `id` int(11) NOT NULL AUTO_INCREMENT,
-  `userid` int(11) DEFAULT NULL,
-  `nodeid` text,
-  `name` text,
-  `description` text,
-  `processList` text,
-  `time` int(10) DEFAULT NULL,
-  `value` float DEFAULT NULL,
-  PRIMARY KEY (`id`)
-) ENGINE=MyISAM AUTO_INCREMENT=6 DEFAULT CHARSET=utf8mb4;
-"""
-CREATE_FEEDS = """CREATE TABLE `feeds` (
-  `id` int(11) NOT NULL AUTO_INCREMENT,
-  `name` text,
-  `userid` int(11) DEFAULT NULL,
-  `tag` text,
-  `time` int(10) DEFAULT NULL,
-  `value` double DEFAULT NULL,
-  `datatype` int(11) NOT NULL,
-  `public` tinyint(1) DEFAULT '0',
-  `size` int(11) DEFAULT NULL,
-  `engine` int(11) NOT NULL DEFAULT '0',
-  `server` int(11) NOT NULL DEFAULT '0',
-  `processList` text,
-  `unit` varchar(10) DEFAULT '',
-  PRIMARY KEY (`id`)
-) ENGINE=MyISAM AUTO_INCREMENT=6 DEFAULT CHARSET=utf8mb4;
-"""
+DUMP = Path(__file__).with_name("emoncms.sql")
 
 
-def sql_literal(value: object) -> str:
-    """A value as mysqldump writes it (backslash escapes for quotes, backslash, newlines)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = str(value)
-    for raw, escaped in (("\\", "\\\\"), ("'", "\\'"), ('"', '\\"'), ("\n", "\\n"),
-                         ("\r", "\\r"), ("\0", "\\0")):  # fmt: skip
-        text = text.replace(raw, escaped)
-    return f"'{text}'"
+def real_dump(prefix: str = "", tool: str = "mysqldump") -> bytes:
+    """INPUTS and FEEDS loaded into a scratch database of the real MariaDB and dumped by its
+    `mysqldump` with no options, as emoncms's backup module runs it. `prefix` goes before every
+    node and tag (the docs' example uses `old-`, so its nodes are not those of other pages)."""
+    from tests.sensors import emoncms_mariadb as mariadb
 
-
-def insert(table: str, rows: list[tuple]) -> str:
-    tuples = ",".join("(" + ",".join(sql_literal(v) for v in row) + ")" for row in rows)
-    return f"INSERT INTO `{table}` VALUES {tuples};\n"
-
-
-def dump_text(prefix: str = "") -> str:
-    """The dump; `prefix` goes before every node and tag (the docs' example uses `old-`, so
-    its nodes are not those of other pages)."""
+    if why := mariadb.unreachable():
+        raise SystemExit(f"a real dump needs MariaDB: {why}")
     inputs = [(i, u, prefix + n, *rest) for i, u, n, *rest in INPUTS]
     feeds = [(i, name, u, prefix + tag, *rest) for i, name, u, tag, *rest in FEEDS]
-    return "".join([
-        "-- MySQL dump 10.13  Distrib 8.0.36, for Linux (aarch64)\n",
-        "/*!40101 SET NAMES utf8mb4 */;\n",
-        "DROP TABLE IF EXISTS `feed_5`;\n",
-        "CREATE TABLE `feed_5` (\n  `time` int(10) unsigned NOT NULL,\n  `data` float\n);\n",
-        insert("feed_5", [(1_700_000_000 + i, 230.0) for i in range(2000)]),
-        "DROP TABLE IF EXISTS `input`;\n", CREATE_INPUT,
-        "LOCK TABLES `input` WRITE;\n", insert("input", inputs), "UNLOCK TABLES;\n",
-        "DROP TABLE IF EXISTS `feeds`;\n", CREATE_FEEDS,
-        "LOCK TABLES `feeds` WRITE;\n", insert("feeds", feeds[:2]), insert("feeds", feeds[2:]),
-        "UNLOCK TABLES;\n",
-    ])  # fmt: skip
+    with mariadb.scratch_database(inputs, feeds) as database:
+        return mariadb.dump(database, tool=tool)
 
 
 def series_end(now: int) -> int:
@@ -121,13 +76,14 @@ def series_end(now: int) -> int:
     return (now - 3600) // INTERVAL * INTERVAL
 
 
-def write_site(folder: Path, now: int, prefix: str = "") -> Path:
-    """emoncms's files for the site in `folder`: emoncms.sql, phpfina/, phptimeseries/."""
+def write_site(folder: Path, now: int, sql: bytes | None = None) -> Path:
+    """emoncms's files for the site in `folder`: emoncms.sql (`sql`, by default the committed
+    real dump of INPUTS and FEEDS), phpfina/, phptimeseries/."""
     end = series_end(now)
     start = end - 99 * INTERVAL
     (folder / "phpfina").mkdir(parents=True, exist_ok=True)
     (folder / "phptimeseries").mkdir(exist_ok=True)
-    (folder / "emoncms.sql").write_text(dump_text(prefix), encoding="utf-8")
+    (folder / "emoncms.sql").write_bytes(DUMP.read_bytes() if sql is None else sql)
     power = np.full(100, 500.0, "<f4")
     power[50] = np.nan  # a gap, kept as a gap
     kwh = np.linspace(KWH_TOTAL - 10, KWH_TOTAL, 100).astype("<f4")
@@ -160,9 +116,13 @@ def make_archive(folder: Path, archive: Path, extra: list[tarfile.TarInfo] | Non
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--dump"]:
+        DUMP.write_bytes(real_dump())
+        print(DUMP)
+        sys.exit()
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "emoncms-backup.tar.gz")
     prefix = sys.argv[2] if len(sys.argv) > 2 else ""
     with tempfile.TemporaryDirectory() as staging:
-        write_site(Path(staging), int(time.time()), prefix)
+        write_site(Path(staging), int(time.time()), real_dump(prefix))
         make_archive(Path(staging), out)
     print(out)

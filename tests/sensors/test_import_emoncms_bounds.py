@@ -58,8 +58,7 @@ def _extra_input_row(values: list[str]) -> Callable[[str], str]:
     """Adds a row at the end of the input table's INSERT (after the fixture's five)."""
 
     def edit(text: str) -> str:
-        head = "INSERT INTO `input` VALUES "
-        start = text.index(head)
+        start = text.index("\nINSERT INTO `input` VALUES")
         end = text.index(";\n", start)
         return text[:end] + ",(" + ",".join(values) + ")" + text[end:]
 
@@ -128,7 +127,7 @@ def test_a_wide_row_is_scanned_not_kept():
 
 
 def test_an_over_long_statement_is_a_report_line(tmp_path, feed_dir, site, redis_client):
-    over = mysqldump.DEFAULT_MAX_LINE // 20 + 1
+    over = mysqldump.DEFAULT_MAX_STATEMENT // 20 + 1
     long_insert = (
         "INSERT INTO `input` VALUES "
         + "(6,1,'x','y','','',0,0)," * over
@@ -136,10 +135,11 @@ def test_an_over_long_statement_is_a_report_line(tmp_path, feed_dir, site, redis
     )
 
     def edit(text: str) -> str:
-        return text.replace("UNLOCK TABLES;\n", long_insert + "UNLOCK TABLES;\n", 1)
+        after = text.index("UNLOCK TABLES;\n", text.index("\nINSERT INTO `input` VALUES"))
+        return text[:after] + long_insert + text[after:]
 
     out = run(_archive(tmp_path, edit))
-    assert f"a statement over {mysqldump.DEFAULT_MAX_LINE} bytes skipped" in out
+    assert f"a statement over {mysqldump.DEFAULT_MAX_STATEMENT} bytes skipped" in out
     assert "inputs: 5 created" in out
 
 

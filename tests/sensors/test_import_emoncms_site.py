@@ -1,6 +1,7 @@
-"""manage.py import_emoncms with a whole emoncms site: the backup module's archive (built by
-tests/sensors/make_emoncms_backup.py in emoncms's schema and file formats) or a running
-emoncms over its API, then new readings posted as emonhub posts them."""
+"""manage.py import_emoncms with a whole emoncms site: the backup module's archive (packed by
+tests/sensors/make_emoncms_backup.py around a real dump of MariaDB's mysqldump, in emoncms's
+schema and file formats) or a running emoncms over its API, then new readings posted as
+emonhub posts them. Every mysqldump mode: test_import_emoncms_mariadb.py."""
 
 from __future__ import annotations
 
