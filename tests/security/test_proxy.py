@@ -9,13 +9,11 @@ loopback), as on a site where one machine misbehaves.
 
 from __future__ import annotations
 
-import getpass
 import http.client
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +27,7 @@ from django.conf import settings
 from tests.conftest import test_database_url
 from tests.live_http import free_port
 from tests.processes import stop_process
+from tests.proxy_shape import gunicorn_args, proxy_conf, wait_for_port
 from tests.slow_clients import Target, client_tls_context, collect, spawn, timed_request
 from tests.tls_certs import make_ca_and_server_cert
 
@@ -40,64 +39,6 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 pytestmark = pytest.mark.skipif(
     NGINX is None, reason="nginx (Debian package) is installed by bms_setup --for-tests"
 )
-
-
-def proxy_conf(
-    shipped: str, *, upstream_port: int, http_port: int, https_port: int, cert_dir: Path,
-    static_dir: Path, prefix: Path, timeout_s: int,
-) -> str:  # fmt: skip
-    """The shipped conf with what only a container has (ports, paths, user) replaced. Every
-    replaced line must be there exactly as expected, so the test fails if the conf drifts."""
-    replace = [
-        ("user nginx;", f"user {getpass.getuser()};", 1),
-        ("pid /var/run/nginx.pid;", f"pid {prefix}/nginx.pid;", 1),
-        ("/var/log/nginx/", f"{prefix}/", 2),
-        ("client_header_timeout 10s;", f"client_header_timeout {timeout_s}s;", 1),
-        ("client_body_timeout 10s;", f"client_body_timeout {timeout_s}s;", 1),
-        ("send_timeout 10s;", f"send_timeout {timeout_s}s;", 1),
-        ("keepalive_timeout 15s;", f"keepalive_timeout {timeout_s}s;", 1),
-        ("server web:8000;", f"server 127.0.0.1:{upstream_port};", 1),
-        ("listen 80;", f"listen 127.0.0.1:{http_port};", 1),
-        ("listen 443 ssl;", f"listen 127.0.0.1:{https_port} ssl;", 1),
-        ("/etc/nginx/certs/fullchain.pem", f"{cert_dir}/server.pem", 1),
-        ("/etc/nginx/certs/privkey.pem", f"{cert_dir}/server.key", 1),
-        ("alias /usr/share/bms/static/;", f"alias {static_dir}/;", 1),
-        # Debian's nginx keeps its temp files under /var/lib/nginx: ours go in the prefix.
-        (
-            "http {\n",
-            "http {\n" + "".join(
-                f"    {kind}_temp_path {prefix}/{kind};\n"
-                for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-            ),
-            1,
-        ),
-    ]  # fmt: skip
-    for old, new, count in replace:
-        assert shipped.count(old) == count, f"docker/nginx.conf no longer has {old!r} x{count}"
-        shipped = shipped.replace(old, new)
-    return shipped
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}: {log.read_text()[-2000:]}")
-
-
-def gunicorn_args() -> list[str]:
-    """gunicorn's sizing as docker/entrypoint.sh has it (WEB_WORKERS defaults to 3)."""
-    entry = (DOCKER / "entrypoint.sh").read_text()
-    workers = re.search(r'--workers "\$\{WEB_WORKERS:-(\d+)\}"', entry).group(1)
-    threads = re.search(r"--threads (\d+)", entry).group(1)
-    timeout = re.search(r"--timeout (\d+)", entry).group(1)
-    return ["--workers", workers, "--threads", threads, "--timeout", timeout]
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +60,7 @@ def gunicorn(django_db_setup, django_db_blocker, tmp_path_factory):
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        _wait_for_port(port, proc, log)
+        wait_for_port(port, proc, log)
         yield {"port": port, "log": log}
     finally:
         stop_process(proc)
@@ -147,7 +88,7 @@ def proxy(gunicorn, tmp_path_factory):
     assert check.returncode == 0, check.stderr
     proc = subprocess.Popen([*command, "-g", "daemon off;"])
     try:
-        _wait_for_port(https_port, proc, prefix / "error.log")
+        wait_for_port(https_port, proc, prefix / "error.log")
         yield {
             "https": Target("127.0.0.1", https_port, client_tls_context(str(prefix / "ca.pem"))),
             "http_port": http_port,
