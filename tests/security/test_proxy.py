@@ -34,6 +34,7 @@ from tests.tls_certs import make_ca_and_server_cert
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 TIMEOUT_S = 2  # every client timeout in the generated conf (the shipped one says 10 s)
+SLOW_PATH = "/api/v1/bookings"  # slow bodies to a path no normal request here uses
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 pytestmark = pytest.mark.skipif(
@@ -172,7 +173,8 @@ def test_slow_clients_against_the_proxy_shape(proxy, gunicorn, site_things):
     attack_s = 3 * TIMEOUT_S
     ca_file = proxy["ca_file"]
     loris = spawn(target.port, ca_file, "header", 40, TIMEOUT_S / 2, "/kiosk/lobby/", attack_s, 0)
-    bodies = spawn(target.port, ca_file, "body", 15, TIMEOUT_S / 2, "/input/bulk", attack_s,
+    # Not an ingest path: those allow 4 requests in progress per address (the next test).
+    bodies = spawn(target.port, ca_file, "body", 15, TIMEOUT_S / 2, SLOW_PATH, attack_s,
                    wait_after_s=TIMEOUT_S + 3)  # fmt: skip
     time.sleep(0.5)  # let every attacker connect before measuring
     during = []
@@ -201,7 +203,7 @@ def test_slow_clients_against_the_proxy_shape(proxy, gunicorn, site_things):
     gaps = sorted(c.since_last_byte for c in bodies.closed)
     assert TIMEOUT_S * 0.8 <= gaps[0] and gaps[-1] <= TIMEOUT_S + 2, gaps
     assert loris.refused == 0 and bodies.refused == 0
-    assert "/input/bulk" not in gunicorn["log"].read_text()
+    assert SLOW_PATH not in gunicorn["log"].read_text()
 
 
 def test_connections_per_client_address_are_limited(proxy, site_things):
@@ -213,7 +215,7 @@ def test_connections_per_client_address_are_limited(proxy, site_things):
         for _ in range(32):
             sock = target.connect("127.0.0.3")
             sock.sendall(
-                b"POST /input/bulk HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n["
+                b"POST /api/v1/bookings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n["
             )
             held.append(sock)
         time.sleep(0.3)  # nginx has read every header
@@ -225,6 +227,35 @@ def test_connections_per_client_address_are_limited(proxy, site_things):
     assert over.status == 429 and over.seconds < 1.0
     assert other.status == 200
     after = timed_request(target, "after", "GET", "/kiosk/lobby/", source_ip="127.0.0.3")
+    assert after.status == 200
+
+
+def test_ingest_requests_in_progress_are_limited_per_address(proxy, site_things):
+    """limit_conn on /input/ and /api/v1/readings: one address may have 4 ingest requests in
+    progress (a gateway posts one at a time); a 5th gets 429 at once, while the same address's
+    kiosk page and another address's posts are served (bench/attacks.py: 12 parallel flood
+    requests from one address held all of gunicorn's threads)."""
+    target = proxy["https"]
+    post = f"/input/post?node=emontx1&json=power:5&apikey={site_things['key']}"
+    held = []
+    try:
+        for _ in range(4):
+            sock = target.connect("127.0.0.6")
+            sock.sendall(
+                b"POST /input/bulk HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n["
+            )
+            held.append(sock)
+        time.sleep(0.3)  # nginx has read every header
+        fifth = timed_request(target, "5th", "GET", post, source_ip="127.0.0.6")
+        kiosk = timed_request(target, "kiosk", "GET", "/kiosk/lobby/", source_ip="127.0.0.6")
+        other = timed_request(target, "other", "GET", post, source_ip="127.0.0.7")
+    finally:
+        for sock in held:
+            sock.close()
+    assert fifth.status == 429 and fifth.seconds < 1.0
+    assert kiosk.status == 200
+    assert other.status == 200
+    after = timed_request(target, "after", "GET", post, source_ip="127.0.0.6")
     assert after.status == 200
 
 
