@@ -98,8 +98,11 @@ def flood_body(thread: int, seq: int) -> bytes:
 def attack_request(kind: str, key: str, thread: int, seq: int, bomb: bytes) -> tuple:
     """(method, path, body, headers) of one attack request."""
     if kind == "flood":
-        form = {"Content-Type": "application/x-www-form-urlencoded"}
-        return "POST", "/input/bulk", flood_body(thread, seq), {**form, "Authorization": f"Bearer {key}"}  # fmt: skip
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Authorization": f"Bearer {key}",
+        }
+        return "POST", "/input/bulk", flood_body(thread, seq), headers
     if kind == "schema":
         return "GET", "/api/schema/", None, {}
     if kind == "healthz":
