@@ -9,13 +9,11 @@ loopback), as on a site where one machine misbehaves.
 
 from __future__ import annotations
 
-import getpass
 import http.client
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,77 +27,19 @@ from django.conf import settings
 from tests.conftest import test_database_url
 from tests.live_http import free_port
 from tests.processes import stop_process
+from tests.proxy_shape import gunicorn_args, proxy_conf, wait_for_port
 from tests.slow_clients import Target, client_tls_context, collect, spawn, timed_request
 from tests.tls_certs import make_ca_and_server_cert
-from tests.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 TIMEOUT_S = 2  # every client timeout in the generated conf (the shipped one says 10 s)
+SLOW_PATH = "/api/v1/bookings"  # slow bodies to a path no normal request here uses
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 pytestmark = pytest.mark.skipif(
     NGINX is None, reason="nginx (Debian package) is installed by bms_setup --for-tests"
 )
-
-
-def proxy_conf(
-    shipped: str, *, upstream_port: int, http_port: int, https_port: int, cert_dir: Path,
-    static_dir: Path, prefix: Path, timeout_s: int,
-) -> str:  # fmt: skip
-    """The shipped conf with what only a container has (ports, paths, user) replaced. Every
-    replaced line must be there exactly as expected, so the test fails if the conf drifts."""
-    replace = [
-        ("user nginx;", f"user {getpass.getuser()};", 1),
-        ("pid /var/run/nginx.pid;", f"pid {prefix}/nginx.pid;", 1),
-        ("/var/log/nginx/", f"{prefix}/", 2),
-        ("client_header_timeout 10s;", f"client_header_timeout {timeout_s}s;", 1),
-        ("client_body_timeout 10s;", f"client_body_timeout {timeout_s}s;", 1),
-        ("send_timeout 10s;", f"send_timeout {timeout_s}s;", 1),
-        ("keepalive_timeout 15s;", f"keepalive_timeout {timeout_s}s;", 1),
-        ("server web:8000;", f"server 127.0.0.1:{upstream_port};", 1),
-        ("listen 80;", f"listen 127.0.0.1:{http_port};", 1),
-        ("listen 443 ssl;", f"listen 127.0.0.1:{https_port} ssl;", 1),
-        ("/etc/nginx/certs/fullchain.pem", f"{cert_dir}/server.pem", 1),
-        ("/etc/nginx/certs/privkey.pem", f"{cert_dir}/server.key", 1),
-        ("alias /usr/share/bms/static/;", f"alias {static_dir}/;", 1),
-        # Debian's nginx keeps its temp files under /var/lib/nginx: ours go in the prefix.
-        (
-            "http {\n",
-            "http {\n" + "".join(
-                f"    {kind}_temp_path {prefix}/{kind};\n"
-                for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-            ),
-            1,
-        ),
-    ]  # fmt: skip
-    for old, new, count in replace:
-        assert shipped.count(old) == count, f"docker/nginx.conf no longer has {old!r} x{count}"
-        shipped = shipped.replace(old, new)
-    return shipped
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 30) -> None:
-    def listening() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return True
-        except OSError:
-            return False
-
-    wait_for(listening, timeout_s, f"a listener on {port}", every_s=0.05,
-             state=lambda: log.read_text()[-2000:])  # fmt: skip
-
-
-def gunicorn_args() -> list[str]:
-    """gunicorn's sizing as docker/entrypoint.sh has it (WEB_WORKERS defaults to 3)."""
-    entry = (DOCKER / "entrypoint.sh").read_text()
-    workers = re.search(r'--workers "\$\{WEB_WORKERS:-(\d+)\}"', entry).group(1)
-    threads = re.search(r"--threads (\d+)", entry).group(1)
-    timeout = re.search(r"--timeout (\d+)", entry).group(1)
-    return ["--workers", workers, "--threads", threads, "--timeout", timeout]
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +61,7 @@ def gunicorn(django_db_setup, django_db_blocker, tmp_path_factory):
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        _wait_for_port(port, proc, log)
+        wait_for_port(port, proc, log)
         yield {"port": port, "log": log}
     finally:
         stop_process(proc)
@@ -149,7 +89,7 @@ def proxy(gunicorn, tmp_path_factory):
     assert check.returncode == 0, check.stderr
     proc = subprocess.Popen([*command, "-g", "daemon off;"])
     try:
-        _wait_for_port(https_port, proc, prefix / "error.log")
+        wait_for_port(https_port, proc, prefix / "error.log")
         yield {
             "https": Target("127.0.0.1", https_port, client_tls_context(str(prefix / "ca.pem"))),
             "http_port": http_port,
@@ -233,7 +173,8 @@ def test_slow_clients_against_the_proxy_shape(proxy, gunicorn, site_things):
     attack_s = 3 * TIMEOUT_S
     ca_file = proxy["ca_file"]
     loris = spawn(target.port, ca_file, "header", 40, TIMEOUT_S / 2, "/kiosk/lobby/", attack_s, 0)
-    bodies = spawn(target.port, ca_file, "body", 15, TIMEOUT_S / 2, "/input/bulk", attack_s,
+    # Not an ingest path: those allow 4 requests in progress per address (the next test).
+    bodies = spawn(target.port, ca_file, "body", 15, TIMEOUT_S / 2, SLOW_PATH, attack_s,
                    wait_after_s=TIMEOUT_S + 3)  # fmt: skip
     time.sleep(0.5)  # a real pause: let every attacker connect before measuring (no sign to poll)
     during = []
@@ -260,7 +201,7 @@ def test_slow_clients_against_the_proxy_shape(proxy, gunicorn, site_things):
     gaps = sorted(c.since_last_byte for c in bodies.closed)
     assert TIMEOUT_S * 0.8 <= gaps[0], gaps
     assert loris.refused == 0 and bodies.refused == 0
-    assert "/input/bulk" not in gunicorn["log"].read_text()
+    assert SLOW_PATH not in gunicorn["log"].read_text()
 
 
 def test_connections_per_client_address_are_limited(proxy, site_things):
@@ -272,7 +213,7 @@ def test_connections_per_client_address_are_limited(proxy, site_things):
         for _ in range(32):
             sock = target.connect("127.0.0.3")
             sock.sendall(
-                b"POST /input/bulk HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n["
+                b"POST /api/v1/bookings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n["
             )
             held.append(sock)
         time.sleep(0.3)  # a real pause: nginx has read every header (no sign to poll)
@@ -284,6 +225,35 @@ def test_connections_per_client_address_are_limited(proxy, site_things):
     assert over.status == 429  # at once: a queued request would time out (5 s) with no status
     assert other.status == 200
     after = timed_request(target, "after", "GET", "/kiosk/lobby/", source_ip="127.0.0.3")
+    assert after.status == 200
+
+
+def test_ingest_requests_in_progress_are_limited_per_address(proxy, site_things):
+    """limit_conn on /input/ and /api/v1/readings: one address may have 4 ingest requests in
+    progress (a gateway posts one at a time); a 5th gets 429 at once, while the same address's
+    kiosk page and another address's posts are served (bench/attacks.py: 12 parallel flood
+    requests from one address held all of gunicorn's threads)."""
+    target = proxy["https"]
+    post = f"/input/post?node=emontx1&json=power:5&apikey={site_things['key']}"
+    held = []
+    try:
+        for _ in range(4):
+            sock = target.connect("127.0.0.6")
+            sock.sendall(
+                b"POST /input/bulk HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n["
+            )
+            held.append(sock)
+        time.sleep(0.3)  # nginx has read every header
+        fifth = timed_request(target, "5th", "GET", post, source_ip="127.0.0.6")
+        kiosk = timed_request(target, "kiosk", "GET", "/kiosk/lobby/", source_ip="127.0.0.6")
+        other = timed_request(target, "other", "GET", post, source_ip="127.0.0.7")
+    finally:
+        for sock in held:
+            sock.close()
+    assert fifth.status == 429 and fifth.seconds < 1.0
+    assert kiosk.status == 200
+    assert other.status == 200
+    after = timed_request(target, "after", "GET", post, source_ip="127.0.0.6")
     assert after.status == 200
 
 
