@@ -40,6 +40,7 @@ from sensors.ingest.parse import (
     MIN_TIME,
     IngestError,
     Limits,
+    NodeRef,
     Row,
     check_key,
     check_node_ref,
@@ -80,6 +81,9 @@ class Skipped:
 class BulkBatch:
     rows: list[Row] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # (row index, node) for every row that names a node, kept or not: a node key is refused for
+    # a row naming another node even when none of that row's values could be used.
+    named: list[tuple[int, NodeRef]] = field(default_factory=list)
 
 
 def _shown(value: Any) -> str:
@@ -326,6 +330,10 @@ def parse_bulk(text: str, params: dict[str, str], now: float, limits: Limits) ->
         if not isinstance(item, list):
             batch.skipped.append(Skipped(index, "data", "a row must be a list [t, node, ...]"))
             continue
+        if len(item) >= 2:
+            named, why = node_ref(item[1])
+            if not why:
+                batch.named.append((index, named))
         if len(item) <= 2:
             continue  # emoncms skips rows without values
         t_raw = item[0]

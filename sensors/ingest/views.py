@@ -36,7 +36,14 @@ from sensors.ingest import stream as ingest_stream
 from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.ingest.emoncms_input import BulkBatch, Skipped
 from sensors.ingest.node_auth import GatewayIdentity, Identity, NodeIdentity, key_from_request
-from sensors.ingest.parse import IngestError, Limits, Row, check_node_ref, parse_readings
+from sensors.ingest.parse import (
+    IngestError,
+    Limits,
+    NodeRef,
+    Row,
+    check_node_ref,
+    parse_readings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +177,19 @@ def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
                 status=403,
                 field="node",
                 row=index if len(rows) > 1 else None,
+            )
+
+
+def _check_named(named: list[tuple[int, NodeRef]], identity: NodeIdentity) -> None:
+    """The same rule for every row that names a node, including rows none of whose values
+    could be used: skipping the values must not turn another node's 403 into `ok`."""
+    for index, ref in named:
+        if not identity.matches(ref):
+            raise IngestError(
+                f"this key writes node '{identity.name}' only, not {str(ref)[:64]!r}",
+                status=403,
+                field="node",
+                row=index if len(named) > 1 else None,
             )
 
 
@@ -340,6 +360,7 @@ def _split_by_node(identity: Identity, batch: BulkBatch) -> list[tuple[NodeIdent
     a gateway key's new nodes are registered within their bounds (sensors/ingest/registration.py)."""
     if isinstance(identity, NodeIdentity):
         _check_nodes(batch.rows, identity)
+        _check_named(batch.named, identity)
         return [(identity, batch.rows)] if batch.rows else []
     refs = list(dict.fromkeys(row.node for row in batch.rows if row.node is not None))
     resolution = registration.resolve(identity, refs)

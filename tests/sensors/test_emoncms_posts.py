@@ -283,3 +283,25 @@ def test_a_node_key_naming_another_node_is_refused_whatever_its_values(
     r = client.get("/input/post", {**params, "node": "someone-else", "apikey": key})
     assert r.status_code == 403 and b"someone-else" in r.content
     assert queued_batches(redis_client) == []
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [[0, "someone-else", "abc"]],
+        [[0, "someone-else", {"x": "abc"}]],
+        [[0, "someone-else"]],
+        [["bad", "someone-else", "abc"]],
+        [[0, "mine", 1], [0, "someone-else", "abc"]],
+    ],
+)
+def test_a_node_keys_bulk_naming_another_node_is_refused_whatever_its_values(
+    client, node_and_key, redis_client, rows
+):
+    """Every row that names a node is checked, also rows none of whose values could be used
+    (found by an outside tester: those answered `ok`)."""
+    node, key = node_and_key
+    rows = [[t, node.name if n == "mine" else n, *rest] for t, n, *rest in rows]
+    r = client.post("/input/bulk", {"data": json.dumps(rows), "time": "0", "apikey": key})
+    assert r.status_code == 403 and b"someone-else" in r.content
+    assert queued_batches(redis_client) == []
