@@ -144,6 +144,7 @@ class _Result:
 
 
 _last: _Result | None = None
+_generation = 0  # checks finished by this process: tells a waiting caller one ended meanwhile
 _checking = threading.Lock()  # one check at a time per process: a burst waits for it
 
 
@@ -162,15 +163,22 @@ def _fresh(now: float) -> bool:
 
 def checked(*, deep: bool) -> dict[str, dict]:
     """The checks' results: run now when `deep`, else the cached ones while fresh. Threads
-    that find the result stale queue on one lock and the first refreshes it for the rest."""
-    global _last
+    that find the result stale queue on one lock and the first refreshes it for the rest; deep
+    callers waiting on that lock take the result of a check that ended after they asked."""
+    global _last, _generation
+    seen = _generation
     if not deep and _fresh(time.time()):
         return _last.results  # type: ignore[union-attr]
     with _checking:
+        # A check that finished after this request came in answers it too, deep or not: a
+        # burst of local or staff requests shares one check instead of queueing a second each.
+        if _generation != seen and _last is not None:
+            return _last.results
         if not deep and _fresh(time.time()):
             return _last.results  # type: ignore[union-attr]
         results = run_checks()
         _last = _Result(time.time(), results)
+        _generation += 1
         return results
 
 

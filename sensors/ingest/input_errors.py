@@ -11,7 +11,9 @@ recorded where staff see it:
   shows it ("input errors").
 - An alarm `node-input-errors:<node id>` (or `gateway-input-errors:<gateway key id>` for rows
   that name no usable node) opens on the first skip, on the overview and /staff/ like every
-  alarm. It clears when the subject posts a batch with nothing skipped at least CLEAR_AFTER_S
+  alarm, and counts the skipped values (`occurrences`) with the newest skips as its message:
+  brought up to date at most every SYNC_EVERY_S per subject, so a flood of refused batches
+  costs Redis increments, not a database write each. It clears when the subject posts a batch with nothing skipped at least CLEAR_AFTER_S
   after its last skip, so a device that sends a null now and then does not open and close
   (and email) an alarm on every post.
 
@@ -25,7 +27,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.lifecycle import clear_alarm, count_alarm
 from core.redis import get_redis
 from sensors.ingest.emoncms_input import Skipped
 
@@ -35,6 +37,7 @@ OPEN_KEY = "sensors:input-errors:open"
 CLEAR_AFTER_S = 3600
 SHOWN = 5  # skips named in the record and the alarm
 MAX_TEXT = 1000  # characters of the `last` record
+SYNC_EVERY_S = 10  # the alarm's count and message follow the record at most this often
 
 
 # A subject (whose skipped values are recorded) is named by its alarm's key: one name for both.
@@ -76,20 +79,30 @@ def record(
     now = time.time() if now is None else now
     count = len(skipped) if count is None else count
     text = describe(skipped, count)
+    key = record_key(subject)
     pipe = get_redis().pipeline(transaction=False)
-    pipe.hincrby(record_key(subject), "count", count)
-    pipe.hset(record_key(subject), mapping={"last": text, "at": int(now)})
+    pipe.hincrby(key, "count", count)
+    pipe.hincrby(key, "unsynced", count)
+    pipe.hset(key, mapping={"last": text, "at": int(now)})
+    pipe.hget(key, "synced_at")
     pipe.zadd(OPEN_KEY, {subject: now})
-    newly_open = pipe.execute()[-1]
+    *_, unsynced, _, synced_at, newly_open = pipe.execute()
     log.warning("%s: %d value(s) skipped in an accepted batch: %s", label, count, text)
-    if newly_open:
-        raise_alarm(
-            alarm_key(subject),
-            f"{label} sends values it cannot store (text, a bad time, node or input name) "
-            "or readings older than ones already counted; they are skipped, the rest is stored: "
-            f"{text}",
-            source="node",
-        )
+    if not newly_open and synced_at is not None and 0 <= now - float(synced_at) < SYNC_EVERY_S:
+        return
+    # Take what this sync reports off the unsynced count (a concurrent record's increment
+    # stays for the next sync), then count it on the alarm, which opens it if need be.
+    pipe.hincrby(key, "unsynced", -int(unsynced))
+    pipe.hset(key, "synced_at", now)
+    pipe.execute()
+    count_alarm(
+        alarm_key(subject),
+        f"{label} sends values it cannot store (text, a bad time, node or input name) "
+        "or readings older than ones already counted; they are skipped, the rest is stored: "
+        f"{text}",
+        add=int(unsynced),
+        source="node",
+    )
 
 
 def clean(subjects: Iterable[str], now: float | None = None) -> None:
@@ -105,6 +118,7 @@ def clean(subjects: Iterable[str], now: float | None = None) -> None:
     for subject, since in zip(subjects, pipe.execute(), strict=True):
         if since is not None and now - float(since) >= CLEAR_AFTER_S:
             if redis.zrem(OPEN_KEY, subject):
+                redis.hdel(record_key(subject), "unsynced", "synced_at")
                 clear_alarm(alarm_key(subject))
 
 
