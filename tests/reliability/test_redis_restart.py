@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from sensors.ingest import input_budget
 from tests.reliability.scenarios import make_gateway, run_with_faults, start_time
 
 pytestmark = pytest.mark.integration
@@ -57,7 +58,8 @@ def test_the_worker_outlives_a_redis_restart_while_it_holds_a_batch(fault_site):
 
     gateway = make_gateway("held", 1, start_time(1))
     client = fault_site.redis.client()
-    lock = f"sensors:autocreate:{gateway.node.pk}"
+    # The lock the worker takes to create a site's inputs (sensors/ingest/input_budget.py).
+    lock = input_budget.site_lock(gateway.node.site_id).name
     client.set(lock, "held by the test", ex=600)
     fault_site.start_web()
     fault_site.start_worker()  # no beat yet: nothing else takes the worker's second slot

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from sensors.ingest import input_budget
 from tests.reliability.scenarios import make_gateway, run_with_faults, start_time
 
 pytestmark = pytest.mark.integration
@@ -75,9 +76,10 @@ def test_a_drain_killed_mid_batch_is_taken_over_within_seconds(fault_site):
 
     gateway = make_gateway("killed-mid-batch", 1, start_time(1))
     client = fault_site.redis.client()
-    # The batch carries a new input key ("n"), so the drain waits for the node's auto-create
+    # The batch carries a new input key ("n"), so the drain waits for the site's auto-create
     # lock, which the test holds: the worker is killed with the request read and not acknowledged.
-    lock = f"sensors:autocreate:{gateway.node.pk}"
+    # The lock the worker takes to create a site's inputs (sensors/ingest/input_budget.py).
+    lock = input_budget.site_lock(gateway.node.site_id).name
     client.set(lock, "held by the test", ex=600)
     fault_site.start_web()
     fault_site.start_worker()
