@@ -158,6 +158,16 @@ def test_the_site_is_given_by_id_or_slug(engineer_api, site, office):
     )
 
 
+@pytest.mark.parametrize("bad", ["\x00", "cat\x00demo", "a b", "../x"])
+def test_a_site_that_cannot_be_a_slug_is_a_400_naming_site(engineer_api, site, office, bad):
+    """Never looked up: a NUL in a text lookup is an error on PostgreSQL (the schema fuzz test
+    found it as a 500)."""
+    row = HEADER + "Office,gas,2024-01-01,2024-01-31,5\n"
+    r = _upload(engineer_api, site, row, site_param=bad)
+    assert r.status_code == 400 and "site" in r.json()["fields"]
+    assert ExpectedUse.objects.count() == 0
+
+
 def _over_long(column: str) -> bytes:
     """A model whose row 3 has a cell one character over csv's field limit in `column`."""
     cells = {"building": "Office", "fuel": "gas", "start": "2024-02-01",
