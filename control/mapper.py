@@ -118,26 +118,18 @@ def booking_spec(b: Booking) -> BookingSpec:
     return BookingSpec(b.title, b.start, b.end, b.setpoint)
 
 
+def _held(o: Override | OutputOverride) -> tuple:
+    """What both kinds of hold carry after their value: expiry, reason, who, and their id."""
+    who = o.created_by.get_username() if o.created_by_id else ""
+    return (o.expires, o.reason, o.created_by_id, who, o.pk)
+
+
 def override_spec(o: Override) -> OverrideSpec:
-    return OverrideSpec(
-        o.state,
-        o.expires,
-        o.reason,
-        o.created_by_id,
-        o.created_by.get_username() if o.created_by_id else "",
-        o.pk,
-    )
+    return OverrideSpec(o.state, *_held(o))
 
 
 def output_override_spec(o: OutputOverride) -> OutputOverrideSpec:
-    return OutputOverrideSpec(
-        o.value,
-        o.expires,
-        o.reason,
-        o.created_by_id,
-        o.created_by.get_username() if o.created_by_id else "",
-        o.pk,
-    )
+    return OutputOverrideSpec(o.value, *_held(o))
 
 
 def exception_spec(e: ScheduleException) -> ExceptionSpec:

@@ -42,3 +42,19 @@ def queued_batches(redis_client) -> list[list]:
             ms, seq = (int(x) for x in entry_id.decode().split("-"))
             entries.append(((ms, seq), [node_id, json.loads(fields[b"r"])]))
     return [batch for _, batch in sorted(entries, key=lambda e: e[0])]
+
+
+# The emoncms import tests' feed store and site (test_import_emoncms_*.py).
+@pytest.fixture
+def feed_dir(tmp_path, settings):
+    directory = tmp_path / "feeds"
+    directory.mkdir()
+    settings.BMS_FEED_DIR = directory
+    return directory
+
+
+@pytest.fixture
+def site(db):
+    from sensors.models import Site
+
+    return Site.objects.create(name="Home", slug="home")

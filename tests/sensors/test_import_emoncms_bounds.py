@@ -23,7 +23,7 @@ from django.core.management import CommandError
 from feeds.models import Feed
 from sensors.emoncms_import import mysqldump
 from sensors.emoncms_import import site as emoncms_site
-from sensors.models import Sensor, Site
+from sensors.models import Sensor
 from tests.sensors import make_emoncms_backup as backup
 from tests.sensors.test_import_emoncms_site import EmoncmsStandIn, run
 
@@ -31,19 +31,6 @@ pytestmark = pytest.mark.django_db
 
 NOW = int(time.time())
 DIGITS_5000 = "9" * 5000
-
-
-@pytest.fixture
-def feed_dir(tmp_path, settings):
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    settings.BMS_FEED_DIR = directory
-    return directory
-
-
-@pytest.fixture
-def site(db):
-    return Site.objects.create(name="Home", slug="home")
 
 
 def _archive(tmp_path: Path, edit: Callable[[str], str]) -> Path:

@@ -156,14 +156,6 @@ def test_a_dump_that_names_no_columns_is_a_report_line_not_a_guess(database):
 # --- the whole import ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def feed_dir(tmp_path, settings):
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    settings.BMS_FEED_DIR = directory
-    return directory
-
-
 def archive_of(sql: bytes, folder: Path, archive: Path) -> Path:
     """The backup module's archive around a real dump: our feed writer's PHPFina files (their
     format is not what is tested here), feed 6 beside the fixture's 1 and 2."""

@@ -33,19 +33,6 @@ END = backup.series_end(NOW)
 
 
 @pytest.fixture
-def feed_dir(tmp_path, settings):
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    settings.BMS_FEED_DIR = directory
-    return directory
-
-
-@pytest.fixture
-def site(db):
-    return Site.objects.create(name="Home", slug="home")
-
-
-@pytest.fixture
 def emoncms_files(tmp_path):
     return backup.write_site(tmp_path / "emoncms", NOW)
 
