@@ -9,8 +9,9 @@ import getpass
 import re
 import socket
 import subprocess
-import time
 from pathlib import Path
+
+from tests.wait import wait_for
 
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 
@@ -57,16 +58,17 @@ def proxy_conf(
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"exited with {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}: {log.read_text()[-2000:]}")
+            return False
+
+    wait_for(listening, timeout_s, f"a listener on {port}", every_s=0.05,
+             state=lambda: log.read_text()[-2000:])  # fmt: skip
 
 
 def gunicorn_args() -> list[str]:
