@@ -1,7 +1,7 @@
 """The inputs page and the process-list editor (issue #26 item 10): what emoncms users do on
 emoncms's inputs page and its process-list editor, on the staff pages.
 
-Every staff role sees both; only engineers change a process list (core/permissions.is_engineer),
+Every staff role sees both; only engineers change a process list (is_engineer in core/permissions.py),
 and the save refuses anyone else whatever the page showed them.
 """
 

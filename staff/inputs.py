@@ -2,8 +2,8 @@
 age, and a one-line summary of each process list, as emoncms's inputs page shows them.
 
 An input is stale when its last reading is older than the node's silent bound (three of the
-node's intervals: sensors/ingest/node_state.is_silent), the same rule that raises the node's
-"silent" alarm, so the page and the alarm never disagree about one node.
+node's intervals: is_silent in sensors/ingest/node_state.py), the same rule that raises the
+node's "silent" alarm, so the page and the alarm never disagree about one node.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The editor posts the whole list as JSON: {"based_on": [the list as it was loaded
 [...]}. A step is a saved step ({"process": "log_to_feed", "feed": 3}) or one whose feed is
 created with it ({"process": "log_to_feed", "new_feed": {"name": ..., "tag": ..., "interval":
 ..., "unit": ...}}). Checked as the API checks it: each new feed through the feed API's own
-serializer (feeds/web/serializers.py), then the list through
-sensors/process_validation.check_process_list, the check Sensor.clean runs for the API and
+serializer (feeds/web/serializers.py), then the list through check_process_list
+(sensors/process_validation.py), the check Sensor.clean runs for the API and
 the admin. Nothing here repeats a rule of theirs.
 
 All or nothing: the new feeds and the list are saved in one transaction, so a list refused at
