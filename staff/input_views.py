@@ -97,6 +97,8 @@ def process_list(request: HttpRequest, pk: int) -> HttpResponse:
     if can_edit:
         context["editor"] = {
             "steps": steps,
+            # As stored, even if not a list (an old unchecked row): the save compares it.
+            "based_on": sensor.processes,
             "catalog": _catalog(),
             "feeds": _offered_feeds(sensor),
             "inputs": _offered_inputs(sensor),

@@ -102,16 +102,18 @@ def input_groups(now: float | None = None) -> list[NodeGroup]:
     """Every node (site, then name) with its inputs (by key) and their last readings.
 
     Bounded by the inputs there are: auto-created ones by the per-site budget
-    (sensors/ingest/input_budget.py), the rest made by engineers. One Redis read per node."""
+    (sensors/ingest/input_budget.py), the rest made by engineers. One Redis round trip."""
     now = time.time() if now is None else now
     sensors = list(Sensor.objects.select_related("node").order_by("node_id", "key"))
     feeds, inputs = referenced(sensors)
     by_node: dict[int, list[Sensor]] = {}
     for sensor in sensors:
         by_node.setdefault(sensor.node_id, []).append(sensor)
+    nodes = list(Node.objects.select_related("site").order_by("site__name", "name"))
+    last_of = node_state.last_values_of([node.pk for node in nodes])
     groups = []
-    for node in Node.objects.select_related("site").order_by("site__name", "name"):
-        last = node_state.last_values(node.pk)
+    for node in nodes:
+        last = last_of[node.pk]
         rows = []
         for sensor in by_node.get(node.pk, []):
             t, value = last.get(sensor.key, (None, None))

@@ -162,7 +162,9 @@ def _by_step(problems: list[str]) -> dict[str, list[str]]:
 
 def _audit(user, sensor: Sensor, before: object, after: list, new_feeds: list[Feed]) -> None:
     """The admin's history of the sensor (and of each new feed) says who changed what, when:
-    the same LogEntry the API's key rotation and register maps write (sensors/api.py)."""
+    the same LogEntry the API's key rotation and register maps write (sensors/api.py). Keys
+    sorted: PostgreSQL's jsonb hands a step back in its own key order, and a history that
+    reads differently for the same step would look like a change."""
     for feed in new_feeds:
         LogEntry.objects.log_actions(
             user.pk, [feed], ADDITION, change_message="Created in the process-list editor."
@@ -173,6 +175,6 @@ def _audit(user, sensor: Sensor, before: object, after: list, new_feeds: list[Fe
         CHANGE,
         change_message=(
             "Process list changed (staff inputs page): before "
-            f"{json.dumps(before)}; after {json.dumps(after)}"
+            f"{json.dumps(before, sort_keys=True)}; after {json.dumps(after, sort_keys=True)}"
         ),
     )

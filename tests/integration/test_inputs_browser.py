@@ -212,3 +212,26 @@ def test_a_viewer_sees_the_lists_with_no_edit_controls(server, site):
         saved = in_thread(lambda: Sensor.objects.get(pk=sensor.pk).processes)
         assert saved == [{"process": "log_to_feed", "feed": feed.pk}]
         assert seen["hosts"] == {urlparse(server.url).netloc}
+
+
+def test_names_are_text_in_the_editor_never_markup(server, site):
+    """A feed and an input named as markup are drawn as their names: the editor builds its
+    rows and options from JSON with textContent, never innerHTML."""
+    sensor = site["sensor"]
+    evil = "<img src=x onerror=window.pwned=1>"
+    in_thread(lambda: Feed.objects.create(name=evil, tag="emontx", interval=10))
+    in_thread(lambda: Sensor.objects.create(node=site["node"], key=evil))
+    with logged_in_page(server.url, "estates", PASSWORD, "/staff/inputs/", VIEWPORT) as opened:
+        page, _ = opened
+        expect(page.locator("#live")).to_contain_text(evil)
+        page.goto(f"{server.url}/staff/inputs/{sensor.pk}/processes/")
+        page.select_option("#process", "log_to_feed")
+        page.select_option("#arg-feed", label=f"emontx:{evil}")
+        page.click("#add")
+        page.select_option("#process", "add_input")
+        page.select_option("#arg-input", label=f"emontx:{evil}")
+        page.click("#add")
+        assert step_cells(page) == [["log_to_feed", f"emontx:{evil}"],
+                                    ["add_input", f"emontx:{evil}"]]  # fmt: skip
+        assert page.evaluate("window.pwned") is None
+        assert page.locator("#steps img").count() == 0

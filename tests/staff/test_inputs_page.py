@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 import time_machine
-from django.contrib.admin.models import LogEntry
+from django.contrib.admin.models import ADDITION, LogEntry
 from django.test import Client
 
 from feeds.models import Feed
@@ -62,6 +62,13 @@ def test_anonymous_goes_to_login(client, db):
     for path in ("/staff/inputs/", "/staff/inputs/1/processes/"):
         response = client.get(path)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_an_anonymous_save_goes_to_login_and_changes_nothing(client, power1):
+    response = _save(client, power1, [{"process": "scale", "arg": 2}])
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    power1.refresh_from_db()
+    assert power1.processes == []
 
 
 def test_it_shows_each_inputs_last_value_and_age_grouped_by_node(viewer, power1, redis_client):
@@ -155,6 +162,9 @@ def test_an_engineer_saves_a_list_creating_feeds_inline(engineer, power1, redis_
         {"process": "log_to_feed", "feed": log.pk},
         {"process": "power_to_kwh", "feed": kwh.pk},
     ]
+    created = LogEntry.objects.filter(content_type__model="feed", action_flag=ADDITION)
+    assert sorted(created.values_list("object_id", flat=True)) == [str(log.pk), str(kwh.pk)]
+    assert {e.user for e in created} == {engineer}
     assert response.json()["new_feeds"][1] == {
         "id": kwh.pk, "label": "emontx:power1_kwh", "interval": 10, "unit": "kWh"
     }  # fmt: skip
@@ -168,8 +178,8 @@ def test_every_change_is_audited_with_who_and_before_and_after(engineer, power1,
     assert _save(_login(engineer), power1, after).status_code == 200
     entry = LogEntry.objects.get(object_id=str(power1.pk), content_type__model="sensor")
     assert entry.user == engineer and entry.action_time is not None
-    assert f'before [{{"process": "log_to_feed", "feed": {feed.pk}}}]' in entry.change_message
-    assert f"after {json.dumps(after)}" in entry.change_message
+    assert f'before [{{"feed": {feed.pk}, "process": "log_to_feed"}}]' in entry.change_message
+    assert f"after {json.dumps(after, sort_keys=True)}" in entry.change_message
 
 
 def test_a_viewer_is_refused_even_posting_by_hand(viewer, booker, power1, redis_client):

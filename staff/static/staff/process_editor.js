@@ -16,7 +16,7 @@
   const feeds = new Map(data.feeds.map((f) => [f.id, f]));
   const inputs = new Map(data.inputs.map((i) => [i.id, i]));
   const NEW = "new";
-  const state = { steps: data.steps.slice(), basedOn: data.steps, errors: {} };
+  const state = { steps: data.steps.slice(), basedOn: data.based_on, errors: {} };
   const $ = (id) => document.getElementById(id);
 
   function el(tag, text, attrs) {
@@ -27,6 +27,8 @@
   }
 
   function argumentText(step) {
+    // A saved list is checked when saved, but an old row may hold anything: shown, not run.
+    if (step === null || typeof step !== "object") return JSON.stringify(step);
     if (step.new_feed) {
       const f = step.new_feed;
       return "new feed " + (f.tag ? f.tag + ":" : "") + f.name + " (" + f.interval + " s)";
@@ -50,8 +52,9 @@
     body.replaceChildren();
     state.steps.forEach((step, i) => {
       const row = el("tr", null, { "data-step": i });
-      row.append(el("td", i + 1), el("td", step.process), el("td", argumentText(step)));
-      const now = "feed" in step ? data.feed_now[String(step.feed)] : undefined;
+      const process = step !== null && typeof step === "object" ? step.process : "?";
+      row.append(el("td", i + 1), el("td", process), el("td", argumentText(step)));
+      const now = process !== "?" && "feed" in step ? data.feed_now[String(step.feed)] : undefined;
       row.append(el("td", now === undefined ? "" : now, { class: "feed-now" }));
       const problem = el("td", (state.errors[String(i)] || []).join(" "), { class: "step-error bad" });
       const actions = el("td");
