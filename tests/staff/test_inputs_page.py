@@ -310,3 +310,32 @@ def test_new_feed_defaults_follow_the_node_and_daily_processes(power1):
         "name": "power1", "tag": "emontx", "interval": 10, "unit": ""
     }  # fmt: skip
     assert process_editor.new_feed_defaults(power1, "kwh_to_kwhd")["interval"] == 86400
+
+
+def _queries_for_page(client: Client, nodes: int, inputs: int, redis_client) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(nodes):
+        node = _node(f"n{Node.objects.count()}")
+        feeds = Feed.objects.bulk_create(
+            [Feed(name=f"k{i}", tag=node.name, interval=10) for i in range(inputs)]
+        )
+        Sensor.objects.bulk_create(
+            [
+                Sensor(node=node, key=f"k{i}", processes=[{"process": "log_to_feed", "feed": f.pk}])
+                for i, f in enumerate(feeds)
+            ]
+        )
+        for i in range(inputs):
+            redis_client.hset(node_state.last_key(node.pk), f"k{i}", f"{int(NOW.timestamp())} 1.0")
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/staff/inputs/?live=1").status_code == 200
+    return len(queries)
+
+
+def test_the_pages_queries_do_not_grow_with_the_inputs(viewer, redis_client):
+    client = _login(viewer)
+    few = _queries_for_page(client, 1, 2, redis_client)
+    many = _queries_for_page(client, 10, 20, redis_client)
+    assert many == few
