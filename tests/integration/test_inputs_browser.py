@@ -119,6 +119,8 @@ def test_an_engineer_builds_a_process_list_and_readings_reach_its_feeds(server, 
         expect(page.locator("#new-feed-interval")).to_have_value("10")
         page.fill("#new-feed-unit", "W")
         page.click("#add")
+        # A second new feed is not offered the name the first one took.
+        expect(page.locator("#new-feed-name")).to_have_value("power1_2")
         # power_to_kwh to another new feed.
         add_step(page, "power_to_kwh", feed="new", new_feed_name="power1_kwh",
                  new_feed_unit="kWh")  # fmt: skip

@@ -100,6 +100,19 @@
     fillSelect($("arg-feed"), Array.from(feeds.values()), [[NEW, "Create a new feed…"]]);
   }
 
+  // The default name with _2, _3 ... added while a feed of that tag and name exists (or is
+  // already to be created by a step above): offering a name that clashes only invites an error.
+  function freeName(tag, name) {
+    const taken = new Set(Array.from(feeds.values(), (f) => f.label));
+    for (const step of state.steps) {
+      if (step && step.new_feed) taken.add((step.new_feed.tag ? step.new_feed.tag + ":" : "") + step.new_feed.name);
+    }
+    const label = (n) => (tag ? tag + ":" : "") + n;
+    let candidate = name;
+    for (let i = 2; taken.has(label(candidate)); i += 1) candidate = name + "_" + i;
+    return candidate;
+  }
+
   function showArguments() {
     const process = byName.get($("process").value);
     document.querySelectorAll("#add-step [data-arg]").forEach((label) => {
@@ -110,7 +123,7 @@
     $("new-feed").hidden = !creating;
     if (creating) {
       const defaults = data.defaults[process.name];
-      $("new-feed-name").value = defaults.name;
+      $("new-feed-name").value = freeName(defaults.tag, defaults.name);
       $("new-feed-tag").value = defaults.tag;
       $("new-feed-interval").value = defaults.interval;
       $("new-feed-unit").value = defaults.unit;
@@ -144,6 +157,7 @@
     if (process.args.includes("topic")) step.topic = $("arg-topic").value;
     state.steps.push(step);
     edited();
+    showArguments();
   });
 
   $("save").addEventListener("click", () => {
