@@ -22,9 +22,11 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import transaction
 
+from core.parsers import nesting_depth_exceeds
 from feeds.models import Feed
 from feeds.processes import catalog
 from feeds.web.serializers import FeedSerializer
@@ -71,6 +73,12 @@ def parse_body(raw: bytes) -> tuple[list, object]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise EditRefused(400, 'the body must be JSON: {"steps": [...]}', field="body") from None
+    except RecursionError:  # json's own failure on deep nesting: a 400, not a 500
+        raise EditRefused(400, "the body is nested too deeply", field="body") from None
+    depth = settings.BMS_JSON_MAX_DEPTH
+    if isinstance(body, dict | list) and nesting_depth_exceeds(body, depth):
+        # The API's bound (core/parsers.py), so nothing below walks a 10,000-deep value.
+        raise EditRefused(400, f"the body is nested deeper than {depth} levels", field="body")
     if not isinstance(body, dict) or not isinstance(body.get("steps"), list):
         raise EditRefused(400, "'steps' must be a list of process steps", field="steps")
     steps = body["steps"]

@@ -305,6 +305,33 @@ def test_a_malformed_body_is_a_400_naming_the_field(engineer, power1, body, fiel
     assert response.status_code == 400 and response.json()["field"] == field
 
 
+def test_nesting_is_bounded_as_the_apis(engineer, power1, settings):
+    client = _login(engineer)
+    url = f"/staff/inputs/{power1.pk}/processes/save"
+    depth = settings.BMS_JSON_MAX_DEPTH
+
+    def nested(levels: int) -> str:  # {"steps": [], "x": [[...]]}: `levels` in all
+        return '{"steps": [], "x": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+    assert client.post(url, nested(depth), content_type="application/json").status_code == 200
+    response = client.post(url, nested(depth + 1), content_type="application/json")
+    assert response.status_code == 400 and "nested deeper" in response.json()["error"]
+    # Deeper than json itself can go (it raises RecursionError): still a 400.
+    half = process_editor.MAX_BODY_BYTES // 2
+    response = client.post(url, "[" * half + "]" * half, content_type="application/json")
+    assert response.status_code == 400 and response.json()["field"] == "body"
+
+
+def test_a_new_feeds_name_is_bounded_by_the_feed_api(engineer, power1, redis_client):
+    def step(name: str) -> list:
+        return [{"process": "log_to_feed", "new_feed": {"name": name, "interval": 10}}]
+
+    assert _save(_login(engineer), power1, step("n" * 100)).status_code == 200
+    response = _save(_login(engineer), power1, step("m" * 101))
+    assert response.status_code == 400
+    assert response.json()["errors"]["0"][0].startswith("new feed 'name':")
+
+
 def test_new_feed_defaults_follow_the_node_and_daily_processes(power1):
     assert process_editor.new_feed_defaults(power1, "log_to_feed") == {
         "name": "power1", "tag": "emontx", "interval": 10, "unit": ""
