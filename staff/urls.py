@@ -2,6 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
+from staff import input_views
 from staff import views as staff_views
 
 urlpatterns = [
@@ -11,6 +12,13 @@ urlpatterns = [
     path("staff/", staff_views.overview, name="staff-overview"),
     path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
     path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),
+    path("staff/inputs/", input_views.inputs_page, name="staff-inputs"),
+    path("staff/inputs/<int:pk>/processes/", input_views.process_list, name="staff-process-list"),
+    path(
+        "staff/inputs/<int:pk>/processes/save",
+        input_views.process_list_save,
+        name="staff-process-list-save",
+    ),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
     path(
         "staff/alarms/acknowledge-all",

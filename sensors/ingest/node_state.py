@@ -46,6 +46,20 @@ def last_values(node_id: int) -> dict[str, tuple[int, float]]:
     return result
 
 
+def last_values_of(node_ids: list[int]) -> dict[int, dict[str, tuple[int, float]]]:
+    """last_values for many nodes in one round trip (the staff inputs page lists them all)."""
+    pipe = get_redis().pipeline(transaction=False)
+    for node_id in node_ids:
+        pipe.hgetall(last_key(node_id))
+    result: dict[int, dict[str, tuple[int, float]]] = {}
+    for node_id, raw in zip(node_ids, pipe.execute(), strict=True):
+        values = result[node_id] = {}
+        for key, entry in raw.items():
+            t, _, value = entry.decode().partition(" ")
+            values[key.decode()] = (int(t), float(value))
+    return result
+
+
 def is_silent(last_seen_at: float | None, interval_s: int, now: float) -> bool:
     """True when a node has not posted for SILENT_FACTOR × its interval (or never has)."""
     return last_seen_at is None or now - last_seen_at > SILENT_FACTOR * interval_s

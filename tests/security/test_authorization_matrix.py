@@ -191,6 +191,13 @@ ROWS: list[Row] = [
         lambda w: f"/staff/feeds/export.csv?ids={w.ids['private_feed']}&start={T0}&end={T1}",
         STAFF),
     Row("staff/alarms/", "GET", lambda w: "/staff/alarms/", STAFF),
+    # the inputs page and process-list editor (docs/FEEDS.md): staff read, engineers save
+    Row("staff/inputs/", "GET", lambda w: "/staff/inputs/", STAFF),
+    Row("staff/inputs/<int:pk>/processes/", "GET",
+        lambda w: f"/staff/inputs/{w.ids['sensor']}/processes/", STAFF),
+    Row("staff/inputs/<int:pk>/processes/save", "POST",
+        lambda w: f"/staff/inputs/{w.ids['sensor']}/processes/save", WRITERS, VALIDATION,
+        lambda w: {}),
     Row("staff/alarms/<int:pk>/acknowledge", "POST",
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
     Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",
