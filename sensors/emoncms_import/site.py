@@ -592,24 +592,35 @@ def _import_feed_data(
     return ours.pk
 
 
+def _radio_id(name: str) -> int | None:
+    """emoncms's node id as a radio id: emonhub with `sendnames = 0` posts node `10` as 10."""
+    return int(name) if name.isascii() and name.isdigit() and int(name) <= 255 else None
+
+
 def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
+    """This site's node for an emoncms node id: names and radio ids are per site, so another
+    site's node of the same name is never touched (it is another building's)."""
     name = emoncms_name(nodeid).strip()
     if not is_emoncms_name(name):
         report.problems.append(f"node {nodeid[:40]!r}: not a usable node name")
         return None
-    node = Node.objects.filter(name=name).first()
+    here = Node.objects.filter(site=site) if site is not None else Node.objects.filter(site=None)
+    radio = _radio_id(name)
+    node = here.filter(name=name).first()
     if node is not None:
-        if site is not None and node.site_id not in (None, site.pk):
-            # Another site's node: its inputs are that site's, never changed by this import.
-            report.problems.append(
-                f"node {name}: already belongs to site {node.site}; its inputs are not "
-                f"imported into {site} (rename the node in emoncms, or import into that site)"
-            )
-            return None
+        if radio is not None and node.node_id is None and not here.filter(node_id=radio).exists():
+            node.node_id = radio  # posts by radio id (sendnames = 0) find it from now on
+            node.save(update_fields=["node_id"])
         return node
-    radio = int(name) if name.isascii() and name.isdigit() and int(name) <= 255 else None
-    if radio is not None and Node.objects.filter(node_id=radio).exists():
-        radio = None
+    if radio is not None:
+        holder = here.filter(node_id=radio).first()
+        if holder is not None:
+            # The device posting as radio id `name` is already here under another name.
+            report.problems.append(
+                f"node {name}: radio id {radio} is node '{holder.name}' here; its inputs are "
+                f"imported into '{holder.name}'"
+            )
+            return holder
     # No key of its own: a gateway key of the site posts for it, as for a node a gateway
     # registers (`GatewayKey` in sensors/models.py); `createnode --rotate` gives it one if needed.
     node = Node.objects.create(name=name, node_id=radio, site=site, protocol=Node.Protocol.EMONCMS,
