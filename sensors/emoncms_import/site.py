@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
@@ -129,13 +129,16 @@ class Report:
     inputs_kept: int = 0
     nodes_created: int = 0
     problems: list[str] = field(default_factory=list)
+    # "feed 2 emonpi:use_kwh -> emonpi:use_kwh (second 2)": a name the tag already had
+    feeds_renamed: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (
             f"feeds: {self.feeds_imported} imported, {self.feeds_kept} already here; "
             f"inputs: {self.inputs_created} created, {self.inputs_adopted} adopted, "
             f"{self.inputs_kept} already here; "
-            f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}"
+            f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}; "
+            f"feeds renamed: {len(self.feeds_renamed)}"
         )
 
 
@@ -516,11 +519,25 @@ def _feed_files(emon: EmonSite, feed: EmonFeed) -> tuple[Path, ...] | None:
     return (single,) if single.exists() else None
 
 
-def _free_name(tag: str, name: str, emon_id: int) -> str:
-    name = name or f"feed {emon_id}"
+FEED_NAME_MAX = 100  # Feed.name's max_length
+MAX_RENAME_TRIES = 100
+
+
+def _free_name(tag: str, name: str, emon_id: int, source: str) -> str | None:
+    """`name` if the tag has no feed of that name, else the first free one of
+    `name (<source> <id>)`, `name (<source> <id> 2)`, ...: two emonPis both with
+    `emonpi/use_kwh` both move, the second's renamed (and reported by the caller). None when
+    MAX_RENAME_TRIES names are all taken."""
+    name = (name or f"feed {emon_id}")[:FEED_NAME_MAX]
     if not Feed.objects.filter(tag=tag, name=name).exists():
         return name
-    return f"{name[:80]} (emoncms {emon_id})"
+    for n in range(1, MAX_RENAME_TRIES + 1):
+        suffix = f" ({source} {emon_id})" if n == 1 else f" ({source} {emon_id} {n})"
+        candidate = name[: max(FEED_NAME_MAX - len(suffix), 1)] + suffix
+        candidate = candidate[:FEED_NAME_MAX]
+        if not Feed.objects.filter(tag=tag, name=candidate).exists():
+            return candidate
+    return None
 
 
 def _import_feeds(
@@ -549,11 +566,23 @@ def _import_feeds(
         if files is None:
             report.problems.append(f"{label}: its data files are not in the source")
             continue
+        name = _free_name(feed.tag, feed.name, feed.id, source)
+        if name is None:
+            report.problems.append(f"{label}: the tag already has {MAX_RENAME_TRIES} feeds of "
+                                   "this name and its renamed forms: not imported")  # fmt: skip
+            continue
         try:
-            our_id = _import_feed_data(feed, files, source, feed_dir)
+            our_id = _import_feed_data(feed, name, files, source, feed_dir)
         except (phpfina.FeedError, phptimeseries.PHPTimeSeriesError, FileExistsError) as exc:
             report.problems.append(f"{label}: data refused: {exc}")
             continue
+        except IntegrityError:
+            # Another import or a person took the name between the check and the insert.
+            report.problems.append(f"{label}: the name {name!r} was taken meanwhile: not "
+                                   "imported (run the import again)")  # fmt: skip
+            continue
+        if name != feed.name:
+            report.feeds_renamed.append(f"{label} -> {feed.tag}:{name}")
         feed_map[feed.id] = our_id
         report.feeds_imported += 1
         emoncms_files.seed_last_value(buffer, feed_dir(our_id), our_id)
@@ -561,11 +590,11 @@ def _import_feeds(
 
 
 def _import_feed_data(
-    feed: EmonFeed, files: tuple[Path, ...], source: str, feed_dir_of: FeedDir
+    feed: EmonFeed, name: str, files: tuple[Path, ...], source: str, feed_dir_of: FeedDir
 ) -> int:
     with transaction.atomic():
         ours = Feed.objects.create(
-            name=_free_name(feed.tag, feed.name, feed.id), tag=feed.tag, unit=feed.unit,
+            name=name, tag=feed.tag, unit=feed.unit,
             public=feed.public, interval=10,
             description=f"Imported from emoncms {source} feed {feed.id} "
                         f"({ENGINES.get(feed.engine)})",
