@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
 import re
 import shutil
 import tarfile
@@ -45,13 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
 from feeds.processes.run import validate_steps
 from feeds.store import phpfina, phptimeseries
-from sensors.emoncms_import import mysqldump
+from sensors.emoncms_import import continuity, mysqldump
 from sensors.emoncms_import import processlist as emoncms_processlist
 from sensors.ingest.parse import emoncms_name, is_emoncms_name
 from sensors.models import EmoncmsOrigin, Node, Sensor, Site
@@ -99,6 +101,9 @@ class EmonInput:
     name: str
     description: str
     process_list: str
+    # emoncms's last reading of the input (its `time`, `value`): None when it never had one
+    time: int | None = None
+    value: float | None = None
 
 
 @dataclass
@@ -128,6 +133,7 @@ class Report:
     inputs_adopted: int = 0  # posted here before the import (auto-created), given emoncms's list
     inputs_kept: int = 0
     nodes_created: int = 0
+    inputs_continued: int = 0  # given emoncms's last reading (continuity.py)
     problems: list[str] = field(default_factory=list)
     # "feed 2 emonpi:use_kwh -> emonpi:use_kwh (second 2)": a name the tag already had
     feeds_renamed: list[str] = field(default_factory=list)
@@ -138,7 +144,8 @@ class Report:
             f"inputs: {self.inputs_created} created, {self.inputs_adopted} adopted, "
             f"{self.inputs_kept} already here; "
             f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}; "
-            f"feeds renamed: {len(self.feeds_renamed)}"
+            f"feeds renamed: {len(self.feeds_renamed)}; inputs carrying on from emoncms's last "
+            f"reading: {self.inputs_continued}"
         )
 
 
@@ -170,6 +177,19 @@ def _id(value: object) -> int | None:
     return number if number is not None and 0 < number <= MAX_ID else None
 
 
+def _last_reading(row: dict) -> tuple[int | None, float | None]:
+    """An input's last (time, value) as emoncms holds it, or (None, None): no time (NULL, 0,
+    out of uint32), or a value that is not a finite number."""
+    t = _int(row.get("time"))
+    try:
+        value = float(str(row.get("value")).strip())
+    except (TypeError, ValueError):
+        return None, None
+    if t is None or not 0 < t <= 0xFFFFFFFF or not math.isfinite(value):
+        return None, None
+    return t, value
+
+
 def _site_rows(
     rows: dict, userid: int | None, problems: list[str]
 ) -> tuple[list[EmonInput], list[EmonFeed]]:
@@ -190,6 +210,7 @@ def _site_rows(
         inputs.append(EmonInput(
             _id(r["id"]), _text(r.get("nodeid"), 200), _text(r.get("name"), 200),
             _text(r.get("description"), 200), _text(r.get("processList"), 10_000),
+            *_last_reading(r),
         ))  # fmt: skip
     for r in raw_feeds:
         engine = _int(r.get("engine"))
@@ -502,6 +523,18 @@ def import_site(
         sensor.feed_id = logged
         sensor.unit = units.get(logged, sensor.unit) or sensor.unit
         sensor.save(update_fields=["processes", "feed", "unit"])
+        if inp.time is not None and inp.value is not None:
+            left = continuity.carry_over(
+                buffer, settings.TIME_ZONE, sensor.node_id, sensor.key, mapped.steps,
+                inp.time, inp.value,
+            )  # fmt: skip
+            report.inputs_continued += 1
+            for name in left:
+                report.problems.append(
+                    f"input {inp.id} {sensor.node.name}:{sensor.key}: {name} starts afresh, "
+                    f"not from emoncms's last reading (at {inp.time}: a step before it reads "
+                    "another input or feed, or the feed is newer than the reading)"
+                )
     from sensors.cache import bump_generation
 
     bump_generation()  # workers reload their sensor maps with the new process lists
