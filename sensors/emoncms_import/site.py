@@ -134,6 +134,7 @@ class Report:
     inputs_kept: int = 0
     nodes_created: int = 0
     inputs_continued: int = 0  # given emoncms's last reading (continuity.py)
+    new_nodes: list[Node] = field(default_factory=list)  # created by this run
     problems: list[str] = field(default_factory=list)
     # "feed 2 emonpi:use_kwh -> emonpi:use_kwh (second 2)": a name the tag already had
     feeds_renamed: list[str] = field(default_factory=list)
@@ -535,10 +536,34 @@ def import_site(
                     f"not from emoncms's last reading (at {inp.time}: a step before it reads "
                     "another input or feed, or the feed is newer than the reading)"
                 )
+    _expect_readings_as_logged(report.new_nodes)
     from sensors.cache import bump_generation
 
     bump_generation()  # workers reload their sensor maps with the new process lists
     return report
+
+
+# A node whose inputs log to no feed: how often an emonTH-class node posts (as a node a gateway
+# key registers, sensors/ingest/registration.py).
+INTERVAL_WITHOUT_FEEDS_S = 60
+LOGGING = ("log_to_feed", "log_to_feed_join")
+
+
+def _expect_readings_as_logged(nodes: list[Node]) -> None:
+    """Each new node expects a reading as often as its busiest logged feed: emoncms feeds are
+    made at the interval their node posts at (or coarser), so a 60 s emonTH is not judged by
+    the default 10 s and alarmed "silent" (3 intervals) between every two readings."""
+    for node in nodes:
+        feeds = {
+            step["feed"]
+            for steps in Sensor.objects.filter(node=node).values_list("processes", flat=True)
+            for step in steps
+            if isinstance(step, dict) and step.get("process") in LOGGING and "feed" in step
+        }
+        intervals = Feed.objects.filter(pk__in=feeds).values_list("interval", flat=True)
+        expected = min(intervals, default=INTERVAL_WITHOUT_FEEDS_S)
+        node.interval = min(max(int(expected), 1), MAX_INTERVAL_S)
+        node.save(update_fields=["interval"])
 
 
 def _feed_files(emon: EmonSite, feed: EmonFeed) -> tuple[Path, ...] | None:
@@ -688,6 +713,7 @@ def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
     node = Node.objects.create(name=name, node_id=radio, site=site, protocol=Node.Protocol.EMONCMS,
                                description="Imported from emoncms")  # fmt: skip
     report.nodes_created += 1
+    report.new_nodes.append(node)
     return node
 
 

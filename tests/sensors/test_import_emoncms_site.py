@@ -428,3 +428,28 @@ def test_an_input_configured_by_hand_is_not_adopted(archive, feed_dir, site, red
     assert "emontx1:power1: already configured here" in out
     mine.refresh_from_db()
     assert (mine.name, mine.processes, mine.feed_id) == ("Mine", [], None)
+
+
+def test_imported_nodes_expect_readings_as_often_as_their_feeds(
+    archive, feed_dir, site, redis_client
+):
+    """Issue #26 item 11: every imported node expected a reading each 10 s, so a 60 s emonTH
+    was alarmed silent between every two of its readings. The expected interval is the
+    node's busiest logged feed's (emonth logs to a 60 s feed; node 10 logs nothing: 60 s)."""
+    from sensors.tasks import check_silent_nodes
+
+    run(archive, "--site", site.slug)
+    intervals = dict(Node.objects.values_list("name", "interval"))
+    assert intervals == {"emontx1": 10, "emonth": 60, "10": 60}
+    gateway = GatewayKey(site=site, name="emonpi")
+    key = gateway.set_new_key()
+    gateway.save()
+    t1 = (NOW - 60) // 10 * 10
+    post(key, "emontx1", t1, {"power1": 100})
+    post(key, "emonth", t1, {"external temperature": 7.25})
+    drain_all()
+    seen = max(node_state.all_last_seen().values())
+    result = check_silent_nodes(now=seen + 100)  # 100 s on: one emonTH interval and a half
+    flagged = set(result["raised"]) | set(result["waiting"])
+    assert Node.objects.get(name="emonth").pk not in flagged
+    assert Node.objects.get(name="emontx1").pk in flagged  # 10 s: silent after 30 s
