@@ -146,3 +146,29 @@ def test_the_migration_keeps_every_existing_node_as_it_was():
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_the_api_answers_a_clash_within_a_site_with_400_and_allows_it_across_sites(
+    engineer_api, viewer_api
+):
+    home, _ = site_with_gateway("home")
+    barn, _ = site_with_gateway("barn")
+    node_in(home, "emontx", 10)
+    same_site = engineer_api.post(
+        "/api/v1/nodes/", {"name": "emontx", "node_id": 11, "site": home.pk}, format="json"
+    )
+    assert same_site.status_code == 400, same_site.content
+    assert "name" in same_site.content.decode()
+    radio = engineer_api.post(
+        "/api/v1/nodes/", {"name": "other", "node_id": 10, "site": home.pk}, format="json"
+    )
+    assert radio.status_code == 400 and "radio id" in radio.content.decode(), radio.content
+    other_site = engineer_api.post(
+        "/api/v1/nodes/", {"name": "emontx", "node_id": 10, "site": barn.pk}, format="json"
+    )
+    assert other_site.status_code == 201, other_site.content
+    refused = viewer_api.post(
+        "/api/v1/nodes/", {"name": "viewer's", "node_id": 12, "site": barn.pk}, format="json"
+    )
+    assert refused.status_code == 403
+    assert Node.objects.filter(name="emontx").count() == 2
