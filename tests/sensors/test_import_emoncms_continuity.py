@@ -161,3 +161,31 @@ def test_steps_after_an_unknown_value_are_left_to_their_own_start():
     states, left = continuity.seed_states(steps, 1000, 5_000_000.0, {1: (990, 12.0)}, clock)
     assert states == {"1:kwh_accumulator:1": {"input": 5000.0, "total": 12.0, "t": 1000}}
     assert left == ["kwh_to_kwhd"]
+
+
+def test_each_counting_step_is_seeded_as_emoncms_remembers_it():
+    clock = DayClock("UTC")
+    t = 86400 * 20_000 + 3600  # 01:00 UTC
+    feeds = {1: (t - 3, 40.0), 2: (t - 3, 7.0), 3: (86400 * 20_000, 2.5), 4: (86400 * 19_999, 9.0)}
+    cases = [
+        ({"process": "wh_accumulator", "feed": 1}, 1234.0,
+         {"input": 1234.0, "total": 40.0}),
+        ({"process": "power_to_kwh", "feed": 2}, 500.0, {"kwh": 7.0}),
+        ({"process": "power_to_kwhd", "feed": 3}, 500.0,  # today's figure carries on
+         {"kwh": 2.5, "day": clock.day(t)[0]}),
+        ({"process": "kwh_to_kwhd", "feed": 4}, 100.0,  # yesterday's point: today starts at 0
+         {"kwh": 100.0, "day": clock.day(t)[0], "total": 0.0}),
+        ({"process": "pulse_diff", "feed": 5}, -1.0, {"count": 4294967295.0}),  # signed2unsigned
+        ({"process": "ratechange", "feed": 6}, 3.0, {"input": 3.0}),
+    ]  # fmt: skip
+    for step, x, expected in cases:
+        states, left = continuity.seed_states([step], t, x, feeds, clock)
+        assert states == {f"0:{step['process']}:{step['feed']}": {**expected, "t": t}}, step
+        assert left == []
+
+
+def test_a_counter_whose_feed_has_no_value_is_left_to_its_own_start():
+    states, left = continuity.seed_states(
+        [{"process": "kwh_accumulator", "feed": 1}], 1000, 5.0, {}, DayClock("UTC")
+    )
+    assert (states, left) == ({}, ["kwh_accumulator"])
