@@ -78,3 +78,22 @@ def test_a_long_name_stays_within_the_field_when_renamed(archive, feed_dir, site
 
     free = _free_name("emontx1", long_name, 2_147_483_647, "a-source-name")
     assert free is not None and len(free) <= 100 and free.endswith("(a-source-name 2147483647)")
+
+
+def test_when_every_renamed_form_is_taken_the_feed_is_a_report_line(
+    archive, feed_dir, site, redis_client, monkeypatch
+):
+    """The search for a free name is bounded (MAX_RENAME_TRIES): past it the feed is not
+    imported and the report says why; the rest of the site still moves."""
+    from sensors.emoncms_import import site as emoncms_site
+
+    monkeypatch.setattr(emoncms_site, "MAX_RENAME_TRIES", 2)
+    for name in ("use_kwh", "use_kwh (emoncms 2)", "use_kwh (emoncms 2 2)"):
+        Feed.objects.create(tag="emontx1", name=name, interval=10)
+    out = run(archive, "--site", site.slug)
+    assert (
+        "not brought over: feed 2 emontx1:use_kwh: the tag already has 2 feeds of this name "
+        "and its renamed forms: not imported" in out
+    ), out
+    assert "feeds: 2 imported" in out and "input 1 emontx1:power1: step 2 4:2" in out, out
+    assert Feed.objects.filter(tag="emontx1", name__startswith="use_kwh").count() == 3
