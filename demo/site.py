@@ -102,7 +102,8 @@ def _ensure_objects(
 
 
 def _ensure_node(site: Site, spec: layout.NodeSpec, store: KeyStore, created: list[str]) -> Node:
-    node = Node.objects.filter(name=spec.name).first()
+    # Node names are unique per site: another site may have an `emonth-lecture` of its own.
+    node = Node.objects.filter(name=spec.name, site=site).first()
     if node is None:
         node = Node(
             site=site,
@@ -241,7 +242,9 @@ def _ensure_zone(
     zone = Zone.objects.filter(slug=room.slug).first()
     if zone is not None:
         return zone
-    sensor = Sensor.objects.get(node__name=f"emonth-{room.slug}", key="temperature")
+    sensor = Sensor.objects.get(
+        node__site=site, node__name=f"emonth-{room.slug}", key="temperature"
+    )
     zone = Zone.objects.create(
         site=site,
         name=room.name,
@@ -279,9 +282,11 @@ def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
         defaults={
             "site": site,
             "collector_sensor": Sensor.objects.get(
-                node__name="emontx-solarthermal", key="collector"
+                node__site=site, node__name="emontx-solarthermal", key="collector"
             ),
-            "tank_sensor": Sensor.objects.get(node__name="emontx-solarthermal", key="tank"),
+            "tank_sensor": Sensor.objects.get(
+                node__site=site, node__name="emontx-solarthermal", key="tank"
+            ),
             "pump": demo.actuators["solar_pump"],
         },
     )

@@ -122,16 +122,16 @@ class Node(WriteKeyHolder, models.Model):
     site = models.ForeignKey(
         Site, on_delete=models.PROTECT, related_name="nodes", null=True, blank=True
     )
+    # Names and radio ids are unique per site (Meta.constraints): two buildings may each have
+    # an emonTx on radio id 10, and a gateway key resolves a ref within its own site.
     name = models.CharField(
         max_length=64,
-        unique=True,
         validators=[node_name_validator],
         help_text="The node name used by emoncms/emonhub (the `node` parameter), e.g. 'emontx1'.",
     )
     node_id = models.PositiveIntegerField(
         null=True,
         blank=True,
-        unique=True,
         validators=[MaxValueValidator(255)],
         help_text="Radio node id (JeeLib/emonhub node number); posts may use it instead of the name.",
     )
@@ -189,6 +189,32 @@ class Node(WriteKeyHolder, models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["site", "name"],
+                name="node_unique_site_name",
+                violation_error_message="This site already has a node of this name.",
+            ),
+            models.UniqueConstraint(
+                fields=["site", "node_id"],
+                name="node_unique_site_radio_id",
+                violation_error_message="This site already has a node with this radio id.",
+            ),
+            # A NULL site is never equal to another in a unique index: nodes of no site are
+            # held unique among themselves by these two.
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=models.Q(site__isnull=True),
+                name="node_unique_name_without_site",
+                violation_error_message="A node of no site already has this name.",
+            ),
+            models.UniqueConstraint(
+                fields=["node_id"],
+                condition=models.Q(site__isnull=True),
+                name="node_unique_radio_id_without_site",
+                violation_error_message="A node of no site already has this radio id.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
 import re
 import shutil
 import tarfile
@@ -45,13 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 
 from feeds.emoncms import files as emoncms_files
 from feeds.models import Feed
 from feeds.processes.run import validate_steps
 from feeds.store import phpfina, phptimeseries
-from sensors.emoncms_import import mysqldump
+from sensors.emoncms_import import continuity, mysqldump
 from sensors.emoncms_import import processlist as emoncms_processlist
 from sensors.ingest.parse import emoncms_name, is_emoncms_name
 from sensors.models import EmoncmsOrigin, Node, Sensor, Site
@@ -99,6 +101,9 @@ class EmonInput:
     name: str
     description: str
     process_list: str
+    # emoncms's last reading of the input (its `time`, `value`): None when it never had one
+    time: int | None = None
+    value: float | None = None
 
 
 @dataclass
@@ -128,14 +133,20 @@ class Report:
     inputs_adopted: int = 0  # posted here before the import (auto-created), given emoncms's list
     inputs_kept: int = 0
     nodes_created: int = 0
+    inputs_continued: int = 0  # given emoncms's last reading (continuity.py)
+    new_nodes: list[Node] = field(default_factory=list)  # created by this run
     problems: list[str] = field(default_factory=list)
+    # "feed 2 emonpi:use_kwh -> emonpi:use_kwh (second 2)": a name the tag already had
+    feeds_renamed: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (
             f"feeds: {self.feeds_imported} imported, {self.feeds_kept} already here; "
             f"inputs: {self.inputs_created} created, {self.inputs_adopted} adopted, "
             f"{self.inputs_kept} already here; "
-            f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}"
+            f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}; "
+            f"feeds renamed: {len(self.feeds_renamed)}; inputs carrying on from emoncms's last "
+            f"reading: {self.inputs_continued}"
         )
 
 
@@ -167,6 +178,19 @@ def _id(value: object) -> int | None:
     return number if number is not None and 0 < number <= MAX_ID else None
 
 
+def _last_reading(row: dict) -> tuple[int | None, float | None]:
+    """An input's last (time, value) as emoncms holds it, or (None, None): no time (NULL, 0,
+    out of uint32), or a value that is not a finite number."""
+    t = _int(row.get("time"))
+    try:
+        value = float(str(row.get("value")).strip())
+    except (TypeError, ValueError):
+        return None, None
+    if t is None or not 0 < t <= 0xFFFFFFFF or not math.isfinite(value):
+        return None, None
+    return t, value
+
+
 def _site_rows(
     rows: dict, userid: int | None, problems: list[str]
 ) -> tuple[list[EmonInput], list[EmonFeed]]:
@@ -187,6 +211,7 @@ def _site_rows(
         inputs.append(EmonInput(
             _id(r["id"]), _text(r.get("nodeid"), 200), _text(r.get("name"), 200),
             _text(r.get("description"), 200), _text(r.get("processList"), 10_000),
+            *_last_reading(r),
         ))  # fmt: skip
     for r in raw_feeds:
         engine = _int(r.get("engine"))
@@ -499,10 +524,46 @@ def import_site(
         sensor.feed_id = logged
         sensor.unit = units.get(logged, sensor.unit) or sensor.unit
         sensor.save(update_fields=["processes", "feed", "unit"])
+        if inp.time is not None and inp.value is not None:
+            left = continuity.carry_over(
+                buffer, settings.TIME_ZONE, sensor.node_id, sensor.key, mapped.steps,
+                inp.time, inp.value,
+            )  # fmt: skip
+            report.inputs_continued += 1
+            for name in left:
+                report.problems.append(
+                    f"input {inp.id} {sensor.node.name}:{sensor.key}: {name} starts afresh, "
+                    f"not from emoncms's last reading (at {inp.time}: a step before it reads "
+                    "another input or feed, or the feed is newer than the reading)"
+                )
+    _expect_readings_as_logged(report.new_nodes)
     from sensors.cache import bump_generation
 
     bump_generation()  # workers reload their sensor maps with the new process lists
     return report
+
+
+# A node whose inputs log to no feed: how often an emonTH-class node posts (as a node a gateway
+# key registers, sensors/ingest/registration.py).
+INTERVAL_WITHOUT_FEEDS_S = 60
+LOGGING = ("log_to_feed", "log_to_feed_join")
+
+
+def _expect_readings_as_logged(nodes: list[Node]) -> None:
+    """Each new node expects a reading as often as its busiest logged feed: emoncms feeds are
+    made at the interval their node posts at (or coarser), so a 60 s emonTH is not judged by
+    the default 10 s and alarmed "silent" (3 intervals) between every two readings."""
+    for node in nodes:
+        feeds = {
+            step["feed"]
+            for steps in Sensor.objects.filter(node=node).values_list("processes", flat=True)
+            for step in steps
+            if isinstance(step, dict) and step.get("process") in LOGGING and "feed" in step
+        }
+        intervals = Feed.objects.filter(pk__in=feeds).values_list("interval", flat=True)
+        expected = min(intervals, default=INTERVAL_WITHOUT_FEEDS_S)
+        node.interval = min(max(int(expected), 1), MAX_INTERVAL_S)
+        node.save(update_fields=["interval"])
 
 
 def _feed_files(emon: EmonSite, feed: EmonFeed) -> tuple[Path, ...] | None:
@@ -516,11 +577,25 @@ def _feed_files(emon: EmonSite, feed: EmonFeed) -> tuple[Path, ...] | None:
     return (single,) if single.exists() else None
 
 
-def _free_name(tag: str, name: str, emon_id: int) -> str:
-    name = name or f"feed {emon_id}"
+FEED_NAME_MAX = 100  # Feed.name's max_length
+MAX_RENAME_TRIES = 100
+
+
+def _free_name(tag: str, name: str, emon_id: int, source: str) -> str | None:
+    """`name` if the tag has no feed of that name, else the first free one of
+    `name (<source> <id>)`, `name (<source> <id> 2)`, ...: two emonPis both with
+    `emonpi/use_kwh` both move, the second's renamed (and reported by the caller). None when
+    MAX_RENAME_TRIES names are all taken."""
+    name = (name or f"feed {emon_id}")[:FEED_NAME_MAX]
     if not Feed.objects.filter(tag=tag, name=name).exists():
         return name
-    return f"{name[:80]} (emoncms {emon_id})"
+    for n in range(1, MAX_RENAME_TRIES + 1):
+        suffix = f" ({source} {emon_id})" if n == 1 else f" ({source} {emon_id} {n})"
+        candidate = name[: max(FEED_NAME_MAX - len(suffix), 1)] + suffix
+        candidate = candidate[:FEED_NAME_MAX]
+        if not Feed.objects.filter(tag=tag, name=candidate).exists():
+            return candidate
+    return None
 
 
 def _import_feeds(
@@ -549,11 +624,23 @@ def _import_feeds(
         if files is None:
             report.problems.append(f"{label}: its data files are not in the source")
             continue
+        name = _free_name(feed.tag, feed.name, feed.id, source)
+        if name is None:
+            report.problems.append(f"{label}: the tag already has {MAX_RENAME_TRIES} feeds of "
+                                   "this name and its renamed forms: not imported")  # fmt: skip
+            continue
         try:
-            our_id = _import_feed_data(feed, files, source, feed_dir)
+            our_id = _import_feed_data(feed, name, files, source, feed_dir)
         except (phpfina.FeedError, phptimeseries.PHPTimeSeriesError, FileExistsError) as exc:
             report.problems.append(f"{label}: data refused: {exc}")
             continue
+        except IntegrityError:
+            # Another import or a person took the name between the check and the insert.
+            report.problems.append(f"{label}: the name {name!r} was taken meanwhile: not "
+                                   "imported (run the import again)")  # fmt: skip
+            continue
+        if name != feed.name:
+            report.feeds_renamed.append(f"{label} -> {feed.tag}:{name}")
         feed_map[feed.id] = our_id
         report.feeds_imported += 1
         emoncms_files.seed_last_value(buffer, feed_dir(our_id), our_id)
@@ -561,11 +648,11 @@ def _import_feeds(
 
 
 def _import_feed_data(
-    feed: EmonFeed, files: tuple[Path, ...], source: str, feed_dir_of: FeedDir
+    feed: EmonFeed, name: str, files: tuple[Path, ...], source: str, feed_dir_of: FeedDir
 ) -> int:
     with transaction.atomic():
         ours = Feed.objects.create(
-            name=_free_name(feed.tag, feed.name, feed.id), tag=feed.tag, unit=feed.unit,
+            name=name, tag=feed.tag, unit=feed.unit,
             public=feed.public, interval=10,
             description=f"Imported from emoncms {source} feed {feed.id} "
                         f"({ENGINES.get(feed.engine)})",
@@ -592,29 +679,41 @@ def _import_feed_data(
     return ours.pk
 
 
+def _radio_id(name: str) -> int | None:
+    """emoncms's node id as a radio id: emonhub with `sendnames = 0` posts node `10` as 10."""
+    return int(name) if name.isascii() and name.isdigit() and int(name) <= 255 else None
+
+
 def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
+    """This site's node for an emoncms node id: names and radio ids are per site, so another
+    site's node of the same name is never touched (it is another building's)."""
     name = emoncms_name(nodeid).strip()
     if not is_emoncms_name(name):
         report.problems.append(f"node {nodeid[:40]!r}: not a usable node name")
         return None
-    node = Node.objects.filter(name=name).first()
+    here = Node.objects.filter(site=site) if site is not None else Node.objects.filter(site=None)
+    radio = _radio_id(name)
+    node = here.filter(name=name).first()
     if node is not None:
-        if site is not None and node.site_id not in (None, site.pk):
-            # Another site's node: its inputs are that site's, never changed by this import.
-            report.problems.append(
-                f"node {name}: already belongs to site {node.site}; its inputs are not "
-                f"imported into {site} (rename the node in emoncms, or import into that site)"
-            )
-            return None
+        if radio is not None and node.node_id is None and not here.filter(node_id=radio).exists():
+            node.node_id = radio  # posts by radio id (sendnames = 0) find it from now on
+            node.save(update_fields=["node_id"])
         return node
-    radio = int(name) if name.isascii() and name.isdigit() and int(name) <= 255 else None
-    if radio is not None and Node.objects.filter(node_id=radio).exists():
-        radio = None
+    if radio is not None:
+        holder = here.filter(node_id=radio).first()
+        if holder is not None:
+            # The device posting as radio id `name` is already here under another name.
+            report.problems.append(
+                f"node {name}: radio id {radio} is node '{holder.name}' here; its inputs are "
+                f"imported into '{holder.name}'"
+            )
+            return holder
     # No key of its own: a gateway key of the site posts for it, as for a node a gateway
     # registers (`GatewayKey` in sensors/models.py); `createnode --rotate` gives it one if needed.
     node = Node.objects.create(name=name, node_id=radio, site=site, protocol=Node.Protocol.EMONCMS,
                                description="Imported from emoncms")  # fmt: skip
     report.nodes_created += 1
+    report.new_nodes.append(node)
     return node
 
 

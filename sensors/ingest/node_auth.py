@@ -136,71 +136,82 @@ def authenticate(key: str) -> Identity | None:
     return identity
 
 
-def lookup_ref(ref: str | int) -> NodeIdentity | None:
-    """The node a `node` field names (name, or radio id if numeric), enabled or not: callers
-    that accept readings without a key (MQTT) must check `enabled` themselves."""
-    cached = _by_ref.get(ref, _MISSING)
-    if cached is not _MISSING:
-        return cached
-    node = None
-    if isinstance(ref, int):
-        node = Node.objects.filter(node_id=ref).first() if ref <= 255 else None
-        node = node or Node.objects.filter(name=str(ref)).first()
-    else:
-        node = Node.objects.filter(name=ref).first()
-    identity = NodeIdentity.of(node) if node is not None else None
-    _by_ref.set(ref, identity, None if identity else NEGATIVE_TTL_S)
-    return identity
+def _ref_key(ref: str | int, site_id: int | None) -> tuple[int | None, str | int]:
+    # Names and radio ids are unique per site (models.Node): a ref means a node only within
+    # a site, so the cache is keyed by both.
+    return (site_id, ref)
+
+
+def _pick(ref: str | int, nodes: list[Node]) -> Node | None:
+    """The node a ref names among `nodes` (one site's, or all for a caller with no site): a
+    numeric ref is first a radio id, then a name; two nodes it could equally mean (the same
+    radio id in two sites, for a caller with no site) is no node, never a guess."""
+    if isinstance(ref, int) and ref <= 255:
+        by_radio = [n for n in nodes if n.node_id == ref]
+        if by_radio:
+            return by_radio[0] if len(by_radio) == 1 else None
+    by_name = [n for n in nodes if n.name == str(ref)]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+def _matching(refs: list[str | int], site_id: int | None) -> list[Node]:
+    radio_ids = [r for r in refs if isinstance(r, int) and r <= 255]
+    names = [str(r) for r in refs]
+    match = Q(name__in=names) | Q(node_id__in=radio_ids) if radio_ids else Q(name__in=names)
+    nodes = Node.objects.filter(match)
+    if site_id is not None:
+        nodes = nodes.filter(site_id=site_id)
+    return list(nodes)
+
+
+def lookup_ref(ref: str | int, site_id: int | None = None) -> NodeIdentity | None:
+    """The node a `node` field names (name, or radio id if numeric) in site `site_id`, enabled
+    or not: callers that accept readings without a key (MQTT) must check `enabled` themselves.
+    Without a site (MQTT has none) a ref two sites' nodes answer to names no node."""
+    return lookup_refs([ref], site_id)[ref]
 
 
 # What `cached_ref` answers for a ref this process looked up recently and found no node for.
 NOT_FOUND = NodeIdentity(id=0, name="", node_id=None, enabled=False)
 
 
-def cached_ref(ref: str | int) -> NodeIdentity | None:
+def cached_ref(ref: str | int, site_id: int | None = None) -> NodeIdentity | None:
     """The node a ref names if this process knows (no query): NOT_FOUND if it knows there is
     none, None if it does not know."""
-    cached = _by_ref.get(ref, _MISSING)
+    cached = _by_ref.get(_ref_key(ref, site_id), _MISSING)
     if cached is _MISSING:
         return None
     return NOT_FOUND if cached is None else cached
 
 
-def lookup_refs(refs: list[str | int]) -> dict[str | int, NodeIdentity | None]:
+def lookup_refs(
+    refs: list[str | int], site_id: int | None = None
+) -> dict[str | int, NodeIdentity | None]:
     """`lookup_ref` for many refs at once: the process cache first, then one query for the
     rest (a bulk request naming 2,500 nodes costs one query, not 2,500)."""
     found: dict[str | int, NodeIdentity | None] = {}
     missing = []
     for ref in refs:
-        cached = _by_ref.get(ref, _MISSING)
+        cached = _by_ref.get(_ref_key(ref, site_id), _MISSING)
         if cached is _MISSING:
             missing.append(ref)
         else:
             found[ref] = cached
     if not missing:
         return found
-    radio_ids = [r for r in missing if isinstance(r, int) and r <= 255]
-    names = [str(r) for r in missing]
-    by_radio: dict[int, Node] = {}
-    by_name: dict[str, Node] = {}
-    match = Q(name__in=names) | Q(node_id__in=radio_ids) if radio_ids else Q(name__in=names)
-    for node in Node.objects.filter(match):
-        by_name[node.name] = node
-        if node.node_id is not None:
-            by_radio[node.node_id] = node
+    nodes = _matching(missing, site_id)
     for ref in missing:
-        node = by_radio.get(ref) if isinstance(ref, int) and ref <= 255 else None
-        node = node or by_name.get(str(ref))
+        node = _pick(ref, nodes)
         identity = NodeIdentity.of(node) if node is not None else None
-        _by_ref.set(ref, identity, None if identity else NEGATIVE_TTL_S)
+        _by_ref.set(_ref_key(ref, site_id), identity, None if identity else NEGATIVE_TTL_S)
         found[ref] = identity
     return found
 
 
 def remember_ref(ref: str | int, identity: NodeIdentity) -> None:
     """A node this process just registered: found at once, not after the negative TTL."""
-    _by_ref.set(ref, identity)
+    _by_ref.set(_ref_key(ref, identity.site_id), identity)
 
 
-def forget_ref(ref: str | int) -> None:
-    _by_ref.set(ref, _MISSING, 0.0)
+def forget_ref(ref: str | int, site_id: int | None = None) -> None:
+    _by_ref.set(_ref_key(ref, site_id), _MISSING, 0.0)

@@ -140,7 +140,7 @@ def resolve(gateway: GatewayIdentity, refs: list[Ref]) -> Resolution:
     cached = {}
     unknown = []
     for ref in refs:
-        hit = node_auth.cached_ref(ref)
+        hit = node_auth.cached_ref(ref, gateway.site_id)
         if hit is None:
             unknown.append(ref)
         else:
@@ -158,7 +158,7 @@ def resolve(gateway: GatewayIdentity, refs: list[Ref]) -> Resolution:
             f"node {str(ref)[:64]!r} is not registered: it was refused in the last "
             f"{settings.BMS_INGEST_REFUSED_NAME_TTL_S} s ({limits_text()})"
         )
-    looked_up = node_auth.lookup_refs([ref for ref in unknown if ref not in again])
+    looked_up = node_auth.lookup_refs([ref for ref in unknown if ref not in again], gateway.site_id)
     new = [ref for ref, identity in looked_up.items() if identity is None]
     for ref, identity in looked_up.items():
         if identity is not None:
@@ -222,9 +222,10 @@ def _register_one(gateway: GatewayIdentity, ref: Ref, out: Resolution) -> None:
         with transaction.atomic():
             node.save()
     except IntegrityError:
-        # Registered by another request a moment ago, or another node holds this radio id.
-        node_auth.forget_ref(ref)
-        identity = node_auth.lookup_ref(ref)
+        # Registered by another request a moment ago, or another node of the site holds
+        # this radio id.
+        node_auth.forget_ref(ref, gateway.site_id)
+        identity = node_auth.lookup_ref(ref, gateway.site_id)
         if identity is None:
             out.refused[ref] = f"node {str(ref)[:64]!r} is not a node of this gateway's site"
         else:

@@ -9,6 +9,7 @@ import json
 import tarfile
 import time
 import urllib.parse
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 from pathlib import Path
@@ -20,6 +21,7 @@ from django.core.management import CommandError, call_command
 
 from feeds.models import Feed
 from feeds.store import phpfina, service
+from sensors.ingest import node_state
 from sensors.ingest import stream as ingest_stream
 from sensors.ingest.drain import drain_shard
 from sensors.models import EmoncmsOrigin, GatewayKey, Node, Sensor, Site
@@ -378,21 +380,45 @@ def test_importing_into_another_site_never_touches_this_sites_inputs(
     archive, feed_dir, site, redis_client
 ):
     """An outside tester imported the same backup into a second site under another source
-    name: the first site's imported sensors lost their process lists and feeds ("adopted")."""
+    name: the first site's imported sensors lost their process lists and feeds ("adopted").
+    Names are per site now (issue #26 item 5): the second site gets nodes of its own."""
     run(archive, "--site", site.slug)
-    before = {
-        (s.node.name, s.key): (s.name, s.feed_id, s.processes, s.auto_created)
-        for s in Sensor.objects.select_related("node")
-    }
+
+    def of(where: Site) -> dict:
+        return {
+            (s.node.name, s.key): (s.name, s.feed_id, s.processes, s.auto_created)
+            for s in Sensor.objects.select_related("node").filter(node__site=where)
+        }
+
+    before = of(site)
     other = Site.objects.create(name="Other", slug="other")
     out = run(archive, "--site", other.slug, "--source-name", "evil")
-    after = {
-        (s.node.name, s.key): (s.name, s.feed_id, s.processes, s.auto_created)
-        for s in Sensor.objects.select_related("node")
-    }
-    assert after == before  # nothing of the first site changed, nothing added to its nodes
-    assert "already belongs to site Home" in out
-    assert "0 adopted" in out
+    assert of(site) == before  # nothing of the first site changed, nothing added to its nodes
+    assert set(of(other)) == set(before)  # the same inputs, on the other site's own nodes
+    assert "0 adopted" in out and "nodes: 3 created" in out, out
+
+
+def test_an_imported_node_10_gets_radio_id_10_in_its_site_beside_another_sites_10(
+    archive, feed_dir, site, redis_client
+):
+    """emoncms's node `10` is radio id 10 (emonhub `sendnames = 0` posts it so): the import
+    keeps it, even where another site already has a node on radio id 10."""
+    other = Site.objects.create(name="Other", slug="other")
+    Node.objects.create(name="their emontx", node_id=10, site=other, key_prefix="x", key_hash="y")
+    run(archive, "--site", site.slug)
+    ours = Node.objects.get(site=site, name="10")
+    assert ours.node_id == 10
+    gateway = GatewayKey(site=site, name="emonpi")
+    key = gateway.set_new_key()
+    gateway.save()
+    now = (NOW - 60) // 10 * 10
+    response = Client().generic(
+        "POST", "/input/bulk.json?cb=1", zlib.compress(b"[[%d,10,42]]" % now),
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )  # fmt: skip
+    assert response.content == b"ok"
+    drain_all()
+    assert {k: v for k, (_t, v) in node_state.last_values(ours.pk).items()} == {"1": 42.0}
 
 
 def test_an_input_configured_by_hand_is_not_adopted(archive, feed_dir, site, redis_client):
@@ -402,3 +428,28 @@ def test_an_input_configured_by_hand_is_not_adopted(archive, feed_dir, site, red
     assert "emontx1:power1: already configured here" in out
     mine.refresh_from_db()
     assert (mine.name, mine.processes, mine.feed_id) == ("Mine", [], None)
+
+
+def test_imported_nodes_expect_readings_as_often_as_their_feeds(
+    archive, feed_dir, site, redis_client
+):
+    """Issue #26 item 11: every imported node expected a reading each 10 s, so a 60 s emonTH
+    was alarmed silent between every two of its readings. The expected interval is the
+    node's busiest logged feed's (emonth logs to a 60 s feed; node 10 logs nothing: 60 s)."""
+    from sensors.tasks import check_silent_nodes
+
+    run(archive, "--site", site.slug)
+    intervals = dict(Node.objects.values_list("name", "interval"))
+    assert intervals == {"emontx1": 10, "emonth": 60, "10": 60}
+    gateway = GatewayKey(site=site, name="emonpi")
+    key = gateway.set_new_key()
+    gateway.save()
+    t1 = (NOW - 60) // 10 * 10
+    post(key, "emontx1", t1, {"power1": 100})
+    post(key, "emonth", t1, {"external temperature": 7.25})
+    drain_all()
+    seen = max(node_state.all_last_seen().values())
+    result = check_silent_nodes(now=seen + 100)  # 100 s on: one emonTH interval and a half
+    flagged = set(result["raised"]) | set(result["waiting"])
+    assert Node.objects.get(name="emonth").pk not in flagged
+    assert Node.objects.get(name="emontx1").pk in flagged  # 10 s: silent after 30 s

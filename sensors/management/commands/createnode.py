@@ -37,15 +37,25 @@ class Command(BaseCommand):
     def handle(self, *args, **opts) -> None:
         name: str = opts["name"]
         if opts["rotate"]:
-            node = Node.objects.filter(name=name).first()
-            if node is None:
+            # Names are unique per site: with several sites' nodes of this name, --site says which.
+            same = Node.objects.filter(name=name)
+            if opts["site"]:
+                same = same.filter(site__slug=opts["site"])
+            found = list(same[:2])
+            if not found:
                 raise CommandError(f"No node named '{name}'.")
+            if len(found) > 1:
+                raise CommandError(
+                    f"Nodes named '{name}' are in several sites: choose with --site."
+                )
+            node = found[0]
             key = node.set_new_key()
             node.save(update_fields=["key_prefix", "key_hash"])
             self.stdout.write(f"New write key for node '{name}' (the old key no longer works):")
             self.stdout.write(key)
             return
-        if Node.objects.filter(name=name).exists():
+        site = self._site(opts["site"])
+        if Node.objects.filter(name=name, site=site).exists():
             raise CommandError(
                 f"A node named '{name}' already exists (use --rotate for a new key)."
             )
@@ -55,7 +65,7 @@ class Command(BaseCommand):
             interval=opts["interval"],
             protocol=opts["protocol"],
             location=opts["location"],
-            site=self._site(opts["site"]),
+            site=site,
         )
         key = node.set_new_key()
         try:

@@ -109,6 +109,8 @@ class Command(BaseCommand):
         finally:
             emoncms_site.remove_staging(staging)
         self.stdout.write(report.summary())
+        for line in report.feeds_renamed:
+            self.stdout.write(f"  renamed, the name was taken: {line}")
         for line in report.problems:
             self.stdout.write(f"  not brought over: {line}")
 
