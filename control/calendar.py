@@ -131,3 +131,36 @@ def day_exceptions(zone: Zone, monday: date) -> dict[date, ExceptionSpec]:
         return {}
     week = {monday + timedelta(days=i) for i in range(7)}
     return {e.day: e for e in _schedule_spec(zone, monday).exceptions if e.day in week}
+
+
+def coming_days(zone: Zone, today: date, tz: ZoneInfo, count: int = 7) -> list[dict]:
+    """What the schedule will do on each of the next `count` days from today, for the plant
+    status page: the occupied times and setpoints, or the closure or special day that replaces
+    them, from the same spec and windows the strategy uses. [] without a schedule."""
+    if not zone.schedule_id:
+        return []
+    last = today + timedelta(days=count - 1)
+    spec = schedule_spec(zone.schedule, days=(today - timedelta(days=1), last))
+    exceptions = {e.day: e for e in spec.exceptions}
+    start = _local(today, time.min, tz)
+    found = windows(spec, start, _local(last + timedelta(days=1), time.min, tz), tz,
+                    zone.comfort_setpoint)  # fmt: skip
+    rows = []
+    for i in range(count):
+        day = today + timedelta(days=i)
+        times = [
+            f"{w.start.astimezone(tz):%H:%M}–{w.end.astimezone(tz):%H:%M} {w.setpoint:g} °C"
+            for w in found
+            if w.start.astimezone(tz).date() == day
+        ]
+        exception = exceptions.get(day)
+        if exception is not None and not exception.occupied:
+            text = f"closed ({exception.description or 'holiday'})"
+        elif exception is not None:
+            text = f"{exception.description or 'special day'}: {', '.join(times)}"
+        else:
+            text = ", ".join(times) or "not occupied"
+        rows.append(
+            {"day": day, "text": text, "closed": exception is not None and not exception.occupied}
+        )
+    return rows

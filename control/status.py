@@ -10,23 +10,30 @@ waits on a relay board.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
+from django.db.models import Prefetch
 from django.utils import timezone
 
-from control import runtime
+from control import calendar, runtime
 from control.models import (
+    CalendarEntry,
     HeatingPlant,
     OutputOverride,
     Override,
     RelayBoard,
+    ScheduleException,
     WeatherCompensation,
     Zone,
 )
 from core.dates import time_text
 from feeds.store import service as feed_service
 from sensors.models import Actuator
+
+COMING_DAYS = 7  # days of each zone's schedule shown on the plant status page
 
 FLAG_LABELS = {
     "sensor_fault": "sensor fault: fallback",
@@ -94,9 +101,30 @@ def actuator_status(actuators: list[Actuator] | None = None) -> list[dict[str, A
 
 
 def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
+    now = timezone.now()
+    tz = ZoneInfo(settings.TIME_ZONE)
+    today = now.astimezone(tz).date()
     if zones is None:
         zones = list(
-            Zone.objects.select_related("temperature_sensor").prefetch_related("actuators")
+            Zone.objects.select_related("temperature_sensor", "schedule").prefetch_related(
+                "actuators",
+                "schedule__periods",
+                Prefetch(
+                    "schedule__exceptions",
+                    queryset=ScheduleException.objects.filter(
+                        date__gte=today - timedelta(days=1),
+                        date__lte=today + timedelta(days=COMING_DAYS),
+                    ),
+                ),
+                # Only the calendar entries of the days shown (control/calendar.coming_days).
+                Prefetch(
+                    "schedule__calendars__entries",
+                    queryset=CalendarEntry.objects.filter(
+                        first_day__lte=today + timedelta(days=COMING_DAYS),
+                        last_day__gte=today - timedelta(days=1),
+                    ),
+                ),
+            )
         )
     results = runtime.load_zones([z.pk for z in zones])
     feed_ids = [
@@ -107,7 +135,6 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
     last = feed_service.last_values(feed_ids)
     all_actuators = {a.pk: a for z in zones for a in z.actuators.all()}
     by_id = {row["id"]: row for row in actuator_status(list(all_actuators.values()))}
-    now = timezone.now()
     rows = []
     for z in zones:
         result = results.get(z.pk)
@@ -144,6 +171,8 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "evaluated_at": _dt(result["evaluated_at"]) if result else None,
                 "actuators": actuators,
                 "next_booking": next_booking,
+                # What the schedule will do each day (closures included), as the strategy sees it.
+                "coming_days": calendar.coming_days(z, today, tz, COMING_DAYS),
             }
         )
     return rows

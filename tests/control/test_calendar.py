@@ -206,3 +206,35 @@ def test_a_site_calendar_closure_is_closed_in_the_calendar_and_for_the_strategy(
     f.set_temperature(hall, 18.0, at(date(2026, 12, 22), 10).timestamp())
     tick = snapshot.build(at(date(2026, 12, 22), 10)).snapshot
     assert "Schedule 'Hall hours'" in evaluate(tick).zones[hall.pk].reason
+
+
+def test_plant_status_lists_the_coming_days_with_closures(viewer, hall, redis_client):
+    import time_machine
+
+    from control.models import CalendarEntry, SiteCalendar
+    from control.status import zone_status
+
+    schedule = _term_time(hall)
+    site_calendar = SiteCalendar.objects.create(name="CAT closures")
+    site_calendar.schedules.add(schedule)
+    CalendarEntry.objects.create(
+        calendar=site_calendar, first_day=date(2026, 12, 23), last_day=date(2027, 1, 1),
+        description="Christmas closure",
+    )  # fmt: skip
+    schedule.exceptions.create(
+        date=date(2026, 12, 22), description="Open evening", occupied=True,
+        start=time(17), end=time(21),
+    )  # fmt: skip
+    with time_machine.travel(at(date(2026, 12, 19), 12)):
+        days = zone_status()[0]["coming_days"]
+        html = client_for(viewer).get("/staff/control/").content.decode()
+    assert [(d["day"].day, d["text"]) for d in days] == [
+        (19, "not occupied"),
+        (20, "not occupied"),
+        (21, "08:00–17:00 20 °C"),
+        (22, "Open evening: 17:00–21:00 20 °C"),  # the room's comfort setpoint
+        (23, "closed (Christmas closure)"),
+        (24, "closed (Christmas closure)"),
+        (25, "closed (Christmas closure)"),
+    ]
+    assert "Wed 23 closed (Christmas closure)" in html

@@ -35,6 +35,7 @@ BAD_REQUEST = "Failed to load resource: the server responded with a status of 40
 VIEWPORT = {"width": 1400, "height": 1000}
 # A Thursday morning: the week shown starts on a Monday three days in the past.
 THURSDAY = datetime(2026, 12, 3, 10, 0, tzinfo=LONDON)
+FRIDAY_BEFORE_CHRISTMAS = datetime(2026, 12, 18, 10, 0, tzinfo=LONDON)
 
 
 def _db(query: Callable[[], T]) -> T:
@@ -78,6 +79,14 @@ def lecture_block(redis_client) -> dict:
 
 
 def test_engineer_sets_term_week_and_christmas_closure_for_a_building(server, lecture_block):
+    with time_machine.travel(FRIDAY_BEFORE_CHRISTMAS, tick=True):
+        _sets_term_week_and_christmas_closure(server)
+    schedule = Schedule.objects.get(name="Term time")
+    assert {z.name for z in schedule.zones.all()} == {"Theatre", "Seminar"}
+    assert ProgrammeChange.objects.get().by == "estates"
+
+
+def _sets_term_week_and_christmas_closure(server) -> None:
     with logged_in_page(server.url, "estates", PASSWORD, "/staff/schedules/", VIEWPORT) as (
         page,
         seen,
@@ -111,10 +120,14 @@ def test_engineer_sets_term_week_and_christmas_closure_for_a_building(server, le
         page.goto(f"{server.url}/staff/bookings/seminar/?week=2026-12-14")
         blocks = page.locator(".schedule").all_inner_texts()
         assert blocks == ["08:00–17:00 Term time (20 °C)"] * 5, blocks
+
+        # Plant status says what the schedule will do each of the coming days.
+        page.goto(f"{server.url}/staff/control/")
+        coming = page.inner_text("#zone-seminar .coming-days")
+        assert "Fri 18 08:00–17:00 20 °C · Sat 19 not occupied" in coming, coming
+        assert "Mon 21 closed (Christmas closure)" in coming, coming
+        assert "Thu 24 closed (Christmas closure)" in coming, coming
         assert seen["errors"] == []
-    schedule = Schedule.objects.get(name="Term time")
-    assert {z.name for z in schedule.zones.all()} == {"Theatre", "Seminar"}
-    assert ProgrammeChange.objects.get().by == "estates"
 
 
 def test_a_viewer_sees_the_schedule_read_only(server, lecture_block):
