@@ -13,6 +13,7 @@ from django.test import Client
 from control import mapper
 from control.models import (
     CALENDAR_ENTRY_MAX_DAYS,
+    CALENDAR_MAX_ENTRIES,
     CalendarEntry,
     ProgrammeChange,
     Schedule,
@@ -302,3 +303,19 @@ def test_calendar_entries_are_checked_and_removal_needs_a_reason(engineer, lectu
         f"closure {entry} added",
         f"{entry} removed",
     ]
+
+
+def test_a_calendar_takes_entries_up_to_its_bound_and_refuses_one_more(engineer, lecture_block):
+    calendar = SiteCalendar.objects.create(name="Busy")
+    CalendarEntry.objects.bulk_create(
+        CalendarEntry(calendar=calendar, first_day=date(2020, 1, 1), last_day=date(2020, 1, 1),
+                      description=f"Day {i}")
+        for i in range(CALENDAR_MAX_ENTRIES - 1)
+    )  # fmt: skip
+    c = client_for(engineer)
+    entry = {"first_day": "2026-12-25", "description": "Christmas", "reason": "r"}
+    assert c.post(f"/staff/calendars/{calendar.pk}/", entry).status_code == 302
+    page = c.post(f"/staff/calendars/{calendar.pk}/", dict(entry, description="One more"))
+    assert page.status_code == 400
+    assert "at most 500 entries" in " ".join(page.context["entry_form"].non_field_errors())
+    assert calendar.entries.count() == CALENDAR_MAX_ENTRIES
