@@ -23,6 +23,7 @@ from energy.models import MeterNode
 from sensors.models import Site
 from staff.models import ZonePlace
 from tests.browser import logged_in_page
+from tests.integration.test_staff_ux_browser import shoot
 from tests.control import factories as f
 from tests.live_http import KioskServer
 
@@ -104,6 +105,7 @@ def _sets_term_week_and_christmas_closure(server) -> None:
         page.fill("input[name=closure_description]", "Christmas closure")
         page.get_by_label("Apply to every room of building").select_option(label="Lecture block")
         page.fill("input[name=reason]", "Autumn term")
+        shoot(page, "schedule-editor")
         page.get_by_role("button", name="Save schedule").click()
         page.wait_for_url("**/staff/schedules/*/")
         body = page.inner_text("body")
@@ -116,6 +118,7 @@ def _sets_term_week_and_christmas_closure(server) -> None:
         heads = page.locator(".week .head").all_inner_texts()
         assert sum("Closed: Christmas closure" in h for h in heads) == 5, heads
         assert page.locator(".schedule").count() == 0
+        shoot(page, "booking-calendar-closure")
         # The week before is heated Monday to Friday, at the schedule's setpoint.
         page.goto(f"{server.url}/staff/bookings/seminar/?week=2026-12-14")
         blocks = page.locator(".schedule").all_inner_texts()
