@@ -136,6 +136,7 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
     all_actuators = {a.pk: a for z in zones for a in z.actuators.all()}
     by_id = {row["id"]: row for row in actuator_status(list(all_actuators.values()))}
     rows = []
+    coming: dict[tuple, list[dict]] = {}
     for z in zones:
         result = results.get(z.pk)
         feed_id = z.temperature_sensor.feed_id if z.temperature_sensor else None
@@ -172,10 +173,18 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "actuators": actuators,
                 "next_booking": next_booking,
                 # What the schedule will do each day (closures included), as the strategy sees it.
-                "coming_days": calendar.coming_days(z, today, tz, COMING_DAYS),
+                "coming_days": _coming_days(z, today, tz, coming),
             }
         )
     return rows
+
+
+def _coming_days(zone: Zone, today, tz: ZoneInfo, seen: dict[tuple, list[dict]]) -> list[dict]:
+    # Rooms sharing a schedule (a whole building) share its days: work each out once a page.
+    key = (zone.schedule_id, zone.comfort_setpoint)
+    if key not in seen:
+        seen[key] = calendar.coming_days(zone, today, tz, COMING_DAYS)
+    return seen[key]
 
 
 def _weather(plant: HeatingPlant) -> WeatherCompensation | None:
