@@ -23,8 +23,8 @@ from energy.models import MeterNode
 from sensors.models import Site
 from staff.models import ZonePlace
 from tests.browser import logged_in_page
-from tests.integration.test_staff_ux_browser import shoot
 from tests.control import factories as f
+from tests.integration.test_staff_ux_browser import shoot
 from tests.live_http import KioskServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -238,3 +238,52 @@ def test_engineer_books_in_the_past_only_when_confirming_it(server, hall):
             page.wait_for_url("**/staff/bookings/hall/?week=2026-11-30")
             assert _db(Booking.objects.get).start.astimezone(LONDON).date() == date(2026, 12, 1)
             assert seen["errors"] == [BAD_REQUEST]
+
+
+def test_engineer_starts_a_site_calendar_from_public_holidays(server, lecture_block):
+    schedule = Schedule.objects.create(name="Office")
+    seminar = lecture_block["seminar"]
+    seminar.schedule = schedule
+    seminar.save()
+    schedule.periods.create(weekday=4, start=time(9), end=time(17))  # Fridays
+    with time_machine.travel(FRIDAY_BEFORE_CHRISTMAS, tick=True):
+        with logged_in_page(server.url, "estates", PASSWORD, "/staff/calendars/", VIEWPORT) as (
+            page,
+            seen,
+        ):
+            form = page.locator("#calendar-form")
+            form.locator("input[name=name]").fill("CAT holidays")
+            form.locator("input[name=country]").fill("GB")
+            form.locator("input[name=subdivision]").fill("WLS")
+            form.locator("input[name=reason]").fill("Bank holidays for 2026")
+            form.get_by_role("button", name="Create").click()
+            page.wait_for_url("**/staff/calendars/*/")
+            offered = page.locator("#holidays")
+            expect(offered).to_contain_text("Fri 25 Dec 2026: Christmas Day")
+            offered.get_by_label("Fri 25 Dec 2026: Christmas Day").check()
+            offered.get_by_label("Mon 28 Dec 2026: Boxing Day (observed)").check()
+            offered.locator("input[name=reason]").fill("Site closed on bank holidays")
+            offered.get_by_role("button", name="Add ticked holidays").click()
+            expect(page.locator("#entries")).to_contain_text("Christmas Day")
+            expect(page.locator("#entries")).to_contain_text("Boxing Day (observed)")
+            expect(offered).not_to_contain_text("Christmas Day")
+
+            # The schedule follows the calendar: ticked on its form.
+            page.goto(f"{server.url}/staff/schedules/{schedule.pk}/")
+            page.get_by_label("CAT holidays").check()
+            page.fill("input[name=reason]", "Use the bank holidays")
+            page.get_by_role("button", name="Save schedule").click()
+            expect(page.locator(".messages")).to_contain_text("Saved schedule 'Office'")
+
+            page.goto(f"{server.url}/staff/bookings/seminar/?week=2026-12-21")
+            friday = page.locator(".week .head").nth(5)
+            expect(friday).to_contain_text("Closed: Christmas Day")
+            assert page.locator(".schedule").count() == 0
+            page.goto(f"{server.url}/staff/bookings/seminar/?week=2026-12-14")
+            expect(page.locator(".schedule")).to_have_text(["09:00–17:00 Office (20 °C)"])
+            assert seen["errors"] == []
+    assert [c.reason for c in ProgrammeChange.objects.order_by("at", "pk")] == [
+        "Bank holidays for 2026",
+        "Site closed on bank holidays",
+        "Use the bank holidays",
+    ]
