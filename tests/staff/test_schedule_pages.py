@@ -319,3 +319,20 @@ def test_a_calendar_takes_entries_up_to_its_bound_and_refuses_one_more(engineer,
     assert page.status_code == 400
     assert "at most 500 entries" in " ".join(page.context["entry_form"].non_field_errors())
     assert calendar.entries.count() == CALENDAR_MAX_ENTRIES
+
+
+def test_a_long_closure_is_expanded_only_over_the_days_asked_for(lecture_block):
+    """The tick asks for five days around now, replay for its range: a year-long closure
+    becomes those days, not 366 exception days per zone per tick."""
+    schedule = Schedule.objects.create(name="Mothballed")
+    calendar = SiteCalendar.objects.create(name="Refurbishment")
+    calendar.schedules.add(schedule)
+    CalendarEntry.objects.create(
+        calendar=calendar, first_day=date(2026, 1, 1), last_day=date(2026, 12, 31),
+        description="Refurbishment",
+    )  # fmt: skip
+    spec = mapper.schedule_spec(schedule, days=(date(2026, 6, 1), date(2026, 6, 4)))
+    assert [e.day for e in spec.exceptions] == [date(2026, 6, d) for d in range(1, 5)]
+    assert len(mapper.schedule_spec(schedule).exceptions) == 365
+    outside = mapper.schedule_spec(schedule, days=(date(2027, 1, 1), date(2027, 1, 5)))
+    assert outside.exceptions == ()
