@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import time
 
+import holidays
 from django import forms
 from django.core.exceptions import ValidationError
 
@@ -208,6 +209,22 @@ class CalendarForm(forms.Form):
 
     def clean_subdivision(self) -> str:
         return self.cleaned_data["subdivision"].strip().upper()
+
+    def clean(self) -> dict:
+        """A country or region the holidays library does not know is named now, not when its
+        holidays are first asked for."""
+        data = super().clean()
+        country, region = data.get("country"), data.get("subdivision")
+        if not country:
+            if region:
+                self.add_error("subdivision", "A region needs its country.")
+            return data
+        if country not in holidays.list_supported_countries():
+            self.add_error("country", f"No public holidays are known for '{country}'.")
+        elif region and region not in holidays.list_supported_countries()[country]:
+            known = ", ".join(holidays.list_supported_countries()[country][:12])
+            self.add_error("subdivision", f"'{country}' has no region '{region}' (known: {known}).")
+        return data
 
 
 class EntryForm(forms.Form):

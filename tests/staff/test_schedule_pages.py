@@ -336,3 +336,27 @@ def test_a_long_closure_is_expanded_only_over_the_days_asked_for(lecture_block):
     assert len(mapper.schedule_spec(schedule).exceptions) == 365
     outside = mapper.schedule_spec(schedule, days=(date(2027, 1, 1), date(2027, 1, 5)))
     assert outside.exceptions == ()
+
+
+@pytest.mark.parametrize(
+    "country, region, field",
+    [("ZZ", "", "country"), ("GB", "XYZ", "subdivision"), ("", "WLS", "subdivision")],
+)
+def test_a_calendar_country_or_region_unknown_is_named(engineer, country, region, field):
+    page = client_for(engineer).post(
+        "/staff/calendars/",
+        {"name": "Holidays", "country": country, "subdivision": region, "reason": "r"},
+    )
+    assert page.status_code == 400 and field in page.context["form"].errors
+    assert not SiteCalendar.objects.exists()
+
+
+def test_a_calendar_with_a_known_region_is_created_and_audited(engineer):
+    page = client_for(engineer).post(
+        "/staff/calendars/",
+        {"name": "Holidays", "country": "gb", "subdivision": "wls", "reason": "Start"},
+    )
+    assert page.status_code == 302
+    calendar = SiteCalendar.objects.get()
+    assert (calendar.country, calendar.subdivision) == ("GB", "WLS")
+    assert ProgrammeChange.objects.get().subject == "calendar 'Holidays'"
