@@ -242,6 +242,7 @@ def booking_index(request: HttpRequest) -> HttpResponse:
 # How far from today a week may be asked for: 9999-12-31 or 0001-01-01 overflowed the date
 # arithmetic of the week's days and its neighbours (a 500).
 WEEK_BOUND_DAYS = 100 * 366
+MAX_ID = 2**31 - 1  # the largest id every supported database's integer key holds
 
 
 def _week_start(request: HttpRequest, tz: ZoneInfo) -> date:
@@ -335,6 +336,8 @@ def _undoable(request: HttpRequest, zone: Zone) -> Booking | None:
         pk = int(request.GET.get("cancelled", ""))
     except ValueError:
         return None
+    if not 0 < pk <= MAX_ID:
+        return None  # a database integer could not hold it (a 500 on SQLite, not "not found")
     return Booking.objects.filter(
         pk=pk, zone=zone, cancelled=True, cancelled_by=request.user.get_username()
     ).first()
@@ -409,6 +412,10 @@ def booking_restore(request: HttpRequest, zone_slug: str, pk: int) -> HttpRespon
     booking = get_object_or_404(Booking, pk=pk, zone=zone, cancelled=True)
     if not can_book(request.user):
         raise PermissionDenied("Your role may only read bookings.")
+    if not booking.cancelled_by_person:
+        # Its iCal feed cancelled it: the feed is where it is booked, and its next sync wins.
+        messages.error(request, f"Not restored: {booking.title} was cancelled in its iCal feed.")
+        return _redirect_to_week(zone, booking.start.astimezone(_tz()).date())
     try:
         bookings.restore(booking, request.user)
         messages.success(request, f"Restored: {booking}")

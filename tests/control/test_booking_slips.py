@@ -11,7 +11,7 @@ import pytest
 import time_machine
 from django.test import Client
 
-from control.models import Booking, Zone
+from control.models import CANCELLED_BY_FEED, Booking, Zone
 
 pytestmark = pytest.mark.django_db
 LONDON = ZoneInfo("Europe/London")
@@ -135,3 +135,21 @@ def test_a_viewer_may_neither_cancel_nor_undo(viewer, booker, hall):
     b.refresh_from_db()
     assert b.cancelled
     assert c.get(f"/staff/bookings/hall/{b.pk}/restore/").status_code == 405
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "-1", "0", "x", ""])
+def test_a_bad_cancelled_parameter_shows_the_week_without_undo(booker, hall, value):
+    page = client_for(booker).get(f"/staff/bookings/hall/?cancelled={value}")
+    assert page.status_code == 200 and 'id="undo-cancel"' not in page.content.decode()
+
+
+def test_a_booking_its_ical_feed_cancelled_is_not_restored_here(booker, hall):
+    b = Booking.objects.create(
+        zone=hall, title="Feed class", source=Booking.Source.ICAL,
+        start=THURSDAY.replace(day=4), end=THURSDAY.replace(day=4, hour=11),
+    )  # fmt: skip
+    b.cancel(by=CANCELLED_BY_FEED)
+    page = client_for(booker).post(f"/staff/bookings/hall/{b.pk}/restore/", follow=True)
+    assert "cancelled in its iCal feed" in page.content.decode()
+    b.refresh_from_db()
+    assert b.cancelled
