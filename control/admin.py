@@ -7,11 +7,14 @@ from control.claims import conflict
 from control.models import (
     ActuatorCommand,
     Booking,
+    CalendarEntry,
     OutputOverride,
     Override,
+    ProgrammeChange,
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    SiteCalendar,
     Zone,
 )
 from sensors.admin import ActuatorAdmin
@@ -238,3 +241,37 @@ class ControlledActuatorAdmin(ActuatorAdmin):
     @admin.display(description="state — why")
     def state_and_why(self, actuator: Actuator) -> str:
         return actuator_state_and_why(actuator)
+
+
+# --- site calendars and the programme audit (issue #28; the staff pages are the usual way) ---
+
+
+class CalendarEntryInline(admin.TabularInline):
+    model = CalendarEntry
+    extra = 0
+
+
+@admin.register(SiteCalendar)
+class SiteCalendarAdmin(admin.ModelAdmin):
+    list_display = ["name", "country", "subdivision"]
+    search_fields = ["name"]
+    filter_horizontal = ["schedules"]
+    inlines = [CalendarEntryInline]
+
+
+@admin.register(ProgrammeChange)
+class ProgrammeChangeAdmin(admin.ModelAdmin):
+    """The audit is written by the staff pages only: read here, never edited."""
+
+    list_display = ["at", "by", "subject", "change", "reason"]
+    list_filter = ["by"]
+    search_fields = ["subject", "change", "reason"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

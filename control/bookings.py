@@ -46,3 +46,10 @@ def _checked_save(booking: Booking) -> Booking:
         booking.full_clean()
         booking.save()
     return booking
+
+
+def restore(booking: Booking, by: AbstractBaseUser, *, now: datetime | None = None) -> Booking:
+    """Undo a cancel: the booking is in force again, stamped as changed by `by`, unless the room
+    was booked for that time meanwhile (a ValidationError naming the clash, nothing saved)."""
+    booking.cancelled, booking.cancelled_at, booking.cancelled_by = False, None, ""
+    return move(booking, by, now=now)

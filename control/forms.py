@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from control.models import MAX_OVERRIDE, Booking, WeatherCompensation, Zone
 from sensors.models import Actuator
@@ -33,16 +34,34 @@ class BookingForm(forms.Form):
     start = forms.TimeField(widget=iso_time_input())
     end = forms.TimeField(widget=iso_time_input())
     setpoint = forms.FloatField(
+        label="Setpoint (°C)",
         required=False,
         min_value=5,
         max_value=30,
-        help_text="°C; empty: the room's comfort setpoint",
+        help_text="5–30 °C; empty: the room's comfort setpoint",
     )
 
-    def __init__(self, *args, zone: Zone, booking: Booking | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        zone: Zone,
+        booking: Booking | None = None,
+        may_book_past: bool = False,
+        now: datetime | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.zone = zone
         self.booking = booking
+        self.now = now or timezone.now()
+        if may_book_past:
+            # Engineers may record a booking after the fact (a room used without booking), but
+            # only by saying so: a past day is otherwise a slip of the date picker.
+            self.fields["confirm_past"] = forms.BooleanField(
+                label="Yes, book it in the past",
+                required=False,
+                help_text="Engineers only: records a booking that has already started.",
+            )
 
     def clean(self) -> dict:
         data = super().clean()
@@ -53,6 +72,20 @@ class BookingForm(forms.Form):
         end = datetime.combine(data["day"], data["end"], tzinfo=tz)
         if end <= start:
             raise ValidationError({"end": "The booking must end after it starts (same day)."})
+        moved = self.booking is None or start != self.booking.start
+        if moved and start < self.now:
+            # A booking that has already started (its start unchanged) may still be edited.
+            if "confirm_past" not in self.fields:
+                raise ValidationError(
+                    {"day": "This is in the past: book today or a later day and time."}
+                )
+            if not data.get("confirm_past"):
+                raise ValidationError(
+                    {
+                        "confirm_past": "This starts in the past: tick to book it anyway, "
+                        "or pick a later day and time."
+                    }
+                )
         # The rules themselves are the model's (Booking.clean), shared with the API and admin.
         candidate = Booking(
             pk=self.booking.pk if self.booking is not None else None,

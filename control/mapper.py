@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -38,6 +39,7 @@ from control.engine.specs import (
 )
 from control.models import (
     Booking,
+    CalendarEntry,
     HeatingPlant,
     OutputOverride,
     Override,
@@ -139,17 +141,57 @@ def exception_spec(e: ScheduleException) -> ExceptionSpec:
 
 
 def schedule_spec(
-    schedule: Schedule, exceptions: Iterable[ScheduleException] | None = None
+    schedule: Schedule,
+    exceptions: Iterable[ScheduleException] | None = None,
+    days: tuple[date, date] | None = None,
 ) -> ScheduleSpec:
     """The schedule with its periods, and its exception days (`exceptions`, else all of the
-    schedule's as prefetched)."""
+    schedule's as prefetched), joined by the closures and special days of the site calendars
+    it uses (only those within `days`, first to last inclusive, when given). The schedule's
+    own exception day wins over a calendar's entry for the same day."""
     if exceptions is None:
         exceptions = schedule.exceptions.all()
+    own = [exception_spec(e) for e in exceptions]
+    taken = {e.day for e in own}
+    from_calendars = []
+    for entry in calendar_entries(schedule):
+        for spec in entry_days(entry, days):
+            if spec.day not in taken:
+                taken.add(spec.day)
+                from_calendars.append(spec)
     return ScheduleSpec(
         schedule.name,
         tuple(PeriodSpec(p.weekday, p.start, p.end, p.setpoint) for p in schedule.periods.all()),
-        tuple(exception_spec(e) for e in exceptions),
+        tuple(sorted(own + from_calendars, key=lambda e: e.day)),
     )
+
+
+def calendar_entries(schedule: Schedule) -> list[CalendarEntry]:
+    """The entries of every calendar the schedule uses (as prefetched, if they were), the
+    calendars in name order so the same day in two calendars always reads the same."""
+    return [e for c in schedule.calendars.all() for e in c.entries.all()]
+
+
+def entry_days(entry: CalendarEntry, days: tuple[date, date] | None = None) -> list[ExceptionSpec]:
+    """A calendar entry as the exception days the engine knows, one per day of its range
+    (bounded by CALENDAR_ENTRY_MAX_DAYS), clipped to `days` when given."""
+    first, last = entry.first_day, entry.last_day
+    if days is not None:
+        first, last = max(first, days[0]), min(last, days[1])
+    found = []
+    day = first
+    while day <= last:
+        found.append(
+            ExceptionSpec(
+                day=day,
+                occupied=entry.occupied,
+                start=entry.start,
+                end=entry.end,
+                description=entry.description,
+            )
+        )
+        day += timedelta(days=1)
+    return found
 
 
 def _tuning(zone: Zone) -> ZoneTuning:
@@ -169,6 +211,7 @@ def zone_spec(
     override: OverrideSpec | None = None,
     actuator_ids: Iterable[int] = (),
     exceptions: Iterable[ScheduleException] | None = None,
+    days: tuple[date, date] | None = None,
 ) -> ZoneSpec:
     sensor = zone.temperature_sensor if zone.temperature_sensor_id else None
     tuning = _tuning(zone)
@@ -192,7 +235,7 @@ def zone_spec(
         sensor_stale_after_s=zone.sensor_stale_after_s,
         has_sensor=sensor is not None and sensor.feed_id is not None,
         reading=reading,
-        schedule=schedule_spec(schedule, exceptions) if schedule is not None else None,
+        schedule=schedule_spec(schedule, exceptions, days) if schedule is not None else None,
         bookings=tuple(bookings),
         override=override,
         actuator_ids=tuple(actuator_ids),

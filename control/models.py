@@ -1009,3 +1009,100 @@ class NodeCommand(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actuator} {'ON' if self.state else 'OFF'} for {self.node}"
+
+
+# --- site calendars: closures and special days shared by many schedules (issue #28) ----------
+
+# Bounds on what a staff page may store: one entry spans at most a year (a closure, a term), a
+# calendar holds at most this many entries (a decade of holidays and closures), so expanding a
+# schedule's days for the calendar or a tick stays small.
+CALENDAR_ENTRY_MAX_DAYS = 366
+CALENDAR_MAX_ENTRIES = 500
+
+
+class SiteCalendar(models.Model):
+    """A named list of closures and special days (the site's public holidays, a term calendar),
+    shared by every schedule that uses it: set Christmas once, not once per schedule."""
+
+    name = models.CharField(max_length=100, unique=True)
+    country = models.CharField(
+        max_length=2,
+        blank=True,
+        default="GB",
+        help_text="ISO country code whose public holidays are offered (the `holidays` library).",
+    )
+    subdivision = models.CharField(
+        max_length=8, blank=True, help_text="Region of the country, e.g. WLS for Wales."
+    )
+    schedules = models.ManyToManyField(Schedule, blank=True, related_name="calendars")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CalendarEntry(models.Model):
+    """A closure (unoccupied every day from first_day to last_day) or a special day (occupied
+    from start to end on each of those days), replacing the weekly periods of every schedule
+    that uses the calendar. A schedule's own exception day wins over a calendar's entry."""
+
+    calendar = models.ForeignKey(SiteCalendar, on_delete=models.CASCADE, related_name="entries")
+    first_day = models.DateField()
+    last_day = models.DateField(help_text="Inclusive: the same as the first day for one day.")
+    description = models.CharField(max_length=200)
+    occupied = models.BooleanField(
+        default=False, help_text="Unticked: closed (unoccupied). Ticked: occupied start to end."
+    )
+    start = models.TimeField(null=True, blank=True)
+    end = models.TimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["calendar", "first_day"]
+        indexes = [models.Index(fields=["calendar", "first_day", "last_day"])]
+
+    def __str__(self) -> str:
+        if self.first_day == self.last_day:
+            return f"{self.description} ({self.first_day:%a %d %b %Y})"
+        return f"{self.description} ({self.first_day:%a %d %b} – {self.last_day:%a %d %b %Y})"
+
+    def days(self) -> int:
+        return (self.last_day - self.first_day).days + 1
+
+    def clean(self) -> None:
+        errors = {}
+        if self.first_day and self.last_day:
+            if self.last_day < self.first_day:
+                errors["last_day"] = "Must not be before the first day."
+            elif self.days() > CALENDAR_ENTRY_MAX_DAYS:
+                errors["last_day"] = f"An entry may span at most {CALENDAR_ENTRY_MAX_DAYS} days."
+        if self.occupied:
+            if self.start is None or self.end is None:
+                errors["start"] = "An occupied special day needs a start and an end time."
+            elif self.start == self.end:
+                errors["end"] = "It must not end when it starts (before the start: the next day)."
+        if self.calendar_id is not None and self.pk is None:
+            if self.calendar.entries.count() >= CALENDAR_MAX_ENTRIES:
+                errors["calendar"] = (
+                    f"A calendar holds at most {CALENDAR_MAX_ENTRIES} entries: remove old ones."
+                )
+        if errors:
+            raise ValidationError(errors)
+
+
+class ProgrammeChange(models.Model):
+    """The audit of a change to a schedule, a calendar or which rooms follow a schedule, made
+    on the staff pages: who, when, what and why (the rows themselves keep no history)."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    by = models.CharField(max_length=150)
+    subject = models.CharField(max_length=200, help_text="What was changed, e.g. schedule 'Term'.")
+    change = models.TextField(help_text="What changed, in words.")
+    reason = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.change[:60]} ({self.by})"

@@ -169,7 +169,12 @@ def replay(
         )
     site = mapper.site_settings()
     spec = mapper.zone_spec(
-        zone, site, bookings=bookings, actuator_ids=list(actuators), exceptions=exceptions
+        zone,
+        site,
+        bookings=bookings,
+        actuator_ids=list(actuators),
+        exceptions=exceptions,
+        days=((start - timedelta(days=1)).date(), (end + timedelta(days=1)).date()),
     )
     # The feed is read in windows of `step` (or whole feed slots a little longer): a reading is
     # that old by construction, so it is stale only when a whole window had none. With a 900 s

@@ -14,6 +14,7 @@ from control import mapper, runtime
 from control.engine.specs import BookingSpec, OutputOverrideSpec, OverrideSpec, Snapshot
 from control.models import (
     Booking,
+    CalendarEntry,
     HeatingPlant,
     OutputOverride,
     Override,
@@ -44,6 +45,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     )
     if zone_ids is not None:
         zones_qs = zones_qs.filter(pk__in=zone_ids)
+    days = ((now - timedelta(days=2)).date(), (now + timedelta(days=3)).date())
     zones = list(
         zones_qs.prefetch_related(
             Prefetch(
@@ -52,7 +54,14 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
                     date__gte=(now - timedelta(days=2)).date(),
                     date__lte=(now + timedelta(days=3)).date(),
                 ),
-            )
+            ),
+            # The site calendars' closures and special days around now, as the exceptions.
+            Prefetch(
+                "schedule__calendars__entries",
+                queryset=CalendarEntry.objects.filter(
+                    first_day__lte=days[1], last_day__gte=days[0]
+                ),
+            ),
         )
     )
     plants = list(
@@ -96,6 +105,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             bookings=bookings.get(z.pk, ()),
             override=overrides.get(("zone", z.pk)),
             actuator_ids=[aid for aid in members.get(z.pk, []) if aid in actuators],
+            days=days,
         )
         for z in zones
     )

@@ -10,23 +10,30 @@ waits on a relay board.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
+from django.db.models import Prefetch
 from django.utils import timezone
 
-from control import runtime
+from control import calendar, runtime
 from control.models import (
+    CalendarEntry,
     HeatingPlant,
     OutputOverride,
     Override,
     RelayBoard,
+    ScheduleException,
     WeatherCompensation,
     Zone,
 )
 from core.dates import time_text
 from feeds.store import service as feed_service
 from sensors.models import Actuator
+
+COMING_DAYS = 7  # days of each zone's schedule shown on the plant status page
 
 FLAG_LABELS = {
     "sensor_fault": "sensor fault: fallback",
@@ -94,9 +101,30 @@ def actuator_status(actuators: list[Actuator] | None = None) -> list[dict[str, A
 
 
 def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
+    now = timezone.now()
+    tz = ZoneInfo(settings.TIME_ZONE)
+    today = now.astimezone(tz).date()
     if zones is None:
         zones = list(
-            Zone.objects.select_related("temperature_sensor").prefetch_related("actuators")
+            Zone.objects.select_related("temperature_sensor", "schedule").prefetch_related(
+                "actuators",
+                "schedule__periods",
+                Prefetch(
+                    "schedule__exceptions",
+                    queryset=ScheduleException.objects.filter(
+                        date__gte=today - timedelta(days=1),
+                        date__lte=today + timedelta(days=COMING_DAYS),
+                    ),
+                ),
+                # Only the calendar entries of the days shown (control/calendar.coming_days).
+                Prefetch(
+                    "schedule__calendars__entries",
+                    queryset=CalendarEntry.objects.filter(
+                        first_day__lte=today + timedelta(days=COMING_DAYS),
+                        last_day__gte=today - timedelta(days=1),
+                    ),
+                ),
+            )
         )
     results = runtime.load_zones([z.pk for z in zones])
     feed_ids = [
@@ -107,8 +135,8 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
     last = feed_service.last_values(feed_ids)
     all_actuators = {a.pk: a for z in zones for a in z.actuators.all()}
     by_id = {row["id"]: row for row in actuator_status(list(all_actuators.values()))}
-    now = timezone.now()
     rows = []
+    coming: dict[tuple, list[dict]] = {}
     for z in zones:
         result = results.get(z.pk)
         feed_id = z.temperature_sensor.feed_id if z.temperature_sensor else None
@@ -144,9 +172,19 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "evaluated_at": _dt(result["evaluated_at"]) if result else None,
                 "actuators": actuators,
                 "next_booking": next_booking,
+                # What the schedule will do each day (closures included), as the strategy sees it.
+                "coming_days": _coming_days(z, today, tz, coming),
             }
         )
     return rows
+
+
+def _coming_days(zone: Zone, today, tz: ZoneInfo, seen: dict[tuple, list[dict]]) -> list[dict]:
+    # Rooms sharing a schedule (a whole building) share its days: work each out once a page.
+    key = (zone.schedule_id, zone.comfort_setpoint)
+    if key not in seen:
+        seen[key] = calendar.coming_days(zone, today, tz, COMING_DAYS)
+    return seen[key]
 
 
 def _weather(plant: HeatingPlant) -> WeatherCompensation | None:

@@ -29,4 +29,9 @@ urlpatterns = [
         views.booking_cancel,
         name="booking-cancel",
     ),
+    path(
+        "staff/bookings/<slug:zone_slug>/<int:pk>/restore/",
+        views.booking_restore,
+        name="booking-restore",
+    ),
 ]

@@ -216,7 +216,13 @@ def booking_index(request: HttpRequest) -> HttpResponse:
     rooms = []
     for zone in zones:
         blocks = calendar.week_blocks(zone, monday, tz)
-        rooms.append({"zone": zone, "cells": [blocks[day] for day in days]})
+        closures = calendar.day_exceptions(zone, monday)
+        rooms.append(
+            {
+                "zone": zone,
+                "cells": [{"items": blocks[day], "note": _day_note(closures, day)} for day in days],
+            }
+        )
     today = timezone.now().astimezone(tz).date()
     return render(
         request,
@@ -236,6 +242,7 @@ def booking_index(request: HttpRequest) -> HttpResponse:
 # How far from today a week may be asked for: 9999-12-31 or 0001-01-01 overflowed the date
 # arithmetic of the week's days and its neighbours (a 500).
 WEEK_BOUND_DAYS = 100 * 366
+MAX_ID = 2**31 - 1  # the largest id every supported database's integer key holds
 
 
 def _week_start(request: HttpRequest, tz: ZoneInfo) -> date:
@@ -259,7 +266,7 @@ def booking_calendar(request: HttpRequest, zone_slug: str) -> HttpResponse:
     if request.method == "POST":
         if not can_book(request.user):
             raise PermissionDenied("Your role may only read bookings.")
-        form = BookingForm(request.POST, zone=zone)
+        form = BookingForm(request.POST, zone=zone, may_book_past=is_engineer(request.user))
         if form.is_valid():
             booking = Booking(
                 zone=zone,
@@ -273,7 +280,11 @@ def booking_calendar(request: HttpRequest, zone_slug: str) -> HttpResponse:
             return _redirect_to_week(zone, form.cleaned_data["day"])
         status = 400
     else:
-        form = BookingForm(zone=zone, initial={"day": monday})
+        # Today or later: the Monday of the week shown is in the past most days of the week.
+        today = timezone.now().astimezone(tz).date()
+        form = BookingForm(
+            zone=zone, initial={"day": max(today, monday)}, may_book_past=is_engineer(request.user)
+        )
         status = 200
     return render(
         request,
@@ -290,11 +301,14 @@ def _calendar_context(request, zone: Zone, monday: date, form, tz: ZoneInfo) -> 
     today = timezone.now().astimezone(tz).date()
     start = datetime.combine(monday, datetime.min.time(), tzinfo=tz)
     end = start + timedelta(days=7)
+    closures = calendar.day_exceptions(zone, monday)
     return {
         "zone": zone,
         "days": [
-            {"date": day, "items": items, "today": day == today} for day, items in placed.items()
+            {"date": day, "items": items, "today": day == today, "note": _day_note(closures, day)}
+            for day, items in placed.items()
         ],
+        "undo": _undoable(request, zone),
         "hours": list(hours),
         "monday": monday,
         "prev_week": monday - timedelta(days=7),
@@ -306,6 +320,29 @@ def _calendar_context(request, zone: Zone, monday: date, form, tz: ZoneInfo) -> 
     }
 
 
+def _day_note(closures: dict, day: date) -> str:
+    """ "Closed: Christmas" or "Special day: Open day": why the schedule differs that day."""
+    found = closures.get(day)
+    if found is None:
+        return ""
+    if not found.occupied:
+        return f"Closed: {found.description or 'holiday'}"
+    return f"Special day: {found.description or 'special hours'}"
+
+
+def _undoable(request: HttpRequest, zone: Zone) -> Booking | None:
+    """The booking this person has just cancelled (?cancelled=<id>), offered back with Undo."""
+    try:
+        pk = int(request.GET.get("cancelled", ""))
+    except ValueError:
+        return None
+    if not 0 < pk <= MAX_ID:
+        return None  # a database integer could not hold it (a 500 on SQLite, not "not found")
+    return Booking.objects.filter(
+        pk=pk, zone=zone, cancelled=True, cancelled_by=request.user.get_username()
+    ).first()
+
+
 @staff_page
 def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
     zone = get_object_or_404(Zone, slug=zone_slug)
@@ -314,7 +351,9 @@ def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
         raise PermissionDenied("Your role may only read bookings.")
     tz = _tz()
     if request.method == "POST":
-        form = BookingForm(request.POST, zone=zone, booking=booking)
+        form = BookingForm(
+            request.POST, zone=zone, booking=booking, may_book_past=is_engineer(request.user)
+        )
         if form.is_valid():
             booking.title = form.cleaned_data["title"]
             booking.start = form.cleaned_data["start_at"]
@@ -329,6 +368,7 @@ def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
         form = BookingForm(
             zone=zone,
             booking=booking,
+            may_book_past=is_engineer(request.user),
             initial={
                 "title": booking.title,
                 "day": s.date(),
@@ -347,15 +387,38 @@ def booking_edit(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
 
 
 @staff_page
-@require_POST
 def booking_cancel(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
+    """GET: are you sure? POST: cancel, then back to the week with Undo offered."""
     zone = get_object_or_404(Zone, slug=zone_slug)
     booking = get_object_or_404(Booking, pk=pk, zone=zone)
     if not can_book(request.user):
         raise PermissionDenied("Your role may only read bookings.")
+    week = booking.start.astimezone(_tz()).date()
+    back = f"{reverse('control:bookings', args=[zone.slug])}?week={week - timedelta(days=week.weekday())}"
+    if request.method != "POST":
+        return render(
+            request, "control/booking_cancel.html", {"zone": zone, "booking": booking, "back": back}
+        )
     bookings.cancel(booking, request.user)  # kept: an iCal sync keeps it cancelled
     messages.success(request, f"Cancelled: {booking}")
-    week = booking.start.astimezone(_tz()).date()
-    return redirect(
-        f"{reverse('control:bookings', args=[zone.slug])}?week={week - timedelta(days=week.weekday())}"
-    )
+    return redirect(f"{back}&cancelled={booking.pk}")
+
+
+@staff_page
+@require_POST
+def booking_restore(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
+    """Undo a cancel, unless the time has been booked meanwhile (then say by what)."""
+    zone = get_object_or_404(Zone, slug=zone_slug)
+    booking = get_object_or_404(Booking, pk=pk, zone=zone, cancelled=True)
+    if not can_book(request.user):
+        raise PermissionDenied("Your role may only read bookings.")
+    if not booking.cancelled_by_person:
+        # Its iCal feed cancelled it: the feed is where it is booked, and its next sync wins.
+        messages.error(request, f"Not restored: {booking.title} was cancelled in its iCal feed.")
+        return _redirect_to_week(zone, booking.start.astimezone(_tz()).date())
+    try:
+        bookings.restore(booking, request.user)
+        messages.success(request, f"Restored: {booking}")
+    except ValidationError as exc:
+        messages.error(request, f"Not restored: {' '.join(exc.messages)}")
+    return _redirect_to_week(zone, booking.start.astimezone(_tz()).date())

@@ -2,7 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from staff import input_views
+from staff import calendars, input_views, schedules
 from staff import views as staff_views
 
 urlpatterns = [
@@ -27,5 +27,16 @@ urlpatterns = [
     ),
     path(
         "staff/alarms/<int:pk>/acknowledge", staff_views.alarm_acknowledge, name="staff-alarm-ack"
+    ),
+    path("staff/schedules/", schedules.schedule_list, name="staff-schedules"),
+    path("staff/schedules/new/", schedules.schedule_edit, name="staff-schedule-new"),
+    path("staff/schedules/rooms/", schedules.rooms, name="staff-rooms"),
+    path("staff/schedules/<int:pk>/", schedules.schedule_edit, name="staff-schedule-edit"),
+    path("staff/calendars/", calendars.calendar_list, name="staff-calendars"),
+    path("staff/calendars/<int:pk>/", calendars.calendar_detail, name="staff-calendar"),
+    path(
+        "staff/calendars/<int:pk>/entries/<int:entry_pk>/delete/",
+        calendars.entry_delete,
+        name="staff-calendar-entry-delete",
     ),
 ]

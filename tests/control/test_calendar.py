@@ -140,3 +140,101 @@ def test_a_week_far_from_today_shows_this_week_with_a_message(engineer, hall, we
     assert "more than 100 years from today" in page.content.decode()
     today = date.today()
     assert (today - page.context["monday"]).days in range(-1, 8)
+
+
+CHRISTMAS_WEEK = date(2026, 12, 21)
+
+
+def _term_time(zone: Zone) -> Schedule:
+    schedule = _schedule(zone, *[(d, "08:00", "17:00") for d in range(5)])
+    return schedule
+
+
+def test_a_holiday_exception_shows_closed_in_the_calendar_as_the_strategy_does(engineer, hall):
+    """Issue #28 item 2: 21-25 December set unoccupied drew heating every day anyway."""
+    schedule = _term_time(hall)
+    for day in range(21, 26):
+        schedule.exceptions.create(date=date(2026, 12, day), description="Christmas")
+    blocks = calendar.week_blocks(hall, CHRISTMAS_WEEK, LONDON)
+    assert all(blocks[CHRISTMAS_WEEK + timedelta(days=i)] == [] for i in range(7))
+    html = client_for(engineer).get(f"/staff/bookings/hall/?week={CHRISTMAS_WEEK}").content
+    assert html.decode().count("Closed: Christmas") == 5
+    # The week after is heated as usual.
+    after = calendar.week_blocks(hall, CHRISTMAS_WEEK + timedelta(days=7), LONDON)
+    assert [len(after[CHRISTMAS_WEEK + timedelta(days=7 + i)]) for i in range(7)] == [
+        1, 1, 1, 1, 1, 0, 0,
+    ]  # fmt: skip
+
+
+def test_a_site_calendar_closure_is_closed_in_the_calendar_and_for_the_strategy(
+    viewer, hall, redis_client
+):
+    from control import snapshot
+    from control.engine.evaluator import evaluate
+    from control.models import CalendarEntry, SiteCalendar
+
+    schedule = _term_time(hall)
+    site_calendar = SiteCalendar.objects.create(name="CAT closures")
+    site_calendar.schedules.add(schedule)
+    CalendarEntry.objects.create(
+        calendar=site_calendar, first_day=date(2026, 12, 23), last_day=date(2027, 1, 1),
+        description="Christmas closure",
+    )  # fmt: skip
+    CalendarEntry.objects.create(
+        calendar=site_calendar, first_day=date(2026, 12, 26), last_day=date(2026, 12, 26),
+        description="Boxing Day sale", occupied=True, start=time(10), end=time(14),
+    )  # fmt: skip
+    blocks = calendar.week_blocks(hall, CHRISTMAS_WEEK, LONDON)
+    assert [[b.title for b in blocks[CHRISTMAS_WEEK + timedelta(days=i)]] for i in range(7)] == [
+        ["Hall hours (20 °C)"],
+        ["Hall hours (20 °C)"],
+        [],
+        [],
+        [],
+        # The first entry of the calendar for a day holds (the closure, not the sale).
+        [],
+        [],
+    ]
+    html = client_for(viewer).get(f"/staff/bookings/?week={CHRISTMAS_WEEK}").content.decode()
+    assert html.count("Closed: Christmas closure") == 5
+    # The strategy sees the same closure: unoccupied, and it says why.
+    f.set_temperature(hall, 18.0, at(date(2026, 12, 23), 10).timestamp())
+    tick = snapshot.build(at(date(2026, 12, 23), 10)).snapshot
+    result = evaluate(tick).zones[hall.pk]
+    assert "holiday 'Christmas closure'" in result.reason and not result.demand
+    redis_client.flushdb()
+    f.set_temperature(hall, 18.0, at(date(2026, 12, 22), 10).timestamp())
+    tick = snapshot.build(at(date(2026, 12, 22), 10)).snapshot
+    assert "Schedule 'Hall hours'" in evaluate(tick).zones[hall.pk].reason
+
+
+def test_plant_status_lists_the_coming_days_with_closures(viewer, hall, redis_client):
+    import time_machine
+
+    from control.models import CalendarEntry, SiteCalendar
+    from control.status import zone_status
+
+    schedule = _term_time(hall)
+    site_calendar = SiteCalendar.objects.create(name="CAT closures")
+    site_calendar.schedules.add(schedule)
+    CalendarEntry.objects.create(
+        calendar=site_calendar, first_day=date(2026, 12, 23), last_day=date(2027, 1, 1),
+        description="Christmas closure",
+    )  # fmt: skip
+    schedule.exceptions.create(
+        date=date(2026, 12, 22), description="Open evening", occupied=True,
+        start=time(17), end=time(21),
+    )  # fmt: skip
+    with time_machine.travel(at(date(2026, 12, 19), 12)):
+        days = zone_status()[0]["coming_days"]
+        html = client_for(viewer).get("/staff/control/").content.decode()
+    assert [(d["day"].day, d["text"]) for d in days] == [
+        (19, "not occupied"),
+        (20, "not occupied"),
+        (21, "08:00–17:00 20 °C"),
+        (22, "Open evening: 17:00–21:00 20 °C"),  # the room's comfort setpoint
+        (23, "closed (Christmas closure)"),
+        (24, "closed (Christmas closure)"),
+        (25, "closed (Christmas closure)"),
+    ]
+    assert "Wed 23 closed (Christmas closure)" in html

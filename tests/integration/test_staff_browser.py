@@ -68,6 +68,10 @@ STAFF_PAGES = {
     "/staff/control/replay/lecture/": "Replay",
     "/staff/alarms/": "Alarms",
     "/staff/feeds/": "Feed explorer",
+    "/staff/schedules/": "Schedules",
+    "/staff/schedules/new/": "New schedule",
+    "/staff/schedules/rooms/": "Rooms in buildings",
+    "/staff/calendars/": "Site calendars",
 }
 
 

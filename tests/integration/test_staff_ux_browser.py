@@ -38,8 +38,9 @@ def test_create_move_and_cancel_a_booking(page, server):
     today = timezone.localdate()
     next_monday = today + timedelta(days=7 - today.weekday())
     browser_page.goto(f"{server.url}/staff/bookings/lecture/?week={next_monday}")
-    # The day of a new booking is pre-filled with the shown week's Monday (an ISO value the
-    # browser keeps; the en-gb "24/11/2026" was dropped, leaving the field empty).
+    # The day of a new booking is pre-filled with the shown week's Monday when that is later
+    # than today (an ISO value the browser keeps; the en-gb "24/11/2026" was dropped, leaving
+    # the field empty).
     expect(browser_page.locator("#id_day")).to_have_value(next_monday.isoformat())
     browser_page.fill("#id_title", "Choir")
     browser_page.fill("#id_start", "10:00")
@@ -64,7 +65,8 @@ def test_create_move_and_cancel_a_booking(page, server):
     row = browser_page.locator("tr", has_text="Choir")
     expect(row).to_contain_text(f"{day_text(new_day)} 14:00–15:00")
 
-    row.locator("button", has_text="Cancel").click()
+    row.get_by_role("link", name="cancel…").click()  # asks first (issue #28)
+    browser_page.get_by_role("button", name="Yes, cancel it").click()
     expect(browser_page.locator(".messages")).to_contain_text("Cancelled: Choir")
     expect(browser_page.locator("tr", has_text="Choir")).to_contain_text("(cancelled)")
     assert seen["errors"] == []
