@@ -409,9 +409,13 @@ def booking_cancel(request: HttpRequest, zone_slug: str, pk: int) -> HttpRespons
 def booking_restore(request: HttpRequest, zone_slug: str, pk: int) -> HttpResponse:
     """Undo a cancel, unless the time has been booked meanwhile (then say by what)."""
     zone = get_object_or_404(Zone, slug=zone_slug)
-    booking = get_object_or_404(Booking, pk=pk, zone=zone, cancelled=True)
+    booking = get_object_or_404(Booking, pk=pk, zone=zone)
     if not can_book(request.user):
         raise PermissionDenied("Your role may only read bookings.")
+    if not booking.cancelled:
+        # A second click on Undo (or two people at once): it is booked, say so, change nothing.
+        messages.info(request, f"Already booked: {booking}")
+        return _redirect_to_week(zone, booking.start.astimezone(_tz()).date())
     if not booking.cancelled_by_person:
         # Its iCal feed cancelled it: the feed is where it is booked, and its next sync wins.
         messages.error(request, f"Not restored: {booking.title} was cancelled in its iCal feed.")

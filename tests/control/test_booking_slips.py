@@ -124,6 +124,18 @@ def test_undo_is_refused_when_the_time_was_booked_meanwhile(booker, hall):
     assert b.cancelled
 
 
+def test_a_second_undo_says_it_is_booked_and_changes_nothing(booker, hall):
+    c = client_for(booker)
+    c.post("/staff/bookings/hall/", form("2026-12-04"))
+    b = Booking.objects.get()
+    c.post(f"/staff/bookings/hall/{b.pk}/cancel/")
+    c.post(f"/staff/bookings/hall/{b.pk}/restore/")
+    page = c.post(f"/staff/bookings/hall/{b.pk}/restore/", follow=True)
+    assert page.status_code == 200 and "Already booked" in page.content.decode()
+    b.refresh_from_db()
+    assert not b.cancelled and Booking.objects.count() == 1
+
+
 def test_a_viewer_may_neither_cancel_nor_undo(viewer, booker, hall):
     client_for(booker).post("/staff/bookings/hall/", form("2026-12-04"))
     b = Booking.objects.get()

@@ -131,6 +131,20 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         plant=plant.pk, solar=solar.pk, weather=weather.pk, relay_board=board.pk,
         analogue_command=output.pk, output_override=held.pk,
     )  # fmt: skip
+    # The staff schedule pages (docs/CONTROL.md): a site calendar with one closure, and a
+    # booking a person cancelled (the one an undo restores).
+    from control.models import CalendarEntry, SiteCalendar
+
+    site_calendar = SiteCalendar.objects.create(name=f"{HIDDEN} calendar")
+    entry = CalendarEntry.objects.create(
+        calendar=site_calendar, first_day=date(2031, 12, 24), last_day=date(2031, 12, 26),
+        description=f"{HIDDEN} closure",
+    )  # fmt: skip
+    cancelled = Booking.objects.create(
+        zone=zone, title=f"{HIDDEN} cancelled booking", start=start + timedelta(hours=3),
+        end=start + timedelta(hours=4), cancelled=True, cancelled_by="engineer",
+    )  # fmt: skip
+    w.ids.update(site_calendar=site_calendar.pk, calendar_entry=entry.pk, cancelled=cancelled.pk)
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()
