@@ -196,7 +196,10 @@ def test_create_makes_a_phpfina_feed_as_emoncms_answers(engineer, feed_dir):
     ("params", "words"),
     [
         ({"name": "a;b", "options": '{"interval":10}'}, "invalid characters in feed name"),
-        ({"name": "a", "tag": "<x>", "options": '{"interval":10}'}, "invalid characters in feed tag"),
+        (
+            {"name": "a", "tag": "<x>", "options": '{"interval":10}'},
+            "invalid characters in feed tag",
+        ),
         ({"name": "a", "engine": 2, "options": '{"interval":10}'}, "Engine id 2 is not supported"),
         ({"name": "a"}, "options"),
         ({"name": "a", "options": "{"}, "not JSON"),
