@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from django.db import transaction
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
@@ -90,7 +91,17 @@ class InputGetInputs(EmoncmsApiView):
         return Response(emoncms_inputs.by_node(_found(request), with_values=False) or [])
 
 
+class _OperationPerPath(AutoSchema):
+    """One view serves /input/get, /input/get/{node} and /input/get/{node}/{name}: each path
+    gets its own operation id (spectacular would otherwise number them)."""
+
+    def get_operation_id(self) -> str:
+        return "emoncms_" + re.sub(r"\W+", "_", self.path.strip("/")).strip("_")
+
+
 class InputGet(EmoncmsApiView):
+    schema = _OperationPerPath()
+
     @extend_schema(
         tags=TAGS,
         summary="emoncms input/get: inputs by node with their last values",
