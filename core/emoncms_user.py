@@ -140,6 +140,8 @@ class Auth(_Plain):
             return _refuse(
                 "Username or password empty", 400, "username" if not username else "password"
             )
+        if "\x00" in username:  # PostgreSQL cannot even be asked for such a name
+            return _refuse("username: NUL bytes are not allowed", 400, "username")
         if len(username) > USERNAME_CHARS:
             return _refuse("Incorrect authentication", 401, "username")  # no user is named so
         if len(password) > MAX_PASSWORD_CHARS:

@@ -105,6 +105,11 @@ def test_a_password_at_the_bound_is_checked_and_past_it_refused_unhashed(viewer)
     assert response.status_code == 400 and response.json()["field"] == "password"
 
 
+def test_a_nul_in_the_username_is_a_400_never_a_database_error(viewer):
+    response = _auth("vie\x00wer", "pw-viewer")
+    assert response.status_code == 400 and response.json()["field"] == "username"
+
+
 def test_keys_issued_by_logins_are_bounded_per_user(viewer, settings):
     settings.BMS_API_TOKENS_PER_USER = 3
     keys = [_auth("viewer", "pw-viewer").json()["apikey_read"] for _ in range(5)]
