@@ -33,6 +33,13 @@ def slot_timevalue(
     return slot_start, float(np.float32(v))
 
 
+def stored_value(last: tuple[int, float | None] | None) -> float | None:
+    """The last value as the file holds it (float32), for value.json and fetch.json."""
+    if last is None or last[1] is None or math.isnan(last[1]):
+        return None
+    return float(np.float32(last[1]))
+
+
 def timevalues(feeds: list[Feed]) -> dict[int, tuple[int | None, float | None]]:
     last = service.emoncms_timevalues(f.id for f in feeds)
     return {f.id: slot_timevalue(last.get(f.id), f.interval) for f in feeds}

@@ -327,7 +327,8 @@ class Value(EmoncmsView):
         feed = query.readable_feeds(request.user, [feed_id])[feed_id]
         if not t:
             last = service.emoncms_timevalues([feed_id]).get(feed_id)
-            return JsonResponse(None if last is None else last[1], safe=False)
+            # the same last value as timevalue.json: as stored (float32), as emoncms's feed hash
+            return JsonResponse(emoncms_shapes.stored_value(last), safe=False)
         return JsonResponse(service.value_at(feed_id, t, feed_interval=feed.interval), safe=False)
 
 
@@ -375,7 +376,7 @@ class Fetch(EmoncmsView):
         readable = [i for i in ids if i in feeds and (staff or feeds[i].public)]
         last = service.emoncms_timevalues(readable)
         return Response(
-            [(last[i][1] if i in last else None) if i in readable else False for i in ids]
+            [emoncms_shapes.stored_value(last.get(i)) if i in readable else False for i in ids]
         )
 
 

@@ -306,3 +306,11 @@ def test_insert_keys_from_both_sides(engineer, viewer, anon_api, feeds, db):
     assert _pending(public) == [(T0 + 7, pytest.approx(0.1))]
     refused(get(keyed(engineer), "/feed/insert.json", id=999999, value=1), 404,
             "Feed does not exist")  # fmt: skip
+
+
+def test_value_and_fetch_answer_the_same_stored_float32_as_timevalue(anon_api, feeds):
+    """emoncms answers value.json and fetch.json from the same feed hash as timevalue.json."""
+    _, public = feeds
+    stored = float(np.float32(0.1))
+    assert anon_api.get(f"/feed/value.json?id={public.id}").json() == stored
+    assert anon_api.get(f"/feed/fetch.json?ids={public.id}").json() == [stored]
