@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
+from core.redis import get_redis
 from feeds.processes import catalog
 from sensors.ingest import node_state
 from sensors.models import Node, Sensor
@@ -48,7 +49,18 @@ def sensors(site_slug: str | None = None) -> QuerySet[Sensor]:
 
 
 def last_values(node_ids: Iterable[int]) -> dict[int, dict[str, tuple[int, float]]]:
-    return {node_id: node_state.last_values(node_id) for node_id in set(node_ids)}
+    """{node: {input key: (t, value)}} in one Redis round trip however many nodes."""
+    ids = sorted(set(node_ids))
+    pipe = get_redis().pipeline(transaction=False)
+    for node_id in ids:
+        pipe.hgetall(node_state.last_key(node_id))
+    out: dict[int, dict[str, tuple[int, float]]] = {}
+    for node_id, raw in zip(ids, pipe.execute(), strict=True):
+        values = out[node_id] = {}
+        for key, text in raw.items():
+            t, _, value = text.decode().partition(" ")
+            values[key.decode()] = (int(t), float(value))
+    return out
 
 
 def _timevalue(last: tuple[int, float] | None) -> tuple[int | None, float | None]:
