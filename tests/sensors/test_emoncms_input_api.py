@@ -288,3 +288,28 @@ def test_encode_names_processes_without_an_emoncms_id_by_key():
     text = emoncms_inputs.encode(steps)
     assert text == "process__error_found:0,71:30:4,35:a/b"
     assert emoncms_inputs.decode(text) == (steps, [])
+
+
+def test_listing_costs_the_same_queries_however_many_nodes(viewer, plant, redis_client):
+    """One query for the inputs (nodes and sites joined) and one Redis pipeline, so a site
+    with many nodes is not a query per node or per input."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = keyed(viewer)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert get(client, "/input/list.json").status_code == 200
+            assert get(client, "/input/get").status_code == 200
+        return len(captured.captured_queries)
+
+    before = queries()
+    for i in range(20):
+        node = Node(name=f"extra{i}", site=plant["home"])
+        node.set_new_key()
+        node.save()
+        Sensor.objects.create(node=node, key="power")
+        redis_client.hset(node_state.last_key(node.pk), mapping={"power": f"{T} {i}"})
+    assert queries() == before
+    assert len(get(client, "/input/list.json").json()) == 3 + 20
