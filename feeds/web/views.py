@@ -30,10 +30,8 @@ from core.throttle import PublicRateThrottle
 from feeds.emoncms import params as emoncms_api
 from feeds.models import Feed
 from feeds.store import phpfina, service
-from feeds.web import query
+from feeds.web import emoncms_shapes, query
 from feeds.web.data_api import ERRORS
-
-PHPFINA_ENGINE = 5  # emoncms's engine number for PHPFina
 
 
 class EmoncmsView(APIView):
@@ -80,19 +78,26 @@ APIKEY = OpenApiParameter("apikey", OpenApiTypes.STR, Q, description="staff API 
 FEED_ROWS = inline_serializer(
     "EmoncmsFeed",
     {
-        "id": serializers.IntegerField(),
+        "id": serializers.CharField(help_text="the feed id, as a string (emoncms)"),
+        "userid": serializers.CharField(help_text="the asking user's id; 0 when anonymous"),
         "name": serializers.CharField(),
         "tag": serializers.CharField(),
+        "public": serializers.CharField(help_text='"1" or "0"'),
+        "size": serializers.CharField(help_text="bytes on disk; -1 if unreadable"),
+        "engine": serializers.CharField(help_text='"5": PHPFina'),
+        "processList": serializers.CharField(help_text="always empty (no virtual feeds)"),
         "unit": serializers.CharField(),
-        "public": serializers.BooleanField(),
-        "engine": serializers.IntegerField(help_text="5: PHPFina"),
-        "interval": serializers.IntegerField(),
-        "size": serializers.IntegerField(help_text="bytes on disk; -1 if unreadable"),
-        "time": serializers.IntegerField(allow_null=True),
-        "value": serializers.FloatField(allow_null=True),
+        "time": serializers.IntegerField(allow_null=True, help_text="start of the last slot"),
+        "value": serializers.FloatField(allow_null=True, help_text="its value as stored (float32)"),
     },
     many=True,
 )
+
+
+def _userid(request: Request) -> int:
+    """emoncms's `userid` of a feed is its owner's: here feeds belong to the site, so a list
+    names the account that asked (0 for anonymous), steady for one client's key."""
+    return request.user.pk if request.user and request.user.is_authenticated else 0
 
 
 class FeedList(EmoncmsView):
@@ -100,15 +105,18 @@ class FeedList(EmoncmsView):
         tags=TAGS,
         summary="emoncms feed/list.json: feeds with their last value",
         description="Every feed for staff; only public feeds for anyone else (no 401/403). "
+        "Shaped as emoncms's (its Redis hash: every field a string but time and value); "
+        "`meta=1` adds start_time, end_time, interval and npoints of each file. "
         + FEED_READERS,
-        parameters=[APIKEY],
+        parameters=[APIKEY, OpenApiParameter("meta", OpenApiTypes.INT, Q,
+                                             description="1: add each file's meta")],
         responses={200: FEED_ROWS},
         examples=[
             OpenApiExample(
                 "one feed",
-                value=[{"id": 1, "name": "power", "tag": "emontx-pv", "unit": "W",
-                        "public": False, "engine": 5, "interval": 10, "size": 34560,
-                        "time": 1714564800, "value": 1520.5}],
+                value=[{"id": "1", "userid": "2", "name": "power", "tag": "emontx-pv",
+                        "public": "0", "size": "34560", "engine": "5", "processList": "",
+                        "unit": "W", "time": 1714564800, "value": 1520.5}],
                 response_only=True,
             )
         ],
@@ -118,39 +126,21 @@ class FeedList(EmoncmsView):
         if not query.is_staff_reader(request.user):
             feeds = feeds.filter(public=True)
         feeds = list(feeds)
-        last = service.emoncms_timevalues(f.id for f in feeds)
-        out = []
-        for feed in feeds:
-            t, v = last.get(feed.id, (None, None))
-            out.append(
-                {
-                    "id": feed.id,
-                    "name": feed.name,
-                    "tag": feed.tag,
-                    "unit": feed.unit,
-                    "public": feed.public,
-                    "engine": PHPFINA_ENGINE,
-                    "interval": feed.interval,
-                    "size": _size(feed.id),
-                    "time": t,
-                    "value": v,
-                }
-            )
-        return Response(out)
-
-
-def _size(feed_id: int) -> int:
-    try:
-        return phpfina.npoints(service.feed_dir(feed_id), feed_id) * phpfina.VALUE_SIZE
-    except phpfina.CorruptFeed:
-        return -1
+        last = emoncms_shapes.timevalues(feeds)
+        with_meta = request.query_params.get("meta") == "1"
+        userid = _userid(request)
+        return Response(
+            [emoncms_shapes.row(f, last[f.id], userid, with_meta=with_meta) for f in feeds]
+        )
 
 
 class TimeValue(EmoncmsView):
     @extend_schema(
         tags=TAGS,
         summary="emoncms feed/timevalue.json: last time and value",
-        description="The newest point of one feed (null, null if it has none). " + FEED_READERS,
+        description="The newest point of one feed as emoncms's PHPFina lastvalue gives it: the "
+        "start of its slot and the value as stored (float32); null, null if it has none. "
+        + FEED_READERS,
         parameters=[ID, APIKEY],
         responses={
             200: inline_serializer(
@@ -167,12 +157,10 @@ class TimeValue(EmoncmsView):
     )  # fmt: skip
     def get(self, request: Request) -> Response:
         feed_id = query.parse_id(request.query_params.get("id"))
-        query.readable_feeds(request.user, [feed_id])
+        feed = query.readable_feeds(request.user, [feed_id])[feed_id]
         # Redis's last value, else the file's (an imported feed), as emoncms's get_timevalue
-        last = service.emoncms_timevalues([feed_id]).get(feed_id)
-        if last is None:
-            return Response({"time": None, "value": None})
-        return Response({"time": last[0], "value": last[1]})
+        t, v = emoncms_shapes.timevalues([feed])[feed.id]
+        return Response({"time": t, "value": v})
 
 
 DATA_PARAMETERS = [
@@ -206,8 +194,13 @@ DATA_PARAMETERS = [
 ]  # fmt: skip
 
 
-def _data_response(request: Request, *, csv: bool = False):
+def _data_response(request: Request, *, csv: bool = False, average: bool = False):
     params = request.query_params
+    if average:
+        # emoncms's feed/average.json (feed_controller.php, "Backwards compatibility"): data
+        # with $average = 1 from the first feed on, whatever `average=` says.
+        params = params.copy()
+        params["average"] = "1"
     req = emoncms_api.parse_data_request(params, csv=csv)
     feeds = query.readable_feeds(request.user, req.feed_ids)
     if req.csv and len(feeds) == 1:
@@ -272,6 +265,26 @@ class Data(EmoncmsView):
         return _data_response(request)
 
 
+class Average(EmoncmsView):
+    @extend_schema(
+        tags=TAGS,
+        summary="emoncms feed/average.json: data.json with every window averaged",
+        description="emoncms 11.16 still answers this older path: feed/data.json with "
+        "`average=1` for every feed (an `average=` given is ignored, as there). " + FEED_READERS,
+        parameters=[
+            OpenApiParameter("id", OpenApiTypes.INT, Q, description="one feed id"),
+            OpenApiParameter("ids", OpenApiTypes.STR, Q,
+                             description=f"feed ids separated by commas (at most {query.MAX_IDS})"),
+            *[p for p in DATA_PARAMETERS if p.name != "average"],
+            APIKEY,
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.ANY, description="as feed/data.json"),
+                   **ERRORS},
+    )  # fmt: skip
+    def get(self, request: Request):
+        return _data_response(request, average=True)
+
+
 class CsvExport(EmoncmsView):
     @extend_schema(
         tags=TAGS,
@@ -314,7 +327,8 @@ class Value(EmoncmsView):
         feed = query.readable_feeds(request.user, [feed_id])[feed_id]
         if not t:
             last = service.emoncms_timevalues([feed_id]).get(feed_id)
-            return JsonResponse(None if last is None else last[1], safe=False)
+            # the same last value as timevalue.json: as stored (float32), as emoncms's feed hash
+            return JsonResponse(emoncms_shapes.stored_value(last), safe=False)
         return JsonResponse(service.value_at(feed_id, t, feed_interval=feed.interval), safe=False)
 
 
@@ -362,7 +376,7 @@ class Fetch(EmoncmsView):
         readable = [i for i in ids if i in feeds and (staff or feeds[i].public)]
         last = service.emoncms_timevalues(readable)
         return Response(
-            [(last[i][1] if i in last else None) if i in readable else False for i in ids]
+            [emoncms_shapes.stored_value(last.get(i)) if i in readable else False for i in ids]
         )
 
 

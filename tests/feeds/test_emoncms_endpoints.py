@@ -243,7 +243,7 @@ def test_a_feed_with_no_last_value_in_redis_answers_from_its_file(engineer_api, 
     assert timevalue == {"time": last_t, "value": 7.0}
     assert get(engineer_api, "/feed/value.json", id=private.id).json() == 7.0
     assert get(engineer_api, "/feed/fetch.json", ids=private.id).json() == [7.0]
-    listed = {f["id"]: f for f in get(engineer_api, "/feed/list.json").json()}
+    listed = {int(f["id"]): f for f in get(engineer_api, "/feed/list.json").json()}
     assert (listed[private.id]["time"], listed[private.id]["value"]) == (last_t, 7.0)
     # delta: the sample at T0 + 60, past the file, is that last value (time T0 + 50 is inside)
     body = data(engineer_api, private, start=T0 + 40, end=T0 + 45, interval=20, delta=1,

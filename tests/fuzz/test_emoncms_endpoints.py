@@ -144,6 +144,55 @@ def test_feed_reads(world, path, params, valid_feed):
     _check(Client().get(path, params))
 
 
+EMONCMS_API_NAMES = ["id", "field", "meta", "name", "tag", "engine", "options", "unit", "time",
+                     "value", "data", "join", "node", "site", "inputid", "apikey", "start",
+                     "end"]  # fmt: skip
+PROCESSLISTS = st.one_of(
+    st.sampled_from(['[{"fn": "process__log_to_feed", "args": [1]}]', "1:1,2:0.5", "1:", ":",
+                     '[{"fn": null, "args": [[]]}]', '[{"fn": "1", "args": ["1e999"]}]',
+                     "71:0:1", "35:a/#", "52:99", '[{"fn": "process__scale", "args": {}}]']),
+    st.text(max_size=80), st.sampled_from(NASTY),
+)  # fmt: skip
+
+
+@FUZZ
+@given(
+    path=st.sampled_from(["/feed/getmeta.json", "/feed/get.json", "/feed/aget.json",
+                          "/feed/average.json", "/feed/buffersize.json", "/feed/create.json",
+                          "/feed/insert.json", "/feed/post.json", "/input/list.json",
+                          "/input/get", "/input/get/fuzz-node", "/input/get/fuzz-node/power",
+                          "/input/getinputs.json", "/input/process/get.json", "/version",
+                          "/describe"]),
+    params=_params(EMONCMS_API_NAMES),
+    valid_feed=st.booleans(),
+)  # fmt: skip
+def test_emoncms_api_paths(world, engineer, path, params, valid_feed):
+    """An engineer may do everything here: every path is reached, none answers 5xx."""
+    if valid_feed:
+        params = {"id": str(world["feed"]), "inputid": "1", **params}
+    client = Client()
+    client.force_login(engineer)
+    _check(client.get(path, params), json_endpoint=path not in ("/version", "/describe"))
+
+
+@FUZZ
+@given(processlist=PROCESSLISTS, inputid=st.one_of(st.just("1"), values))
+def test_emoncms_process_set(world, engineer, processlist, inputid):
+    from sensors.models import Sensor
+
+    Sensor.objects.get_or_create(node=Node.objects.get(name="fuzz-node"), key="power")
+    client = Client()
+    client.force_login(engineer)
+    _check(client.post(f"/input/process/set.json?inputid={inputid}",
+                       {"processlist": processlist}))  # fmt: skip
+
+
+@FUZZ
+@given(username=values, password=values)
+def test_emoncms_user_auth(world, username, password):
+    _check(Client().post("/user/auth.json", {"username": username, "password": password}))
+
+
 @FUZZ
 @given(
     pk=st.one_of(st.sampled_from(["1", "9" * 25, "0", "18446744073709551616"]), st.integers(0, 10**30).map(str)),

@@ -6,13 +6,12 @@ Only its hash is stored, so it cannot be shown again. It expires after BMS_API_T
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 from knox.models import AuthToken
+
+from core import api_tokens
 
 MAX_DAYS = 3650
 
@@ -40,14 +39,10 @@ class Command(BaseCommand):
         days = opts["days"] if opts["days"] is not None else settings.BMS_API_TOKEN_TTL_DAYS
         if not 1 <= days <= MAX_DAYS:
             raise CommandError(f"--days must be between 1 and {MAX_DAYS}.")
-        tokens.filter(expiry__lt=timezone.now()).delete()
-        keep = settings.BMS_API_TOKENS_PER_USER - 1
-        old = list(tokens.order_by("-created").values_list("digest", flat=True)[keep:])
-        AuthToken.objects.filter(digest__in=old).delete()
-        instance, token = AuthToken.objects.create(user=user, expiry=timedelta(days=days))
+        instance, token, deleted = api_tokens.issue(user, days)
         self.stdout.write(
             f"API token for {user.username}, expires {instance.expiry:%Y-%m-%d %H:%M %Z}"
-            + (f" ({len(old)} older token(s) deleted)" if old else "")
+            + (f" ({deleted} older token(s) deleted)" if deleted else "")
             + ". Shown only once:"
         )
         self.stdout.write(token)
