@@ -254,9 +254,12 @@ def _convert_and_process(
     last: dict[str, tuple[int, float]] = {}
     out_of_range: dict[int, tuple[SensorSpec, float]] = {}
     latest_checked: dict[int, tuple[SensorSpec, float]] = {}
-    # Oldest first: pulse counters and accumulating processes need time order. Each row is one
-    # post: its values are stored before its process lists run (feeds/processes/run.py).
-    for post, (t, values) in enumerate(sorted(rows, key=lambda r: r[0])):
+    # In the order the rows were accepted, request by request, as emoncms processes posts: a
+    # drain's chunk joins however many requests were waiting, so sorting it by time made the
+    # feeds depend on the drain's timing (a future-dated post was counted before or after the
+    # posts that followed it). Late rows are handled by the steps (feeds/processes/steps.py).
+    # Each row is one post: its values are stored before its process lists run.
+    for post, (t, values) in enumerate(rows):
         t = int(t)
         for key, raw in values.items():
             report.values += 1
