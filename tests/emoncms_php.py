@@ -46,10 +46,12 @@ REQUEST_TIMEOUT_S = 30
 
 
 def emoncms_dir() -> Path | None:
-    """The emoncms checkout: EMONCMS_DIR, else /work/emoncms-src, else ../emoncms-src."""
-    candidates = [os.environ.get("EMONCMS_DIR"), "/work/emoncms-src", ROOT.parent / "emoncms-src"]
+    """The emoncms checkout: EMONCMS_DIR if set (and only it), else /work/emoncms-src, else
+    ../emoncms-src beside this checkout; None when it is not there."""
+    given = os.environ.get("EMONCMS_DIR")
+    candidates = [given] if given else ["/work/emoncms-src", ROOT.parent / "emoncms-src"]
     for candidate in candidates:
-        if candidate and (Path(candidate) / "Modules" / "input" / "input_methods.php").is_file():
+        if (Path(candidate) / "Modules" / "input" / "input_methods.php").is_file():
             return Path(candidate)
     return None
 
@@ -69,7 +71,8 @@ def _mysql(sql: str) -> subprocess.CompletedProcess:
 def skip_reason() -> str | None:
     """Why emoncms cannot run on this machine, or None when it can."""
     if emoncms_dir() is None:
-        return "no emoncms checkout (set EMONCMS_DIR to emoncms's source, e.g. v11.16.8)"
+        where = os.environ.get("EMONCMS_DIR") or "/work/emoncms-src or ../emoncms-src"
+        return f"no emoncms checkout at {where} (set EMONCMS_DIR to emoncms's source, v11.16.8)"
     if shutil.which("php") is None:
         return (
             "php is not installed (Debian: apt-get install php-cli; scripts/setup.sh --for-tests)"
