@@ -15,8 +15,9 @@ import pytest
 
 from feeds.models import Feed
 from feeds.store import service
-from sensors.ingest import stream
+from sensors.ingest import input_errors, stream
 from sensors.ingest.drain import drain_shard
+from sensors.ingest.processing import ingest_rows
 from sensors.models import Sensor
 from tests.sensors.conftest import make_node
 from tests.wsgi_client import WsgiClient as Client
@@ -76,3 +77,25 @@ def test_a_future_post_then_a_late_one_give_the_same_feeds_drained_together_or_a
     # counted by power_to_kwh (it is in the node's input errors) but still reaches the next step.
     assert points(kwh_t) == points(kwh_a) == [(start, 0.0), (future, pytest.approx(0.42))]
     assert points(after_t) == points(after_a) == [(start, 3600.0), (late, 3600.0), (future, 3600.0)]
+
+
+def test_an_older_pulse_count_is_recorded_not_dropped_silently(db, redis_client):
+    """A pulse sensor's count older than its counter's last reading gets no point (no pulse is
+    lost: the next count carries them); staff see it in the node's input errors, as the late
+    readings of process steps. The same count again at the same second is no error."""
+    node, _ = make_node()
+    total = Feed.objects.create(name="gas", tag="test", interval=10)
+    Sensor.objects.create(node=node, key="pulse", kind="pulse", feed=total, params={})
+    t = (int(time.time()) // 10) * 10 - 100
+    ingest_rows(node.pk, [[t, {"pulse": 100}], [t + 10, {"pulse": 110}]])
+    ingest_rows(node.pk, [[t + 10, {"pulse": 110}]])  # a resent row
+    assert input_errors.summary(input_errors.node_subject(node.pk)) == {}
+
+    ingest_rows(node.pk, [[t + 5, {"pulse": 105}], [t + 20, {"pulse": 125}]])
+    assert points(total) == [(t, 0.0), (t + 10, 10.0), (t + 20, 25.0)]
+    record = input_errors.summary(input_errors.node_subject(node.pk))
+    assert record["count"] == "1"
+    assert (
+        f"input pulse: pulse count at {t + 5} is before the counter's last reading ({t + 10})"
+        in record["last"]
+    )
