@@ -71,7 +71,7 @@ JOINED = (
 
 def traffic(t0: int, now: int) -> list[tuple[str, list[tuple[int, dict]]]]:
     """The stream in the order sent: (path, [(time, values), ...]); t0 is slot-aligned, 20
-    minutes before now."""
+    minutes before now. `input/post` sends `fulljson`, `input/post?json` the `json` form."""
     return [
         ("input/post", [(t0, {"power1": 100, "ref": 50, "meter": 100.0, "whmeter": 1000,
                               "whjump": 1000, "pulses": 500, "temp": 20.5})]),
@@ -104,6 +104,8 @@ def traffic(t0: int, now: int) -> list[tuple[str, list[tuple[int, dict]]]]:
                                    "pulses": 590, "temp": 23.5})]),
         # power1 alone: add_input reads ref's value as last posted (t0 + 90).
         ("input/post", [(t0 + 100, {"power1": 1100})]),
+        # emoncms's older `json=` form, where null is the bare word.
+        ("input/post?json", [(t0 + 110, {"power1": 1200, "ref": None, "temp": 24.0})]),
     ]  # fmt: skip
 
 
@@ -111,6 +113,10 @@ def form(path: str, rows: list[tuple[int, dict]]) -> dict:
     if path == "input/post":
         [(t, values)] = rows
         return {"node": NODE, "fulljson": json.dumps(values), "time": t}
+    if path == "input/post?json":
+        [(t, values)] = rows
+        pairs = ",".join(f"{k}:{'null' if v is None else v}" for k, v in values.items())
+        return {"node": NODE, "json": "{" + pairs + "}", "time": t}
     return {"data": json.dumps([[t, int(NODE), values] for t, values in rows]), "time": 0}
 
 
@@ -340,9 +346,10 @@ def test_one_stream_through_emoncms_and_us_gives_the_same_phpfina_files(emoncms,
     stream_of_requests = traffic(t0, now)
     # Sent as fast as the servers answer: our drain takes whatever requests wait in the node's
     # stream in one chunk, and the result must not depend on how they were grouped.
-    for path, request_rows in stream_of_requests:
-        theirs = send(emoncms.url, emoncms.apikey, path, form(path, request_rows))
-        mine = send(server.url, key, path, form(path, request_rows))
+    for kind, request_rows in stream_of_requests:
+        path = kind.partition("?")[0]
+        theirs = send(emoncms.url, emoncms.apikey, path, form(kind, request_rows))
+        mine = send(server.url, key, path, form(kind, request_rows))
         assert theirs in ("ok", '{"success": true}'), (path, request_rows, theirs)
         assert mine in ("ok", '{"success":true}', '{"success": true}'), (path, request_rows, mine)
     redis = get_redis()
@@ -366,6 +373,11 @@ def test_one_stream_through_emoncms_and_us_gives_the_same_phpfina_files(emoncms,
         text = {t - t % INTERVAL for t, v in rows if "abc" in json.dumps(v.get(name))}
         assert found == {t: (None, 0.0) for t in text}, (name, found)
     assert text  # the stream did carry such a value for temp
+    for t, values in rows:  # and the files hold the stream (not two empty files alike)
+        for name in ("power1", "ref", "meter", "temp"):
+            if number(values.get(name, "absent")) is not None:
+                slot = t - t % INTERVAL
+                assert files[name][0][slot] == pytest.approx(number(values[name]), rel=1e-6), name
 
     # Stateful steps: each system's file is what its rule makes, and where the two rules make
     # the same slot the files hold the same float32.
