@@ -158,6 +158,10 @@ bms_setup() {
     # tests/energy/test_monthly_report.py reads the monthly report PDF back (pdftotext) and
     # draws its page (pdftoppm).
     command -v pdftoppm >/dev/null 2>&1 || apt_install poppler-utils
+    # tests/integration/test_emoncms_live_differential.py runs emoncms itself (its PHP source,
+    # not shipped: EMONCMS_DIR, skipped without it) under PHP's built-in server, on MariaDB
+    # and a redis-server of its own; index.php needs mysqli, redis, gettext and mbstring.
+    apt_install php-cli php-mysql php-redis php-mbstring
   fi
   ensure_redis
   if [ "${1:-}" = "--for-tests" ]; then

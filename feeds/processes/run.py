@@ -159,9 +159,10 @@ class ProcessRunner:
         `mark`: (Redis key, stream entry id): set with the batch's state and points in one
         transaction; if the key already holds this id or a later one, the batch is not run
         (`already_done`), so a redelivered request is never counted twice."""
-        # Time order within the batch, so accumulators see readings as they happened (stable:
-        # a post's readings stay together).
-        batch = sorted(items, key=lambda item: item[2])
+        # Readings with their post (the ingest worker's) run in post order: the order the
+        # posts were accepted, as emoncms runs them. Without one, time order (stable: a
+        # post's readings stay together).
+        batch = sorted(items, key=lambda item: item[4] if len(item) > 4 else item[2])
         inputs = (dict(input_last or {}), input_ids or {})
         state_keys = sorted(
             {self.state_key(item[0]) for item in batch if any(_is(s, STATEFUL) for s in item[1])}

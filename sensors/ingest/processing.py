@@ -254,17 +254,24 @@ def _convert_and_process(
     last: dict[str, tuple[int, float]] = {}
     out_of_range: dict[int, tuple[SensorSpec, float]] = {}
     latest_checked: dict[int, tuple[SensorSpec, float]] = {}
-    # Oldest first: pulse counters and accumulating processes need time order. Each row is one
-    # post: its values are stored before its process lists run (feeds/processes/run.py).
-    for post, (t, values) in enumerate(sorted(rows, key=lambda r: r[0])):
+    late_counts: list[Skipped] = []
+    # In the order the rows were accepted, request by request, as emoncms processes posts: a
+    # drain's chunk joins however many requests were waiting, so sorting it by time made the
+    # feeds depend on the drain's timing (a future-dated post was counted before or after the
+    # posts that followed it). Late rows are handled by the steps (feeds/processes/steps.py).
+    # Each row is one post: its values are stored before its process lists run.
+    for post, (t, values) in enumerate(rows):
         t = int(t)
         for key, raw in values.items():
             report.values += 1
             spec = specs[key]
             try:
                 if spec.kind == cv.PULSE_KIND:
+                    before = pulse_states.get(spec.id)
                     value = _pulse_value(spec, pulse_states, t, raw)
                     if value is None:
+                        if before is not None and t < before.t:
+                            late_counts.append(_late_count(key, t, before.t))
                         continue
                 else:
                     value = cv.convert(spec.kind, float(raw), spec.params)
@@ -301,6 +308,8 @@ def _convert_and_process(
         if run.late:
             report.late = run.replayed
             _record_late(node_id, run)
+    if late_counts:
+        _record_late_counts(node_id, late_counts)
     _store_node_state(
         node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys), pulse_saved
     )
@@ -325,6 +334,23 @@ def _record_late(node_id: int, run) -> None:
     input_errors.record(
         input_errors.node_subject(node_id), f"Node '{name}'", skipped, count=run.replayed
     )
+
+
+def _late_count(key: str, t: int, last_t: int) -> Skipped:
+    return Skipped(
+        None,
+        f"input {key}",
+        f"pulse count at {t} is before the counter's last reading ({last_t}): no point and no "
+        f"process list for it (its pulses are in the next count)",
+    )
+
+
+def _record_late_counts(node_id: int, skipped: list[Skipped]) -> None:
+    """An older pulse count loses no pulses (the counts are cumulative), but its reading gets
+    no point and its process list does not run; after a future-dated count that lasts until
+    the clock passes it. Recorded where staff see it, as the late readings of process steps."""
+    name = Node.objects.filter(pk=node_id).values_list("name", flat=True).first() or node_id
+    input_errors.record(input_errors.node_subject(node_id), f"Node '{name}'", skipped)
 
 
 def input_values(sensor_ids: set[int]) -> dict[int, float]:
