@@ -31,7 +31,15 @@ from core import throttle
 from core.openapi import documented_by
 from core.redis import REDIS_FAILURES, ReplicasBehind
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors.ingest import emoncms_input, input_budget, input_errors, node_auth, registration
+from sensors.ingest import (
+    emoncms_input,
+    history_budget,
+    input_budget,
+    input_errors,
+    name_screen,
+    node_auth,
+    registration,
+)
 from sensors.ingest import stream as ingest_stream
 from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.ingest.emoncms_input import BulkBatch, Skipped
@@ -211,10 +219,32 @@ def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
     )
 
 
+def _check_history(groups: list[tuple[NodeIdentity, list[Row]]]) -> None:
+    """History is charged to its site's budget before the answer: over it, the request is a
+    413 naming `time` and nothing of it is queued (sensors/ingest/history_budget.py)."""
+    by_site: dict[int | None, dict[int, tuple[float, set[str]]]] = {}
+    for node, rows in groups:
+        if rows:
+            keys = {key for row in rows for key in row.values}
+            earliest = min(row.t for row in rows)
+            by_site.setdefault(node.site_id, {})[node.id] = (earliest, keys)
+    now = time.time()
+    for site_id, earliest in by_site.items():
+        try:
+            refusal = history_budget.charge(site_id, earliest, now)
+        except REDIS_FAILURES as exc:
+            log.error("could not charge history to site %s: %s", site_id, exc)
+            raise IngestError("ingest queue unavailable, try again", status=503) from exc
+        if refusal is not None:
+            raise IngestError(refusal.text(), status=413, field="time")
+
+
 def _enqueue(
     groups: list[tuple[NodeIdentity, list[Row]]], charge: throttle.Charge | None = None
 ) -> None:
-    """Count the request against `charge` and store each node's rows: one round trip."""
+    """Charge the request's history to its site, count the request against `charge` and store
+    each node's rows: one round trip (and one more for history)."""
+    _check_history(groups)
     batches = [(node.id, [[row.t, row.values] for row in rows]) for node, rows in groups]
     if not batches and charge is None:
         return
@@ -403,7 +433,7 @@ def _deliver(
         _enqueue(groups, charge)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     if batch.skipped:
-        input_errors.record(subject, label, batch.skipped)
+        input_errors.record(subject, label, batch.skipped, count=batch.skip_count())
     else:
         input_errors.clean([subject])
     return batch
@@ -433,6 +463,22 @@ def input_post(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
+def _parse_bulk(identity: Identity, text: str, params: dict[str, str]) -> BulkBatch:
+    """The bulk rows; a gateway's rows for a flood of new names are left out unread and counted
+    as one skip (sensors/ingest/name_screen.py)."""
+    now = time.time()
+    doc = emoncms_input.decode_bulk(text, limits())
+    screen = None
+    if isinstance(identity, GatewayIdentity):
+        screen = name_screen.screen(identity.site_id, doc)
+    left_out = None if screen is None else screen.left_out
+    batch = emoncms_input.parse_bulk_doc(doc, params, now, limits(), left_out)
+    if screen is not None and screen.rows:
+        batch.skipped.append(screen.skipped())
+        batch.unlisted += screen.rows - 1
+    return batch
+
+
 @documented_by(InputBulkDoc)
 @_guarded
 def input_bulk(request: HttpRequest) -> HttpResponse:
@@ -454,11 +500,7 @@ def input_bulk(request: HttpRequest) -> HttpResponse:
             _charge_first(identity)  # a throttled key gets its 429 before the inflate
             charged = True
         text = _bulk_text(request, params, body)
-    _deliver(
-        identity,
-        lambda: emoncms_input.parse_bulk(text, params, time.time(), limits()),
-        charged=charged,
-    )
+    _deliver(identity, lambda: _parse_bulk(identity, text, params), charged=charged)
     if "fulljson" in params:
         return JsonResponse({"success": True})
     return HttpResponse("ok", content_type="text/plain")
