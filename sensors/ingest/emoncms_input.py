@@ -31,7 +31,6 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -342,18 +341,17 @@ def parse_bulk_doc(
     params: dict[str, str],
     now: float,
     limits: Limits,
-    left_out: Callable[[Any], bool] | None = None,
+    only: list[int] | None = None,
 ) -> BulkBatch:
-    """parse_bulk on decoded rows. `left_out(node field)`: rows it is true for are passed over
-    unread (the caller records why): a flood's rows for names it refuses cost no parsing."""
+    """parse_bulk on decoded rows. `only`: the indexes of the rows to read, the others passed
+    over unread (the caller records why): a flood's rows for names it refuses cost nothing."""
     time_ref = _time_ref(params, doc, now)
     batch = BulkBatch()
     total = 0
-    for index, item in enumerate(doc):
+    for index in range(len(doc)) if only is None else only:
+        item = doc[index]
         if not isinstance(item, list):
             batch.skipped.append(Skipped(index, "data", "a row must be a list [t, node, ...]"))
-            continue
-        if left_out is not None and len(item) >= 2 and left_out(item[1]):
             continue
         if len(item) >= 2:
             named, why = node_ref(item[1])

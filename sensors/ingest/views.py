@@ -242,9 +242,7 @@ def _check_history(groups: list[tuple[NodeIdentity, list[Row]]]) -> None:
 def _enqueue(
     groups: list[tuple[NodeIdentity, list[Row]]], charge: throttle.Charge | None = None
 ) -> None:
-    """Charge the request's history to its site, count the request against `charge` and store
-    each node's rows: one round trip (and one more for history)."""
-    _check_history(groups)
+    """Count the request against `charge` and store each node's rows: one round trip."""
     batches = [(node.id, [[row.t, row.values] for row in rows]) for node, rows in groups]
     if not batches and charge is None:
         return
@@ -309,6 +307,7 @@ def readings(request: HttpRequest) -> HttpResponse:
         rows = parse_readings(body, time.time(), limits())
         _check_nodes(rows, identity)
         _check_input_budget(identity, rows)
+        _check_history([(identity, rows)])
     _enqueue([(identity, rows)], charge)
     n_values = sum(len(r.values) for r in rows)
     return JsonResponse({"success": True, "rows": len(rows), "values": n_values}, status=202)
@@ -419,17 +418,22 @@ def _deliver(
         if not charged:
             _charge_first(identity)
         batch = parse()
-        _enqueue(_split_by_node(identity, batch))
+        groups = _split_by_node(identity, batch)
+        _check_history(groups)
+        _enqueue(groups)
         subject = input_errors.gateway_subject(identity.id)
         label = f"Gateway key '{identity.name}'"
     elif charged:
         batch = parse()
-        _enqueue(_split_by_node(identity, batch))
+        groups = _split_by_node(identity, batch)
+        _check_history(groups)
+        _enqueue(groups)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     else:
-        with _charged(identity) as charge:
+        with _charged(identity) as charge:  # a refusal inside is counted as the request
             batch = parse()
             groups = _split_by_node(identity, batch)
+            _check_history(groups)
         _enqueue(groups, charge)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     if batch.skipped:
@@ -471,9 +475,9 @@ def _parse_bulk(identity: Identity, text: str, params: dict[str, str]) -> BulkBa
     screen = None
     if isinstance(identity, GatewayIdentity):
         screen = name_screen.screen(identity.site_id, doc)
-    left_out = None if screen is None else screen.left_out
-    batch = emoncms_input.parse_bulk_doc(doc, params, now, limits(), left_out)
-    if screen is not None and screen.rows:
+    only = None if screen is None else screen.keep
+    batch = emoncms_input.parse_bulk_doc(doc, params, now, limits(), only)
+    if screen is not None:
         batch.skipped.append(screen.skipped())
         batch.unlisted += screen.rows - 1
     return batch
