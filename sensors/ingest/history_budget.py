@@ -39,6 +39,7 @@ from django.conf import settings
 
 from core.redis import get_redis
 from feeds.models import Feed
+from feeds.store import phpfina
 from sensors.cache import ProcessCache
 from sensors.ingest import input_errors
 from sensors.ingest.emoncms_input import Skipped
@@ -82,8 +83,15 @@ class Refusal:
     cost: int
     used: int
     budget: int
+    too_old_s: int = 0  # set: older than the node's feed files can hold, whatever the budget
 
     def text(self) -> str:
+        if self.too_old_s:
+            return (
+                f"a reading is more than {self.too_old_s // 86_400} days old: further back than "
+                "this node's feed files can hold (PHPFina pads at most 15,768,000 slots, "
+                "emoncms's bound, at each feed's interval)"
+            )
         return (
             f"history budget of the site spent: these readings would add {_mb(self.cost)} of feed "
             f"data, {_mb(max(0, self.budget - self.used))} of {_mb(self.budget)} is left. "
@@ -127,13 +135,30 @@ def node_rate(node_id: int, keys: Iterable[str]) -> float:
             for step in steps if isinstance(steps, list) else []:
                 if isinstance(step, dict) and isinstance(step.get("feed"), int):
                     feed_ids.add(step["feed"])
-        intervals = Feed.objects.filter(pk__in=feed_ids).values_list("interval", flat=True)
-        rate = sum(SLOT_BYTES / max(1, i) for i in intervals)
+        intervals = [
+            max(1, i)
+            for i in Feed.objects.filter(pk__in=feed_ids).values_list("interval", flat=True)
+        ]
+        rate = sum(SLOT_BYTES / i for i in intervals)
         interval = Node.objects.filter(pk=node_id).values_list("interval", flat=True).first()
-        cached = (rate, frozenset(k for k, _f, _s in sensors), max(1, int(interval or 10)))
+        interval = max(1, int(interval or 10))
+        # How far back every file of the node can still reach (the finest interval rules).
+        reach_s = min(phpfina.max_prepend_slots(i) * i for i in [*intervals, interval])
+        cached = (rate, frozenset(k for k, _f, _s in sensors), interval, reach_s)
         _rates.set(node_id, cached)
-    rate, known, interval = cached
+    rate, known, interval, _reach_s = cached
     return rate + SLOT_BYTES / interval * len(set(keys) - known)
+
+
+def holdable_s(node_id: int) -> int:
+    """How far before now the node's feed files can hold a reading: a PHPFina file pads at most
+    MAX_PADDING_SLOTS (emoncms's bound) before its start or up to now, so the commit would
+    refuse an older one after `ok`; it is refused before instead (node_rate fills the cache)."""
+    cached = _rates.get(node_id)
+    if cached is None:
+        node_rate(node_id, ())
+        cached = _rates.get(node_id)
+    return cached[3]
 
 
 def charge(
@@ -153,7 +178,10 @@ def charge(
     args: list = []
     for node_id in nodes:
         t, keys = earliest[node_id]
-        args += [node_id, math.floor(t), repr(node_rate(node_id, keys))]
+        rate = node_rate(node_id, keys)
+        if t < now - holdable_s(node_id):
+            return Refusal(site_id, 0, 0, 0, too_old_s=holdable_s(node_id))
+        args += [node_id, math.floor(t), repr(rate)]
     budget = budget_bytes(site_id)
     ok, cost, used = client.eval(
         CHARGE_LUA, 2, USED_KEY, REACH_KEY, site_key(site_id), budget, math.floor(now), *args
@@ -190,14 +218,19 @@ def admit(node_id: int, rows: list[list], now: float) -> list[list]:
     # reach), so the live readings of a batch with refused history in it still go through.
     reach = float(get_redis().hget(REACH_KEY, str(node_id)) or now)
     rate = node_rate(node_id, keys)
-    left = max(0, refusal.budget - refusal.used)
-    cutoff = reach - left / rate + 1 if rate > 0 else reach
+    if refusal.too_old_s:  # older than the files can hold: the rest may still fit the budget
+        cutoff = now - refusal.too_old_s
+    else:
+        left = max(0, refusal.budget - refusal.used)
+        cutoff = reach - left / rate + 1 if rate > 0 else reach
     newest = [row[0] for row in rows if row[0] >= cutoff]
     if newest and charge(site_id, {node_id: (min(newest), keys)}, now):
-        cutoff = reach  # another batch took the rest meanwhile
+        cutoff = max(cutoff, reach)  # another batch took the rest meanwhile
     kept = [row for row in rows if row[0] >= cutoff]
     refused = [row for row in rows if row[0] < cutoff]
-    first, last = int(refused[0][0]), int(refused[-1][0])
+    if not refused:
+        return kept
+    first, last = int(min(r[0] for r in refused)), int(max(r[0] for r in refused))
     skipped = [Skipped(None, f"{len(refused)} reading(s) at {first}..{last}", refusal.text())]
     input_errors.record(
         input_errors.node_subject(node_id),

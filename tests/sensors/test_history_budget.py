@@ -219,3 +219,17 @@ def test_the_budget_has_a_bound(place, engineer_api):
 def test_the_default_budget_is_the_documented_one(settings):
     assert settings.BMS_SITE_HISTORY_BUDGET_MB == 2048
     assert settings.BMS_FEED_MAX_BACKFILL_DAYS == 0  # the age bound is off
+
+
+def test_history_older_than_the_files_can_hold_is_refused_before_ok(place, redis_client):
+    # A 1 s feed pads at most 15,768,000 slots (emoncms's bound): 182 days. Older would be
+    # answered ok, processed, and refused at commit; it is refused at the door instead.
+    _site, node, key, feed = place(interval=1)
+    now = int(time.time())
+    response = bulk(key, [[now - 200 * DAY, node.node_id, 1.0]])
+    assert response.status_code == 413
+    assert response.json()["field"] == "time" and "182 days" in response.json()["error"]
+    assert queued_batches(redis_client) == []
+    assert bulk(key, [[now - 180 * DAY, node.node_id, 1.0]]).content == b"ok"  # within it
+    drain(node)
+    assert service.commit_all(sync=True)["refused"] == {}
