@@ -31,6 +31,7 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -312,9 +313,18 @@ def _row_values(item: list, index: int, batch: BulkBatch) -> dict[str, float]:
     return values
 
 
-def parse_bulk(text: str, params: dict[str, str], now: float, limits: Limits) -> BulkBatch:
-    """Rows of `data=[[t, node, v1 | {"name": v}, ...], ...]`; bad values and rows skipped."""
-    return parse_bulk_doc(decode_bulk(text, limits), params, now, limits)
+def parse_bulk(
+    text: str,
+    params: dict[str, str],
+    now: float,
+    limits: Limits,
+    select: Callable[[list], list[int] | None] | None = None,
+) -> BulkBatch:
+    """Rows of `data=[[t, node, v1 | {"name": v}, ...], ...]`; bad values and rows skipped.
+    `select(rows)`: the indexes of the rows to read (None: all), decided on the decoded JSON
+    before any row is read (a gateway flood's rows: sensors/ingest/name_screen.py)."""
+    doc = decode_bulk(text, limits)
+    return parse_bulk_doc(doc, params, now, limits, None if select is None else select(doc))
 
 
 def decode_bulk(text: str, limits: Limits) -> list:

@@ -470,13 +470,15 @@ def input_post(request: HttpRequest) -> HttpResponse:
 def _parse_bulk(identity: Identity, text: str, params: dict[str, str]) -> BulkBatch:
     """The bulk rows; a gateway's rows for a flood of new names are left out unread and counted
     as one skip (sensors/ingest/name_screen.py)."""
-    now = time.time()
-    doc = emoncms_input.decode_bulk(text, limits())
-    screen = None
-    if isinstance(identity, GatewayIdentity):
-        screen = name_screen.screen(identity.site_id, doc)
-    only = None if screen is None else screen.keep
-    batch = emoncms_input.parse_bulk_doc(doc, params, now, limits(), only)
+    screen: name_screen.Screen | None = None
+
+    def select(doc: list) -> list[int] | None:
+        nonlocal screen
+        if isinstance(identity, GatewayIdentity):
+            screen = name_screen.screen(identity.site_id, doc)
+        return None if screen is None else screen.keep
+
+    batch = emoncms_input.parse_bulk(text, params, time.time(), limits(), select)
     if screen is not None:
         batch.skipped.append(screen.skipped())
         batch.unlisted += screen.rows - 1
