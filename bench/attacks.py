@@ -1,8 +1,8 @@
 """The second red-team round's attacks replayed against the production shape (issue #25), with
 a kiosk display's latency measured before and during each.
 
-Starts a scratch site (SQLite file and data dir of its own, Redis db 1, which it flushes): a
-published kiosk display ("pv", a day of data on its feeds), a known node, and a gateway key of
+Starts a scratch site (SQLite file and data dir of its own, Redis db 1 or --redis-db, which it
+flushes): a published kiosk display ("pv", a day of data on its feeds), a known node, and a gateway key of
 its own for each phase that uses one; gunicorn as docker/entrypoint.sh runs it (`-c
 python:bms.gunicorn_conf`, 3 workers x 4 threads, BMS_PRODUCTION, one trusted proxy);
 Debian's nginx running the shipped
@@ -34,6 +34,7 @@ the attacker, the load average; and the verdicts "kiosk < 0.5 s" and "within 3x 
 (both on the p95 of the phase, against the first baseline). Figures only: nothing asserts.
 
     .venv/bin/python bench/attacks.py [--seconds 30] [--threads 12] [--sources one|each|both]
+                                      [--only flood,...] [--redis-db 1]
 
 Needs nginx (`apt-get install nginx-light`) and a Redis at 127.0.0.1:6379. About
 (2 + 5 x sources) x (seconds + 5) s, plus up to a minute to reach a throttle window's start.
@@ -62,7 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from ingest import cpu_seconds, free_port, process_tree  # noqa: E402  (bench/ingest.py)
 
-REDIS_URL = "redis://127.0.0.1:6379/1"  # other engineers' runs use 2-15
+REDIS_URL = "redis://127.0.0.1:6379/1"  # --redis-db: another engineer's run uses another db
 KIOSK_PATHS = ("/kiosk/pv/", "/kiosk/pv/data.json")
 KIOSK_EVERY_S = 0.2
 KIOSK_TIMEOUT_S = 10.0
@@ -456,8 +457,13 @@ def main() -> None:
         help="the attacker process's nice value (default 10: below the site)",
     )
     parser.add_argument("--only", help=f"some attacks only, comma-separated: {','.join(ATTACKS)}")
+    parser.add_argument(
+        "--redis-db", type=int, default=1, help="the Redis db it uses and flushes (default 1)"
+    )
     parser.add_argument("--attacker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global REDIS_URL
+    REDIS_URL = f"redis://127.0.0.1:6379/{args.redis_db}"
     if args.attacker:
         run_attacker(json.loads(args.attacker))
         return

@@ -97,10 +97,12 @@ BMS_FEED_MAX_POINTS = env_int("BMS_FEED_MAX_POINTS", 20000, minimum=10)
 # Most rows one emoncms CSV export (/feed/csvexport.json, csv=1) may stream, all feeds together:
 # about 10 MB (emoncms's own page stops downloads at 25 MB).
 BMS_FEED_MAX_CSV_ROWS = env_int("BMS_FEED_MAX_CSV_ROWS", 500_000, minimum=100)
-# Padding bounds of the feed store (docs/FEEDS.md): a point may not start a new feed, or move a
-# feed's start, more than this many days before now (else a new feed could start in 2000 and its
-# next point pad 26 years of NaN); one commit pads at most this many slots.
-BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 7, minimum=1)
+# Padding bounds of the feed store (docs/FEEDS.md). Optional age bound: with a value, a point may
+# not start a new feed, or move a feed's start, more than this many days before now. Off (0) by
+# default: history is accepted as emoncms accepts it, and what it costs on disk is bounded per
+# site by its history budget (BMS_SITE_HISTORY_BUDGET_MB below, issue #26); an age bound refused
+# it only at commit, after the sender was answered `ok`. One commit pads at most this many slots.
+BMS_FEED_MAX_BACKFILL_DAYS = env_int("BMS_FEED_MAX_BACKFILL_DAYS", 0, minimum=0)
 # emoncms's own bound is the most (feeds/store/phpfina.py MAX_PADDING_SLOTS): larger values are cut.
 BMS_FEED_MAX_GAP_SLOTS = env_int("BMS_FEED_MAX_GAP_SLOTS", 15_768_000, minimum=1)
 
@@ -273,6 +275,11 @@ BMS_INGEST_MAX_AUTO_INPUTS_PER_SITE = env_int(
 # Nodes a gateway key registers by posting for them (sensors/ingest/registration.py): per site,
 # and per request (a request naming more new nodes registers none of them). 32 is every radio id
 # one JeeLib/RFM69 group can carry (5 bits), so a real emonhub's first post always fits.
+# The bytes a site's history may add to its feed files (sensors/ingest/history_budget.py), unless
+# the site sets its own (Site.history_budget_mb): 2 GiB is about 170 feed-years of 10 s slots,
+# e.g. a year of history for every input of a large emonPi site, and it stops one key from
+# filling the disk with years of NaN padding (a point in 1990 costs 36 years of slots per feed).
+BMS_SITE_HISTORY_BUDGET_MB = env_int("BMS_SITE_HISTORY_BUDGET_MB", 2048, minimum=0)
 BMS_INGEST_MAX_AUTO_NODES_PER_SITE = env_int("BMS_INGEST_MAX_AUTO_NODES_PER_SITE", 64, minimum=0)
 BMS_INGEST_MAX_NEW_NODES_PER_REQUEST = env_int(
     "BMS_INGEST_MAX_NEW_NODES_PER_REQUEST", 32, minimum=0

@@ -42,11 +42,13 @@ def backfill(
         return 0
     now = time.time() if now is None else now
     end = int(now) // STEP_S * STEP_S - STEP_S  # stop short of now: live posts carry on
-    # Within the feed store's backfill bound (a new feed starts at most
-    # BMS_FEED_MAX_BACKFILL_DAYS before now): older points would be refused and raise a
-    # "points refused" alarm on every fresh demo. The first point is start + STEP_S.
-    oldest = int(now) - settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 + STEP_S
-    start = max(end - days * 86_400, oldest // STEP_S * STEP_S)
+    # Within the feed store's optional backfill bound (BMS_FEED_MAX_BACKFILL_DAYS, off by
+    # default): older points would be refused and raise a "points refused" alarm on every
+    # fresh demo. The first point is start + STEP_S.
+    start = end - days * 86_400
+    if settings.BMS_FEED_MAX_BACKFILL_DAYS:
+        oldest = int(now) - settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 + STEP_S
+        start = max(start, oldest // STEP_S * STEP_S)
     plant = DemoPlant(datetime.fromtimestamp(start, UTC), seed=seed)
     # A circuit with the model's default settings, mapped as the live tick maps a real one.
     circuit = mapper.solar_spec(SolarCircuit(pk=0, name="history", pump_id=0))

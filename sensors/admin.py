@@ -30,9 +30,20 @@ class SiteAdmin(admin.ModelAdmin):
         "latitude",
         "longitude",
         "grid_intensity_g_per_kwh",
+        "history_budget_mb",
+        "history_used",
     ]
     search_fields = ["name"]
     prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["history_used"]
+
+    @admin.display(description="history used / budget")
+    def history_used(self, site: Site) -> str:
+        """What the site's history has cost of its budget (sensors/ingest/history_budget.py)."""
+        from sensors.ingest.history_budget import usage
+
+        use = usage(site)
+        return f"{use['used_mb']} MB of {use['budget_mb']} MB"
 
 
 class SensorInline(admin.TabularInline):

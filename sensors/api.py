@@ -25,6 +25,21 @@ class SiteViewSet(viewsets.ModelViewSet):
     queryset = Site.objects.all()
     serializer_class = SiteSerializer
 
+    @extend_schema(
+        request=None,
+        responses=OpenApiTypes.OBJECT,
+        tags=["sites"],
+        summary="A site's history budget and its use",
+        description="Bytes of feed data the site's history (readings older than its nodes' "
+        'first) has added, and the budget bounding it (docs/INGEST.md, "History"). '
+        "Engineers raise it with PATCH on the site (`history_budget_mb`). " + STAFF_READ,
+    )
+    @action(detail=True, methods=["get"], url_path="history-budget")
+    def history_budget(self, request, pk=None):
+        from sensors.ingest.history_budget import usage  # the ingest path, not every API import
+
+        return Response(usage(self.get_object()))
+
 
 @document_viewset(
     "nodes",

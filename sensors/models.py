@@ -49,6 +49,15 @@ class Site(models.Model):
         help_text="Grid carbon intensity used for 'CO₂ saved' (UK 2024 average ≈ 207 g/kWh).",
     )
     description = models.TextField(blank=True)
+    # Bounded so a typo cannot turn the bound off in practice (1 TiB of history per site).
+    history_budget_mb = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(1_048_576)],
+        help_text="MB of feed data this site's history (readings older than its nodes' first) "
+        "may add; empty: BMS_SITE_HISTORY_BUDGET_MB. Raise it before importing months of "
+        "history (docs/MOVING_FROM_EMONCMS.md).",
+    )
 
     class Meta:
         ordering = ["name"]

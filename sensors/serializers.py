@@ -10,7 +10,7 @@ class SiteSerializer(ModelCleanSerializer):
     class Meta:
         model = Site
         fields = ["id", "name", "slug", "latitude", "longitude", "time_zone",
-                  "grid_intensity_g_per_kwh", "description"]  # fmt: skip
+                  "grid_intensity_g_per_kwh", "description", "history_budget_mb"]  # fmt: skip
 
 
 class NodeSerializer(ModelCleanSerializer):

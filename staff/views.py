@@ -25,8 +25,11 @@ from core.pages import staff_page
 from core.permissions import is_engineer
 from feeds.models import Feed
 from feeds.web import query
+from sensors.ingest.history_budget import usage
+from sensors.models import Site
 
 MAX_EXPORT_FEEDS = 20
+MAX_BUDGET_SITES = 50  # sites listed with their history budget (one Redis read each)
 EXPORT_PARAMS = ("ids", "start", "end", "interval", "timezone")
 RAW = "raw"  # interval=raw: each feed's stored values at its own interval, not averaged
 # The explorer's export choices: (value, label); "" is the plotted interval.
@@ -50,6 +53,13 @@ def feed_explorer(request: HttpRequest) -> HttpResponse:
     context = {
         "nav": "feeds",
         "feeds": feeds,
+        # What history has cost each site of its budget: engineers raise it before importing
+        # months of history (sensors/ingest/history_budget.py, docs/INGEST.md).
+        "history_budgets": [
+            usage(site) | {"pk": site.pk, "name": site.name}
+            for site in Site.objects.order_by("name")[:MAX_BUDGET_SITES]
+        ],
+        "may_raise_budget": is_engineer(request.user),
         # Labels and ticks in the site's zone, not the browser's: "15:01" on the overview is
         # 15:01 here too when the person's laptop is set to New York.
         "time_zone": settings.TIME_ZONE,

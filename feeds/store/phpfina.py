@@ -39,9 +39,12 @@ VALUE_DTYPE = np.dtype("<f4")
 # clock must not fill the disk with NaN.
 MAX_PADDING_SLOTS = 15_768_000
 # A point at most this far before the feed's start_time is kept: the file is rebuilt with an
-# earlier start (a batch held back by retries arrives after a later one created the file).
-# Further back is refused: a wrong clock must not make us copy the file to add years of NaN.
-MAX_PREPEND_S = 31 * 86_400
+# earlier start (history uploaded after live data created the file, a batch held back by
+# retries). The bound is emoncms's padding bound read backwards (5 years of 10 s slots, and
+# never more than MAX_PADDING_SLOTS slots): history is bounded by what it costs on disk (the
+# site's history budget, sensors/ingest/history_budget.py), not by its age. emoncms itself
+# skips a point before start_time; we keep it.
+MAX_PREPEND_S = 5 * 365 * 86_400
 # A point this far ahead of `now` is a wrong clock, not a reading.
 MAX_FUTURE_S = 3600
 # Inside the file, write holes of up to this many slots back unchanged instead of splitting the
@@ -49,7 +52,7 @@ MAX_FUTURE_S = 3600
 COALESCE_SLOTS = 1024
 DEFAULT_MAX_POINTS = 20_000
 CALENDAR_INTERVALS = ("daily", "weekly", "monthly")
-BEFORE_START = f"more than {MAX_PREPEND_S // 86_400} days before the feed's start_time"
+BEFORE_START = "further before the feed's start_time than a prepend may pad"
 TOO_OLD = "would extend the feed back before now minus the backfill bound"
 
 
@@ -110,8 +113,9 @@ def dat_path(directory: str | os.PathLike, feed_id: int) -> Path:
 
 
 def max_prepend_slots(interval: int) -> int:
-    """How many slots a write may add before a feed's start_time (MAX_PREPEND_S of them)."""
-    return MAX_PREPEND_S // int(interval)
+    """How many slots a write may add before a feed's start_time (MAX_PREPEND_S of them, at
+    most MAX_PADDING_SLOTS: a prepend pads no more than a write past the end may)."""
+    return min(MAX_PREPEND_S // int(interval), MAX_PADDING_SLOTS)
 
 
 # The new pair of a prepend, before it replaces the originals (see _prepend).

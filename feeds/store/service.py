@@ -84,7 +84,8 @@ def get_buffer(shard: int = 0, shard_count: int | None = None) -> FeedBuffer:
 def write_limits() -> dict:
     """How far a point may pad a feed (docs/FEEDS.md, "Padding bounds")."""
     return {
-        "max_backfill_s": settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400,
+        # 0: no age bound (the default; the site's history budget bounds history instead).
+        "max_backfill_s": settings.BMS_FEED_MAX_BACKFILL_DAYS * 86_400 or None,
         "max_gap_slots": settings.BMS_FEED_MAX_GAP_SLOTS,
     }
 

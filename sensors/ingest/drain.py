@@ -205,6 +205,7 @@ class Drain:
 
     def _process(self, node_id: int, entries: list) -> int:
         from feeds.processes.run import stream_id  # with the worker's imports, not the web's
+        from sensors.ingest import history_budget
         from sensors.ingest.processing import ingest_rows
 
         taken = len(entries)
@@ -234,6 +235,10 @@ class Drain:
                 continue
             self.renew()  # still ours: nobody else is working on these entries
             try:
+                if chunk_rows:
+                    # History over its site's budget is left out before any process runs on it
+                    # (the web refused it before `ok`; this is for MQTT and older entries).
+                    chunk_rows = history_budget.admit(node_id, chunk_rows, time.time())
                 if chunk_rows:
                     last_id = chunk_ids[-1]
                     entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)

@@ -31,6 +31,7 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,11 @@ class BulkBatch:
     # (row index, node) for every row that names a node, kept or not: a node key is refused for
     # a row naming another node even when none of that row's values could be used.
     named: list[tuple[int, NodeRef]] = field(default_factory=list)
+    # Skipped values beyond those listed: a flood's rows are listed as one (name_screen.py).
+    unlisted: int = 0
+
+    def skip_count(self) -> int:
+        return len(self.skipped) + self.unlisted
 
 
 def _shown(value: Any) -> str:
@@ -307,8 +313,22 @@ def _row_values(item: list, index: int, batch: BulkBatch) -> dict[str, float]:
     return values
 
 
-def parse_bulk(text: str, params: dict[str, str], now: float, limits: Limits) -> BulkBatch:
-    """Rows of `data=[[t, node, v1 | {"name": v}, ...], ...]`; bad values and rows skipped."""
+def parse_bulk(
+    text: str,
+    params: dict[str, str],
+    now: float,
+    limits: Limits,
+    select: Callable[[list], list[int] | None] | None = None,
+) -> BulkBatch:
+    """Rows of `data=[[t, node, v1 | {"name": v}, ...], ...]`; bad values and rows skipped.
+    `select(rows)`: the indexes of the rows to read (None: all), decided on the decoded JSON
+    before any row is read (a gateway flood's rows: sensors/ingest/name_screen.py)."""
+    doc = decode_bulk(text, limits)
+    return parse_bulk_doc(doc, params, now, limits, None if select is None else select(doc))
+
+
+def decode_bulk(text: str, limits: Limits) -> list:
+    """The bulk JSON as a non-empty list of at most limits.max_rows rows (not yet checked)."""
     try:
         doc = json.loads(text, parse_constant=NonFinite)
     except RecursionError as exc:  # the parser's own words name its stack, not the body
@@ -323,10 +343,23 @@ def parse_bulk(text: str, params: dict[str, str], now: float, limits: Limits) ->
             status=413,
             field="data",
         )
+    return doc
+
+
+def parse_bulk_doc(
+    doc: list,
+    params: dict[str, str],
+    now: float,
+    limits: Limits,
+    only: list[int] | None = None,
+) -> BulkBatch:
+    """parse_bulk on decoded rows. `only`: the indexes of the rows to read, the others passed
+    over unread (the caller records why): a flood's rows for names it refuses cost nothing."""
     time_ref = _time_ref(params, doc, now)
     batch = BulkBatch()
     total = 0
-    for index, item in enumerate(doc):
+    for index in range(len(doc)) if only is None else only:
+        item = doc[index]
         if not isinstance(item, list):
             batch.skipped.append(Skipped(index, "data", "a row must be a list [t, node, ...]"))
             continue

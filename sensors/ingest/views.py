@@ -31,7 +31,15 @@ from core import throttle
 from core.openapi import documented_by
 from core.redis import REDIS_FAILURES, ReplicasBehind
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
-from sensors.ingest import emoncms_input, input_budget, input_errors, node_auth, registration
+from sensors.ingest import (
+    emoncms_input,
+    history_budget,
+    input_budget,
+    input_errors,
+    name_screen,
+    node_auth,
+    registration,
+)
 from sensors.ingest import stream as ingest_stream
 from sensors.ingest.docs import InputBulkDoc, InputPostDoc, ReadingsDoc
 from sensors.ingest.emoncms_input import BulkBatch, Skipped
@@ -211,6 +219,26 @@ def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
     )
 
 
+def _check_history(groups: list[tuple[NodeIdentity, list[Row]]]) -> None:
+    """History is charged to its site's budget before the answer: over it, the request is a
+    413 naming `time` and nothing of it is queued (sensors/ingest/history_budget.py)."""
+    by_site: dict[int | None, dict[int, tuple[float, set[str]]]] = {}
+    for node, rows in groups:
+        if rows:
+            keys = {key for row in rows for key in row.values}
+            earliest = min(row.t for row in rows)
+            by_site.setdefault(node.site_id, {})[node.id] = (earliest, keys)
+    now = time.time()
+    for site_id, earliest in by_site.items():
+        try:
+            refusal = history_budget.charge(site_id, earliest, now)
+        except REDIS_FAILURES as exc:
+            log.error("could not charge history to site %s: %s", site_id, exc)
+            raise IngestError("ingest queue unavailable, try again", status=503) from exc
+        if refusal is not None:
+            raise IngestError(refusal.text(), status=413, field="time")
+
+
 def _enqueue(
     groups: list[tuple[NodeIdentity, list[Row]]], charge: throttle.Charge | None = None
 ) -> None:
@@ -279,6 +307,7 @@ def readings(request: HttpRequest) -> HttpResponse:
         rows = parse_readings(body, time.time(), limits())
         _check_nodes(rows, identity)
         _check_input_budget(identity, rows)
+        _check_history([(identity, rows)])
     _enqueue([(identity, rows)], charge)
     n_values = sum(len(r.values) for r in rows)
     return JsonResponse({"success": True, "rows": len(rows), "values": n_values}, status=202)
@@ -389,21 +418,26 @@ def _deliver(
         if not charged:
             _charge_first(identity)
         batch = parse()
-        _enqueue(_split_by_node(identity, batch))
+        groups = _split_by_node(identity, batch)
+        _check_history(groups)
+        _enqueue(groups)
         subject = input_errors.gateway_subject(identity.id)
         label = f"Gateway key '{identity.name}'"
     elif charged:
         batch = parse()
-        _enqueue(_split_by_node(identity, batch))
+        groups = _split_by_node(identity, batch)
+        _check_history(groups)
+        _enqueue(groups)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     else:
-        with _charged(identity) as charge:
+        with _charged(identity) as charge:  # a refusal inside is counted as the request
             batch = parse()
             groups = _split_by_node(identity, batch)
+            _check_history(groups)
         _enqueue(groups, charge)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     if batch.skipped:
-        input_errors.record(subject, label, batch.skipped)
+        input_errors.record(subject, label, batch.skipped, count=batch.skip_count())
     else:
         input_errors.clean([subject])
     return batch
@@ -433,6 +467,24 @@ def input_post(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
+def _parse_bulk(identity: Identity, text: str, params: dict[str, str]) -> BulkBatch:
+    """The bulk rows; a gateway's rows for a flood of new names are left out unread and counted
+    as one skip (sensors/ingest/name_screen.py)."""
+    screen: name_screen.Screen | None = None
+
+    def select(doc: list) -> list[int] | None:
+        nonlocal screen
+        if isinstance(identity, GatewayIdentity):
+            screen = name_screen.screen(identity.site_id, doc)
+        return None if screen is None else screen.keep
+
+    batch = emoncms_input.parse_bulk(text, params, time.time(), limits(), select)
+    if screen is not None:
+        batch.skipped.append(screen.skipped())
+        batch.unlisted += screen.rows - 1
+    return batch
+
+
 @documented_by(InputBulkDoc)
 @_guarded
 def input_bulk(request: HttpRequest) -> HttpResponse:
@@ -454,11 +506,7 @@ def input_bulk(request: HttpRequest) -> HttpResponse:
             _charge_first(identity)  # a throttled key gets its 429 before the inflate
             charged = True
         text = _bulk_text(request, params, body)
-    _deliver(
-        identity,
-        lambda: emoncms_input.parse_bulk(text, params, time.time(), limits()),
-        charged=charged,
-    )
+    _deliver(identity, lambda: _parse_bulk(identity, text, params), charged=charged)
     if "fulljson" in params:
         return JsonResponse({"success": True})
     return HttpResponse("ok", content_type="text/plain")

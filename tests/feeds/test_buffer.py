@@ -68,7 +68,7 @@ def test_commit_goes_block_by_block(buffer, feed_dir):
 
 
 def test_refused_points_are_reported_and_leave_the_buffer(buffer, feed_dir):
-    start = 100_000_000
+    start = 400_000_000  # far enough from 0 that MAX_PREPEND_S (5 years) before it is a time
     phpfina.write(feed_dir, 1, 10, start, 1.0, now=NOW)
     buffer.add([(1, start - phpfina.MAX_PREPEND_S - 10, 5.0, False), (1, start + 10, 2.0, False)])
     report = buffer.commit(feed_dir, {1: 10}, now=NOW)

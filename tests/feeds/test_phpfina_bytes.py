@@ -80,7 +80,7 @@ def test_the_meta_is_not_rewritten_after_the_first_write(tmp_path):
 
 
 def test_a_write_too_long_before_start_time_is_refused_and_changes_nothing(tmp_path):
-    start = 100_000_000
+    start = 400_000_000  # far enough from 0 that MAX_PREPEND_S (5 years) before it is a time
     phpfina.write(tmp_path, 1, 10, start, 1.0, now=NOW)
     with pytest.raises(phpfina.TimestampBeforeStart):
         phpfina.write(tmp_path, 1, 10, start - phpfina.MAX_PREPEND_S - 10, 2.0, now=NOW)
@@ -114,13 +114,13 @@ def test_a_point_far_in_the_future_is_refused(tmp_path):
 
 
 def test_refused_points_in_a_block_are_reported_and_the_rest_written(tmp_path):
-    phpfina.write(tmp_path, 1, 10, 100_000_000, 1.0, now=NOW)
-    too_early = 100_000_000 - phpfina.MAX_PREPEND_S - 10
+    phpfina.write(tmp_path, 1, 10, 400_000_000, 1.0, now=NOW)
+    too_early = 400_000_000 - phpfina.MAX_PREPEND_S - 10
     report = phpfina.write_points(
-        tmp_path, 1, 10, [too_early, 100_000_010, 100_000_020], [5.0, math.nan, 3.0], now=NOW
+        tmp_path, 1, 10, [too_early, 400_000_010, 400_000_020], [5.0, math.nan, 3.0], now=NOW
     )
     assert report.written == 1
-    assert sorted(t for t, _ in report.refused) == [too_early, 100_000_010]
+    assert sorted(t for t, _ in report.refused) == [too_early, 400_000_010]
     assert dat_bytes(tmp_path) == ONE + NAN + THREE
 
 

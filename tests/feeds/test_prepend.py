@@ -1,5 +1,5 @@
 """Late points before a feed's start_time: the pair is rebuilt with an earlier start (up to
-MAX_PREPEND_S back), byte for byte PHPFina, and neither a crash nor a concurrent read ever pairs
+MAX_PREPEND_S back: 5 years, at most emoncms's 15,768,000 padding slots), byte for byte PHPFina, and neither a crash nor a concurrent read ever pairs
 a meta with the wrong .dat.
 
 Bytes: 1.0f = 00 00 80 3f, 2.0f = 00 00 00 40, 3.0f = 00 00 40 40, quiet NaN = 00 00 c0 7f.
@@ -19,7 +19,7 @@ from feeds.store.buffer import FeedBuffer
 NOW = 2_000_000_000
 ONE, TWO, THREE = (bytes.fromhex(h) for h in ("0000803f", "00000040", "00004040"))
 NAN = bytes.fromhex("0000c07f")
-START = 100_000_000  # far enough from 0 that 31 days before it is a valid time
+START = 400_000_000  # far enough from 0 that MAX_PREPEND_S (5 years) before it is a valid time
 
 
 def files(d, feed_id=1) -> tuple[bytes, bytes]:
@@ -44,7 +44,7 @@ def test_a_point_beyond_the_bound_is_refused_and_the_bound_itself_kept(tmp_path)
     assert files(tmp_path) == (phpfina.pack_meta(10, START), ONE)
     phpfina.write(tmp_path, 1, 10, START - phpfina.MAX_PREPEND_S, 2.0, now=NOW)
     slots = phpfina.max_prepend_slots(10)
-    assert slots == 31 * 86_400 // 10
+    assert slots == phpfina.MAX_PADDING_SLOTS  # 5 years of 10 s slots: emoncms's padding bound
     meta, dat = files(tmp_path)
     assert meta == phpfina.pack_meta(10, START - phpfina.MAX_PREPEND_S)
     assert dat == TWO + NAN * (slots - 1) + ONE

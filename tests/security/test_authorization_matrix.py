@@ -99,6 +99,8 @@ ROWS: list[Row] = [
     Row("api/v1/^readings/?$", "POST", lambda w: "/api/v1/readings", NODE_ONLY,
         frozenset({202}), lambda w: READING),
     *_api("sites", "site"),
+    Row("api/v1/^sites/(?P<pk>[^/.]+)/history-budget/?$", "GET",
+        lambda w: f"/api/v1/sites/{w.ids['site']}/history-budget", STAFF),
     *_api("nodes", "node-a"),
     Row("api/v1/^nodes/(?P<pk>[^/.]+)/rotate-key/?$", "POST",
         lambda w: f"/api/v1/nodes/{w.ids['node-b']}/rotate-key", WRITERS),

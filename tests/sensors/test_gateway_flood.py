@@ -116,20 +116,42 @@ def test_a_refused_name_costs_no_query_the_second_time(site_gateway, redis_clien
     now = int(time.time())
     with CaptureQueriesContext(connection) as first:
         assert post_cb(rows, key, now).content == b"ok"
-    # The key, one lookup of all 2,500 names and the alarm: not a query per name (the old
-    # code: a COUNT per name, 2,500+).
-    assert sum("flood-2001" in q["sql"] for q in first.captured_queries) == 1
+    # The key, the site's own node names (sensors/ingest/name_screen.py) and the alarm: never
+    # the 2,500 names (the old code: a COUNT per name, 2,500+; then one lookup of them all).
+    assert not any("flood-2001" in q["sql"] for q in first.captured_queries)
     assert len(first.captured_queries) <= 10
     with CaptureQueriesContext(connection) as again:
         assert post_cb(rows, key, now).content == b"ok"
     assert again.captured_queries == []
-    # Another web process (its caches empty) answers them from Redis too: it reads its key,
-    # never the names.
+    # Another web process (its caches empty) reads its key and the site's names, never the
+    # flood's.
     cache.clear_all()
     with CaptureQueriesContext(connection) as other_process:
         assert post_cb(rows, key, now).content == b"ok"
     assert not any("flood-2001" in q["sql"] for q in other_process.captured_queries)
-    assert len(other_process.captured_queries) <= 4  # the key prefixes and the key: 2 + 2
+    assert len(other_process.captured_queries) <= 5  # key prefixes and key 2 + 2, site names 1
+
+
+@pytest.mark.django_db
+def test_a_flood_is_refused_before_its_rows_are_read_and_leaves_nothing_per_name(
+    site_gateway, redis_client
+):
+    site, gateway, key = site_gateway
+    known = Node.objects.create(name="emonth", node_id=19, site=site)
+    now = int(time.time())
+    # Every flood value is text that is not a number: read, each would be a skip of its own.
+    rows = [[now, f"flood-{i:04d}", "x"] for i in range(FLOOD - 2)]
+    rows += [[now, 19, 20.5], [now, "emonth", 21.0]]  # a known node, by radio id and by name
+    keys_before = set(redis_client.keys("*"))
+    assert post_cb(rows, key, now).content == b"ok"
+    assert [pk for pk, _ in queued_batches(redis_client)] == [known.pk]
+    record = input_errors.summary(input_errors.gateway_subject(gateway.pk))
+    assert record["count"] == str(FLOOD - 2)  # one per row left out
+    assert f"{FLOOD - 2} row(s) name {FLOOD - 2} new nodes" in record["last"]
+    assert "not a number" not in record["last"]  # no row of the flood was parsed
+    # Nothing per name in Redis: the refused-names set is not written, no key grew per name.
+    assert redis_client.exists(registration.refused_key(site.pk)) == 0
+    assert len(set(redis_client.keys("*")) - keys_before) < 20
 
 
 @pytest.mark.django_db
@@ -138,6 +160,9 @@ def test_the_refused_names_are_bounded_and_forgotten_when_a_node_is_saved(
 ):
     site, gateway, key = site_gateway
     settings.BMS_INGEST_REFUSED_NAMES = 1000
+    # Registration's own per-name refusals (the site bound): a request within the per-request
+    # bound reaches them; a bigger one is screened before (the test above).
+    settings.BMS_INGEST_MAX_NEW_NODES_PER_REQUEST = FLOOD
     now = int(time.time())
     assert post_cb(flood_rows("x-"), key, now).content == b"ok"
     assert redis_client.zcard(registration.refused_key(site.pk)) == 1000  # its cap
@@ -147,8 +172,9 @@ def test_the_refused_names_are_bounded_and_forgotten_when_a_node_is_saved(
         Node.objects.create(name="x-2499", site=site)
     assert redis_client.exists(registration.refused_key(site.pk)) == 0
     cache.clear_all()
+    before = len(queued_batches(redis_client))  # the 64 the site bound let register
     assert post_cb([[now, "x-2499", 7]], key, now).content == b"ok"
-    assert len(queued_batches(redis_client)) == 1
+    assert len(queued_batches(redis_client)) == before + 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -106,7 +106,7 @@ class Command(BaseCommand):
         written = backfill(demo.feeds_by_role, opts["history_days"], seed=opts["seed"])
         if written:
             self.stdout.write(
-                f"Filled {min(opts['history_days'], settings.BMS_FEED_MAX_BACKFILL_DAYS)} days "
+                f"Filled {_history_days(opts['history_days'])} days "
                 "of history into the demo feeds "
                 f"({written} points)."
             )
@@ -197,3 +197,9 @@ async def _run(simulator: Simulator) -> None:
 def _stop_on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
     log.info("Received %s; shutting down", sig.name)
     stop.set()
+
+
+def _history_days(asked: int) -> int:
+    """The days of history written: all asked for, unless the optional backfill bound is set."""
+    bound = settings.BMS_FEED_MAX_BACKFILL_DAYS
+    return min(asked, bound) if bound else asked

@@ -1,0 +1,235 @@
+"""History is accepted as emoncms accepts it, bounded per site by what it costs on disk
+(issue #26 item 4; sensors/ingest/history_budget.py):
+
+- 33-day-old history posted with /input/bulk is stored point for point (it was answered `ok`
+  and then refused at commit by a 7-day age bound);
+- history over the site's budget is refused before `ok` (413 naming `time`) and nothing of it
+  is queued or stored; at the budget exactly it fits;
+- what reaches the worker without the web's check (MQTT) is left out before any process runs
+  on it, counted on the node's input errors and alarmed;
+- engineers read the budget and its use, and raise it; other roles only read it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import time_machine
+
+from alarms.models import Alarm
+from core.redis import get_redis
+from feeds.models import Feed
+from feeds.store import phpfina, service
+from sensors.ingest import history_budget, input_errors
+from sensors.ingest import stream as stream
+from sensors.ingest.drain import drain_shard
+from sensors.models import Sensor, Site
+from tests.sensors.conftest import make_node, queued_batches
+from tests.wsgi_client import WsgiClient as Client
+
+pytestmark = pytest.mark.django_db
+
+DAY = 86_400
+NOW = 1_780_000_000  # a fixed clock: costs are exact
+
+
+@pytest.fixture
+def place(feed_dir, redis_client):
+    """A site, its node, and its input "1" (a bulk row's first value) logged to a feed."""
+
+    def make(interval: int = 10, budget_mb: int | None = None):
+        site = Site.objects.create(name="Home", slug="home", history_budget_mb=budget_mb)
+        node, key = make_node()
+        node.site = site
+        node.save()
+        feed = Feed.objects.create(name="power", tag="n", interval=interval)
+        Sensor.objects.create(
+            node=node, key="1", name="1", processes=[{"process": "log_to_feed", "feed": feed.pk}]
+        )
+        return site, node, key, feed
+
+    return make
+
+
+def bulk(key: str, rows: list[list]):
+    return Client().post("/input/bulk", {"data": json.dumps(rows), "time": "0", "apikey": key})
+
+
+def drain(node) -> None:
+    report = drain_shard(stream.shard_of(node.pk))
+    assert report.dropped == 0 and not report.stopped
+
+
+def stored(feed: Feed) -> tuple[phpfina.Meta | None, list[float]]:
+    meta, data = phpfina.open_feed(service.feed_dir(feed.pk), feed.pk)
+    return meta, [float(x) for x in data]
+
+
+def test_33_day_old_history_via_bulk_is_stored_point_for_point(place):
+    _site, node, key, feed = place()
+    now = int(time.time())
+    start = (now - 33 * DAY) // 10 * 10
+    rows = [[start + 10 * i, node.node_id, float(i)] for i in range(360)]  # an hour of it
+    for part in range(0, 360, 120):  # as emonhub sends it: several requests, oldest first
+        response = bulk(key, rows[part : part + 120])
+        assert response.status_code == 200 and response.content == b"ok", response.content
+    drain(node)
+    result = service.commit_all(sync=True)
+    assert result["refused"] == {}
+    meta, values = stored(feed)
+    assert meta.start_time == start
+    assert values == [float(i) for i in range(360)]
+
+
+def test_history_older_than_live_data_is_prepended_point_for_point(place):
+    _site, node, key, feed = place()
+    now = int(time.time()) // 10 * 10
+    assert bulk(key, [[now, node.node_id, 99.0]]).content == b"ok"  # live data came first
+    drain(node)
+    service.commit_all(sync=True)
+    old = now - 33 * DAY
+    assert bulk(key, [[old + 10 * i, node.node_id, float(i)] for i in range(50)]).content == b"ok"
+    drain(node)
+    assert service.commit_all(sync=True)["refused"] == {}
+    meta, values = stored(feed)
+    assert meta.start_time == old
+    assert values[:50] == [float(i) for i in range(50)] and values[-1] == 99.0
+
+
+def _cost_of(seconds: int, interval: int) -> int:
+    return seconds * 4 // interval
+
+
+def test_at_the_budget_exactly_history_fits_and_one_slot_more_is_a_413(place, redis_client):
+    # A 4 s feed costs exactly 1 byte per second of history: 1 MiB is 1,048,576 s of it.
+    site, node, key, feed = place(interval=4, budget_mb=1)
+    with time_machine.travel(NOW, tick=False):
+        assert bulk(key, [[NOW, node.node_id, 1.0]]).content == b"ok"  # reach: now, costs 0
+        at_bound = NOW - (1 << 20)
+        assert bulk(key, [[at_bound, node.node_id, 2.0]]).content == b"ok"
+        assert history_budget.used_bytes(site.pk) == 1 << 20
+        before = queued_batches(redis_client)
+        response = bulk(key, [[at_bound - 4, node.node_id, 3.0]])
+    assert response.status_code == 413
+    body = response.json()
+    assert body["field"] == "time" and "history budget" in body["error"]
+    assert queued_batches(redis_client) == before  # nothing of it queued
+    assert history_budget.used_bytes(site.pk) == 1 << 20  # nor charged
+    drain(node)
+    service.commit_all(sync=True)
+    _meta, values = stored(feed)
+    assert 3.0 not in values and values[0] == 2.0
+
+
+def test_a_site_over_budget_is_refused_before_ok_and_nothing_is_stored(place, redis_client):
+    _site, node, key, feed = place(budget_mb=1)
+    now = int(time.time())
+    # 33 days of a 10 s feed is 1.1 MB: over a 1 MB budget.
+    rows = [[now - 33 * DAY + 10 * i, node.node_id, 1.0] for i in range(10)]
+    response = bulk(key, rows)
+    assert response.status_code == 413 and response.content != b"ok"
+    assert "1.0 MB" in response.json()["error"]
+    assert queued_batches(redis_client) == []
+    service.commit_all(sync=True)
+    assert stored(feed) == (None, [])
+
+
+def test_the_red_team_rows_from_2000_are_refused_at_the_door(place, redis_client):
+    # Before the age bound: a row in 2000 made a feed pad 63 MB. The default budget (2 GiB)
+    # is far above one such row on one input, so a small one shows the door doing it.
+    _site, node, key, feed = place(interval=1, budget_mb=10)
+    response = bulk(key, [[946_684_800, node.node_id, 1.0], [int(time.time()), node.node_id, 2.0]])
+    assert response.status_code == 413
+    service.commit_all(sync=True)
+    assert stored(feed) == (None, [])
+
+
+def test_a_node_key_rest_reading_over_budget_is_a_413_too(place, redis_client):
+    _site, node, key, _feed = place(budget_mb=1)
+    body = {"time": int(time.time()) - 40 * DAY, "values": {"1": 1.0}}
+    response = Client().post(
+        "/api/v1/readings", json.dumps(body), "application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+    assert response.status_code == 413 and response.json()["field"] == "time"
+
+
+def test_over_budget_rows_from_mqtt_are_left_out_before_the_processes_and_alarmed(place):
+    _site, node, _key, feed = place(budget_mb=1)
+    kwh = Feed.objects.create(name="kwh", tag="n", interval=10)
+    Sensor.objects.filter(node=node).update(
+        processes=[
+            {"process": "log_to_feed", "feed": feed.pk},
+            {"process": "power_to_kwh", "feed": kwh.pk},
+        ]
+    )
+    now = int(time.time()) // 10 * 10
+    old = now - 40 * DAY
+    # What the MQTT gateway appends (sensors/devices/mqtt.py): no web check on the way.
+    stream.append(node.pk, [[old, {"1": 3600.0}], [old + 10, {"1": 3600.0}]])
+    stream.append(node.pk, [[now, {"1": 3600.0}], [now + 10, {"1": 3600.0}]])
+    drain(node)
+    service.commit_all(sync=True)
+    meta, values = stored(feed)
+    assert meta.start_time == now and values == [3600.0, 3600.0]  # the live rows only
+    # power_to_kwh never saw the refused rows: 10 s at 1 Wh/s since the first live reading.
+    assert service.last_value(kwh.pk)[1] == pytest.approx(0.01, abs=1e-6)
+    record = input_errors.record_key(input_errors.node_subject(node.pk))
+    assert int(get_redis().hget(record, "count")) == 2
+    alarm = Alarm.objects.get(key=input_errors.alarm_key(input_errors.node_subject(node.pk)))
+    assert "history budget" in alarm.message
+
+
+def test_engineers_read_and_raise_the_budget(place, engineer_api):
+    site, node, key, _feed = place(budget_mb=1)
+    now = int(time.time())
+    assert bulk(key, [[now - 33 * DAY, node.node_id, 1.0]]).status_code == 413
+    use = engineer_api.get(f"/api/v1/sites/{site.pk}/history-budget").json()
+    assert use["budget_mb"] == 1 and use["used_bytes"] == 0
+    r = engineer_api.patch(f"/api/v1/sites/{site.pk}", {"history_budget_mb": 2}, format="json")
+    assert r.status_code == 200, r.content
+    assert bulk(key, [[now - 33 * DAY, node.node_id, 1.0]]).content == b"ok"
+    use = engineer_api.get(f"/api/v1/sites/{site.pk}/history-budget").json()
+    # 4 bytes per 10 s slot from 33 days ago to now (the clock moved a little meanwhile).
+    assert use["budget_mb"] == 2
+    assert 0 <= use["used_bytes"] - _cost_of(33 * DAY, 10) <= 8
+
+
+def test_viewers_read_the_budget_but_cannot_raise_it(place, viewer_api, anon_api):
+    site, *_ = place(budget_mb=1)
+    assert viewer_api.get(f"/api/v1/sites/{site.pk}/history-budget").status_code == 200
+    r = viewer_api.patch(f"/api/v1/sites/{site.pk}", {"history_budget_mb": 99}, format="json")
+    assert r.status_code == 403
+    assert anon_api.get(f"/api/v1/sites/{site.pk}/history-budget").status_code in (401, 403)
+    site.refresh_from_db()
+    assert site.history_budget_mb == 1
+
+
+def test_the_budget_has_a_bound(place, engineer_api):
+    site, *_ = place()
+    url = f"/api/v1/sites/{site.pk}"
+    ok = engineer_api.patch(url, {"history_budget_mb": 1_048_576}, format="json")
+    assert ok.status_code == 200
+    r = engineer_api.patch(url, {"history_budget_mb": 1_048_577}, format="json")
+    assert r.status_code == 400 and "history_budget_mb" in r.json()["fields"]
+    assert engineer_api.patch(url, {"history_budget_mb": -1}, format="json").status_code == 400
+
+
+def test_the_default_budget_is_the_documented_one(settings):
+    assert settings.BMS_SITE_HISTORY_BUDGET_MB == 2048
+    assert settings.BMS_FEED_MAX_BACKFILL_DAYS == 0  # the age bound is off
+
+
+def test_history_older_than_the_files_can_hold_is_refused_before_ok(place, redis_client):
+    # A 1 s feed pads at most 15,768,000 slots (emoncms's bound): 182 days. Older would be
+    # answered ok, processed, and refused at commit; it is refused at the door instead.
+    _site, node, key, feed = place(interval=1)
+    now = int(time.time())
+    response = bulk(key, [[now - 200 * DAY, node.node_id, 1.0]])
+    assert response.status_code == 413
+    assert response.json()["field"] == "time" and "182 days" in response.json()["error"]
+    assert queued_batches(redis_client) == []
+    assert bulk(key, [[now - 180 * DAY, node.node_id, 1.0]]).content == b"ok"  # within it
+    drain(node)
+    assert service.commit_all(sync=True)["refused"] == {}
