@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sensors', '0010_node_auto_created_registered_by'),
+        ('sensors', '0011_node_names_unique_per_site'),
     ]
 
     operations = [
