@@ -19,9 +19,9 @@ import json
 import math
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from collections.abc import Callable
 from typing import Any
 
 # 2000-01-01T00:00:00Z: nothing we ingest is older (a node with an unset clock posts 1970).

@@ -283,7 +283,10 @@ def readings(request: HttpRequest) -> HttpResponse:
         )
     with _charged(identity) as charge:
         rows = parse_readings(
-            body, time.time(), limits(), authorize=lambda node, row: _check_node(node, row, identity)
+            body,
+            time.time(),
+            limits(),
+            authorize=lambda node, row: _check_node(node, row, identity),
         )
         _check_input_budget(identity, rows)
     _enqueue([(identity, rows)], charge)
