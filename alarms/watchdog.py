@@ -36,8 +36,8 @@ import redis
 from celery import current_app
 from django.conf import settings
 
-from alarms.heartbeat import BEAT_HEARTBEAT_KEY
-from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY, BEAT_STOPPED_KEY
+from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
 from alarms.models import Alarm
 from core.redis import get_redis
 from feeds.store.service import get_buffer, layout
@@ -289,22 +289,51 @@ def check_workers(served: Collection[str] | None = None) -> dict:
     return {"checked": True, "missing": missing}
 
 
+def beat_restart_grace_s() -> float:
+    """How long a missing heartbeat may be a planned restart: the start-up grace, and at least
+    the stale bound (a beat that came back within it never looked dead anyway)."""
+    return max(float(settings.BMS_ALARM_STARTUP_GRACE), float(settings.BMS_ALARM_BEAT_STALE_S))
+
+
 def check_beat(now: float | None = None) -> dict:
+    """Raise `celery-beat` when beat's heartbeat is missing or stale, except during a restart.
+
+    An ordinary restart (all services, or beat alone) left beat without a heartbeat for a
+    minute or two and raised a critical alarm, and its e-mail, every time (#28). Two things are
+    a restart, not a dead beat, for beat_restart_grace_s(): beat said it was stopping
+    (BEAT_STOPPED_KEY, written on its way out: bms/celery.py), or the process watching it has
+    only just started itself. An alarm already open stays open; past the grace a beat that has
+    not come back is raised as before."""
     now = time.time() if now is None else now
     stale_after = settings.BMS_ALARM_BEAT_STALE_S
-    stamp = get_redis().get(BEAT_HEARTBEAT_KEY)
+    client = get_redis()
+    stamp, stopped = client.mget(BEAT_HEARTBEAT_KEY, BEAT_STOPPED_KEY)
     age = now - int(stamp) if stamp is not None else None
-    if age is None or age > stale_after:
-        raise_alarm(
-            BEAT_ALARM,
-            "Celery beat is not alive: "
-            + ("no heartbeat" if age is None else f"last heartbeat {int(age)} s ago")
-            + " — no commits, control ticks or checks are being scheduled.",
-            source="system",
-            severity=Alarm.Severity.CRITICAL,
-        )
-    else:
+    if age is not None and age <= stale_after:
         clear_alarm(BEAT_ALARM)
+        return {"beat_age_s": round(age, 1)}
+    grace = beat_restart_grace_s()
+    stopped_ago = now - float(stopped) if stopped is not None else None
+    planned_stop = stopped_ago is not None and 0 <= stopped_ago < grace
+    # in_startup_grace is off when BMS_ALARM_STARTUP_GRACE is 0; a planned stop is not.
+    just_started = in_startup_grace(now, grace)
+    already_open = Alarm.objects.open().filter(key=BEAT_ALARM).exists()
+    if (planned_stop or just_started) and not already_open:
+        held = "beat stopped for a restart" if planned_stop else "this process just started"
+        return {"beat_age_s": None if age is None else round(age, 1), "held": held}
+    raise_alarm(
+        BEAT_ALARM,
+        "Celery beat is not alive: "
+        + ("no heartbeat" if age is None else f"last heartbeat {int(age)} s ago")
+        + (
+            f" (it stopped for a restart {int(stopped_ago)} s ago and has not come back)"
+            if stopped_ago is not None and stopped_ago >= 0
+            else ""
+        )
+        + " — no commits, control ticks or checks are being scheduled.",
+        source="system",
+        severity=Alarm.Severity.CRITICAL,
+    )
     return {"beat_age_s": None if age is None else round(age, 1)}
 
 
