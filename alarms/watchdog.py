@@ -3,7 +3,8 @@
 - feed commit backlog growing (points waiting in Redis, or a buffer that stopped moving),
 - data disk nearly full (or not writable),
 - a Celery queue that no worker consumes (a dead worker), Celery beat not alive,
-- points the feed store refused (too old for a new feed, a gap too large: docs/FEEDS.md).
+- points the feed store refused (too old for a new feed, a gap too large: docs/FEEDS.md),
+- alarms whose object or rule was removed (alarms/subjects.py): cleared.
 
 Who runs which check (a dead process cannot report its own death):
 
@@ -337,6 +338,12 @@ def check_beat(now: float | None = None) -> dict:
     return {"beat_age_s": None if age is None else round(age, 1)}
 
 
+def _sweep_removed() -> dict:
+    from alarms.subjects import sweep_removed
+
+    return sweep_removed()
+
+
 def run_all(now: float | None = None) -> dict:
     """Every check but the workers', each on its own: one failing (say Redis away) does not
     skip the others. The worker check is not here: it waits up to its inspect timeout (2 s)
@@ -349,6 +356,7 @@ def run_all(now: float | None = None) -> dict:
         ("disk", check_disk),
         ("beat", lambda: check_beat(now)),
         ("refused", check_refused),
+        ("removed", _sweep_removed),
     ):
         try:
             results[name] = check()
