@@ -2,6 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
+from staff import help as staff_help
 from staff import views as staff_views
 
 urlpatterns = [
@@ -12,6 +13,7 @@ urlpatterns = [
     path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
     path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
+    path("staff/help/<str:name>", staff_help.help_page, name="staff-help"),
     path(
         "staff/alarms/acknowledge-all",
         staff_views.alarm_acknowledge_all,
