@@ -2,6 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
+from staff import export as staff_export
 from staff import help as staff_help
 from staff import views as staff_views
 
@@ -11,7 +12,7 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("core/favicon.svg"), permanent=True)),
     path("staff/", staff_views.overview, name="staff-overview"),
     path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
-    path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),
+    path("staff/feeds/export.csv", staff_export.feed_export_csv, name="staff-feed-export"),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
     path("staff/help/<str:name>", staff_help.help_page, name="staff-help"),
     path(
