@@ -13,6 +13,7 @@ urlpatterns = [
     path("staff/", staff_views.overview, name="staff-overview"),
     path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
     path("staff/feeds/export.csv", staff_export.feed_export_csv, name="staff-feed-export"),
+    path("staff/feeds/export.xlsx", staff_export.feed_export_xlsx, name="staff-feed-export-xlsx"),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
     path("staff/help/<str:name>", staff_help.help_page, name="staff-help"),
     path(

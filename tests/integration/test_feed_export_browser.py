@@ -61,4 +61,14 @@ def test_a_month_of_a_meter_exported_with_the_date_pickers(server):
         assert len(rows) == 1 + 31
         assert (rows[1][0], rows[-1][0]) == ("2026-10-01", "2026-10-31")
         assert {r[0]: r[2] for r in rows[1:]}["2026-10-25"] == "25"  # the day clocks go back
+        # The same days as a workbook.
+        with page.expect_download() as caught:
+            page.get_by_role("button", name="Excel (.xlsx)").click()
+        assert caught.value.suggested_filename == (
+            "library-main-meter_2026-10-01_to_2026-10-31.xlsx"
+        )
+        from openpyxl import load_workbook
+
+        sheet = load_workbook(io.BytesIO(caught.value.path().read_bytes())).active
+        assert sheet.max_row == 1 + 31 and sheet["C26"].value == 25
         assert seen["errors"] == []

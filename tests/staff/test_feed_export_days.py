@@ -157,3 +157,39 @@ def test_the_longest_range_is_accepted_at_a_coarse_interval_and_one_day_more_ref
         "&interval=monthly"
     )
     assert over.status_code == 400 and over.json()["field"] == "to"
+
+
+def test_the_same_month_as_an_excel_workbook(client, meter):
+    from openpyxl import load_workbook
+
+    meter.tag = '=HYPERLINK("http://evil.example")'
+    meter.save()
+    response = client.get(
+        f"/staff/feeds/export.xlsx?ids={meter.pk}&from=2026-10-01&to=2026-10-31&interval=daily"
+    )
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/vnd.openxmlformats")
+    assert response["Content-Disposition"].endswith('_2026-10-01_to_2026-10-31.xlsx"')
+    sheet = load_workbook(io.BytesIO(response.content)).active
+    rows = list(sheet.iter_rows(values_only=True))
+    assert rows[0][:2] == ("time (Europe/London)", "unix")
+    assert rows[0][2] == '=HYPERLINK("http://evil.example"):Main meter (kWh used per day)'
+    assert sheet["C1"].data_type == "s"  # text, not a formula
+    assert len(rows) == 1 + 31
+    assert rows[1][0] == datetime(2026, 10, 1) and rows[25][0] == datetime(2026, 10, 25)
+    assert rows[25][2] == 25
+
+
+def test_the_workbook_refuses_bad_dates_as_the_csv_does(client, meter):
+    response = client.get(f"/staff/feeds/export.xlsx?ids={meter.pk}&from=2026-10-31&to=2026-10-01")
+    assert response.status_code == 400 and response.json()["field"] == "to"
+
+
+def test_a_user_without_a_staff_role_may_not_export_a_workbook(db, meter):
+    from django.contrib.auth.models import User
+
+    c = Client()
+    c.force_login(User.objects.create_user("norole", is_staff=True))
+    url = f"/staff/feeds/export.xlsx?ids={meter.pk}&from=2026-10-01&to=2026-10-31"
+    assert c.get(url).status_code == 403
+    assert Client().get(url).status_code == 302  # anonymous: to the login page
