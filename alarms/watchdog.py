@@ -151,7 +151,8 @@ def check_backlog(now: float | None = None) -> dict:
 
 
 # The count the alarm's message states (below): what staff saw when they acknowledged it.
-REFUSED_COUNT = re.compile(r"Feed \d+: (\d+) points refused")
+# The feed's name sits between its id and the count (lazily skipped).
+REFUSED_COUNT = re.compile(r"Feed \d+\b.*?: (\d+) points refused by the feed store")
 
 
 def _when_unix(last: str) -> str:
@@ -172,6 +173,11 @@ def _when_unix(last: str) -> str:
     return " ".join(filter(None, [when_text(timezone.localtime(moment)), reason]))
 
 
+def _named(name: str | None) -> str:
+    """'hall:temp' after the feed's id, so staff know which feed without looking it up."""
+    return f" '{name}'" if name else ""
+
+
 def refused_alarm(feed_id: int) -> str:
     return f"feed-refused:{feed_id}"
 
@@ -180,8 +186,11 @@ def check_refused() -> dict:
     """One alarm per feed with refused points, its message kept up to date. Once staff have
     acknowledged it, the points it counted are forgotten and it clears; points refused after
     that open a new one."""
+    from feeds.models import Feed
+
     buffer = get_buffer()
     refused = buffer.refused()
+    names = {pk: str(f) for pk, f in Feed.objects.in_bulk(list(refused)).items()}
     for feed_id, (count, last) in refused.items():
         key = refused_alarm(feed_id)
         open_alarm = Alarm.objects.filter(key=key, cleared_at__isnull=True).first()
@@ -194,7 +203,8 @@ def check_refused() -> dict:
                 continue
             open_alarm = None
         message = (
-            f"Feed {feed_id}: {count} points refused by the feed store and not written "
+            f"Feed {feed_id}{_named(names.get(feed_id))}: {count} points refused by the feed store "
+            "and not written "
             f"(latest: {_when_unix(last)}). A sender's clock is wrong, or the points are older than "
             "BMS_FEED_MAX_BACKFILL_DAYS for a new feed (docs/FEEDS.md)."
         )

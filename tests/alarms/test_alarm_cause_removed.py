@@ -120,3 +120,13 @@ def test_the_sweep_looks_at_a_bounded_number_per_kind(redis_client):
     cleared = sweep_removed()
     assert len(cleared["sensor-range"]) == MAX_PER_SWEEP
     assert Alarm.objects.open().filter(key__startswith="sensor-range:").count() == 1
+
+
+def test_a_silent_node_alarm_names_where_the_node_is(redis_client):
+    node, _ = make_node(interval=10)
+    Node.objects.filter(pk=node.pk).update(location="Seminar room")
+    now = time.time()
+    ingest_rows(node.pk, [[int(now), {"a": 1.0}]], now=now)
+    check_silent_nodes(now=now + 31)
+    message = Alarm.objects.open().get(key=f"node-silent:{node.pk}").message
+    assert message.startswith("Node emontx1 (Seminar room) silent since ")
