@@ -69,12 +69,18 @@ def _bad(field: str, message: str) -> ValidationError:
     return ValidationError({field: [message]})
 
 
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _parse_day(params: dict[str, str], field: str) -> date:
+    """A date as the pickers send it (YYYY-MM-DD, ASCII digits only), or a 400 naming `field`."""
     raw = params.get(field, "")
+    if not (ISO_DAY.fullmatch(raw) and raw.isascii()):
+        raise _bad(field, f"{raw[:40]!r} is not a date (YYYY-MM-DD)")
     try:
-        return date.fromisoformat(raw) if len(raw) == 10 else date.fromisoformat("bad")
+        return date.fromisoformat(raw)
     except ValueError:
-        raise _bad(field, f"{raw[:40]!r} is not a date (YYYY-MM-DD)") from None
+        raise _bad(field, f"{raw!r} is not a day of the calendar") from None
 
 
 def _midnight(day: date, zone: ZoneInfo) -> int:
