@@ -31,6 +31,14 @@ class AlarmAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # alarms are raised by the system, not typed in
 
+    def has_change_permission(self, request, obj: Alarm | None = None) -> bool:
+        # An alarm's page is a view: nothing on it can be edited, so it shows no Save buttons
+        # and refuses a POST (#25). Without an object (the list's acknowledge action) engineers
+        # keep change_alarm.
+        if obj is not None:
+            return False
+        return super().has_change_permission(request)
+
     def has_delete_permission(self, request, obj: Alarm | None = None) -> bool:
         # An alarm is a record of what happened (API.md: never edited): deleting one would let
         # an engineer hide a fault. Django drops delete_selected when this is False.

@@ -79,3 +79,28 @@ class Alarm(models.Model):
     @property
     def is_open(self) -> bool:
         return self.cleared_at is None
+
+    # What the pages show next to the message (alarms/links.py): derived from the key.
+    @property
+    def help_url(self) -> str:
+        from alarms.links import help_url
+
+        return help_url(self.key)
+
+    @property
+    def thing_url(self) -> str | None:
+        from alarms.links import thing_url
+
+        return thing_url(self.key)
+
+    @property
+    def thing_label(self) -> str:
+        from alarms.links import thing_label
+
+        return thing_label(self.key)
+
+    @property
+    def action(self) -> str:
+        from alarms.links import action
+
+        return action(self.key)

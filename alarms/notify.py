@@ -52,7 +52,12 @@ def _line(alarm: Alarm) -> str:
     extra = f", {alarm.occurrences:,} occurrences" if alarm.occurrences > 1 else ""
     if alarm.cleared_at is not None:
         extra += ", cleared since"
-    return f"- [{alarm.severity}] {alarm.message}\n  raised {raised} by {alarm.source}{extra}"
+    # What to do and where the help is, as on the staff pages (alarms/links.py): the site's
+    # paths, as the "more" line below gives them (the e-mail does not know the site's host).
+    return (
+        f"- [{alarm.severity}] {alarm.message}\n  raised {raised} by {alarm.source}{extra}\n"
+        f"  What to do: {alarm.action} Help: {alarm.help_url}"
+    )
 
 
 def _body(listed: list[Alarm], total: int) -> str:

@@ -3,7 +3,8 @@
 - feed commit backlog growing (points waiting in Redis, or a buffer that stopped moving),
 - data disk nearly full (or not writable),
 - a Celery queue that no worker consumes (a dead worker), Celery beat not alive,
-- points the feed store refused (too old for a new feed, a gap too large: docs/FEEDS.md).
+- points the feed store refused (too old for a new feed, a gap too large: docs/FEEDS.md),
+- alarms whose object or rule was removed (alarms/subjects.py): cleared.
 
 Who runs which check (a dead process cannot report its own death):
 
@@ -36,8 +37,8 @@ import redis
 from celery import current_app
 from django.conf import settings
 
-from alarms.heartbeat import BEAT_HEARTBEAT_KEY
-from alarms.lifecycle import clear_alarm, raise_alarm
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY, BEAT_STOPPED_KEY
+from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
 from alarms.models import Alarm
 from core.redis import get_redis
 from feeds.store.service import get_buffer, layout
@@ -150,7 +151,8 @@ def check_backlog(now: float | None = None) -> dict:
 
 
 # The count the alarm's message states (below): what staff saw when they acknowledged it.
-REFUSED_COUNT = re.compile(r"Feed \d+: (\d+) points refused")
+# The feed's name sits between its id and the count (lazily skipped).
+REFUSED_COUNT = re.compile(r"Feed \d+\b.*?: (\d+) points refused by the feed store")
 
 
 def _when_unix(last: str) -> str:
@@ -171,6 +173,11 @@ def _when_unix(last: str) -> str:
     return " ".join(filter(None, [when_text(timezone.localtime(moment)), reason]))
 
 
+def _named(name: str | None) -> str:
+    """'hall:temp' after the feed's id, so staff know which feed without looking it up."""
+    return f" '{name}'" if name else ""
+
+
 def refused_alarm(feed_id: int) -> str:
     return f"feed-refused:{feed_id}"
 
@@ -179,8 +186,11 @@ def check_refused() -> dict:
     """One alarm per feed with refused points, its message kept up to date. Once staff have
     acknowledged it, the points it counted are forgotten and it clears; points refused after
     that open a new one."""
+    from feeds.models import Feed
+
     buffer = get_buffer()
     refused = buffer.refused()
+    names = {pk: str(f) for pk, f in Feed.objects.in_bulk(list(refused)).items()}
     for feed_id, (count, last) in refused.items():
         key = refused_alarm(feed_id)
         open_alarm = Alarm.objects.filter(key=key, cleared_at__isnull=True).first()
@@ -193,7 +203,8 @@ def check_refused() -> dict:
                 continue
             open_alarm = None
         message = (
-            f"Feed {feed_id}: {count} points refused by the feed store and not written "
+            f"Feed {feed_id}{_named(names.get(feed_id))}: {count} points refused by the feed store "
+            "and not written "
             f"(latest: {_when_unix(last)}). A sender's clock is wrong, or the points are older than "
             "BMS_FEED_MAX_BACKFILL_DAYS for a new feed (docs/FEEDS.md)."
         )
@@ -289,23 +300,58 @@ def check_workers(served: Collection[str] | None = None) -> dict:
     return {"checked": True, "missing": missing}
 
 
+def beat_restart_grace_s() -> float:
+    """How long a missing heartbeat may be a planned restart: the start-up grace, and at least
+    the stale bound (a beat that came back within it never looked dead anyway)."""
+    return max(float(settings.BMS_ALARM_STARTUP_GRACE), float(settings.BMS_ALARM_BEAT_STALE_S))
+
+
 def check_beat(now: float | None = None) -> dict:
+    """Raise `celery-beat` when beat's heartbeat is missing or stale, except during a restart.
+
+    An ordinary restart (all services, or beat alone) left beat without a heartbeat for a
+    minute or two and raised a critical alarm, and its e-mail, every time (#28). Two things are
+    a restart, not a dead beat, for beat_restart_grace_s(): beat said it was stopping
+    (BEAT_STOPPED_KEY, written on its way out: bms/celery.py), or the process watching it has
+    only just started itself. An alarm already open stays open; past the grace a beat that has
+    not come back is raised as before."""
     now = time.time() if now is None else now
     stale_after = settings.BMS_ALARM_BEAT_STALE_S
-    stamp = get_redis().get(BEAT_HEARTBEAT_KEY)
+    client = get_redis()
+    stamp, stopped = client.mget(BEAT_HEARTBEAT_KEY, BEAT_STOPPED_KEY)
     age = now - int(stamp) if stamp is not None else None
-    if age is None or age > stale_after:
-        raise_alarm(
-            BEAT_ALARM,
-            "Celery beat is not alive: "
-            + ("no heartbeat" if age is None else f"last heartbeat {int(age)} s ago")
-            + " — no commits, control ticks or checks are being scheduled.",
-            source="system",
-            severity=Alarm.Severity.CRITICAL,
-        )
-    else:
+    if age is not None and age <= stale_after:
         clear_alarm(BEAT_ALARM)
+        return {"beat_age_s": round(age, 1)}
+    grace = beat_restart_grace_s()
+    stopped_ago = now - float(stopped) if stopped is not None else None
+    planned_stop = stopped_ago is not None and 0 <= stopped_ago < grace
+    # in_startup_grace is off when BMS_ALARM_STARTUP_GRACE is 0; a planned stop is not.
+    just_started = in_startup_grace(now, grace)
+    already_open = Alarm.objects.open().filter(key=BEAT_ALARM).exists()
+    if (planned_stop or just_started) and not already_open:
+        held = "beat stopped for a restart" if planned_stop else "this process just started"
+        return {"beat_age_s": None if age is None else round(age, 1), "held": held}
+    raise_alarm(
+        BEAT_ALARM,
+        "Celery beat is not alive: "
+        + ("no heartbeat" if age is None else f"last heartbeat {int(age)} s ago")
+        + (
+            f" (it stopped for a restart {int(stopped_ago)} s ago and has not come back)"
+            if stopped_ago is not None and stopped_ago >= 0
+            else ""
+        )
+        + " — no commits, control ticks or checks are being scheduled.",
+        source="system",
+        severity=Alarm.Severity.CRITICAL,
+    )
     return {"beat_age_s": None if age is None else round(age, 1)}
+
+
+def _sweep_removed() -> dict:
+    from alarms.subjects import sweep_removed
+
+    return sweep_removed()
 
 
 def run_all(now: float | None = None) -> dict:
@@ -320,6 +366,7 @@ def run_all(now: float | None = None) -> dict:
         ("disk", check_disk),
         ("beat", lambda: check_beat(now)),
         ("refused", check_refused),
+        ("removed", _sweep_removed),
     ):
         try:
             results[name] = check()

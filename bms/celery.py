@@ -6,6 +6,7 @@ switches plant). Run the control queue on its own worker so ingest never delays 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -14,7 +15,7 @@ import time
 from celery import Celery
 from celery.signals import beat_init, worker_ready
 
-from alarms.heartbeat import BEAT_HEARTBEAT_KEY, HEARTBEAT_EVERY_S
+from alarms.heartbeat import BEAT_HEARTBEAT_KEY, BEAT_STOPPED_KEY, HEARTBEAT_EVERY_S
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bms.settings")
 
@@ -35,17 +36,40 @@ def _start_beat_heartbeat(sender=None, **_kwargs) -> None:
     from core.redis import get_redis
 
     scheduler = sender.scheduler if sender is not None else None
+    # Whether this beat was the active one at its last stamp: only that one's stop is a
+    # restart of the site's beat (RedBeat has released the lock by the time atexit runs).
+    active = threading.Event()
 
     def loop() -> None:
         while True:
             try:
-                if not is_standby(scheduler):
+                if is_standby(scheduler):
+                    active.clear()
+                else:
                     get_redis().set(BEAT_HEARTBEAT_KEY, int(time.time()), ex=HEARTBEAT_EVERY_S * 6)
+                    active.set()
             except Exception as exc:  # Redis down: healthz reports it; keep trying.
                 logging.getLogger(__name__).warning("beat heartbeat failed: %s", exc)
             time.sleep(HEARTBEAT_EVERY_S)
 
     threading.Thread(target=loop, name="beat-heartbeat", daemon=True).start()
+    atexit.register(_mark_beat_stopped, active)
+
+
+def _mark_beat_stopped(active: threading.Event) -> None:
+    """Beat is stopping on a signal (celery turns SIGTERM/SIGINT into SystemExit, so this runs):
+    say so, so the watchdog takes the missing heartbeat for a restart, not a dead beat, for
+    its grace (alarms/watchdog.py check_beat). A beat that is killed says nothing: that is
+    the death the alarm is for."""
+    if not active.is_set():
+        return  # a standby beat: the active one is still running
+    from alarms.watchdog import beat_restart_grace_s
+    from core.redis import get_redis
+
+    try:
+        get_redis().set(BEAT_STOPPED_KEY, time.time(), ex=int(2 * beat_restart_grace_s()))
+    except Exception as exc:  # Redis away as we stop: the watchdog will alarm; say why here
+        logging.getLogger(__name__).warning("beat could not mark its planned stop: %s", exc)
 
 
 # How often beat checks the workers and the control worker checks beat (docs/RELIABILITY.md).

@@ -193,9 +193,29 @@ def is_local_monitor(request) -> bool:
         return False
 
 
+def _caller(request):
+    """The session's user, or the owner of a staff API token (`Authorization: Token ...`,
+    core/authentication.py): a monitoring script holding a staff token gets the deep answer
+    as a logged-in engineer does (#25: it was answered as anonymous). A token that is wrong
+    raises AuthenticationFailed: its holder is told, not quietly given the public answer."""
+    if request.user.is_authenticated or "HTTP_AUTHORIZATION" not in request.META:
+        return request.user
+    from core.authentication import TokenAuth
+
+    found = TokenAuth().authenticate(request)
+    return request.user if found is None else found[0]
+
+
 @never_cache
 def healthz(request):
-    staff = has_staff_role(request.user)
+    from rest_framework.exceptions import AuthenticationFailed
+
+    try:
+        staff = has_staff_role(_caller(request))
+    except AuthenticationFailed as exc:
+        return JsonResponse(
+            {"success": False, "error": str(exc.detail), "field": "Authorization"}, status=401
+        )
     results = checked(deep=staff or is_local_monitor(request))
     healthy = all(r["ok"] for r in results.values())
     if not staff:

@@ -553,7 +553,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Node keys travel in query strings: mask `apikey=`, `token=` ... values (core/log_scrub.py).
-    "filters": {"scrub": {"()": "core.log_scrub.ScrubSecretsFilter"}},
+    "filters": {
+        "scrub": {"()": "core.log_scrub.ScrubSecretsFilter"},
+        # A refused permission is a line, not a traceback (core/log_denied.py).
+        "denied": {"()": "core.log_denied.PermissionDeniedOneLine"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "django.server": {
@@ -563,7 +567,11 @@ LOGGING = {
         },
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["scrub"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["scrub", "denied"],
+        },
         # runserver's request lines (Django's own handler, plus the filter).
         "django.server": {
             "class": "logging.StreamHandler",

@@ -30,3 +30,5 @@ urlpatterns = [
 
 # Refusals before any view (a Host not allowed) as JSON on API, ingest and feed paths.
 handler400 = "core.api_errors.bad_request"
+# Unknown paths under /api/ (and the ingest and feed paths) as JSON 404s.
+handler404 = "core.api_errors.not_found"

@@ -104,3 +104,18 @@ def bad_request(request, exception: Exception | None = None):
         host = request.META.get("HTTP_HOST", "")[:80]
         return error_response(f"Host: {host!r} is not a host this site answers to", field="Host")
     return error_response("bad request")
+
+
+def not_found(request, exception: Exception | None = None):
+    """handler404 (bms/urls.py): an unknown /api/v1/... path (or ingest, feed path) is a JSON 404
+    naming the path, as every other API answer is JSON; pages keep Django's HTML page."""
+    from django.urls import Resolver404
+    from django.views.defaults import page_not_found
+
+    path = request.path_info
+    if not (path.startswith(JSON_PATH_PREFIXES) or path.endswith(".json")):
+        return page_not_found(request, exception)
+    if exception is None or isinstance(exception, Resolver404) or not str(exception):
+        # A Resolver404's text is the URL patterns tried: the path is what the client needs.
+        return error_response(f"no such path: {path[:200]!r}", 404, field="path")
+    return error_response(str(exception)[:200], 404)

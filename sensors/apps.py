@@ -14,3 +14,8 @@ class SensorsConfig(AppConfig):
         # its ingest stream and live state (sensors/ingest/registration.py, node_cleanup.py).
         import sensors.ingest.node_cleanup
         import sensors.ingest.registration  # noqa: F401
+
+        # Alarms about a removed node, sensor range, key or site clear (alarms/subjects.py).
+        from sensors.alarm_subjects import register_all
+
+        register_all()

@@ -418,6 +418,9 @@ class ModbusBus(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # Django's default plural is "Modbus buss" (the admin's list title and menu).
+        verbose_name = "Modbus bus"
+        verbose_name_plural = "Modbus buses"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.port} {self.baudrate} 8{self.parity}{self.stopbits})"

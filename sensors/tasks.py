@@ -100,7 +100,7 @@ def check_silent_nodes(now: float | None = None) -> dict:
     by_gateway: dict[int, list[Node]] = {}
     redis = get_redis()
     nodes = Node.objects.filter(enabled=True).only(
-        "id", "name", "interval", "created", "auto_created", "registered_by_id"
+        "id", "name", "location", "interval", "created", "auto_created", "registered_by_id"
     )
     for node in nodes:
         # A node that never posted is measured from when it was registered.
@@ -123,7 +123,8 @@ def check_silent_nodes(now: float | None = None) -> dict:
             since = timezone.localtime(datetime.fromtimestamp(last, UTC))
             _, created = raise_alarm(
                 key,
-                f"Node {node.name} silent since {when_text(since)} "
+                f"Node {node.name}{f' ({node.location})' if node.location else ''} silent since "
+                f"{when_text(since)} "
                 f"(expected every {node.interval} s)",
                 source="node",
             )

@@ -3,6 +3,8 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from staff import calendars, input_views, schedules
+from staff import export as staff_export
+from staff import help as staff_help
 from staff import views as staff_views
 
 urlpatterns = [
@@ -11,7 +13,8 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("core/favicon.svg"), permanent=True)),
     path("staff/", staff_views.overview, name="staff-overview"),
     path("staff/feeds/", staff_views.feed_explorer, name="staff-feeds"),
-    path("staff/feeds/export.csv", staff_views.feed_export_csv, name="staff-feed-export"),
+    path("staff/feeds/export.csv", staff_export.feed_export_csv, name="staff-feed-export"),
+    path("staff/feeds/export.xlsx", staff_export.feed_export_xlsx, name="staff-feed-export-xlsx"),
     path("staff/inputs/", input_views.inputs_page, name="staff-inputs"),
     path("staff/inputs/<int:pk>/processes/", input_views.process_list, name="staff-process-list"),
     path(
@@ -20,6 +23,7 @@ urlpatterns = [
         name="staff-process-list-save",
     ),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
+    path("staff/help/<str:name>", staff_help.help_page, name="staff-help"),
     path(
         "staff/alarms/acknowledge-all",
         staff_views.alarm_acknowledge_all,

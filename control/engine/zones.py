@@ -251,7 +251,7 @@ def _demand(tick: Tick, zone: ZoneSpec, temp: float, flags: tuple[str, ...]) -> 
             rate = optimum_start.rate_c_per_h(zone.heating_rate_min_per_k)
             since = ""
             if latched:
-                since = f", started {hhmm(_utc(latch['started']), tick.tz)}, held until then"
+                since = f", warming since {hhmm(_utc(latch['started']), tick.tz)} until it starts"
             return result(
                 demand,
                 OPTIMUM_START,

@@ -19,6 +19,7 @@ import json
 import math
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -251,8 +252,17 @@ def check_totals(rows: list[Row], limits: Limits) -> None:
 # --- REST /api/v1/readings ------------------------------------------------------------------------
 
 
-def parse_readings(body: bytes, now: float, limits: Limits) -> list[Row]:
-    """One reading object or a list of them."""
+def parse_readings(
+    body: bytes,
+    now: float,
+    limits: Limits,
+    authorize: Callable[[NodeRef, int | None], None] | None = None,
+) -> list[Row]:
+    """One reading object or a list of them.
+
+    `authorize(node, row)` is called for each row's node before its time and values are
+    looked at: a key posting bad values for another node is told 403 (not its node), not 400
+    about the values (#25: the permission is checked before the value)."""
     if not body.strip():
         raise IngestError("empty body: send a JSON reading or a list of readings", field="body")
     doc = loads_strict(body, "body")
@@ -263,6 +273,15 @@ def parse_readings(body: bytes, now: float, limits: Limits) -> list[Row]:
         raise IngestError(
             f"too many readings: {len(items)} (limit {limits.max_rows})", status=413, field="body"
         )
+    # Every row's node first, so no row's bad value speaks before another row's refusal.
+    nodes: list[NodeRef] = []
+    for index, item in enumerate(items):
+        row = index if isinstance(doc, list) else None
+        if not isinstance(item, dict):
+            raise IngestError("a reading must be a JSON object", field="body", row=row)
+        nodes.append(check_node_ref(item.get("node"), "node", row))
+        if authorize is not None:
+            authorize(nodes[-1], row)
     rows: list[Row] = []
     for index, item in enumerate(items):
         row = index if isinstance(doc, list) else None
@@ -273,6 +292,7 @@ def parse_readings(body: bytes, now: float, limits: Limits) -> list[Row]:
             raise IngestError(
                 f"unknown field(s) {', '.join(sorted(unknown))}", field=sorted(unknown)[0], row=row
             )
+        node = nodes[index]
         values = item.get("values")
         if not isinstance(values, dict) or not values:
             raise IngestError(
@@ -289,7 +309,7 @@ def parse_readings(body: bytes, now: float, limits: Limits) -> list[Row]:
             )
             for k, v in values.items()
         }
-        rows.append(Row(check_node_ref(item.get("node"), "node", row), t, checked))
+        rows.append(Row(node, t, checked))
     check_totals(rows, limits)
     return rows
 

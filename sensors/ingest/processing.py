@@ -429,6 +429,38 @@ def _store_node_state(
         input_budget.node_back_in_bounds(node_id)
 
 
+def range_message(sensor_id: int, spec: SensorSpec, value: float) -> str:
+    """ "Seminar room temperature read 11.6 °C, outside its valid range up to 10.0 °C": the
+    room (the node's location) and the sensor by their names, the value in its unit, the
+    bound it crossed (#28: "Sensor temperature on node 6 read 11.55, outside −∞…10.0" named
+    neither). One query, only when an alarm is raised."""
+    sensor = Sensor.objects.select_related("node").filter(pk=sensor_id).first()
+    unit = f" {sensor.unit}" if sensor is not None and sensor.unit else ""
+    if sensor is None:
+        what = f"Sensor {spec.key}"
+    else:
+        name = sensor.name or sensor.key
+        where = sensor.node.location or f"node {sensor.node.name}"
+        what = f"{where} {name}" if sensor.node.location else f"{name} on {where}"
+        what = what[:1].upper() + what[1:]
+
+    def shown(x: float) -> str:
+        # One decimal as a thermometer shows it; small quantities keep their figures.
+        return (f"{x:.1f}" if x == 0 or abs(x) >= 0.1 else f"{x:.3g}") + unit
+
+    low, high = spec.min_valid, spec.max_valid
+    if low is not None and high is not None:
+        limits = f"{shown(low)} to {shown(high)}"
+    elif high is not None:
+        limits = f"up to {shown(high)}"
+    else:
+        limits = f"from {shown(low)}"  # type: ignore[arg-type]
+    return (
+        f"{what} read {shown(value)}, outside its valid range {limits}. The probe, its wiring "
+        "or its calibration may be at fault; or the range is wrong for this sensor."
+    )
+
+
 def _range_alarms(
     node_id: int,
     checked: dict[int, tuple[SensorSpec, float]],
@@ -439,13 +471,8 @@ def _range_alarms(
     for sensor_id, (spec, value) in outside.items():
         if sensor_id in open_ids:
             continue
-        limits = f"{spec.min_valid if spec.min_valid is not None else '-∞'}…" + (
-            f"{spec.max_valid}" if spec.max_valid is not None else "∞"
-        )
         raise_alarm(
-            f"sensor-range:{sensor_id}",
-            f"Sensor {spec.key} on node {node_id} read {value:g}, outside its valid range {limits}",
-            source="sensor",
+            f"sensor-range:{sensor_id}", range_message(sensor_id, spec, value), source="sensor"
         )
         redis.sadd(state.RANGE_ALARMS_KEY, sensor_id)
     for sensor_id, (spec, value) in checked.items():

@@ -173,19 +173,25 @@ def _charged(identity: NodeIdentity) -> Iterator[throttle.Charge | None]:
         raise
 
 
-def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
+def _check_node(node: NodeRef, row: int | None, identity: NodeIdentity) -> None:
     """Every row must be for the key's own node: one node cannot write another's inputs.
+    Called by the parser before the row's values are read, so a bad value for another node is
+    refused as another node's (403), not as a bad value (400).
 
     Whether the named node exists is not said: the answer is the same for another node and for
     no node, so a key cannot be used to find out which node names exist."""
+    if not identity.matches(node):
+        raise IngestError(
+            f"this key writes node '{identity.name}' only, not {str(node)[:64]!r}",
+            status=403,
+            field="node",
+            row=row,
+        )
+
+
+def _check_nodes(rows: list[Row], identity: NodeIdentity) -> None:
     for index, row in enumerate(rows):
-        if not identity.matches(row.node):
-            raise IngestError(
-                f"this key writes node '{identity.name}' only, not {str(row.node)[:64]!r}",
-                status=403,
-                field="node",
-                row=index if len(rows) > 1 else None,
-            )
+        _check_node(row.node, index if len(rows) > 1 else None, identity)
 
 
 def _check_named(named: list[tuple[int, NodeRef]], identity: NodeIdentity) -> None:
@@ -304,8 +310,12 @@ def readings(request: HttpRequest) -> HttpResponse:
             field="apikey",
         )
     with _charged(identity) as charge:
-        rows = parse_readings(body, time.time(), limits())
-        _check_nodes(rows, identity)
+        rows = parse_readings(
+            body,
+            time.time(),
+            limits(),
+            authorize=lambda node, row: _check_node(node, row, identity),
+        )
         _check_input_budget(identity, rows)
         _check_history([(identity, rows)])
     _enqueue([(identity, rows)], charge)

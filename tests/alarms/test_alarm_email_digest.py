@@ -87,3 +87,12 @@ def test_without_recipients_nothing_waits_to_be_sent(settings, redis_client):
     raise_alarm("a:1", "First", source="node")
     assert send_alarm_digest() == 0 and mail.outbox == []
     assert not Alarm.objects.filter(emailed_at__isnull=True).exists()
+
+
+def test_each_alarm_in_the_mail_says_what_to_do_and_where_its_help_is(recipients, redis_client):
+    from alarms.links import KINDS
+
+    raise_alarm("relay:1", "Relay 'Boiler' does not answer", source="relay", severity="critical")
+    send_alarm_digest()
+    (message,) = mail.outbox
+    assert f"What to do: {KINDS['relay'].action} Help: /staff/help/alarms#relay" in message.body

@@ -248,7 +248,7 @@ class TestOptimumStart:
             states.append(ev.decisions[10].state)
             modes.append(ev.zones[1].mode)
         assert states == [True] * 7 and modes == [OPTIMUM_START] * 7
-        assert "started 09:15, held until then" in ev.decisions[10].reason
+        assert "warming since 09:15 until it starts" in ev.decisions[10].reason
         # At setpoint the thermostat is satisfied; still pre-heat, so it resumes by hysteresis.
         warm = run([replace(z, reading=Reading(at(9, 30).timestamp(), 20.5))], now=at(9, 30),
                    memory=memory)  # fmt: skip

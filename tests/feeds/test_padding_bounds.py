@@ -113,7 +113,7 @@ def test_the_refused_alarm_counts_up_and_clears_once_acknowledged(
     service.commit_all(now=now)
     watchdog.check_refused()
     alarm = Alarm.objects.get(key=key, cleared_at__isnull=True)
-    assert f"Feed {feed.id}: 3 points refused" in alarm.message
+    assert f"Feed {feed.id} '{feed}': 3 points refused" in alarm.message  # named
     # Not acknowledged: it stays open. Acknowledged: it clears and the count is forgotten.
     watchdog.check_refused()
     assert Alarm.objects.filter(key=key, cleared_at__isnull=True).exists()
@@ -128,7 +128,7 @@ def test_the_refused_alarm_counts_up_and_clears_once_acknowledged(
     service.commit_all(now=now)
     watchdog.check_refused()
     assert (
-        f"Feed {feed.id}: 1 points refused"
+        f"Feed {feed.id} '{feed}': 1 points refused"
         in Alarm.objects.get(key=key, cleared_at__isnull=True).message
     )
 

@@ -42,9 +42,9 @@ def feeds(db, redis_client) -> tuple[Feed, Feed]:
 
 def test_raw_export_gives_every_stored_value_at_each_feeds_own_interval(viewer, feeds):
     temp, watts = feeds
-    url = f"/staff/feeds/export.csv?ids={temp.pk},{watts.pk}&start={T0}&end={T0 + 290}"
+    url = f"/staff/feeds/export.csv?ids={temp.pk},{watts.pk}&start={T0}&end={T0 + 300}"
     rows = _rows(_login(viewer).get(url + "&interval=raw"))
-    assert rows[0] == ["time_utc", "unix", "hall:temp (°C)", "roof:power (W)"]
+    assert rows[0] == ["time (Europe/London)", "unix", "hall:temp (°C)", "roof:power (W)"]
     assert [(int(r[1]), float(r[2])) for r in rows[1:] if r[2]] == TEMPS
     assert [(int(r[1]), float(r[3])) for r in rows[1:] if r[3]] == WATTS
     # The averaged export (what it was before): one row per minute, the mean of six readings.
@@ -66,9 +66,10 @@ def test_raw_export_is_bounded_by_the_points_limit(viewer, feeds, settings):
     temp, _ = feeds
     settings.BMS_FEED_MAX_POINTS = 30
     client = _login(viewer)
-    at_bound = f"/staff/feeds/export.csv?ids={temp.pk}&start={T0}&end={T0 + 290}&interval=raw"
+    # The end is exclusive: T0 .. T0 + 290 are the 30 slots before T0 + 300.
+    at_bound = f"/staff/feeds/export.csv?ids={temp.pk}&start={T0}&end={T0 + 300}&interval=raw"
     assert len(_rows(client.get(at_bound))) == 1 + 30
-    response = client.get(at_bound.replace(f"end={T0 + 290}", f"end={T0 + 300}"))
+    response = client.get(at_bound.replace(f"end={T0 + 300}", f"end={T0 + 310}"))
     assert response.status_code == 400
     assert response.json()["field"] == "interval"
     assert "31 points requested, at most 30" in response.json()["error"]

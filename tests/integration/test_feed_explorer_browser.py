@@ -291,7 +291,7 @@ def test_stats_and_csv_of_the_visible_range(ny_page, server, site_data):
     text = page.evaluate(f"fetch('{href}').then((r) => r.text())")
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == [
-        "time_utc",
+        "time (Europe/London)",
         "unix",
         "emonth-office:office temp (°C)",
         "emonpi-roof:power (W)",

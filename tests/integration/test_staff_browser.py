@@ -112,6 +112,6 @@ def test_feed_explorer_draws_the_chosen_feed_and_exports_csv(page, server, site_
     assert export.startswith(f"/staff/feeds/export.csv?ids={site_data['feed'].pk}&")
     csv_text = browser_page.evaluate(f"fetch('{export}').then((r) => r.text())")
     lines = csv_text.strip().splitlines()
-    assert lines[0].startswith("time_utc,unix,room:room:temp")
+    assert lines[0].startswith("time (Europe/London),unix,room:room:temp")
     assert len(lines) > 100
     assert seen["errors"] == []

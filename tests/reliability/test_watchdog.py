@@ -127,7 +127,7 @@ def test_the_task_runs_every_check_and_survives_one_failing(redis_client, settin
     result = system_watchdog.apply().get()
     # not "workers": beat's thread checks them; on the control worker its 2 s inspect wait
     # delayed a control tick once a minute (tests/reliability/test_multihost.py found it)
-    assert set(result) == {"backlog", "disk", "beat", "refused"}
+    assert set(result) == {"backlog", "disk", "beat", "refused", "removed"}
     assert "error" in result["disk"] and "points" in result["backlog"]
     assert "celery-beat" in open_keys()  # no beat in this test
 

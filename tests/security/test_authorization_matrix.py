@@ -250,6 +250,10 @@ ROWS: list[Row] = [
     Row("staff/feeds/export.csv", "GET",
         lambda w: f"/staff/feeds/export.csv?ids={w.ids['private_feed']}&start={T0}&end={T1}",
         STAFF),
+    Row("staff/feeds/export.xlsx", "GET",
+        lambda w: f"/staff/feeds/export.xlsx?ids={w.ids['private_feed']}&start={T0}&end={T1}",
+        STAFF),
+    Row("staff/help/<str:name>", "GET", lambda w: "/staff/help/alarms", STAFF),
     Row("staff/alarms/", "GET", lambda w: "/staff/alarms/", STAFF),
     # the inputs page and process-list editor (docs/FEEDS.md): staff read, engineers save
     Row("staff/inputs/", "GET", lambda w: "/staff/inputs/", STAFF),

@@ -370,6 +370,19 @@
   document.getElementById("export-interval").addEventListener("change", () =>
     { document.getElementById("export").href = exportHref(selectedFeeds(), requestParams(selectedFeeds().length ? selectedFeeds() : [{ interval: 10 }])); });
 
+  // Export by dates: the ticked feeds go with the form; the server reads the dates in the site's
+  // zone, both days included (staff/export.py).
+  document.getElementById("export-days").addEventListener("submit", (e) => {
+    const feeds = selectedFeeds();
+    if (!feeds.length) {
+      e.preventDefault();
+      errorBox.textContent = "Tick at least one feed to export.";
+      return;
+    }
+    errorBox.textContent = "";
+    document.getElementById("export-ids").value = feeds.map((f) => f.id).join(",");
+  });
+
   // Search: every word must appear in the feed's name, tag or unit; empty groups hide.
   const search = document.getElementById("feed-search");
   search.addEventListener("input", () => {
