@@ -39,7 +39,11 @@ class Baseline:
         span = f"{self.start:%-d %b %Y} to {self.end:%-d %b %Y}"
         if self.line is None:
             return f"No reliable model: {self.reason}"
-        how = "fitted from this building's own use" if self.fitted else "the baseline period"
+        how = (
+            "a baseline fitted from this building's own use"
+            if self.fitted
+            else "the building's baseline period"
+        )
         share = round(100 * (self.r2 or 0))
         return (
             f"Expected use from {how}, {span}: {self.line.base_load:.0f} {unit} a day "
