@@ -726,7 +726,7 @@ def _baseline_lines(
     tree: Tree, nodes: list[MeterNode], windows: dict[int, tuple[date, date, bool]]
 ) -> dict[tuple[int, str], regression.Line | None]:
     """Lines of the nodes per energy fuel over their baseline windows (set or the year before:
-    energy/baseline.window), the days and HDD read once; None where too few days fit."""
+    energy/baseline.py window), the days and HDD read once; None where too few days fit."""
     nodes = [n for n in nodes if (windows[n.pk][1] - windows[n.pk][0]).days + 1 <= MAX_RANGE_DAYS]
     if not nodes:
         return {}
