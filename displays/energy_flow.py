@@ -79,6 +79,7 @@ def energy_flow(panel: Panel, feeds: Sequence[Feed], clock, last: dict) -> dict:
         sources.append({"label": labels.get(str(feed.id)) or feed.name,
                         "now_w": None if now_w is None else max(0.0, now_w),
                         "today_kwh": round(made, 3)})  # fmt: skip
+    sources.sort(key=lambda s: s["label"].casefold())  # a steady order, whatever is made now
     gen_now = _sum([s["now_w"] for s in sources]) if sources else 0.0
     gen_today = sum(s["today_kwh"] for s in sources)
     # the grid: one signed meter, or import and export apart
