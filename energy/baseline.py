@@ -1,6 +1,6 @@
 """Which baseline a building's expected use may come from, and why none when none fits.
 
-Pure: no Django, no database (docs/ENERGY.md "Baseline without a model"). A building with a
+Pure: no Django, no database (dates written as core/dates.py writes them) (docs/ENERGY.md "Baseline without a model"). A building with a
 baseline period set (MeterNode.baseline_start/end) is fitted over it; one without is fitted
 over the year of its own data before the range shown, so a building nobody modelled still
 gets the expected use its data supports. A line is used only when the weather explains
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from core.dates import day_text
 from energy.regression import Line
 
 RELIABLE_R2 = 0.75
@@ -36,7 +37,7 @@ class Baseline:
 
     def words(self, unit: str) -> str:
         """What a manager reads next to the figures: where expected use comes from."""
-        span = f"{self.start:%-d %b %Y} to {self.end:%-d %b %Y}"
+        span = f"{day_text(self.start)} to {day_text(self.end)}"
         if self.line is None:
             return f"No reliable model: {self.reason}"
         how = (
@@ -61,7 +62,7 @@ def window(baseline_start: date | None, baseline_end: date | None, first: date):
 
 def judge(line: Line | None, start: date, end: date, fitted: bool) -> Baseline:
     """Use the line only if it is fitted on MIN_DAYS or more and R² >= RELIABLE_R2."""
-    span = f"{start:%-d %b %Y} to {end:%-d %b %Y}"
+    span = f"{day_text(start)} to {day_text(end)}"
     # a period an engineer set is theirs to choose (a perfect 10-day line is a line); a
     # fitted one must cover enough days that a chance fit of a few days is not taken for it
     if line is None or (fitted and line.n < MIN_DAYS):

@@ -151,7 +151,7 @@ def _presets(today: date) -> list[tuple[str, date, date]]:
         ("Last week", monday - timedelta(days=7), monday - timedelta(days=1)),
         ("This month", month_start, today),
         ("Last month", last_month_end.replace(day=1), last_month_end),
-        ("Last 12 months", today - timedelta(days=364), today),
+        ("Past year", today - timedelta(days=364), today),
     ]
 
 

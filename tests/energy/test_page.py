@@ -32,7 +32,9 @@ def test_viewer_sees_figures(client, viewer, tree):
     html = r.content.decode()
     assert 'id="total">22.5 kWh' in html
     assert 'id="gap-days">1 day without readings' in html
-    assert "Buildings, 1 May 2024 to 3 May 2024" in html and "0.2" in html  # 22.5 kWh / 100 m²
+    assert (
+        "Buildings, Wed 1 May 2024 to Fri 3 May 2024" in html and "0.2" in html
+    )  # 22.5 kWh / 100 m²
 
 
 def test_user_without_role_is_refused_and_anonymous_sent_to_login(client, db, tree):

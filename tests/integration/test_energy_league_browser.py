@@ -131,7 +131,9 @@ def test_a_manager_finds_who_used_most_last_week_in_pounds(server, campus):
     ):
         page.click("#presets >> text=Last week")
         page.wait_for_url("**start=2027-01-04&end=2027-01-10**")
-        expect(page.locator("#league-card h2")).to_have_text("Buildings, 4 Jan 2027 to 10 Jan 2027")
+        expect(page.locator("#league-card h2")).to_have_text(
+            "Buildings, Mon 4 Jan 2027 to Sun 10 Jan 2027"
+        )
         rows = page.locator("#league tbody tr")
         expect(rows.first).to_have_attribute("data-node", str(campus["Visitor centre"]))
 
