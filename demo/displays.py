@@ -1,4 +1,4 @@
-"""The three ready-made displays of the demo site: Solar PV, Solar thermal and Hydro.
+"""The ready-made displays of the demo site: Solar PV, Solar thermal, Hydro and Site energy.
 
 `simulate_site` calls ensure_demo_displays(site, feeds) with the demo's feeds by role
 (demo/). Safe to call again: displays and panels are updated, not duplicated,
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from displays.models import Display, Panel
+from displays.options import ZERO_KEYS
 from feeds.models import Feed
 from sensors.models import Site
 
@@ -43,7 +44,8 @@ class DisplaySpec:
 K = Panel.Kind
 DEMO_DISPLAYS = (
     DisplaySpec("pv", "Solar PV", (
-        PanelSpec(K.LIVE_VALUE, "Generating now", ("pv_power",), "W"),
+        PanelSpec(K.LIVE_VALUE, "Generating now", ("pv_power",), "W",
+                  options={"explain_zero": "sun"}),
         PanelSpec(K.ENERGY_TODAY, "Energy today", ("pv_kwh",), "kWh"),
         PanelSpec(K.PEAK_TODAY, "Peak today", ("pv_power",), "W"),
         PanelSpec(K.CO2_SAVED, "CO₂ saved today", ("pv_kwh",), "kg", LEAF_GREEN),
@@ -53,8 +55,10 @@ DEMO_DISPLAYS = (
     DisplaySpec("thermal", "Solar thermal", (
         PanelSpec(K.TEMPERATURES, "Temperatures", ("thermal_collector", "thermal_tank"), "°C",
                   THERMAL_ORANGE),
-        PanelSpec(K.LIVE_VALUE, "Heat now", ("thermal_power",), "W", THERMAL_ORANGE),
-        PanelSpec(K.ENERGY_TODAY, "Heat today", ("thermal_kwh",), "kWh", THERMAL_ORANGE),
+        PanelSpec(K.LIVE_VALUE, "Heat now", ("thermal_power",), "W", THERMAL_ORANGE,
+                  {"explain_zero": "solar_thermal"}),
+        PanelSpec(K.ENERGY_TODAY, "Heat today", ("thermal_kwh",), "kWh", THERMAL_ORANGE,
+                  {"explain_zero": "solar_thermal"}),
         PanelSpec(K.CHART_24H, "Temperatures, last 24 hours",
                   ("thermal_collector", "thermal_tank"), "°C", THERMAL_ORANGE),
         PanelSpec(K.DAILY_7, "Heat, last 7 days", ("thermal_kwh",), "kWh", THERMAL_ORANGE),
@@ -67,7 +71,16 @@ DEMO_DISPLAYS = (
         PanelSpec(K.CHART_24H, "Output, last 24 hours", ("hydro_power",), "W", HYDRO_BLUE),
         PanelSpec(K.DAILY_30, "Last 30 days", ("hydro_kwh",), "kWh", HYDRO_BLUE),
     )),
+    # The whole site: what it makes, what it uses, what goes to and from the grid.
+    DisplaySpec("site", "Site energy", (
+        PanelSpec(K.ENERGY_FLOW, "Electricity now and today",
+                  ("pv_power", "hydro_power", "grid_power"), "W", LEAF_GREEN),
+    )),
 )  # fmt: skip
+
+# The energy flow's roles (displays/energy_flow.py) and its sources' names.
+FLOW_ROLES = {"pv_power": "generation", "hydro_power": "generation", "grid_power": "grid"}
+FLOW_LABELS = {"pv_power": "Solar PV", "hydro_power": "Hydro", "grid_power": "Grid"}
 
 # Friendlier names than the feeds' own for the multi-value panels.
 ROLE_LABELS = {
@@ -78,8 +91,21 @@ ROLE_LABELS = {
 }
 
 
-def _panel_options(spec: PanelSpec, feeds: list[tuple[str, Feed]]) -> dict:
+def _panel_options(
+    spec: PanelSpec, feeds: list[tuple[str, Feed]], site_feeds: dict[str, Feed]
+) -> dict:
     options = dict(spec.options)
+    if options.get("explain_zero") == "solar_thermal":
+        # "Not running: collector cooler than the store" reads the circuit's two temperatures
+        for key, role in (("collector_feed", "thermal_collector"), ("store_feed", "thermal_tank")):
+            if site_feeds.get(role):
+                options[key] = site_feeds[role].id
+        if "collector_feed" not in options or "store_feed" not in options:
+            options = {k: v for k, v in options.items() if k not in ZERO_KEYS}
+    if spec.kind == K.ENERGY_FLOW:
+        options["roles"] = {str(feed.id): FLOW_ROLES[role] for role, feed in feeds}
+        options["labels"] = {str(feed.id): FLOW_LABELS[role] for role, feed in feeds}
+        return options
     labels = {str(feed.id): ROLE_LABELS[role] for role, feed in feeds if role in ROLE_LABELS}
     if labels:
         options["labels"] = labels
@@ -92,11 +118,17 @@ def _panel_options(spec: PanelSpec, feeds: list[tuple[str, Feed]]) -> dict:
 
 @transaction.atomic
 def ensure_demo_displays(site: Site | None, feeds: dict[str, Feed]) -> list[Display]:
-    """Create or update the "pv", "thermal" and "hydro" displays from feeds by role."""
+    """Create or update the "pv", "thermal", "hydro" and "site" displays from feeds by role
+    (a display whose feeds are all missing is left out; the site flow needs a generation
+    feed)."""
     made = []
     for spec in DEMO_DISPLAYS:
         wanted = [(p, [(r, feeds[r]) for r in p.roles if feeds.get(r)]) for p in spec.panels]
         wanted = [(p, found) for p, found in wanted if found]
+        wanted = [
+            (p, found) for p, found in wanted
+            if p.kind != K.ENERGY_FLOW or any(FLOW_ROLES[r] == "generation" for r, _f in found)
+        ]  # fmt: skip
         if not wanted:
             continue  # none of this display's feeds exist on the site
         display, _created = Display.objects.update_or_create(
@@ -118,7 +150,7 @@ def ensure_demo_displays(site: Site | None, feeds: dict[str, Feed]) -> list[Disp
                     "label": pspec.label,
                     "unit": pspec.unit,
                     "colour": pspec.colour,
-                    "options": _panel_options(pspec, found),
+                    "options": _panel_options(pspec, found, feeds),
                 },
             )
             panel.feeds.set([feed for _role, feed in found])

@@ -191,7 +191,15 @@ METER_NODE = NodeSpec(
     location="Visitor centre intake",
     description="Eastron SDM630-style meter on the grid connection, polled over Modbus TCP",
     inputs=tuple(
-        Input(r.key, r.name, "power" if r.unit == "W" else "generic", r.unit, feed=r.name)
+        # the grid power is the site energy flow display's grid (demo/displays.py)
+        Input(
+            r.key,
+            r.name,
+            "power" if r.unit == "W" else "generic",
+            r.unit,
+            feed=r.name,
+            role="grid_power" if r.key == "power" else "",
+        )
         for r in METER_REGISTERS
     ),
 )

@@ -14,9 +14,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.conf import settings
 
 from core.permissions import has_staff_role
-from displays import building_panels, panel_data
+from displays import building_panels, energy_flow, panel_data, zero_reason
 from displays.models import Display, Panel
 from displays.options import validate_options
+from displays.zero_reason import ZERO
 from feeds.models import Feed
 from feeds.store import service
 from feeds.store.phpfina import FeedError
@@ -83,8 +84,29 @@ def panel_definition(panel: Panel, feeds: list[Feed]) -> dict:
     }
 
 
-def panel_values(panel: Panel, feeds: list[Feed], hidden: int, clock, last: dict) -> dict:
-    """What the panel shows now; a problem in one panel is reported in it, not raised."""
+def panel_values(
+    panel: Panel,
+    feeds: list[Feed],
+    hidden: int,
+    clock,
+    last: dict,
+    *,
+    site=None,
+    public_only: bool = True,
+) -> dict:
+    """What the panel shows now, with the reason a zero is zero when the panel asks for one
+    (displays/zero_reason.py); a problem in one panel is reported in it, not raised."""
+    values = _values(panel, feeds, hidden, clock, last)
+    value = values.get("value")
+    options = panel.options if isinstance(panel.options, dict) else {}
+    if options.get("explain_zero") and isinstance(value, int | float) and abs(value) < ZERO:
+        why = zero_reason.reason(options, site, clock.now, last, public_only)
+        if why:
+            values["why"] = why
+    return values
+
+
+def _values(panel: Panel, feeds: list[Feed], hidden: int, clock, last: dict) -> dict:
     problems = validate_options(panel.kind, panel.options)
     if problems:
         return {"error": "Panel options need fixing: " + " ".join(problems)}
@@ -94,6 +116,12 @@ def panel_values(panel: Panel, feeds: list[Feed], hidden: int, clock, last: dict
         except (FeedError, OSError) as exc:
             log.warning("display panel %s (%s): %s", panel.id, panel.kind, exc)
             return {"error": "Energy data unavailable"}
+    if panel.kind == Panel.Kind.ENERGY_FLOW and feeds:
+        try:
+            return energy_flow.energy_flow(panel, feeds, clock, last)
+        except (FeedError, OSError) as exc:
+            log.warning("display panel %s (%s): %s", panel.id, panel.kind, exc)
+            return {"error": f"Feed data unavailable: {exc}"}
     if not feeds:
         reason = "Feed not public" if hidden else "No feed attached"
         return {"error": reason}
@@ -105,12 +133,40 @@ def panel_values(panel: Panel, feeds: list[Feed], hidden: int, clock, last: dict
         return {"error": f"Feed data unavailable: {exc}"}
 
 
+WIDE_COLUMNS = 4  # landscape, e.g. 1920x1080
+TALL_COLUMNS = 2  # portrait, e.g. 1080x1920
+
+
+def pack(spans: list[int], most: int) -> tuple[int, list[int]]:
+    """(columns, span of each panel) so no row ends in an empty cell: the grid is as wide as
+    the panels need (three one-cell panels: three columns, not four with a black quarter),
+    and a panel followed by one that does not fit beside it stretches to the row's end."""
+    spans = [max(1, min(s, most)) for s in spans]
+    columns = max(1, min(most, sum(spans)))
+    out: list[int] = []
+    used = 0
+    for span in spans:
+        span = min(span, columns)
+        if used + span > columns:
+            out[-1] += columns - used  # the row's last panel takes the cells left
+            used = 0
+        out.append(span)
+        used = (used + span) % columns
+    if out and used:
+        out[-1] += columns - used
+    return columns, out
+
+
 def describe(display: Display, public_only: bool) -> dict:
     """The layout of a display, without values (rendered into the page)."""
     panels = []
     for panel in display.panels.all():
         feeds, _hidden = visible_feeds(panel, public_only)
         panels.append(panel_definition(panel, feeds))
+    wide, wide_spans = pack([p["span"] for p in panels], WIDE_COLUMNS)
+    tall, tall_spans = pack([p["span"] for p in panels], TALL_COLUMNS)
+    for p, w, t in zip(panels, wide_spans, tall_spans, strict=True):
+        p["fill"] = {"wide": w, "tall": t}
     site = display.site
     return {
         "slug": display.slug,
@@ -120,6 +176,7 @@ def describe(display: Display, public_only: bool) -> dict:
         "rotate_s": display.rotate_s,
         "site": site.name if site else "",
         "time_zone": clock_for(display).tz_name,
+        "columns": {"wide": wide, "tall": tall},
         "panels": panels,
     }
 
@@ -133,12 +190,17 @@ def build(display: Display, *, public_only: bool, now: float | None = None) -> d
         feeds, hidden = visible_feeds(panel, public_only)
         per_panel.append((panel, feeds, hidden))
         feed_ids.update(f.id for f in feeds)
+        options = panel.options if isinstance(panel.options, dict) else {}
+        for key in ("collector_feed", "store_feed"):  # what a zero's reason reads
+            if isinstance(options.get(key), int) and not isinstance(options.get(key), bool):
+                feed_ids.add(options[key])
     # One Redis round trip for every live value on the screen.
     last = service.last_values(feed_ids) if feed_ids else {}
     panels = []
     for panel, feeds, hidden in per_panel:
         entry = panel_definition(panel, feeds)
-        entry.update(panel_values(panel, feeds, hidden, clock, last))
+        entry.update(panel_values(panel, feeds, hidden, clock, last, site=display.site,
+                                  public_only=public_only))  # fmt: skip
         panels.append(entry)
     return {
         "display": {

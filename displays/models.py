@@ -54,6 +54,8 @@ class Panel(models.Model):
         # A building's figures from the energy app (options.building: its MeterNode id).
         BUILDING_TODAY = "building_today", "Building energy today against the model"
         BUILDING_SAVED = "building_saved", "Building CO₂ saved against the model"
+        # Generation by source -> the site's use -> grid in/out (options.roles: feed -> role).
+        ENERGY_FLOW = "energy_flow", "Site energy flow"
 
     display = models.ForeignKey(Display, on_delete=models.CASCADE, related_name="panels")
     kind = models.CharField(max_length=16, choices=Kind.choices)

@@ -70,7 +70,49 @@ def _check_chart(options: dict, errors: list[str]) -> None:
         errors.append("options.interval: whole seconds between points, 10 to 3600.")
 
 
+ZERO_KINDS = ("live_value", "energy_today", "peak_today")
+ZERO_REASONS = ("sun", "solar_thermal")
+FLOW_ROLES = ("generation", "grid", "import", "export", "use")  # displays/energy_flow.py
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_zero(kind: str, options: dict, errors: list[str]) -> None:
+    """options.explain_zero: a plain-words reason when the panel reads zero."""
+    if "explain_zero" not in options:
+        return
+    if kind not in ZERO_KINDS:
+        errors.append(f"options.explain_zero: only for {', '.join(ZERO_KINDS)} panels.")
+    elif options["explain_zero"] not in ZERO_REASONS:
+        errors.append(f"options.explain_zero: one of {', '.join(ZERO_REASONS)}.")
+    elif options["explain_zero"] == "solar_thermal":
+        for key in ("collector_feed", "store_feed"):
+            if not _positive_int(options.get(key)):
+                errors.append(f"options.{key}: the id of the {key.split('_')[0]} "
+                              "temperature feed, e.g. 12.")  # fmt: skip
+
+
+def _check_flow(options: dict, errors: list[str]) -> None:
+    roles = options.get("roles")
+    if (
+        not isinstance(roles, dict)
+        or not roles
+        or len(roles) > 20
+        or not all(str(k).isdigit() and v in FLOW_ROLES for k, v in roles.items())
+    ):
+        errors.append(
+            "options.roles: an object of feed id -> one of "
+            f'{", ".join(FLOW_ROLES)} (at most 20), e.g. {{"12": "generation", "13": "grid"}}.'
+        )
+    elif not any(v == "generation" for v in roles.values()):
+        errors.append('options.roles: at least one feed of role "generation".')
+
+
 COMMON_KEYS = ("span", "stale_after_s", "labels", "colours")
+ZERO_KEYS = ("explain_zero", "collector_feed", "store_feed")
+FLOW_KEYS = ("roles",)
 CHART_KEYS = ("interval",)
 BUILDING_KEYS = ("building",)  # and "period" (building_saved), shared with CO2_KEYS
 CO2_KEYS = (
@@ -79,7 +121,9 @@ CO2_KEYS = (
     "equivalents",
     *(key for _basis, key, _default, _text in EQUIVALENTS.values()),
 )
-KNOWN_KEYS = frozenset((*COMMON_KEYS, *CHART_KEYS, *CO2_KEYS, *BUILDING_KEYS))
+KNOWN_KEYS = frozenset(
+    (*COMMON_KEYS, *CHART_KEYS, *CO2_KEYS, *BUILDING_KEYS, *ZERO_KEYS, *FLOW_KEYS)
+)
 
 
 def validate_options(kind: str, options: Any, *, strict: bool = False) -> list[str]:
@@ -104,4 +148,7 @@ def validate_options(kind: str, options: Any, *, strict: bool = False) -> list[s
         _check_building(kind, options, errors)
     if kind == "chart_24h":
         _check_chart(options, errors)
+    _check_zero(kind, options, errors)
+    if kind == "energy_flow":
+        _check_flow(options, errors)
     return errors

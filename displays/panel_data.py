@@ -231,4 +231,6 @@ MULTI_KINDS = {Panel.Kind.TEMPERATURES, Panel.Kind.HYDRO}
 
 def default_span(kind: str) -> int:
     """Cells a panel takes in the grid: charts and multi-value panels are two cells wide."""
+    if kind == Panel.Kind.ENERGY_FLOW:
+        return 4  # the whole width: a row of its own (kiosk_data.pack keeps it in bounds)
     return 2 if kind in CHART_KINDS or kind in MULTI_KINDS else 1

@@ -72,7 +72,8 @@ def today_against_model(node: MeterNode, now: float) -> dict:
                 else:
                     total += sign * u.value
                     status = consumption.worst(status, u.status)
-        line = report.performance_line(tree, node, fuel)
+        # the same baseline as the staff page: none when the weather explains too little
+        line = report.baseline_for(tree, node, fuel, today).line
         ((e, _src),) = report.expected_daily(node, fuel, [today], {today: hdd}, line)
         expected_day = None if e is None or expected_day is None else expected_day + e
     if not any_meter or until <= midnight:

@@ -13,7 +13,7 @@ from datetime import date, timedelta
 import numpy as np
 from django.db import connection
 
-from energy import benchmarks, consumption, dec, degree_days, regression
+from energy import baseline, benchmarks, consumption, dec, degree_days, regression, wording
 from energy.models import (
     EnergySite,
     ExpectedUse,
@@ -234,6 +234,19 @@ def performance_line(
     return regression.fit_line([hdd.get(d) for d, _v, _s in use], [v for _d, v, _s in use])
 
 
+def baseline_for(tree: Tree, node: MeterNode, fuel: str, first: date) -> baseline.Baseline:
+    """The baseline expected use of the node may come from when the range starts on `first`:
+    its baseline period's line, else one fitted over the year before; used only if reliable
+    (energy/baseline.py)."""
+    start, end, fitted = baseline.window(node.baseline_start, node.baseline_end, first)
+    line = None
+    if (end - start).days + 1 <= MAX_RANGE_DAYS:
+        use = daily_use(tree.meters_for(node.pk, fuel), start, end)
+        hdd, _base = degree_days_for(tree.site, start, end)
+        line = regression.fit_line([hdd.get(d) for d, _v, _s in use], [v for _d, v, _s in use])
+    return baseline.judge(line, start, end, fitted)
+
+
 def weekly_performance_line(tree: Tree, node: MeterNode, fuel: str) -> regression.Line | None:
     """Weekly use regressed on weekly HDD over the whole Monday-Sunday weeks of the baseline
     period (a week with a gap day or a day without degree days is left out; at least 3).
@@ -338,7 +351,8 @@ def node_report(
     meter_ids = tree.meters_for(node.pk, fuel)
     use = daily_use(meter_ids, first, last)
     hdd, base = degree_days_for(tree.site, first, last)
-    line = performance_line(tree, node, fuel)
+    verdict = baseline_for(tree, node, fuel, first) if meter_ids else None
+    line = verdict.line if verdict else None
     expected = expected_daily(node, fuel, days, hdd, line)
     grouped = consumption.group_days(use, period)
     factors = daily_factors(tree.site, fuel, first, last)
@@ -440,9 +454,26 @@ def node_report(
             "base_load_per_day": _r(line.base_load),
             "r2": _r(line.r2, 4),
             "days": line.n,
-            "baseline_start": node.baseline_start.isoformat(),
-            "baseline_end": node.baseline_end.isoformat(),
+            "baseline_start": verdict.start.isoformat(),
+            "baseline_end": verdict.end.isoformat(),
+            # True: no baseline period was set, the line is fitted from the year before
+            "fitted": verdict.fitted,
         },
+        # meters the node's use is the sum of: 0 says "no meter here", not "N gap days"
+        "meters": len(meter_ids),
+        # where expected use comes from, or plainly why there is none (energy/baseline.py)
+        "baseline_words": verdict.words(benchmarks.UNIT[fuel]) if verdict else None,
+        "reliable_baseline": line is not None,
+        "against_expected": wording.against_expected(
+            _r(exp_compared - saved) if compared else None,
+            _r(exp_compared) if compared else None,
+            benchmarks.UNIT[fuel],
+            price,
+            currency_symbol(tree.site),
+        ),  # fmt: skip
+        "percent": wording.percent_over_under(
+            exp_compared - saved if compared else None, exp_compared if compared else None
+        ),
     }
 
 
@@ -473,7 +504,19 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
     arrays = day_arrays(all_ids, first, last)
     factors = rates(tree.site)
     models = _expected_rows(buildings, first, last)  # one query, not one per building
-    lines = _baseline_lines(tree, [n for n in buildings if n.baseline_start and n.baseline_end])
+    windows = {
+        node.pk: baseline.window(node.baseline_start, node.baseline_end, first)
+        for node in buildings
+    }
+    verdicts = {
+        key: baseline.judge(line, *windows[key[0]])
+        for key, line in _baseline_lines(tree, buildings, windows).items()
+    }
+    lines = {key: v.line for key, v in verdicts.items() if v.line is not None}
+    symbol = currency_symbol(tree.site)
+    elec_factor = _array(
+        electricity_factors(tree.site, first, last, factors[benchmarks.ELECTRICITY][1]), days
+    )
     hdd_arr = np.full(n, np.nan)
     means: dict[date, float | None] = {}
     if lines or any(node.tm46_category for node in buildings):
@@ -488,8 +531,9 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
         annual: dict[str, float] = {}
         gaps = 0
         all_known: np.ndarray | None = None
-        actual_sum = exp_sum = 0.0
+        actual_sum = exp_sum = money_diff = cost = kg = 0.0
         compared = np.zeros(n, dtype=bool)
+        no_model: list[str] = []
         for fuel in ENERGY_FUELS:
             ids = fuel_ids.get((node.pk, fuel))
             if not ids:
@@ -501,16 +545,30 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
             total_fuel = float(np.nansum(stack))
             known = ~np.isnan(use)
             all_known = known if all_known is None else all_known & known
+            price, factor = factors[fuel]
             if known.any():
                 per_fuel[fuel] = total_fuel
                 annual[fuel] = total_fuel * 365.0 / int(known.sum())
+                cost += total_fuel * price
+                day_use = np.nansum(stack, axis=0)
+                kg += float(
+                    (day_use * elec_factor).sum()
+                    if fuel == benchmarks.ELECTRICITY
+                    else total_fuel * factor
+                )
+            rows = models.get(node.pk, [])
             expected = expected_array(
-                node, fuel, first, n, hdd_arr, lines.get((node.pk, fuel)), models.get(node.pk, [])
+                node, fuel, first, n, hdd_arr, lines.get((node.pk, fuel)), rows
             )
             both = known & ~np.isnan(expected)
-            actual_sum += float(use[both].sum())
-            exp_sum += float(expected[both].sum())
+            fuel_actual, fuel_exp = float(use[both].sum()), float(expected[both].sum())
+            actual_sum += fuel_actual
+            exp_sum += fuel_exp
+            money_diff += (fuel_actual - fuel_exp) * price
             compared |= both
+            verdict = verdicts.get((node.pk, fuel))
+            if not any(r.fuel == fuel for r in rows) and (verdict is None or verdict.line is None):
+                no_model.append(fuel)
         n_compared = int(compared.sum())
         total = sum(per_fuel.values()) if per_fuel else None
         year = sum(annual.values()) if annual else None
@@ -552,6 +610,30 @@ def league(tree: Tree, first: date, last: date) -> list[dict]:
                 if n_compared and exp_sum
                 else None,
                 "compared_days": n_compared,
+                # plain words (energy/wording.py): over/under, never a sign to decode
+                "against_expected": wording.difference(
+                    actual_sum - exp_sum, money_diff, "kWh", symbol
+                )
+                if n_compared
+                else None,
+                "percent": wording.percent_over_under(actual_sum, exp_sum) if n_compared else None,
+                # kWh of each energy fuel; cost and emissions of them all
+                "fuels": {f: _r(v) for f, v in per_fuel.items()},
+                "cost": _r(cost, 2) if per_fuel else None,
+                "currency": symbol,
+                "kg_co2e": _r(kg) if per_fuel else None,
+                # where expected use comes from: "model", "baseline" (set or fitted) or, when
+                # neither covers a fuel, the plain reason none fits
+                "expected_from": _expected_from(node, fuel_ids, models, verdicts),
+                "no_model": [
+                    {
+                        "fuel": f,
+                        "reason": verdicts[(node.pk, f)].reason
+                        if (node.pk, f) in verdicts
+                        else "no data to fit a baseline to",
+                    }
+                    for f in no_model
+                ],  # fmt: skip
                 "gap_meter_days": gaps,
                 "warning": negative_use_warning(negative) or rating.warning,
             }
@@ -627,13 +709,29 @@ def _array(values: dict, days: list[date]) -> np.ndarray:
     return np.array([np.nan if values.get(d) is None else values[d] for d in days], dtype=float)
 
 
-def _baseline_lines(tree: Tree, nodes: list[MeterNode]) -> dict[tuple[int, str], object]:
-    """Performance lines of the nodes per energy fuel, the baseline days and HDD read once."""
-    nodes = [n for n in nodes if (n.baseline_end - n.baseline_start).days + 1 <= MAX_RANGE_DAYS]
+def _expected_from(node: MeterNode, fuel_ids: dict, models: dict, verdicts: dict) -> str | None:
+    """'model', 'baseline', 'fitted baseline' (a mix joined by ' + '), or None: nothing."""
+    out = []
+    for fuel in ENERGY_FUELS:
+        if (node.pk, fuel) not in fuel_ids:
+            continue
+        if any(r.fuel == fuel for r in models.get(node.pk, [])):
+            out.append("model")
+        elif (v := verdicts.get((node.pk, fuel))) is not None and v.line is not None:
+            out.append("fitted baseline" if v.fitted else "baseline")
+    return " + ".join(dict.fromkeys(out)) or None
+
+
+def _baseline_lines(
+    tree: Tree, nodes: list[MeterNode], windows: dict[int, tuple[date, date, bool]]
+) -> dict[tuple[int, str], regression.Line | None]:
+    """Lines of the nodes per energy fuel over their baseline windows (set or the year before:
+    energy/baseline.py window), the days and HDD read once; None where too few days fit."""
+    nodes = [n for n in nodes if (windows[n.pk][1] - windows[n.pk][0]).days + 1 <= MAX_RANGE_DAYS]
     if not nodes:
         return {}
-    lo = min(n.baseline_start for n in nodes)
-    hi = max(n.baseline_end for n in nodes)
+    lo = min(windows[n.pk][0] for n in nodes)
+    hi = max(windows[n.pk][1] for n in nodes)
     ids = sorted({i for n in nodes for f in ENERGY_FUELS for i in tree.meters_for(n.pk, f)})
     arrays = day_arrays(ids, lo, hi)
     hdd_all = None  # read per node when the baselines together span too long
@@ -642,20 +740,20 @@ def _baseline_lines(tree: Tree, nodes: list[MeterNode]) -> dict[tuple[int, str],
         hdd_all = _array(hdd, days_between(lo, hi))
     out = {}
     for n in nodes:
-        a, b = (n.baseline_start - lo).days, (n.baseline_end - lo).days + 1
+        start, end, _fitted = windows[n.pk]
+        a, b = (start - lo).days, (end - lo).days + 1
         if hdd_all is not None:
             x = hdd_all[a:b]
         else:
-            hdd, _base = degree_days_for(tree.site, n.baseline_start, n.baseline_end)
-            x = _array(hdd, days_between(n.baseline_start, n.baseline_end))
+            hdd, _base = degree_days_for(tree.site, start, end)
+            x = _array(hdd, days_between(start, end))
         for fuel in ENERGY_FUELS:
             meter_ids = tree.meters_for(n.pk, fuel)
             if not meter_ids:
                 continue
             y = np.vstack([arrays[i][a:b] for i in meter_ids]).sum(axis=0)
-            line = regression.fit_line(x, y)  # days with NaN (gap, no HDD) are left out
-            if line is not None:
-                out[(n.pk, fuel)] = line
+            # days with NaN (gap, no HDD) are left out; None: under 3 days (judged later)
+            out[(n.pk, fuel)] = regression.fit_line(x, y)
     return out
 
 

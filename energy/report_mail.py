@@ -48,15 +48,19 @@ def message(rep: monthly.MonthlyReport, to: list[str]) -> EmailMessage:
         "",
     ]
     for f in rep.fuels:
+        # the difference in words, never a signed "saved -288.1" (energy/wording.py)
         lines.append(
             f"{f['fuel']}: {_said(f['total'], f['unit'])} used, expected "
-            f"{_said(f['expected_total'], f['unit'])}, saved {_said(f['savings']['kwh'], f['unit'])}"
+            f"{_said(f['expected_total'], f['unit'])}: "
+            f"{f.get('against_expected') or 'nothing to compare with'}"
         )
+    kg = totals["saved_kg_co2e"]
     lines += [
         "",
-        f"Emissions {totals['kg_co2e']} kg CO2e; saved {totals['saved_kg_co2e']} kg CO2e "
-        f"against the model.",
-    ]
+        f"Emissions {totals['kg_co2e']} kg CO2e; "
+        + (f"{abs(kg)} kg CO2e {'less' if kg > 0 else 'more'} than expected." if kg else
+           "as expected."),
+    ]  # fmt: skip
     mail = EmailMessage(
         # a name with a line break would be a header injection (Django refuses it, and the
         # whole month's run stopped): one line

@@ -227,6 +227,11 @@ class LeagueDecSerializer(serializers.Serializer):
     )
 
 
+class LeagueNoModelSerializer(serializers.Serializer):
+    fuel = serializers.CharField()
+    reason = serializers.CharField()
+
+
 class LeagueRowSerializer(serializers.Serializer):
     """The schema of one building of the league (energy/report.py league): documentation."""
 
@@ -250,6 +255,22 @@ class LeagueRowSerializer(serializers.Serializer):
     expected_kwh = serializers.FloatField(allow_null=True)
     change_pct = serializers.FloatField(allow_null=True)
     compared_days = serializers.IntegerField()
+    against_expected = serializers.CharField(
+        allow_null=True, help_text="e.g. 'Used 288 kWh (£20) more than expected'"
+    )
+    percent = serializers.CharField(allow_null=True, help_text="e.g. '12.3 % over expected'")
+    fuels = serializers.DictField(
+        child=serializers.FloatField(), help_text="kWh of each energy fuel with data"
+    )
+    cost = serializers.FloatField(allow_null=True, help_text="in the site's currency")
+    currency = serializers.CharField(help_text="the site's currency symbol")
+    kg_co2e = serializers.FloatField(allow_null=True)
+    expected_from = serializers.CharField(
+        allow_null=True, help_text="'model', 'baseline', 'fitted baseline' or a mix (' + ')"
+    )
+    no_model = LeagueNoModelSerializer(
+        many=True, help_text="fuels with neither a model nor a reliable baseline, and why"
+    )
     gap_meter_days = serializers.IntegerField()
     warning = serializers.CharField(allow_null=True)
 

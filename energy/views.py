@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
 from core.pages import staff_page
 from core.permissions import is_engineer
-from energy import benchmarks, consumption, model_csv, report
+from energy import benchmarks, consumption, model_csv, refresh, report
 from energy.api import parse_choice, parse_range
 from energy.models import MeterNode
 from sensors.models import Site
@@ -67,7 +70,11 @@ def energy_page(request: HttpRequest) -> HttpResponse:
         if raw and (node is None or str(node.pk) != raw):
             errors.append(f"node: no node {raw[:40]!r} at site '{site}'"
                           + (f"; showing '{node}'" if node is not None else ""))  # fmt: skip
-        context.update(tree=nodes, node=node, league=report.league(tree, first, last))
+        league = report.league(tree, first, last)
+        context.update(tree=nodes, node=node, league=league,
+                       league_fuels=[f for f in report.ENERGY_FUELS
+                                     if any(f in b["fuels"] for b in league)],
+                       presets=_presets(refresh.local_today(refresh.site_zone(site))))  # fmt: skip
         if node is not None:
             fuels = tree.fuels(node.pk)
             # a fuel asked for is shown even where the node has no meter of it (as "no data"),
@@ -101,7 +108,16 @@ def energy_model_upload(request: HttpRequest) -> HttpResponse:
         if raw_site.isascii() and raw_site.isdigit()
         else None
     )
-    back = reverse("staff-energy") + (f"?site={site.pk}" if site else "")
+    back = reverse("staff-energy")
+    if site:
+        # back to the building, fuel and range shown; each value bounded, the page itself
+        # checks them (a bad one is said there, never a 500 here)
+        keep = {"site": site.pk} | {
+            k: request.POST[k][:40]
+            for k in ("node", "fuel", "start", "end", "period")
+            if request.POST.get(k)
+        }
+        back += "?" + urlencode(keep)
     upload = request.FILES.get("file")
     if site is None:
         messages.error(request, "Model not imported: site: choose a site.")
@@ -122,6 +138,21 @@ def energy_model_upload(request: HttpRequest) -> HttpResponse:
                 f"from {upload.name}."
             )  # fmt: skip
     return redirect(back)
+
+
+def _presets(today: date) -> list[tuple[str, date, date]]:
+    """Ranges a manager asks about by name ("last week" is the last whole Monday-Sunday
+    week), so nobody counts days back on a calendar."""
+    monday = today - timedelta(days=today.weekday())
+    month_start = today.replace(day=1)
+    last_month_end = month_start - timedelta(days=1)
+    return [
+        ("Last 7 days", today - timedelta(days=6), today),
+        ("Last week", monday - timedelta(days=7), monday - timedelta(days=1)),
+        ("This month", month_start, today),
+        ("Last month", last_month_end.replace(day=1), last_month_end),
+        ("Past year", today - timedelta(days=364), today),
+    ]
 
 
 def _readable(exc: ValidationError) -> str:

@@ -68,6 +68,7 @@ def test_setup_creates_the_cat_like_site(key_file):
         "thermal",
         "hydro",
         "energy",
+        "site",
     }
     plant = HeatingPlant.objects.get()
     assert (plant.boiler.coil, plant.pump.coil) == (layout.COIL_BOILER, layout.COIL_HEATING_PUMP)

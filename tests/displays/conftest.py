@@ -25,6 +25,7 @@ ROLES = {
     "hydro_power": "W",
     "hydro_kwh": "kWh",
     "hydro_flow": "l/s",
+    "grid_power": "W",  # import positive, export negative: the site energy flow's grid
 }
 
 

@@ -22,8 +22,8 @@ from django.core.cache import cache
 
 from displays import kiosk_data
 from displays.models import Display, Panel
-from energy import public
-from energy.models import ExpectedUse, Meter, MeterDay, MeterNode
+from energy import public, report
+from energy.models import EnergySite, ExpectedUse, Meter, MeterDay, MeterNode
 from feeds.models import Feed
 from feeds.store import phpfina
 
@@ -193,3 +193,34 @@ def test_a_meter_whose_feed_was_deleted_makes_today_unknown_not_zero(display, of
     assert panels["building_today"]["value"] is None
     assert panels["building_today"]["status"] == "gap"
     assert panels["building_today"]["expected"] == pytest.approx(45.0)
+
+
+def test_today_expects_nothing_from_a_baseline_the_weather_does_not_explain(site, office):
+    """No model for July; the baseline period (May-June) has use that follows the weekday
+    timetable, not the weather (R² near 0): the kiosk shows no expected figure, as the staff
+    page says "no reliable model", rather than a line drawn as if it were one (issue #28)."""
+    ExpectedUse.objects.all().delete()
+    first, last = date(2024, 5, 1), date(2024, 6, 30)
+    temp = Feed.objects.create(name="outside", tag="weather", interval=3600, unit="°C")
+    start = int(datetime(2024, 4, 30, tzinfo=LONDON).timestamp())
+    hours = np.arange(start, start + 75 * 86400, 3600)
+    # a mild wave of weather, no relation to the weekday timetable
+    temps = [10.0 + 4.0 * np.sin(i / 24 / 5) for i in range(len(hours))]
+    phpfina.write_points(settings.BMS_FEED_DIR, temp.pk, 3600, list(hours), temps,
+                         now=hours[-1] + 3600)  # fmt: skip
+    EnergySite.objects.create(site=site, outside_temperature_feed=temp)
+    MeterDay.objects.all().delete()
+    meter = office.meters.get()
+    MeterDay.objects.bulk_create(
+        MeterDay(meter=meter, day=first + timedelta(days=i),
+                 value=90.0 if (first + timedelta(days=i)).weekday() < 5 else 10.0,
+                 status="measured")
+        for i in range((last - first).days + 1)
+    )  # fmt: skip
+    office.baseline_start, office.baseline_end = first, last
+    office.save()
+    july = int(datetime(2024, 7, 10, 15, 30, tzinfo=LONDON).timestamp())
+    verdict = report.baseline_for(report.Tree.load(site), office, "electricity", date(2024, 7, 10))
+    assert verdict.line is None and verdict.r2 is not None and verdict.r2 < 0.75
+    figures = public.today_against_model(office, july)
+    assert figures["expected"] is None and figures["expected_day"] is None

@@ -91,18 +91,18 @@ def test_the_public_sees_todays_energy_against_the_model_and_co2_saved(hall, ser
         # 3 kW for `hours` hours; model 96 kWh a day, pro rata: 4 kWh an hour
         assert today.locator(".value").text_content() == _shown(3 * hours)
         assert today.locator(".unit").text_content() == "kWh"
-        assert "% below the model" in today.locator(".compare").text_content()
+        # plain words, no "model" (issue #28)
+        assert "% less than expected" in today.locator(".compare").text_content()
         assert today.locator(".compare").get_attribute("data-state") == "below"
         sub = today.locator(".sub").text_content()
-        assert f"model by now {_shown(4 * hours)} kWh (whole day 96.0 kWh)" in sub
+        assert f"expected by now {_shown(4 * hours)} kWh" in sub
         # 30 days x (96 - 80) kWh = 480 kWh x 0.20707 = 99.4 kg
         assert saved.locator(".value").text_content() == "99.4"
         assert saved.locator(".unit").text_content() == "kg CO₂"
-        assert (
-            "Last 30 days against the model · 480 kWh saved" in saved.locator(".sub").text_content()
-        )
+        assert "Last 30 days · 480 kWh less than expected" in saved.locator(".sub").text_content()
         assert page.evaluate(FIND_OVERFLOW) == []
         assert page.locator(".panel-error:visible").count() == 0
+        assert "model" not in page.locator("main").inner_text().lower()
         browser.close()
     assert errors == []
 

@@ -1,4 +1,4 @@
-"""ensure_demo_displays: three ready-made displays from the demo site's feeds by role."""
+"""ensure_demo_displays: four ready-made displays from the demo site's feeds by role."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_it_creates_pv_thermal_and_hydro_with_public_feeds(demo_displays, role_feeds):
-    assert sorted(demo_displays) == ["hydro", "pv", "thermal"]
+    assert sorted(demo_displays) == ["hydro", "pv", "site", "thermal"]
     assert demo_displays["pv"].title == "Solar PV"
     kinds = list(demo_displays["pv"].panels.values_list("kind", flat=True))
     assert kinds == ["live_value", "energy_today", "peak_today", "co2_saved", "chart_24h",
@@ -23,6 +23,18 @@ def test_it_creates_pv_thermal_and_hydro_with_public_feeds(demo_displays, role_f
     assert all(Feed.objects.filter(id=f.id, public=True).exists() for f in role_feeds.values())
     for panel in Panel.objects.all():
         panel.full_clean()  # the demo's own options pass the admin's checks
+    # a zero says why: the thermal panels read the circuit's two temperatures
+    heat = demo_displays["thermal"].panels.get(kind="live_value")
+    assert heat.options["explain_zero"] == "solar_thermal"
+    assert heat.options["collector_feed"] == role_feeds["thermal_collector"].id
+    assert heat.options["store_feed"] == role_feeds["thermal_tank"].id
+    flow = demo_displays["site"].panels.get()
+    assert flow.kind == "energy_flow"
+    assert flow.options["roles"] == {
+        str(role_feeds["pv_power"].id): "generation",
+        str(role_feeds["hydro_power"].id): "generation",
+        str(role_feeds["grid_power"].id): "grid",
+    }
 
 
 def test_it_is_idempotent(site, role_feeds, demo_displays):
@@ -30,8 +42,8 @@ def test_it_is_idempotent(site, role_feeds, demo_displays):
 
     again = ensure_demo_displays(site, role_feeds)
 
-    assert len(again) == 3
-    assert Display.objects.count() == 3
+    assert len(again) == 4
+    assert Display.objects.count() == 4
     assert sorted(Panel.objects.values_list("display__slug", "order", "kind")) == before
 
 
@@ -41,7 +53,7 @@ def test_missing_roles_are_skipped(site, role_feeds):
 
     made = ensure_demo_displays(site, only_pv)
 
-    assert [d.slug for d in made] == ["pv", "thermal"]
+    assert [d.slug for d in made] == ["pv", "thermal", "site"]  # the flow of PV alone
     thermal = made[1]
     assert list(thermal.panels.values_list("kind", flat=True)) == ["temperatures", "chart_24h"]
     assert not Feed.objects.get(id=role_feeds["hydro_kwh"].id).public

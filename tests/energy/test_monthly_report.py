@@ -156,7 +156,8 @@ def test_the_email_goes_to_building_and_site_recipients_with_both_files(june):
     by_subject = {m.subject: m for m in mail.outbox}
     m = by_subject["[BMS] Main office: energy in June 2024"]
     assert m.to == ["estates@example.org", "office@example.org"]
-    assert "electricity: 2520.0 kWh used, expected 3000.0 kWh, saved 380.0 kWh" in m.body
+    assert ("electricity: 2520.0 kWh used, expected 3000.0 kWh: "
+            "Used 380 kWh (£95) less than expected") in m.body  # 380 x £0.25  # fmt: skip
     (pdf_name, pdf, pdf_type), (csv_name, body, csv_type) = m.attachments
     assert (pdf_name, pdf_type) == ("energy-main-office-2024-06.pdf", "application/pdf")
     assert pdf.startswith(b"%PDF-")

@@ -31,8 +31,10 @@ def test_viewer_sees_figures(client, viewer, tree):
     assert r.status_code == 200
     html = r.content.decode()
     assert 'id="total">22.5 kWh' in html
-    assert 'id="gap-days">1' in html
-    assert "Buildings by kWh/m²" in html and "0.2" in html  # 22.5 kWh / 100 m²
+    assert 'id="gap-days">1 day without readings' in html
+    assert (
+        "Buildings, Wed 1 May 2024 to Fri 3 May 2024" in html and "0.2" in html
+    )  # 22.5 kWh / 100 m²
 
 
 def test_user_without_role_is_refused_and_anonymous_sent_to_login(client, db, tree):
@@ -84,7 +86,9 @@ def test_a_room_without_meters_says_no_data_for_the_fuel_asked(client, viewer, t
                    "&start=2024-05-01&end=2024-05-03")  # fmt: skip
     html = r.content.decode()
     assert 'id="node-name">Room 1 · gas' in html  # the fuel asked, not electricity instead
-    assert 'id="total">no data' in html and 'id="cost">no data' in html
+    # no meter below the room: it says so, not "no data" or "3 gap days" (issue #28)
+    assert 'id="no-meter">No meter measures gas in Room 1 or below it' in html
+    assert 'id="gap-days"' not in html and "without readings" not in html
     assert "0.0 kWh" not in html
     api = client.get(f"/api/v1/energy/nodes/{room.pk}/consumption?fuel=gas"
                      "&start=2024-05-01&end=2024-05-03").json()  # fmt: skip
@@ -106,7 +110,9 @@ def test_expected_is_on_the_days_with_actual_so_it_matches_saved(client, viewer,
         f"/staff/energy/?site={site.pk}&node={b.pk}&start=2024-05-01&end=2024-05-03"
     ).content.decode()
     assert 'id="expected">22.0 kWh <span class="muted">on the 2 days with actual use' in html
-    assert 'id="saved">-0.5 kWh · €-0.25' in html
+    # 0.5 kWh over: in words, no minus sign to decode; the percentage says over
+    assert ('id="saved"><strong>Used 0.5 kWh (€0.25) more than expected</strong> · '
+            "2.3 % over expected · 0.1 kg CO₂e more") in html  # fmt: skip
     assert 'id="cost">€11.25' in html
 
 

@@ -85,18 +85,35 @@ def _csv(*rows: str) -> dict:
 def test_an_engineer_imports_the_model_and_sees_use_against_it(server, campus):
     with _as(server, campus, "estates-eng") as (page, seen):
         expect(page.locator("#total")).to_have_text("336.0 kWh")
-        expect(page.locator("#expected")).to_have_text("–")  # no model yet
+        expect(page.locator("#expected")).to_have_text("none to compare with")  # no model yet
         page.set_input_files("#model-import input[name=file]",
                              _csv(f"Library,electricity,{FIRST},{LAST},350"))  # fmt: skip
-        page.click("#import-model")
-        page.wait_for_url(f"**/staff/energy/?site={campus['site']}")
+        # Hold the import's request, so the page is seen while the figures are recomputed.
+        held = []
+        page.route("**/staff/energy/model/", lambda route: held.append(route))
+        with page.expect_request("**/staff/energy/model/"):
+            page.click("#import-model")
+        status = page.locator("#recomputing")
+        expect(status).to_have_text("Importing the model and recomputing the figures…")
+        expect(page.locator("#league-card")).to_have_attribute("aria-busy", "true")
+        assert len(held) == 1  # still held: what is on screen is the state while it runs
+        held[0].continue_()
+        # it resolves in place: the building, fuel and range stay the ones shown
+        expect(page.locator("#recomputing")).to_have_text(
+            "Recomputed with the model just imported: the figures below use it."
+        )
         expect(page.locator(".messages")).to_have_text(
             "Site energy model: 1 row imported from model.csv."
         )
-        page.goto(server.url + _node_url(campus))
+        expect(page.locator("#league-card")).not_to_have_attribute("aria-busy", "true")
+        expect(page.locator("#expected")).to_have_text("350.0 kWh on the 7 days with actual use")
+        expect(
+            page.locator(f"#league tr[data-node='{campus['library']}'] .against")
+        ).to_contain_text("Used 14 kWh less than expected")
+        page.reload()  # and it is stored: the same after a reload
         expect(page.locator("#expected")).to_have_text("350.0 kWh on the 7 days with actual use")
         expect(page.locator("#cusum-end")).to_have_text("-14.0 kWh")  # 336 - 350
-        expect(page.locator("#saved")).to_contain_text("14.0 kWh")
+        expect(page.locator("#saved")).to_contain_text("Used 14 kWh less than expected")
         assert seen["errors"] == []
     (row,) = ExpectedUse.objects.all()
     assert (row.node_id, row.fuel, row.start, row.end, row.value) == (
@@ -111,7 +128,9 @@ def test_a_bad_row_is_named_and_nothing_is_stored(server, campus):
             _csv(f"Library,electricity,{FIRST},{LAST},350", f"Nope,gas,{FIRST},{LAST},10"),
         )
         page.click("#import-model")
-        page.wait_for_url(f"**/staff/energy/?site={campus['site']}")
+        expect(page.locator("#recomputing")).to_have_text(
+            "Nothing recomputed: the model was not imported (see above)."
+        )
         message = page.locator(".messages")
         expect(message).to_contain_text("Model not imported (no row was stored): row 3, building")
         expect(message).to_contain_text("Nope")

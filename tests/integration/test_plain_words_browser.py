@@ -15,7 +15,8 @@ from control import runtime
 from control.engine import specs
 from control.models import Zone
 from core.roles import VIEWERS
-from energy.models import MeterNode
+from energy.models import Meter, MeterNode
+from feeds.models import Feed
 from sensors.models import Site
 from tests.browser import logged_in_page
 from tests.live_http import KioskServer
@@ -46,6 +47,10 @@ def server(redis_client) -> Iterator[tuple[KioskServer, dict]]:
     site = Site.objects.create(name="CAT")
     building = MeterNode.objects.create(site=site, name="Lecture block", kind="building")
     MeterNode.objects.create(site=site, parent=building, name="Seminar room", kind="room")
+    feed = Feed.objects.create(name="main kwh", tag="lecture", interval=10)
+    Meter.objects.create(
+        node=building, name="Main", fuel="electricity", source="cumulative", feed=feed
+    )
     srv = KioskServer()
     srv.start()
     yield srv, {"site": site.pk, "building": building.pk}
@@ -65,9 +70,9 @@ def test_plant_status_and_energy_read_in_plain_words(server):
         page.goto(f"{srv.url}/staff/energy/?site={ids['site']}&node={ids['building']}")
         tree = page.locator("body").inner_text()
         assert "Seminar room room" not in " ".join(tree.split())
-        cusum = page.locator("abbr.help", has_text="CUSUM").first
-        cusum.hover()
-        assert "using less than the model expects" in cusum.get_attribute("title")
-        hdd = page.locator("abbr.help", has_text="HDD").first
-        assert "outside temperature" in hdd.get_attribute("title")
+        running = page.locator("abbr.help", has_text="Running difference").first
+        running.hover()
+        assert "actual minus expected" in running.get_attribute("title")
+        degree_days = page.locator("abbr.help", has_text="Degree days").first
+        assert "colder than the heating base" in degree_days.get_attribute("title")
         assert seen["errors"] == []

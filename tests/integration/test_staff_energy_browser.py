@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
 
@@ -139,6 +140,11 @@ def page(server) -> Iterator[tuple[Page, dict]]:
         yield opened
 
 
+def _whole(x: float) -> int:
+    """Rounded half up, as the page (Django's floatformat) rounds: 304.5 -> 305."""
+    return int(Decimal(repr(x)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
 def _kwh(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f} kWh"
 
@@ -156,7 +162,10 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     browser_page.click(f"#energy-tree a[data-node='{tree['workshop']}']")
     expect(browser_page.locator("#node-name")).to_contain_text("Workshop")
     expect(browser_page.locator("#total")).to_have_text(_kwh(tree["shop_total"]))
-    expect(browser_page.locator("#expected")).to_have_text("–")  # no model for the Workshop
+    # no model for the Workshop and no outside temperature to fit a baseline to: said plainly
+    expect(browser_page.locator("#expected")).to_have_text("none to compare with")
+    expect(browser_page.locator("#baseline")).to_contain_text("No reliable model:")
+    expect(browser_page.locator("#cusum")).to_have_count(0)  # no running difference drawn
     browser_page.click(f"#energy-tree a[data-node='{tree['library']}']")
     expect(browser_page.locator("#node-name")).to_contain_text("Library")
     assert "start=2025-01-06" in browser_page.url and "period=week" in browser_page.url
@@ -167,9 +176,11 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
         f"{_kwh(tree['exp_total'])} on the 14 days with actual use"
     )
     expect(browser_page.locator("#cusum-end")).to_have_text(_kwh(tree["cusum"][-1]))
-    saved = tree["saved"]
+    over = -tree["saved"]  # the Library used more than its model: said in words, no sign
+    assert over > 10
     expect(browser_page.locator("#saved")).to_have_text(
-        f"{saved:.1f} kWh · £{saved * PRICE:.2f} · {saved * ELEC_FACTOR:.1f} kg CO₂e"
+        f"Used {over:.0f} kWh (£{over * PRICE:.0f}) more than expected · "
+        f"{tree['change']:.1f} % over expected · {over * ELEC_FACTOR:.1f} kg CO₂e more"
     )
     rows = browser_page.locator("#periods tbody tr")
     expect(rows).to_have_count(2)
@@ -187,16 +198,26 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     expect(league.nth(0)).to_have_attribute("data-node", str(tree["workshop"]))
     cells = browser_page.locator(f"#league tr[data-node='{tree['library']}'] td")
     expect(cells.nth(0)).to_have_text("Library")
-    expect(cells.nth(1)).to_have_text(f"{tree['total']:.0f}")
-    expect(cells.nth(2)).to_have_text(f"{tree['per_m2']:.1f}")
+    expect(cells.nth(1)).to_have_text(f"{tree['total']:,.0f}")  # electricity kWh
+    expect(cells.nth(2)).to_have_text(f"{tree['total']:,.0f}")  # all fuels
+    expect(cells.nth(3)).to_have_text(f"£{_whole(tree['total'] * PRICE):,}")
+    expect(cells.nth(3)).to_have_attribute("data-sort", f"{tree['total'] * PRICE:g}")
+    expect(cells.nth(4)).to_have_text(f"{_whole(tree['total'] * ELEC_FACTOR):,}")
+    expect(cells.nth(5)).to_contain_text(f"{tree['per_m2']:.1f}")
     grade = "ABCDEFG"[min(6, max(0, (round(tree["rating"]) - 1) // 25))]
-    expect(cells.nth(5).locator(".dec-rating")).to_have_text(f"{round(tree['rating'])} ({grade})")
+    expect(cells.nth(7).locator(".dec-rating")).to_have_text(f"{round(tree['rating'])} ({grade})")
     # under the rating, what adjusted its benchmark (this site has no outside temperature)
-    expect(cells.nth(5).locator(".dec-notes li")).to_have_text([
+    expect(cells.nth(7).locator(".dec-notes li")).to_have_text([
         "weather: not adjusted (no outside temperature in the range)",
         "occupancy: standard hours (2,040 h a year) assumed",
     ])  # fmt: skip
-    expect(cells.nth(6)).to_have_text(f"{tree['change']:.1f} % over 14 days")
+    expect(cells.nth(6)).to_contain_text(f"Used {over:.0f} kWh (£{over * PRICE:.0f}) more than")
+    expect(cells.nth(6)).to_contain_text(f"{tree['change']:.1f} % over expected")
+    expect(cells.nth(6)).to_contain_text("from the model, over 14 days")
+    # the Workshop has neither a model nor a baseline: its row says so, not "–"
+    expect(
+        browser_page.locator(f"#league tr[data-node='{tree['workshop']}'] .no-model")
+    ).to_contain_text("No reliable model for electricity")
     browser_page.wait_for_function("document.body.dataset.chartsReady === '1'")
     shoot(browser_page, "energy")
 

@@ -14,7 +14,8 @@ from control import runtime
 from control.engine import specs
 from control.models import Zone
 from control.words import STRATEGY_WORDS, strategy_words
-from energy.models import MeterNode
+from energy.models import Meter, MeterNode
+from feeds.models import Feed
 from sensors.models import ModbusBus, Site
 
 pytestmark = pytest.mark.django_db
@@ -67,11 +68,15 @@ def test_energy_terms_have_hover_help_and_a_room_is_not_a_room_room(engineer_cli
     building = MeterNode.objects.create(site=site, name="Lecture block", kind="building")
     MeterNode.objects.create(site=site, parent=building, name="Seminar room", kind="room")
     MeterNode.objects.create(site=site, parent=building, name="Workshop", kind="room")
+    feed = Feed.objects.create(name="main kwh", tag="lecture", interval=10)
+    Meter.objects.create(
+        node=building, name="Main", fuel="electricity", source="cumulative", feed=feed
+    )
     html = engineer_client.get(f"/staff/energy/?site={site.pk}&node={building.pk}").content.decode()
     text = re.sub(r"<[^>]+>", " ", html)
     assert "Seminar room room" not in re.sub(r"\s+", " ", text)
     assert re.search(r"Workshop</a>\s*<span class=\"muted\">room</span>", html)
-    for term in ("CUSUM", "HDD"):
+    for term in ("Running difference", "Degree days"):
         assert re.search(rf'<abbr class="help" title="[^"]+">{term}</abbr>', html), term
 
 

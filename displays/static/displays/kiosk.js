@@ -240,17 +240,18 @@
     }
     if (kind === "energy_today") return "Since midnight";
     if (kind === "peak_today") return values.t === null ? "No reading today yet" : "At " + fmtHM.format(values.t);
+    // Plain words for visitors: "expected", never "the model" (issue #28).
     if (kind === "building_today") {
       if (values.hours === 0) return "Since midnight: under an hour";
-      const until = "Until " + fmtHM.format(data.day_start + values.hours * HOUR);
-      if (values.expected === null) return until + " · no model for today";
-      return until + " · model by now " + formatReading(values.expected, "kWh").join(" ") +
-        " (whole day " + formatReading(values.expected_day, "kWh").join(" ") + ")";
+      const until = "Since midnight, to " + fmtHM.format(data.day_start + values.hours * HOUR);
+      if (values.expected === null) return until;
+      return until + " · expected by now " + formatReading(values.expected, "kWh").join(" ");
     }
     if (kind === "building_saved") {
-      if (values.value === null) return "No model to compare with";
+      if (values.value === null) return "Nothing to compare with yet";
       const days = { "30d": "Last 30 days", "90d": "Last 90 days", "365d": "Last 12 months" }[values.period];
-      return days + " against the model · " + formatReading(values.kwh, "kWh").join(" ") + " saved";
+      const word = values.kwh < 0 ? " more than expected" : " less than expected";
+      return days + " · " + formatReading(Math.abs(values.kwh), "kWh").join(" ") + word;
     }
     if (kind === "co2_saved") {
       const period = { today: "Today", "7d": "Last 7 days", "30d": "Last 30 days", total: "In total" }[values.period];
@@ -275,17 +276,54 @@
     });
   }
 
-  // "12 % below the model" (green) or "5 % above the model" (red), against the model by now.
+  // "12 % less than expected" (green) or "5 % more than expected" (red), by now.
   function updateCompare(el, values) {
     let text = "";
     let state = "";
     if (values.value !== null && values.expected) {
       const pct = Math.round((100 * (values.value - values.expected)) / values.expected);
       state = pct <= 0 ? "below" : "above";
-      text = pct === 0 ? "On the model" : Math.abs(pct) + " % " + state + " the model";
+      text = pct === 0 ? "As expected" : Math.abs(pct) + " % " + (pct < 0 ? "less" : "more") + " than expected";
     }
     setText(el, text);
     if (el.dataset.state !== state) el.dataset.state = state;
+  }
+
+  // The site energy flow: each source's power now and kWh today, the site's use, the grid.
+  function updateFlow(p, values) {
+    const list = p.el.querySelector(".source-list");
+    const sources = values.sources || [];
+    while (list.children.length > sources.length) list.lastChild.remove();
+    sources.forEach((s, i) => {
+      let li = list.children[i];
+      if (!li) {
+        li = document.createElement("li");
+        li.innerHTML = '<span class="source-label"></span><span class="reading"><b class="value"></b><span class="unit"></span></span><span class="today"></span>';
+        list.append(li);
+      }
+      setText(li.querySelector(".source-label"), s.label);
+      setReading(li, s.now_w, "W");
+      setText(li.querySelector(".today"), formatReading(s.today_kwh, "kWh").join(" ") + " today");
+    });
+    const use = p.el.querySelector(".node.use");
+    setReading(use, values.use.now_w, "W");
+    setText(use.querySelector(".today"), values.use.today_kwh === null ? "" :
+      formatReading(values.use.today_kwh, "kWh").join(" ") + " today");
+    const grid = p.el.querySelector(".node.grid");
+    const g = values.grid;
+    let word = "Grid";
+    let state = "";
+    if (g && g.now_w !== null) {
+      state = g.now_w > 0.5 ? "import" : g.now_w < -0.5 ? "export" : "";
+      word = state === "import" ? "Buying from the grid" : state === "export" ? "Selling to the grid" : "Grid: nothing in or out";
+    }
+    setText(grid.querySelector(".grid-word"), word);
+    if (grid.dataset.state !== state) grid.dataset.state = state;
+    setReading(grid, g && g.now_w !== null ? Math.abs(g.now_w) : null, "W");
+    setText(grid.querySelector(".today"), g ? "Today in " + formatReading(g.import_today_kwh, "kWh").join(" ") +
+      " · out " + formatReading(g.export_today_kwh, "kWh").join(" ") : "No grid meter");
+    setText(p.el.querySelector(".own-share"), values.own_share_pct === null ? "" :
+      "Today the site made " + values.own_share_pct + " % of the electricity it used");
   }
 
   function updateItems(p, data, values) {
@@ -307,7 +345,8 @@
     setText(error, values.error || "");
     if (values.error) return;
     const kind = p.def.kind;
-    if (kind === "chart_24h") updateLineChart(p.chart, values);
+    if (kind === "energy_flow") updateFlow(p, values);
+    else if (kind === "chart_24h") updateLineChart(p.chart, values);
     else if (kind === "daily_7" || kind === "daily_30") {
       updateBarChart(p.chart, values);
       const [total, unit] = formatReading(values.total, "kWh");
@@ -323,6 +362,12 @@
         if (kind === "co2_saved") updateEquivalents(p.el.querySelector(".equivalents"), values);
       }
       setText(p.el.querySelector(".sub"), describeWhen(kind, data, values));
+      // zero for a reason ("Not running: after sunset") says so, under the figure
+      const why = p.el.querySelector(".why");
+      if (why) {
+        why.hidden = !values.why;
+        setText(why, values.why || "");
+      }
       const age = kind === "live_value" ? readingAge(data, values.t) : null;
       p.el.classList.toggle("old", age !== null && age > p.def.stale_after_s * 1000);
     }
