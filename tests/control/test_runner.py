@@ -251,7 +251,9 @@ def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board
     states.append(board.coils_state(5, 2))
     assert states == [[True, False]] + [[False, False]] * 5 + [[True, False], [True, True]]
     reasons = [c.reason for c in ActuatorCommand.objects.filter(actuator=valve).order_by("pk")]
-    assert "Over-temperature cut-off: 28.0 °C (off from 28 °C until below 27 °C)" in reasons[1]
+    assert (
+        "Over-temperature cut-off: 28.0 °C (off from 28 °C until at or below 27 °C)" in reasons[1]
+    )
 
 
 def test_a_refused_coil_faults_only_itself_in_the_boards_words(redis_client, board, settings):
