@@ -341,7 +341,33 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
             sent_at=at(sent), confirmed_at=at(confirmed), error=error
         )
     # Corrections were not planned: audit them now, with what the relay had drifted to.
-    extra = []
+    extra: list[ActuatorCommand] = []
+    recovered: list[ActuatorCommand] = []
+    for aid, (decision, kind) in plan.items():
+        result = results.get(aid)
+        if (
+            kind == RETRY
+            and aid not in commands
+            and actuators[aid].driver == Actuator.Driver.MODBUS_COIL
+            and result is not None
+            and not result.error
+            and result.confirmed_at is not None
+        ):
+            # The episode's one audited retry carried the error, so the log read as still
+            # failing while the relay was back: the first confirmed write is a row of its own.
+            recovered.append(
+                ActuatorCommand(
+                    actuator_id=aid,
+                    state=decision.state,
+                    reason=f"Recovered after a fault: relay confirmed "
+                    f"{'ON' if decision.state else 'OFF'}. {decision.reason}",
+                    strategy=decision.strategy,
+                    user_id=decision.user_id,
+                    requested_at=now,
+                    sent_at=at(result.sent_at),
+                    confirmed_at=at(result.confirmed_at),
+                )
+            )
     for aid, result in results.items():
         if getattr(result, "corrected", False):
             decision, _ = plan[aid]
@@ -362,9 +388,9 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
             )
     if offline:
         # Every command is audited: these are written by the first tick that has the database.
-        config_cache.queue_audit([*commands.values(), *extra])
+        config_cache.queue_audit([*commands.values(), *extra, *recovered])
     else:
-        ActuatorCommand.objects.bulk_create(extra)
+        ActuatorCommand.objects.bulk_create([*extra, *recovered])
     return len(extra)
 
 

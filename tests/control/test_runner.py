@@ -380,13 +380,17 @@ def test_a_dead_relay_is_audited_once_per_fault_episode_not_every_tick(
     [row] = ActuatorCommand.objects.filter(actuator=valve)
     assert row.state is True and row.error  # the state change, with its fault
     board.start()
-    run_tick(now + timedelta(minutes=4))  # the retry confirms: no new row
-    assert board.coil(15) is True and ActuatorCommand.objects.filter(actuator=valve).count() == 1
+    run_tick(now + timedelta(minutes=4))  # the retry confirms: its recovery is a row
+    run_tick(now + timedelta(minutes=4, seconds=30))  # and nothing more while it holds
+    assert board.coil(15) is True and ActuatorCommand.objects.filter(actuator=valve).count() == 2
+    back = ActuatorCommand.objects.filter(actuator=valve).first()
+    assert back.reason.startswith("Recovered after a fault: relay confirmed ON. Frost protection")
+    assert back.confirmed_at is not None and back.error == ""
     # A second episode, found by the read-back of a steady state: one row for it.
     board.stop()
     for i in range(5, 9):
         run_tick(now + timedelta(minutes=i))
-    assert ActuatorCommand.objects.filter(actuator=valve).count() == 2
+    assert ActuatorCommand.objects.filter(actuator=valve).count() == 3
     assert (
         ActuatorCommand.objects.filter(actuator=valve)
         .first()
@@ -398,6 +402,7 @@ def test_a_dead_relay_is_audited_once_per_fault_episode_not_every_tick(
     run_tick(now + timedelta(minutes=10))
     assert list(ActuatorCommand.objects.filter(actuator=valve).values_list("state", flat=True)) == [
         False,
+        True,
         True,
         True,
     ]
