@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class ControlConfig(AppConfig):
     name = "control"
     verbose_name = "Control"
+
+    def ready(self) -> None:
+        # Actuators live a layer below control (sensors): their check against the relay
+        # board's coil count is registered from here.
+        from control.board_coils import coil_beyond_board
+        from sensors.models import ACTUATOR_CHECKS
+
+        if coil_beyond_board not in ACTUATOR_CHECKS:
+            ACTUATOR_CHECKS.append(coil_beyond_board)

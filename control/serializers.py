@@ -123,7 +123,7 @@ class RelayBoardSerializer(ModelCleanSerializer):
     class Meta:
         model = RelayBoard
         fields = ["id", "name", "host", "port", "device_id", "watchdog_register",
-                  "watchdog_value", "rewrite_s", "enabled", "watchdog"]  # fmt: skip
+                  "watchdog_value", "rewrite_s", "enabled", "coil_count", "watchdog"]  # fmt: skip
 
     def get_watchdog(self, board: RelayBoard) -> dict:
         from control.outputs import watchdog_status
