@@ -17,9 +17,19 @@ from core.serializers import ModelCleanSerializer
 
 
 class SchedulePeriodSerializer(ModelCleanSerializer):
+    warnings = serializers.SerializerMethodField(
+        help_text="What the period does on the next spring-forward day when its start or end "
+        "falls inside the gap (saved anyway: it starts or ends when the clocks jump)."
+    )
+
     class Meta:
         model = SchedulePeriod
-        fields = ["id", "schedule", "weekday", "start", "end", "setpoint"]
+        fields = ["id", "schedule", "weekday", "start", "end", "setpoint", "warnings"]
+
+    def get_warnings(self, period: SchedulePeriod) -> list[str]:
+        from control.schedule_warnings import period_warnings
+
+        return period_warnings(period)
 
 
 class ScheduleExceptionSerializer(ModelCleanSerializer):
