@@ -539,11 +539,11 @@ class HeatingPlant(models.Model):
             raise ValidationError(
                 {"pump": "The pump must be a different actuator from the boiler."}
             )
-        if self.index_zone_id is not None and self.pk is not None:
-            if not self.zones.filter(pk=self.index_zone_id).exists():
-                raise ValidationError(
-                    {"index_zone": "The index zone must be one of the plant's zones."}
-                )
+        from control.plant_rules import index_zone_problem, member_zone_ids
+
+        problem = index_zone_problem(self.index_zone_id, member_zone_ids(self))
+        if problem:
+            raise ValidationError({"index_zone": problem})
         from control.claims import conflict
 
         for name in ("boiler", "pump"):

@@ -4,12 +4,14 @@ from control.models import (
     ActuatorCommand,
     AnalogueCommand,
     Booking,
+    HeatingPlant,
     OutputOverride,
     Override,
     RelayBoard,
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    SolarCircuit,
     WeatherCompensation,
     Zone,
 )
@@ -122,6 +124,41 @@ class WeatherCompensationSerializer(ModelCleanSerializer):
                   "register_host", "register_port", "register_device_id", "register_address",
                   "raw_min", "raw_max", "scale_low", "scale_high", "open_actuator",
                   "close_actuator", "run_time_s", "min_pulse_s"]  # fmt: skip
+
+
+class HeatingPlantSerializer(ModelCleanSerializer):
+    """A heating plant and its members (zones), with the admin's rules: the model's clean()
+    with the zones being saved (control/plant_rules.py) and the actuator claims."""
+
+    class Meta:
+        model = HeatingPlant
+        fields = ["id", "site", "name", "enabled", "boiler", "pump", "zones", "has_bypass",
+                  "pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s",
+                  "outside_sensor", "frost_outside_c", "flow_sensor", "flow_frost_c",
+                  "sensor_stale_after_s", "index_zone"]  # fmt: skip
+
+    def validate(self, attrs: dict) -> dict:
+        zones = attrs.get("zones")
+        if zones is None and self.instance is not None:
+            zones = list(self.instance.zones.all())
+        # Not a model field: set on the unsaved copy whose clean() runs (core/serializers.py).
+        attrs["member_zone_ids"] = {z.pk for z in zones or []}
+        attrs = super().validate(attrs)
+        attrs.pop("member_zone_ids")
+        return attrs
+
+
+class SolarCircuitSerializer(ModelCleanSerializer):
+    """A solar thermal circuit, with the admin's rules (SolarCircuit.clean: the differential,
+    antifreeze and tank limits, and the pump's claims)."""
+
+    class Meta:
+        model = SolarCircuit
+        fields = ["id", "site", "name", "enabled", "collector_sensor", "tank_sensor", "pump",
+                  "delta_on", "delta_off", "tank_max", "tank_hysteresis", "collector_emergency",
+                  "emergency_hysteresis", "antifreeze_on", "antifreeze_off",
+                  "sensor_stale_after_s", "pump_kick", "pump_kick_idle_days",
+                  "pump_kick_s"]  # fmt: skip
 
 
 class RelayBoardSerializer(ModelCleanSerializer):
