@@ -60,7 +60,9 @@ def test_an_engineer_creates_and_changes_a_plant_and_its_zones(engineer_api, kit
         ({"zones": [999]}, "zones", ""),
     ],
 )  # fmt: skip
-def test_the_admins_rules_refuse_a_plant_naming_the_field(engineer_api, kit, change, field, message):
+def test_the_admins_rules_refuse_a_plant_naming_the_field(
+    engineer_api, kit, change, field, message
+):
     body = plant_body(kit)
     for key, value in change.items():
         body[key] = kit[value].pk if isinstance(value, str) else value
