@@ -1,5 +1,5 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from control import bookings, holds
 from control.admin_plant import actuator_state_and_why, zone_status_links
@@ -36,6 +36,18 @@ class ScheduleAdmin(admin.ModelAdmin):
     list_display = ["name", "site", "description"]
     search_fields = ["name"]
     inlines = [SchedulePeriodInline, ScheduleExceptionInline]
+
+    def save_formset(self, request, form, formset, change) -> None:
+        super().save_formset(request, form, formset, change)
+        if formset.model is not SchedulePeriod:
+            return
+        from control.schedule_warnings import period_warnings
+
+        # A period in the spring-forward gap is saved (it is weekly: it meets the gap once a
+        # year) but the engineer is told what it does that day.
+        for period in form.instance.periods.all():
+            for warning in period_warnings(period):
+                messages.warning(request, f"{period}: {warning}")
 
 
 class ZoneAdminForm(forms.ModelForm):

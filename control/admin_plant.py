@@ -8,6 +8,7 @@ Also helpers for the lead's admins (list_display / readonly fields):
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
@@ -54,8 +55,23 @@ def actuator_state_and_why(actuator) -> str:
     return f"{label} — {state.reason}"
 
 
+class HeatingPlantForm(forms.ModelForm):
+    class Meta:
+        model = HeatingPlant
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        zones = cleaned.get("zones")
+        if zones is not None:
+            # The model's clean() (control/plant_rules.py) checks against the zones being saved.
+            self.instance.member_zone_ids = {z.pk for z in zones}
+        return cleaned
+
+
 @admin.register(HeatingPlant)
 class HeatingPlantAdmin(admin.ModelAdmin):
+    form = HeatingPlantForm
     list_display = ["name", "site", "boiler", "pump", "pump_overrun_s", "pump_kick", "enabled"]
     list_filter = ["site", "enabled"]
     search_fields = ["name"]

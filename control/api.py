@@ -10,12 +10,14 @@ from control.models import (
     ActuatorCommand,
     AnalogueCommand,
     Booking,
+    HeatingPlant,
     OutputOverride,
     Override,
     RelayBoard,
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    SolarCircuit,
     WeatherCompensation,
     Zone,
 )
@@ -23,12 +25,14 @@ from control.serializers import (
     ActuatorCommandSerializer,
     AnalogueCommandSerializer,
     BookingSerializer,
+    HeatingPlantSerializer,
     OutputOverrideSerializer,
     OverrideSerializer,
     RelayBoardSerializer,
     ScheduleExceptionSerializer,
     SchedulePeriodSerializer,
     ScheduleSerializer,
+    SolarCircuitSerializer,
     WeatherCompensationSerializer,
     ZoneSerializer,
 )
@@ -309,3 +313,29 @@ class OutputOverrideViewSet(viewsets.ModelViewSet):
 
     def perform_destroy(self, instance: OutputOverride) -> None:
         holds.cancel(instance, self.request.user)
+
+
+@document_viewset(
+    "control",
+    "heating plant",
+    "heating plants",
+    about="A boiler (and pump) serving zones, with the admin's rules: the pump is not the "
+    "boiler, the index zone is one of the plant's `zones`, and no actuator is driven by two "
+    "owners; each refusal is a 400 naming the field.",
+)
+class HeatingPlantViewSet(viewsets.ModelViewSet):
+    queryset = HeatingPlant.objects.prefetch_related("zones")
+    serializer_class = HeatingPlantSerializer
+
+
+@document_viewset(
+    "control",
+    "solar thermal circuit",
+    "solar thermal circuits",
+    about="A collector, a tank and the pump between them, with the admin's rules (ΔT off below "
+    "ΔT on, tank max below the collector emergency stop, antifreeze off above on, a pump no "
+    "one else drives); each refusal is a 400 naming the field.",
+)
+class SolarCircuitViewSet(viewsets.ModelViewSet):
+    queryset = SolarCircuit.objects.all()
+    serializer_class = SolarCircuitSerializer

@@ -5,12 +5,14 @@ from control.api import (
     ActuatorCommandViewSet,
     AnalogueCommandViewSet,
     BookingViewSet,
+    HeatingPlantViewSet,
     OutputOverrideViewSet,
     OverrideViewSet,
     RelayBoardViewSet,
     ScheduleExceptionViewSet,
     SchedulePeriodViewSet,
     ScheduleViewSet,
+    SolarCircuitViewSet,
     WeatherCompensationViewSet,
     ZoneViewSet,
 )
@@ -27,6 +29,8 @@ router.register("overrides", OverrideViewSet)
 router.register("actuator-commands", ActuatorCommandViewSet)
 router.register("weather-compensations", WeatherCompensationViewSet)
 router.register("relay-boards", RelayBoardViewSet)
+router.register("heating-plants", HeatingPlantViewSet)
+router.register("solar-circuits", SolarCircuitViewSet)
 router.register("analogue-commands", AnalogueCommandViewSet)
 router.register("output-overrides", OutputOverrideViewSet)
 

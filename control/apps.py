@@ -10,3 +10,11 @@ class ControlConfig(AppConfig):
         from control.alarm_subjects import register_all
 
         register_all()
+
+        # Actuators live a layer below control (sensors): their check against the relay
+        # board's coil count is registered from here.
+        from control.board_coils import coil_beyond_board
+        from sensors.models import ACTUATOR_CHECKS
+
+        if coil_beyond_board not in ACTUATOR_CHECKS:
+            ACTUATOR_CHECKS.append(coil_beyond_board)

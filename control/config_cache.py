@@ -34,6 +34,7 @@ CONFIG_FORMAT = 2
 PENDING_AUDIT_KEY = f"{runtime.PREFIX}:pending-audit"  # list of ActuatorCommand rows as JSON
 PENDING_ANALOGUE_KEY = f"{runtime.PREFIX}:pending-analogue"  # AnalogueCommand rows as JSON
 PENDING_ALARMS_KEY = f"{runtime.PREFIX}:pending-alarms"  # hash: alarm key -> JSON action
+HELD_ALARMS_KEY = f"{runtime.PREFIX}:held-alarms"  # hash: alarm key -> JSON action + due
 OUTAGE_KEY = f"{runtime.PREFIX}:db-outage"  # JSON: since, last, cached_at, ticks
 
 # The driver settings the runner needs to switch an actuator without its database row.
@@ -297,6 +298,21 @@ def pending_alarms() -> dict[str, dict]:
 
 def drop_alarm(key: str) -> None:
     get_redis().hdel(PENDING_ALARMS_KEY, key)
+
+
+def hold_alarm(key: str, action: dict, due: float) -> None:
+    """An alarm raised during an outage, held until `due` (unix s) when the database is back:
+    raised then only if nothing cleared it meanwhile (control/runner.py _raise_held)."""
+    get_redis().hset(HELD_ALARMS_KEY, key, json.dumps({**action, "due": due}))
+
+
+def held_alarms() -> dict[str, dict]:
+    raw = get_redis().hgetall(HELD_ALARMS_KEY)
+    return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+
+def drop_held(key: str) -> None:
+    get_redis().hdel(HELD_ALARMS_KEY, key)
 
 
 def note_outage(now: datetime, cached_at: datetime | None) -> dict:

@@ -21,7 +21,7 @@ import hashlib
 import heapq
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -45,6 +45,9 @@ WINDOW_DAYS = 90
 EVENT_STEPS_PER_OCCURRENCE = 10
 FEED_STEPS_PER_OCCURRENCE = 50
 BULK_BATCH = 500
+# An all-day event longer than this is a holiday or term marker, not a room booking: its first
+# days only (bounds the bookings one event makes).
+MAX_ALL_DAY_DAYS = 14
 
 
 def max_events() -> int:
@@ -85,6 +88,50 @@ def fetch(url: str) -> bytes:
         raise IcalError(str(exc)) from exc
 
 
+# Occupied hours of an all-day event on a day without scheduled periods (the zone has no
+# schedule, or none that weekday): a working day, not midnight to midnight.
+ALL_DAY_HOURS = (time(8, 0), time(18, 0))
+
+DayHours = Callable[[date], tuple[time, time]]
+
+
+def zone_day_hours(zone: Zone) -> DayHours:
+    """A day's normal hours for this zone: from the earliest start to the latest end of its
+    schedule's periods that weekday (periods across midnight are left out: a night is no
+    working day), else ALL_DAY_HOURS."""
+    by_day: dict[int, tuple[time, time]] = {}
+    if zone.schedule_id is not None:
+        for p in zone.schedule.periods.all():
+            if p.end <= p.start:
+                continue
+            first, last = by_day.get(p.weekday, (p.start, p.end))
+            by_day[p.weekday] = (min(first, p.start), max(last, p.end))
+    return lambda day: by_day.get(day.weekday(), ALL_DAY_HOURS)
+
+
+def _all_day(
+    uid: str, original: datetime, first: datetime, length: timedelta, hours: DayHours
+) -> list[tuple[str, datetime, datetime]]:
+    """An all-day occurrence (DATE values) as one booking per day it covers, each for that
+    day's normal hours in the site's zone: heating it midnight to midnight heated the room all
+    night. The first day keeps the occurrence's key, so a sync updates it in place."""
+    days = max(1, round(length / timedelta(days=1)))
+    tz = first.tzinfo
+    pieces = []
+    for i in range(min(days, MAX_ALL_DAY_DAYS)):
+        day = first.date() + timedelta(days=i)
+        open_at, close_at = hours(day)
+        key = _key(uid, original + timedelta(days=i))
+        pieces.append(
+            (
+                key,
+                datetime.combine(day, open_at, tzinfo=tz),
+                datetime.combine(day, close_at, tzinfo=tz),
+            )
+        )
+    return pieces
+
+
 def _aware(value, tz: ZoneInfo) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=tz)
@@ -122,8 +169,12 @@ def occurrences(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> li
     return expand_feed(data, start, end, tz).occurrences
 
 
-def expand_feed(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> Found:
-    """The feed's occurrences overlapping [start, end), within the event and occurrence caps."""
+def expand_feed(
+    data: bytes, start: datetime, end: datetime, tz: ZoneInfo, hours: DayHours | None = None
+) -> Found:
+    """The feed's occurrences overlapping [start, end), within the event and occurrence caps.
+    An all-day event occupies each of its days for that day's normal hours (`hours`)."""
+    hours = hours or (lambda day: ALL_DAY_HOURS)
     try:
         calendar = icalendar.Calendar.from_ical(data)
     except ValueError as exc:
@@ -165,25 +216,31 @@ def expand_feed(data: bytes, start: datetime, end: datetime, tz: ZoneInfo) -> Fo
             occ_len = _duration(source, occ_start, tz) if override is not None else length
             if occ_len <= timedelta(0):
                 continue
-            occ = Occurrence(
-                _key(uid, original),
-                str(source.get("SUMMARY", title)).strip() or title,
-                occ_start.astimezone(UTC),
-                (occ_start + occ_len).astimezone(UTC),
-                cancelled_all or str(source.get("STATUS", "")).upper() == "CANCELLED",
-            )
-            if occ.end <= start or occ.start >= end:
-                continue
-            item = (-occ.start.timestamp(), next(order), occ)
-            if len(kept) < limit_occ:
-                heapq.heappush(kept, item)
-                continue
-            result.capped = True
-            if item < kept[0]:  # not sooner than the latest kept
-                if override is None:
-                    break  # nor is the rest of this event: its starts come in order
-                continue
-            heapq.heapreplace(kept, item)
+            pieces = [(_key(uid, original), occ_start, occ_start + occ_len)]
+            if not isinstance(source["DTSTART"].dt, datetime):
+                pieces = _all_day(uid, original, occ_start, occ_len, hours)
+            later = False
+            for key, piece_start, piece_end in pieces:
+                occ = Occurrence(
+                    key,
+                    str(source.get("SUMMARY", title)).strip() or title,
+                    piece_start.astimezone(UTC),
+                    piece_end.astimezone(UTC),
+                    cancelled_all or str(source.get("STATUS", "")).upper() == "CANCELLED",
+                )
+                if occ.end <= start or occ.start >= end:
+                    continue
+                item = (-occ.start.timestamp(), next(order), occ)
+                if len(kept) < limit_occ:
+                    heapq.heappush(kept, item)
+                    continue
+                result.capped = True
+                if item < kept[0]:  # not sooner than the latest kept
+                    later = override is None
+                    break
+                heapq.heapreplace(kept, item)
+            if later:
+                break  # nor is the rest of this event: its starts come in order
         feed_budget.left -= budget.used
         if budget.spent:
             result.capped = True  # this event repeats beyond what is walked
@@ -253,7 +310,7 @@ def sync_zone(zone: Zone, now: datetime | None = None) -> dict[str, int]:
     now = now or timezone.now()
     tz = ZoneInfo(settings.TIME_ZONE)
     start, end = now - timedelta(days=1), now + timedelta(days=WINDOW_DAYS)
-    feed = expand_feed(fetch(zone.ical_url), start, end, tz)
+    feed = expand_feed(fetch(zone.ical_url), start, end, tz, zone_day_hours(zone))
     counts = {"created": 0, "updated": 0, "cancelled": 0, "capped": int(feed.capped)}
     to_create: list[Booking] = []
     to_update: dict[int, Booking] = {}

@@ -539,11 +539,11 @@ class HeatingPlant(models.Model):
             raise ValidationError(
                 {"pump": "The pump must be a different actuator from the boiler."}
             )
-        if self.index_zone_id is not None and self.pk is not None:
-            if not self.zones.filter(pk=self.index_zone_id).exists():
-                raise ValidationError(
-                    {"index_zone": "The index zone must be one of the plant's zones."}
-                )
+        from control.plant_rules import index_zone_problem, member_zone_ids
+
+        problem = index_zone_problem(self.index_zone_id, member_zone_ids(self))
+        if problem:
+            raise ValidationError({"index_zone": problem})
         from control.claims import conflict
 
         for name in ("boiler", "pump"):
@@ -774,6 +774,13 @@ class RelayBoard(models.Model):
         help_text="Written again this often (s), and after the board comes back.",
     )
     enabled = models.BooleanField(default=True)
+    # A coil past the board's last relay is written and read back by some boards without error
+    # (or refused only at the first tick): the actuator looked configured and switched nothing.
+    coil_count = models.PositiveIntegerField(
+        default=16,
+        validators=[MinValueValidator(1), MaxValueValidator(MODBUS_MAX + 1)],
+        help_text="Relays (coils) on this board, numbered from 0; a coil beyond is refused.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -801,6 +808,12 @@ class RelayBoard(models.Model):
             )
             if problem:
                 raise ValidationError({"watchdog_register": problem})
+        if self.host and self.coil_count:
+            from control.board_coils import actuators_beyond
+
+            problem = actuators_beyond(self)
+            if problem:
+                raise ValidationError({"coil_count": problem})
 
     def save(self, *args, **kwargs) -> None:
         self.host = (self.host or "").strip().lower()  # one spelling, as Actuator.host

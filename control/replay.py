@@ -5,7 +5,13 @@ pure evaluator the live tick uses; actuators are simulated (their min on/off tim
 It is open loop: the recorded temperatures are what happened under the control of the time,
 so the replay shows what these strategies *would have decided* — switching times, heating
 hours, comfort misses (occupancy started below setpoint − hysteresis), short cycles — and
-how optimum start would have learned, before they switch a real boiler.
+the optimum-start rate, before they switch a real boiler.
+
+The rate is measured from the room, not from the replay's own timing: the recorded temperature
+rise during heat actually applied (confirmed ONs in the relay log; control/room_response.py).
+Where the replay pre-heats, the temperature at occupancy start is predicted from that measured
+rate, since the recording shows the old controller's start, not this one's. The report says
+which the rate was learned from.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ from control.engine.evaluator import evaluate
 from control.engine.specs import Reading, Snapshot, ZoneSpec
 from control.engine.strategies import bookings as booking_windows
 from control.engine.strategies import schedule as schedule_windows
-from control.engine.strategies.optimum_start import corrected_rate, first_reached
 from control.models import Booking, ScheduleException, Zone
+from control.room_response import heat_intervals, measure_runs, rate_until
 from control.runtime import ActuatorRuntime
 from core.dates import when_text
 from feeds.store import service as feed_service
@@ -48,6 +54,9 @@ class ComfortMiss:
     label: str
     setpoint: float
     temperature: float | None
+    # True when the temperature is predicted from the measured rate and the replay's own
+    # pre-heat start, not read from the recording.
+    predicted: bool = False
 
 
 @dataclass
@@ -76,6 +85,8 @@ class ReplayReport:
     short_cycles: list[ShortCycle] = field(default_factory=list)
     rate_start: float = 0.0
     rate_end: float = 0.0
+    heat_runs: int = 0
+    learned_from: str = ""
 
     def as_text(self, tz: ZoneInfo) -> str:
         def t(d: datetime) -> str:
@@ -97,6 +108,8 @@ class ReplayReport:
         )
         for m in self.comfort_misses:
             temp = "no reading" if m.temperature is None else f"{m.temperature:.1f} °C"
+            if m.predicted:
+                temp += " (predicted)"
             lines.append(f"  {t(m.at)}  {m.label}: {temp} < {m.setpoint:.1f} °C")
         lines.append(
             f"Short cycles (< {DEFAULT_SHORT_CYCLE_S // 60} min on): {len(self.short_cycles)}"
@@ -105,7 +118,8 @@ class ReplayReport:
             f"  {s.actuator}: {t(s.on_at)} for {s.minutes:.0f} min" for s in self.short_cycles
         ]
         lines.append(
-            f"Optimum start rate: {self.rate_start:.1f} → {self.rate_end:.1f} min/K (learned in replay)"
+            f"Optimum start rate: {self.rate_start:.1f} → {self.rate_end:.1f} min/K"
+            f" (learned from {self.learned_from})"
         )
         return "\n".join(lines)
 
@@ -191,8 +205,21 @@ def replay(
         )
         for aid, a in actuators.items()
     }
-    report = ReplayReport(zone.name, start, end, step, rate_start=spec.heating_rate_min_per_k)
-    _comfort(report, spec, start, end, tz, readings)
+    stored_rate = spec.heating_rate_min_per_k
+    report = ReplayReport(zone.name, start, end, step, rate_start=stored_rate)
+    runs = measure_runs(
+        heat_intervals(list(actuators), start, end),
+        readings.times,
+        readings.values,
+        spec.comfort_setpoint,
+    )
+    report.heat_runs = len(runs)
+    report.learned_from = (
+        f"the room: {len(runs)} run(s) of heat applied in the relay log and the rise they made"
+        if runs
+        else "nothing: no heat applied in the history (relay log), the zone's stored rate is kept"
+    )
+    preheats: dict[float, dict] = {}
 
     memory: dict = {}
     last_reading: Reading | None = None
@@ -201,6 +228,8 @@ def replay(
     while moment < end:
         t = int(moment.timestamp())
         report.samples += 1
+        if runs:
+            spec = replace(spec, heating_rate_min_per_k=rate_until(runs, t, stored_rate))
         found = readings.at(t)
         if found is None or t - found.t >= readings.window_s(step):
             report.missing_samples += 1  # no reading in the window up to this moment
@@ -216,7 +245,8 @@ def replay(
         result = evaluate(snap)
         memory = result.memory
         for event in result.events:
-            spec = _learn(spec, event, points)
+            if event.get("kind") == "occupancy_start":
+                preheats[float(event["occupancy"])] = event
         for aid, decision in result.decisions.items():
             before = sim[aid]
             if decision.state != before.is_on:
@@ -240,7 +270,8 @@ def replay(
         ):
             report.heating_hours += step / 3600
         moment += timedelta(seconds=step)
-    report.rate_end = spec.heating_rate_min_per_k
+    report.rate_end = rate_until(runs, end.timestamp(), stored_rate)
+    _comfort(report, spec, start, end, tz, readings, preheats if runs else {})
     return report
 
 
@@ -275,7 +306,15 @@ class _Sampler:
         return None
 
 
-def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, readings: _Sampler) -> None:
+def _comfort(
+    report: ReplayReport,
+    spec: ZoneSpec,
+    start,
+    end,
+    tz,
+    readings: _Sampler,
+    preheats: dict[float, dict],
+) -> None:
     windows = booking_windows.windows(spec.bookings, start, end, tz, spec.comfort_setpoint)
     if spec.schedule is not None:
         windows += schedule_windows.windows(spec.schedule, start, end, tz, spec.comfort_setpoint)
@@ -285,6 +324,17 @@ def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, readings: _Sa
             starts.setdefault(w.start, w)
     for at, window in sorted(starts.items()):
         report.occupancies += 1
+        event = preheats.get(at.timestamp())
+        if event is not None and event["occupancy"] > event["started"]:
+            # The replay pre-heated: how warm its start would have made the room, at the rate
+            # the room showed, not how warm the old controller's start made it.
+            minutes = (event["occupancy"] - event["started"]) / 60
+            temp = min(window.setpoint, event["temp"] + minutes / report.rate_end)
+            if temp < window.setpoint - spec.hysteresis:
+                report.comfort_misses.append(
+                    ComfortMiss(at, window.label, window.setpoint, round(temp, 2), predicted=True)
+                )
+            continue
         # The window starting at (or first after) the occupancy start, else the one it is in.
         window_s = readings.window_s(report.step_s)
         temp = readings.after(at.timestamp(), window_s)
@@ -293,21 +343,6 @@ def _comfort(report: ReplayReport, spec: ZoneSpec, start, end, tz, readings: _Sa
             temp = held.value if held is not None and at.timestamp() - held.t < window_s else None
         if temp is None or temp < window.setpoint - spec.hysteresis:
             report.comfort_misses.append(ComfortMiss(at, window.label, window.setpoint, temp))
-
-
-def _learn(spec: ZoneSpec, event: dict, points: list[list]) -> ZoneSpec:
-    if event.get("kind") != "occupancy_start" or not spec.optimum_start:
-        return spec
-    window = [p for p in points if event["started"] * 1000 <= p[0] <= event["occupancy"] * 1000]
-    learning = corrected_rate(
-        spec.heating_rate_min_per_k,
-        (event["occupancy"] - event["started"]) / 60,
-        event["temp"],
-        event["temp_at_start"],
-        event["setpoint"],
-        first_reached(window, event["setpoint"], event["started"]),
-    )
-    return replace(spec, heating_rate_min_per_k=learning.rate_after)
 
 
 def parse_day(text: str, tz: ZoneInfo, end_of_day: bool = False) -> datetime:

@@ -152,6 +152,11 @@ def _tick(now: datetime) -> dict[str, Any]:
     if not offline:
         faults += _node_overdue(now, alarms)
         _forget_disabled_faults()
+        try:
+            # Last: this tick's clears have dropped what no longer stands.
+            _raise_held(now)
+        except DatabaseError:
+            log.exception("control: cannot yet raise the alarms held since the outage")
 
     zone_out = {}
     specs = {z.id: z for z in live.snapshot.zones}
@@ -341,7 +346,33 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
             sent_at=at(sent), confirmed_at=at(confirmed), error=error
         )
     # Corrections were not planned: audit them now, with what the relay had drifted to.
-    extra = []
+    extra: list[ActuatorCommand] = []
+    recovered: list[ActuatorCommand] = []
+    for aid, (decision, kind) in plan.items():
+        result = results.get(aid)
+        if (
+            kind == RETRY
+            and aid not in commands
+            and actuators[aid].driver == Actuator.Driver.MODBUS_COIL
+            and result is not None
+            and not result.error
+            and result.confirmed_at is not None
+        ):
+            # The episode's one audited retry carried the error, so the log read as still
+            # failing while the relay was back: the first confirmed write is a row of its own.
+            recovered.append(
+                ActuatorCommand(
+                    actuator_id=aid,
+                    state=decision.state,
+                    reason=f"Recovered after a fault: relay confirmed "
+                    f"{'ON' if decision.state else 'OFF'}. {decision.reason}",
+                    strategy=decision.strategy,
+                    user_id=decision.user_id,
+                    requested_at=now,
+                    sent_at=at(result.sent_at),
+                    confirmed_at=at(result.confirmed_at),
+                )
+            )
     for aid, result in results.items():
         if getattr(result, "corrected", False):
             decision, _ = plan[aid]
@@ -362,9 +393,9 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
             )
     if offline:
         # Every command is audited: these are written by the first tick that has the database.
-        config_cache.queue_audit([*commands.values(), *extra])
+        config_cache.queue_audit([*commands.values(), *extra, *recovered])
     else:
-        ActuatorCommand.objects.bulk_create(extra)
+        ActuatorCommand.objects.bulk_create([*extra, *recovered])
     return len(extra)
 
 
@@ -514,6 +545,7 @@ def _raise(key: str, message: str, source: str) -> None:
 
 
 def _clear(key: str) -> None:
+    config_cache.drop_held(key)  # a held outage alarm whose condition ended is never raised
     try:
         clear_alarm(key)
     except DatabaseError as exc:
@@ -527,6 +559,31 @@ def _raise_control(key: str, message: str) -> None:
 
 def _alarm_offline(key: str, message: str) -> None:
     _raise(key, message, source="control")
+
+
+def outage_alarm_grace_s() -> float:
+    """How long alarms raised during a database outage are held once it is back
+    (BMS_CONTROL_OUTAGE_ALARM_GRACE_S, 300 s: gateways resend what they buffered and the ingest
+    catches up), so only those still standing are raised."""
+    return float(getattr(settings, "BMS_CONTROL_OUTAGE_ALARM_GRACE_S", 300))
+
+
+def _raise_held(now: datetime) -> int:
+    """Raise the held outage alarms that are due and were not cleared meanwhile (a clear drops
+    one from the hold: _clear). Returns how many were raised."""
+    raised = 0
+    for key, action in config_cache.held_alarms().items():
+        if action["due"] > now.timestamp():
+            continue
+        raise_alarm(
+            key,
+            f"{action['raise']} (since the database outage)",
+            source=action["source"],
+            severity=Alarm.Severity.CRITICAL,
+        )
+        config_cache.drop_held(key)
+        raised += 1
+    return raised
 
 
 def _catch_up(now: datetime) -> None:
@@ -555,13 +612,20 @@ def _catch_up(now: datetime) -> None:
         log.warning(
             "control: wrote %d output audit rows queued while the database was away", len(analogue)
         )
+    grace = outage_alarm_grace_s()
     for key, action in config_cache.pending_alarms().items():
-        if "raise" in action:
+        if "raise" in action and not key.startswith("control-db:") and grace > 0:
+            # Raised during the outage, often because of it (readings stopped arriving, so
+            # every zone's sensor went stale): all of them at the return were a burst of alarms
+            # cleared a minute later. Held; raised after the grace only if still standing.
+            config_cache.hold_alarm(key, action, now.timestamp() + grace)
+        elif "raise" in action:
             raise_alarm(
                 key, action["raise"], source=action["source"], severity=Alarm.Severity.CRITICAL
             )
         else:
             clear_alarm(key)
+            config_cache.drop_held(key)
         config_cache.drop_alarm(key)
     outage = config_cache.outage()
     if outage is None:

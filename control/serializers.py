@@ -4,12 +4,14 @@ from control.models import (
     ActuatorCommand,
     AnalogueCommand,
     Booking,
+    HeatingPlant,
     OutputOverride,
     Override,
     RelayBoard,
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    SolarCircuit,
     WeatherCompensation,
     Zone,
 )
@@ -17,9 +19,19 @@ from core.serializers import ModelCleanSerializer
 
 
 class SchedulePeriodSerializer(ModelCleanSerializer):
+    warnings = serializers.SerializerMethodField(
+        help_text="What the period does on the next spring-forward day when its start or end "
+        "falls inside the gap (saved anyway: it starts or ends when the clocks jump)."
+    )
+
     class Meta:
         model = SchedulePeriod
-        fields = ["id", "schedule", "weekday", "start", "end", "setpoint"]
+        fields = ["id", "schedule", "weekday", "start", "end", "setpoint", "warnings"]
+
+    def get_warnings(self, period: SchedulePeriod) -> list[str]:
+        from control.schedule_warnings import period_warnings
+
+        return period_warnings(period)
 
 
 class ScheduleExceptionSerializer(ModelCleanSerializer):
@@ -114,6 +126,41 @@ class WeatherCompensationSerializer(ModelCleanSerializer):
                   "close_actuator", "run_time_s", "min_pulse_s"]  # fmt: skip
 
 
+class HeatingPlantSerializer(ModelCleanSerializer):
+    """A heating plant and its members (zones), with the admin's rules: the model's clean()
+    with the zones being saved (control/plant_rules.py) and the actuator claims."""
+
+    class Meta:
+        model = HeatingPlant
+        fields = ["id", "site", "name", "enabled", "boiler", "pump", "zones", "has_bypass",
+                  "pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s",
+                  "outside_sensor", "frost_outside_c", "flow_sensor", "flow_frost_c",
+                  "sensor_stale_after_s", "index_zone"]  # fmt: skip
+
+    def validate(self, attrs: dict) -> dict:
+        zones = attrs.get("zones")
+        if zones is None and self.instance is not None:
+            zones = list(self.instance.zones.all())
+        # Not a model field: set on the unsaved copy whose clean() runs (core/serializers.py).
+        attrs["member_zone_ids"] = {z.pk for z in zones or []}
+        attrs = super().validate(attrs)
+        attrs.pop("member_zone_ids")
+        return attrs
+
+
+class SolarCircuitSerializer(ModelCleanSerializer):
+    """A solar thermal circuit, with the admin's rules (SolarCircuit.clean: the differential,
+    antifreeze and tank limits, and the pump's claims)."""
+
+    class Meta:
+        model = SolarCircuit
+        fields = ["id", "site", "name", "enabled", "collector_sensor", "tank_sensor", "pump",
+                  "delta_on", "delta_off", "tank_max", "tank_hysteresis", "collector_emergency",
+                  "emergency_hysteresis", "antifreeze_on", "antifreeze_off",
+                  "sensor_stale_after_s", "pump_kick", "pump_kick_idle_days",
+                  "pump_kick_s"]  # fmt: skip
+
+
 class RelayBoardSerializer(ModelCleanSerializer):
     watchdog = serializers.SerializerMethodField(
         help_text="The watchdog as the last tick found it: ok, written_at / tried_at (unix s), "
@@ -123,7 +170,7 @@ class RelayBoardSerializer(ModelCleanSerializer):
     class Meta:
         model = RelayBoard
         fields = ["id", "name", "host", "port", "device_id", "watchdog_register",
-                  "watchdog_value", "rewrite_s", "enabled", "watchdog"]  # fmt: skip
+                  "watchdog_value", "rewrite_s", "enabled", "coil_count", "watchdog"]  # fmt: skip
 
     def get_watchdog(self, board: RelayBoard) -> dict:
         from control.outputs import watchdog_status

@@ -45,9 +45,14 @@ class ProcessCache:
     """A dict with a TTL per entry and at most `max_entries` entries (least recently used go
     first), emptied when the config generation changes."""
 
-    def __init__(self, ttl_s: float = ENTRY_TTL_S, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(
+        self, ttl_s: float = ENTRY_TTL_S, max_entries: int = MAX_ENTRIES, keep_stale: bool = False
+    ) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
+        # Keep an expired entry for stale() (configuration read from the database, needed while
+        # it is away); others (wrong keys) are dropped when read, as before.
+        self.keep_stale = keep_stale
         self._data: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
         # gunicorn runs threads: an OrderedDict reordered by two at once can raise KeyError.
         self._lock = threading.Lock()
@@ -60,10 +65,19 @@ class ProcessCache:
             if entry is None:
                 return default
             if entry[0] < time.monotonic():
-                del self._data[key]
+                if not self.keep_stale:
+                    del self._data[key]
                 return default
             self._data.move_to_end(key)
             return entry[1]
+
+    def stale(self, key: Any, default: Any = None) -> Any:
+        """The last value stored for `key` even past its TTL (until evicted or the config
+        generation moves): for when the database that would refresh it is unavailable. Config
+        cannot change while it is away, so the last value read is still the configuration."""
+        with self._lock:
+            entry = self._data.get(key)
+        return default if entry is None else entry[1]
 
     def set(self, key: Any, value: Any, ttl_s: float | None = None) -> None:
         expires = time.monotonic() + (self.ttl_s if ttl_s is None else ttl_s)

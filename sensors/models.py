@@ -617,6 +617,12 @@ def unresolved_note(host: BoardHost) -> str:
     return f" ('{host.name}' could not be resolved: compared by name)"
 
 
+# Checks an upper layer adds to Actuator.clean (control: a coil within its relay board's coil
+# count, control/board_coils.py). This layer cannot import them, so they register here from
+# their app's ready(); each returns {field: message} or {}.
+ACTUATOR_CHECKS: list = []
+
+
 class Actuator(models.Model):
     class Kind(models.TextChoices):
         BOILER = "boiler"
@@ -725,6 +731,10 @@ class Actuator(models.Model):
             raise ValidationError({"host": "A Modbus coil actuator needs the relay board host."})
         if self.driver == self.Driver.NODE_QUEUE and self.node_id is None:
             raise ValidationError({"node": "A node-queue actuator needs the node it belongs to."})
+        for check in ACTUATOR_CHECKS:
+            problem = check(self)
+            if problem:
+                raise ValidationError(problem)
         if self.driver == self.Driver.MODBUS_COIL and self.enabled:
             same, mine = self._same_coil()
             other = Actuator.objects.filter(pk__in=same).order_by("pk").first()

@@ -99,6 +99,26 @@ def _takes_heat(tick: Tick, zone_id: int, decisions: dict) -> str:
     return "valve not yet confirmed open"
 
 
+def _frost_words(
+    tick: Tick, plant: PlantSpec, calling: list[tuple[int, ZoneResult]], names: dict
+) -> str:
+    """Why a boiler fired for frost, in the words of the frost that fired it: the plant's own
+    (flow, then outside) when it is active, else the rooms below their frost limit. An engineer
+    reading "Heat demand from Room C" went looking for a booking that did not exist."""
+    cold, flow = tick.flow_frost.get(plant.id, (False, None))
+    if cold and flow is not None:
+        return f"Frost protection: flow {flow:.1f} °C (below {plant.flow_frost_c:g} °C)"
+    frosty, outside = tick.outside_frost.get(plant.id, (False, None))
+    if frosty and outside is not None:
+        return f"Frost protection: outside {outside:.1f} °C (below {plant.frost_outside_c:g} °C)"
+    rooms = [
+        f"{names[zid]} {r.temperature:.1f} °C" if r.temperature is not None else names[zid]
+        for zid, r in calling
+        if r.mode == FROST
+    ]
+    return "Frost protection: " + ", ".join(rooms[:5])
+
+
 def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisions: dict) -> None:
     boiler = tick.snapshot.actuators.get(plant.boiler_id)
     if boiler is None:
@@ -113,7 +133,10 @@ def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisio
         listed = ", ".join(names[zid] for zid, _, _ in calling[:5])
         more = f" and {len(calling) - 5} more" if len(calling) > 5 else ""
         strategy = FROST if any(r.mode == FROST for _, r, _ in calling) else HEATING_PLANT
-        proposal = Decision(boiler.id, True, f"Heat demand from {listed}{more}", strategy)
+        why = f"Heat demand from {listed}{more}"
+        if strategy == FROST:
+            why = f"{_frost_words(tick, plant, [(z, r) for z, r, _ in calling], names)} — {why}"
+        proposal = Decision(boiler.id, True, why, strategy)
     elif waiting:
         listed = "; ".join(f"{names[zid]}: {why}" for zid, _, why in waiting[:5])
         proposal = Decision(boiler.id, False, f"No zone can take heat ({listed})", HEATING_PLANT)

@@ -96,7 +96,8 @@ def decide(tick: Tick, zone: ZoneSpec) -> ZoneResult:
             False,
             OVER_TEMPERATURE,
             f"Over-temperature cut-off: {temp:.1f} °C (off from {zone.max_temperature:g} °C "
-            f"until below {zone.max_temperature - zone.limit_band_k:g} °C)",
+            # cut_off releases at max − band exactly (27.9 holds, 27.0 releases): say so.
+            f"until at or below {zone.max_temperature - zone.limit_band_k:g} °C)",
             temp,
             None,
             tuple(flags),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.db import DatabaseError
 from redis.lock import Lock
 
 from alarms.lifecycle import clear_alarm, count_alarm
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 CAPPED_NODES = "sensors:inputs-capped:nodes"
 SHOWN_KEYS = 5  # keys named in a message
 
-_known_keys = ProcessCache()
+_known_keys = ProcessCache(keep_stale=True)
 
 
 def per_node() -> int:
@@ -49,7 +50,14 @@ def known_keys(node_id: int) -> frozenset[str]:
     """The node's input keys, cached per process (dropped when any Sensor is saved)."""
     keys = _known_keys.get(node_id)
     if keys is None:
-        keys = frozenset(Sensor.objects.filter(node_id=node_id).values_list("key", flat=True))
+        try:
+            keys = frozenset(Sensor.objects.filter(node_id=node_id).values_list("key", flat=True))
+        except DatabaseError:
+            # Database away (issue 27 item 8): the keys as last read, else the 503 as before.
+            keys = _known_keys.stale(node_id)
+            if keys is None:
+                raise
+            return keys
         _known_keys.set(node_id, keys)
     return keys
 

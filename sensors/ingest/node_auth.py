@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from django.db import DatabaseError
 from django.db.models import Q
 from django.http import HttpRequest
 
@@ -24,8 +25,10 @@ NEGATIVE_TTL_S = 5.0
 MAX_BAD_KEYS = 1024
 MAX_REFS = 4096
 
-_by_key = ProcessCache()
-_prefixes = ProcessCache()  # one entry: the lookup prefixes of all enabled nodes' keys
+_by_key = ProcessCache(keep_stale=True)
+_prefixes = ProcessCache(
+    keep_stale=True
+)  # one entry: the lookup prefixes of all enabled nodes' keys
 _bad_keys = ProcessCache(ttl_s=NEGATIVE_TTL_S, max_entries=MAX_BAD_KEYS)
 _by_ref = ProcessCache(max_entries=MAX_REFS)
 _MISSING = object()
@@ -108,9 +111,18 @@ def plausible(key: str) -> bool:
 def _known_prefixes() -> frozenset[str]:
     prefixes = _prefixes.get("all")
     if prefixes is None:
-        prefixes = frozenset(
-            Node.objects.filter(enabled=True).values_list("key_prefix", flat=True)
-        ) | frozenset(GatewayKey.objects.filter(enabled=True).values_list("key_prefix", flat=True))
+        try:
+            prefixes = frozenset(
+                Node.objects.filter(enabled=True).values_list("key_prefix", flat=True)
+            ) | frozenset(
+                GatewayKey.objects.filter(enabled=True).values_list("key_prefix", flat=True)
+            )
+        except DatabaseError:
+            # Database away (issue 27 item 8): the last set read, else the 503 as before.
+            prefixes = _prefixes.stale("all")
+            if prefixes is None:
+                raise
+            return prefixes
         _prefixes.set("all", prefixes)
     return prefixes
 
@@ -123,6 +135,19 @@ def authenticate(key: str) -> Identity | None:
         return identity
     if _bad_keys.get(digest, False):
         return None
+    try:
+        return _look_up(key, digest)
+    except DatabaseError:
+        # Database away (issue 27 item 8): a key this process checked before is still the
+        # same node (nothing can rotate or disable it meanwhile), so its readings keep
+        # arriving and control keeps seeing them; an unknown key still gets the 503.
+        identity = _by_key.stale(digest)
+        if identity is None:
+            raise
+        return identity
+
+
+def _look_up(key: str, digest: str) -> Identity | None:
     node = Node.for_key(key)
     if node is not None:
         identity = NodeIdentity.of(node)

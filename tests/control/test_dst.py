@@ -19,12 +19,12 @@ def windows_on(day_start: datetime, day_end: datetime):
     return schedule.windows(SUNDAY_0130, day_start, day_end, LONDON, 20.0)
 
 
-def test_spring_forward_01_30_does_not_exist_so_it_starts_at_02_30_bst():
+def test_spring_forward_01_30_does_not_exist_so_it_starts_when_the_clocks_jump():
     [w] = windows_on(datetime(2026, 3, 28, 12, tzinfo=UTC), datetime(2026, 3, 29, 12, tzinfo=UTC))
-    # 01:30 GMT-reading = 01:30 UTC = 02:30 BST; 03:00 BST = 02:00 UTC.
-    assert w.start == datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
+    # The jump: 01:00 UTC = 02:00 BST; 03:00 BST = 02:00 UTC (tests/control/test_dst_gap.py).
+    assert w.start == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
     assert w.end == datetime(2026, 3, 29, 2, 0, tzinfo=UTC)
-    assert w.start.astimezone(LONDON).strftime("%H:%M %Z") == "02:30 BST"
+    assert w.start.astimezone(LONDON).strftime("%H:%M %Z") == "02:00 BST"
 
 
 def test_fall_back_01_30_happens_twice_but_the_period_starts_once():

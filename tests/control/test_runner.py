@@ -251,7 +251,9 @@ def test_over_temperature_flicker_does_not_toggle_the_boiler(redis_client, board
     states.append(board.coils_state(5, 2))
     assert states == [[True, False]] + [[False, False]] * 5 + [[True, False], [True, True]]
     reasons = [c.reason for c in ActuatorCommand.objects.filter(actuator=valve).order_by("pk")]
-    assert "Over-temperature cut-off: 28.0 °C (off from 28 °C until below 27 °C)" in reasons[1]
+    assert (
+        "Over-temperature cut-off: 28.0 °C (off from 28 °C until at or below 27 °C)" in reasons[1]
+    )
 
 
 def test_a_refused_coil_faults_only_itself_in_the_boards_words(redis_client, board, settings):
@@ -378,13 +380,17 @@ def test_a_dead_relay_is_audited_once_per_fault_episode_not_every_tick(
     [row] = ActuatorCommand.objects.filter(actuator=valve)
     assert row.state is True and row.error  # the state change, with its fault
     board.start()
-    run_tick(now + timedelta(minutes=4))  # the retry confirms: no new row
-    assert board.coil(15) is True and ActuatorCommand.objects.filter(actuator=valve).count() == 1
+    run_tick(now + timedelta(minutes=4))  # the retry confirms: its recovery is a row
+    run_tick(now + timedelta(minutes=4, seconds=30))  # and nothing more while it holds
+    assert board.coil(15) is True and ActuatorCommand.objects.filter(actuator=valve).count() == 2
+    back = ActuatorCommand.objects.filter(actuator=valve).first()
+    assert back.reason.startswith("Recovered after a fault: relay confirmed ON. Frost protection")
+    assert back.confirmed_at is not None and back.error == ""
     # A second episode, found by the read-back of a steady state: one row for it.
     board.stop()
     for i in range(5, 9):
         run_tick(now + timedelta(minutes=i))
-    assert ActuatorCommand.objects.filter(actuator=valve).count() == 2
+    assert ActuatorCommand.objects.filter(actuator=valve).count() == 3
     assert (
         ActuatorCommand.objects.filter(actuator=valve)
         .first()
@@ -396,6 +402,7 @@ def test_a_dead_relay_is_audited_once_per_fault_episode_not_every_tick(
     run_tick(now + timedelta(minutes=10))
     assert list(ActuatorCommand.objects.filter(actuator=valve).values_list("state", flat=True)) == [
         False,
+        True,
         True,
         True,
     ]

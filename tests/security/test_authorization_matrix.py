@@ -125,6 +125,8 @@ ROWS: list[Row] = [
     *_api("actuator-commands", "command", crud=False),
     *_api("weather-compensations", "weather"),
     *_api("relay-boards", "relay_board"),
+    *_api("heating-plants", "plant"),
+    *_api("solar-circuits", "solar"),
     *_api("analogue-commands", "analogue_command", crud=False),
     *_api("output-overrides", "output_override"),
     Row("api/v1/^output-overrides/(?P<pk>[^/.]+)/?$", "DELETE",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from control.engine.specs import SCHEDULE, ExceptionSpec, ScheduleSpec, Window
-from control.engine.timefmt import day_text, local_instant
+from control.engine.timefmt import day_text, in_gap, local_instant
 
 WEEKDAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
@@ -41,10 +41,11 @@ def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) 
         label = (
             f"Schedule '{schedule.name}' {exception.description or 'special day'} {day_text(day)}"
         )
+        start, end = _span(day, exception, tz)
         return [
             Window(
-                local_instant(day, exception.start, tz),
-                local_instant(day + timedelta(days=crosses_midnight(exception)), exception.end, tz),
+                start,
+                end,
                 comfort,
                 label,
                 SCHEDULE,
@@ -55,16 +56,36 @@ def _day_windows(schedule, exceptions, day: date, tz: ZoneInfo, comfort: float) 
         if period.weekday != day.weekday():
             continue
         label = f"Schedule '{schedule.name}' {WEEKDAY_NAMES[period.weekday]}"
+        start, end = _span(day, period, tz)
         result.append(
             Window(
-                local_instant(day, period.start, tz),
-                local_instant(day + timedelta(days=crosses_midnight(period)), period.end, tz),
+                start,
+                end,
                 period.setpoint if period.setpoint is not None else comfort,
                 label,
                 SCHEDULE,
             )
         )
     return result
+
+
+def _span(day: date, period, tz: ZoneInfo) -> tuple[datetime, datetime]:
+    """A period's instants on `day`. One wholly inside a spring-forward gap (01:15–01:45 in
+    London) would start and end at the jump: it runs its wall-clock length from the jump
+    instead (02:00–02:30 BST), so it heats on the change day too."""
+    start = local_instant(day, period.start, tz)
+    end = local_instant(day + timedelta(days=crosses_midnight(period)), period.end, tz)
+    if end <= start:
+        end = start + timedelta(minutes=wall_minutes(period))
+    return start, end
+
+
+def wall_minutes(period) -> int:
+    """The period's length on the clock face (a night period wraps midnight)."""
+    length = (period.end.hour * 60 + period.end.minute) - (
+        period.start.hour * 60 + period.start.minute
+    )
+    return length if length > 0 else length + 1440
 
 
 def crosses_midnight(period) -> bool:
@@ -77,3 +98,16 @@ def crosses_midnight(period) -> bool:
 def holiday(schedule: ScheduleSpec, day: date) -> ExceptionSpec | None:
     """The holiday (unoccupied exception day) of `schedule` on `day`, if any."""
     return next((e for e in schedule.exceptions if e.day == day and not e.occupied), None)
+
+
+def gap_days(weekday: int, at: time, tz: ZoneInfo, today: date, years: int = 2) -> list[date]:
+    """The days in the next `years` on which a weekly time (weekday, at) falls inside a
+    spring-forward gap of `tz`: the day a saved period will start at the jump instead."""
+    found = []
+    day = today + timedelta(days=(weekday - today.weekday()) % 7)
+    end = today + timedelta(days=366 * years)
+    while day <= end:
+        if in_gap(day, at, tz):
+            found.append(day)
+        day += timedelta(days=7)
+    return found
