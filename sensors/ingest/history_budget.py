@@ -161,20 +161,29 @@ def holdable_s(node_id: int) -> int:
     return cached[3]
 
 
+def reaches_back(earliest: dict[int, tuple[float, Iterable[str]]], now: float) -> bool:
+    """Whether any node of a request reaches further back than it has been charged for. The
+    usual request does not: one Redis round trip, no query (so live readings pass through a
+    database outage). A node never charged reaches back to now (its files start with its first
+    reading)."""
+    nodes = list(earliest)
+    if not nodes:
+        return False
+    reaches = get_redis().hmget(REACH_KEY, [str(n) for n in nodes])
+    reach = [now if r is None else float(r) for r in reaches]
+    return not all(earliest[n][0] >= r for n, r in zip(nodes, reach, strict=True))
+
+
 def charge(
     site_id: int | None, earliest: dict[int, tuple[float, Iterable[str]]], now: float
 ) -> Refusal | None:
     """Charge the history of one request (node id -> (earliest reading time, its keys)) to its
     site: None when it fits (charged; free when it reaches no further back than before), else
     what would not fit (nothing charged)."""
+    if not reaches_back(earliest, now):
+        return None
     client = get_redis()
     nodes = list(earliest)
-    reaches = client.hmget(REACH_KEY, [str(n) for n in nodes]) if nodes else []
-    # The usual request reaches no further back than before: one round trip, no query. A node
-    # never charged reaches back to now (its files start with its first reading).
-    reach = [now if r is None else float(r) for r in reaches]
-    if all(earliest[n][0] >= r for n, r in zip(nodes, reach, strict=True)):
-        return None
     args: list = []
     for node_id in nodes:
         t, keys = earliest[node_id]
@@ -209,8 +218,10 @@ def admit(node_id: int, rows: list[list], now: float) -> list[list]:
     any process runs on them, counted on the node's input errors and alarmed."""
     if not rows:
         return rows
-    site_id, name = _node_site(node_id)
     keys = {key for row in rows for key in row[1]}
+    if not reaches_back({node_id: (min(row[0] for row in rows), keys)}, now):
+        return rows  # live readings: no query, so they pass through a database outage
+    site_id, name = _node_site(node_id)
     refusal = charge(site_id, {node_id: (min(row[0] for row in rows), keys)}, now)
     if refusal is None:
         return rows
