@@ -12,6 +12,7 @@ from control.models import (
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    WindowDetection,
     Zone,
 )
 from sensors.admin import ActuatorAdmin
@@ -48,9 +49,21 @@ class ZoneAdminForm(forms.ModelForm):
         return actuators
 
 
+class WindowDetectionInline(admin.StackedInline):
+    """Open-window detection, on the zone's page (off until a row is added)."""
+
+    model = WindowDetection
+    extra = 0
+    max_num = 1
+    fields = ["enabled", "detect_drop", "drop_k", "drop_minutes", "pause_min",
+              "contact_sensor", "contact_open"]  # fmt: skip
+    raw_id_fields = ["contact_sensor"]
+
+
 @admin.register(Zone)
 class ZoneAdmin(admin.ModelAdmin):
     form = ZoneAdminForm
+    inlines = [WindowDetectionInline]
     list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
                     "optimum_start", "heating_rate_min_per_k", "bookable", "enabled",
                     "status_links"]  # fmt: skip

@@ -145,7 +145,11 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
         "cached_at": snapshot.now,
         "time_zone": snapshot.time_zone,
         "zones": [
-            {"spec": _tagged(z, reading=None), "feed_id": feeds.get(("zone", z.id))}
+            {
+                "spec": _tagged(z, reading=None, window_contact=None),
+                "feed_id": feeds.get(("zone", z.id)),
+                "contact_feed_id": feeds.get(("window_contact", z.id)),
+            }
             for z in snapshot.zones
         ],
         "actuators": [
@@ -193,6 +197,7 @@ def rebuild(config: dict, now: datetime):
     from control.snapshot import LiveSnapshot
 
     feed_ids = {z["feed_id"] for z in config["zones"]}
+    feed_ids |= {z.get("contact_feed_id") for z in config["zones"]}
     for s in config["solars"]:
         feed_ids |= {s["collector_feed_id"], s["tank_feed_id"]}
     feed_ids |= {p["outside_feed_id"] for p in config["plants"]}
@@ -201,7 +206,10 @@ def rebuild(config: dict, now: datetime):
     last = feed_service.last_values(feed_ids)
 
     zones = tuple(
-        mapper.with_readings(z["spec"], last, reading=z["feed_id"]) for z in config["zones"]
+        mapper.with_readings(
+            z["spec"], last, reading=z["feed_id"], window_contact=z.get("contact_feed_id")
+        )
+        for z in config["zones"]
     )
     ids = [a["spec"].id for a in config["actuators"]]
     states = runtime.load_actuators(ids)

@@ -34,6 +34,7 @@ from control.engine.specs import (
     ScheduleSpec,
     SolarSpec,
     WeatherSpec,
+    WindowSpec,
     ZoneSpec,
 )
 from control.models import (
@@ -45,6 +46,7 @@ from control.models import (
     ScheduleException,
     SolarCircuit,
     WeatherCompensation,
+    WindowDetection,
     Zone,
     ZoneTuning,
 )
@@ -160,11 +162,41 @@ def _tuning(zone: Zone) -> ZoneTuning:
         return ZoneTuning()
 
 
+def window_detection(zone: Zone) -> WindowDetection | None:
+    """The zone's open-window detection row when it is on (None: no row, or switched off)."""
+    try:
+        row = zone.window_detection
+    except WindowDetection.DoesNotExist:
+        return None
+    return row if row.enabled else None
+
+
+def window_spec(row: WindowDetection) -> WindowSpec:
+    contact = row.contact_sensor if row.contact_sensor_id else None
+    return WindowSpec(
+        detect_drop=row.detect_drop,
+        drop_k=row.drop_k,
+        drop_window_s=row.drop_minutes * 60,
+        pause_s=row.pause_min * 60,
+        contact_name=str(contact) if contact is not None else "",
+        contact_open=row.contact_open,
+    )
+
+
+def window_contact_feed(zone: Zone) -> int | None:
+    """The feed of the zone's window contact, when it has one and detection is on."""
+    row = window_detection(zone)
+    if row is None or row.contact_sensor_id is None:
+        return None
+    return row.contact_sensor.feed_id
+
+
 def zone_spec(
     zone: Zone,
     site: SiteSettings,
     *,
     reading: Reading | None = None,
+    window_contact: Reading | None = None,
     bookings: Iterable[BookingSpec] = (),
     override: OverrideSpec | None = None,
     actuator_ids: Iterable[int] = (),
@@ -172,6 +204,7 @@ def zone_spec(
 ) -> ZoneSpec:
     sensor = zone.temperature_sensor if zone.temperature_sensor_id else None
     tuning = _tuning(zone)
+    window = window_detection(zone)
     schedule = zone.schedule if zone.schedule_id else None
     return ZoneSpec(
         id=zone.pk,
@@ -200,6 +233,8 @@ def zone_spec(
         fallback_duty_pct=site.fallback_duty_pct,
         fallback_period_s=site.fallback_period_s,
         limit_band_k=site.limit_band_k,
+        window=window_spec(window) if window is not None else None,
+        window_contact=window_contact,
     )
 
 

@@ -1009,3 +1009,54 @@ class NodeCommand(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actuator} {'ON' if self.state else 'OFF'} for {self.node}"
+
+
+class WindowDetection(models.Model):
+    """Open-window detection of a zone (control/engine/open_window.py): a fall in the room's
+    temperature while it heats, or a window contact, stops the zone's heating for a while.
+    Off without a row; a row starts from these defaults (docs/CONTROL.md "Open windows")."""
+
+    class ContactOpen(models.IntegerChoices):
+        ONE = 1, "reads 1 when open"
+        ZERO = 0, "reads 0 when open"
+
+    zone = models.OneToOneField(Zone, on_delete=models.CASCADE, related_name="window_detection")
+    enabled = models.BooleanField(default=True)
+    detect_drop = models.BooleanField(
+        default=True, help_text="Detect an open window from a temperature drop while heating."
+    )
+    # 0.5 K in 5 min is 6 K/h: twice Versatile Thermostat's suggested 3 °C/h, as this is read
+    # from raw readings (0.1 K steps) rather than a smoothed slope.
+    drop_k = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.2), MaxValueValidator(5.0)],
+        help_text="Fall in room temperature (K) that means a window is open…",
+    )
+    drop_minutes = models.PositiveIntegerField(
+        default=5,
+        validators=[MinValueValidator(1), MaxValueValidator(60)],
+        help_text="…within this many minutes, while the zone calls for heat.",
+    )
+    pause_min = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(5), MaxValueValidator(240)],
+        help_text="Heating stops this long after a drop, then resumes on its own.",
+    )
+    contact_sensor = models.ForeignKey(
+        Sensor,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="A window contact: heating stops while it reads open.",
+    )
+    contact_open = models.PositiveSmallIntegerField(
+        choices=ContactOpen.choices, default=ContactOpen.ONE
+    )
+
+    class Meta:
+        verbose_name = "open-window detection"
+        verbose_name_plural = "open-window detection"
+
+    def __str__(self) -> str:
+        return f"Open-window detection of {self.zone}"

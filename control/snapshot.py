@@ -39,7 +39,12 @@ class LiveSnapshot:
 def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     zones_qs = (
         Zone.objects.filter(enabled=True)
-        .select_related("temperature_sensor__node", "schedule", "tuning")
+        .select_related(
+            "temperature_sensor__node",
+            "schedule",
+            "tuning",
+            "window_detection__contact_sensor__node",
+        )
         .prefetch_related("schedule__periods")
     )
     if zone_ids is not None:
@@ -77,6 +82,8 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     states = runtime.load_actuators(list(actuators))
 
     feed_ids = {z.temperature_sensor.feed_id for z in zones if z.temperature_sensor}
+    contacts = {z.pk: mapper.window_contact_feed(z) for z in zones}
+    feed_ids |= set(contacts.values())
     for s in solars:
         feed_ids |= {s.collector_sensor.feed_id, s.tank_sensor.feed_id}
     feed_ids |= {p.outside_sensor.feed_id for p in plants if p.outside_sensor}
@@ -93,6 +100,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             reading=mapper.reading(last, z.temperature_sensor.feed_id)
             if z.temperature_sensor
             else None,
+            window_contact=mapper.reading(last, contacts[z.pk]),
             bookings=bookings.get(z.pk, ()),
             override=overrides.get(("zone", z.pk)),
             actuator_ids=[aid for aid in members.get(z.pk, []) if aid in actuators],
@@ -134,6 +142,8 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         ("zone", z.pk): z.temperature_sensor.feed_id if z.temperature_sensor else None
         for z in zones
     }
+    for zid, contact_feed in contacts.items():
+        feeds[("window_contact", zid)] = contact_feed
     for s in solars:
         feeds[("collector", s.pk)] = s.collector_sensor.feed_id
         feeds[("tank", s.pk)] = s.tank_sensor.feed_id

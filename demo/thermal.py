@@ -132,6 +132,12 @@ class Room:
     loss_w_k: float = 150.0
     radiator_w_k: float = 80.0  # ≈ 4 kW at a 50 K mean water-to-air difference
     last_heat_w: float = 0.0
+    # An open window: extra ventilation loss. The room is one lumped mass (air, furniture,
+    # walls) but its sensor reads the air, which a wide-open casement cools far faster than
+    # the walls; 900 W/K puts the fall the sensor sees at ~1 K in 5 min with the radiator on,
+    # the kind of drop open-window detection looks for (control/engine/open_window.py).
+    window_open: bool = False
+    window_w_k: float = 900.0
 
     def step(
         self, dt_s: float, outside_c: float, valve_open: bool, flow_c: float, circulating: bool
@@ -141,8 +147,9 @@ class Room:
             return
         heating = valve_open and circulating and flow_c > self.temperature_c
         k = self.radiator_w_k if heating else 0.0
-        conductance = k + self.loss_w_k
-        settles_at = (k * flow_c + self.loss_w_k * outside_c) / conductance
+        loss = self.loss_w_k + (self.window_w_k if self.window_open else 0.0)
+        conductance = k + loss
+        settles_at = (k * flow_c + loss * outside_c) / conductance
         start = self.temperature_c
         decay = math.exp(-dt_s * conductance / self.capacity_j_k)
         self.temperature_c = settles_at + (start - settles_at) * decay

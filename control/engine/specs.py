@@ -39,6 +39,8 @@ NO_BYPASS = "no_bypass"  # a zone valve held open so a plant without a bypass is
 WEATHER = "weather_compensation"  # heating curve / mixing loop output
 # A plant without a bypass none of whose circuits can be shown open: the boiler is held off.
 NO_OPEN_CIRCUIT = "no_open_circuit"
+# A zone whose window is open (a temperature drop while heating, or its contact): heating off.
+OPEN_WINDOW = "open_window"
 
 # Actuators that open a zone's circuit: what a pump without a bypass needs, and what a zone
 # takes heat through.
@@ -122,6 +124,18 @@ class Window:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WindowSpec:
+    """A zone's open-window detection (control/models.py WindowDetection)."""
+
+    detect_drop: bool
+    drop_k: float  # a fall of this much (K)…
+    drop_window_s: int  # …within this long, while the zone calls for heat, is an open window
+    pause_s: int  # heating stops this long after a drop, then resumes on its own
+    contact_name: str  # "" = no contact configured
+    contact_open: int  # the value the contact reads when open (1 or 0)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ZoneSpec:
     """A zone (control/models.py Zone and its ZoneTuning). No defaults for what the model
     carries: control/mapper.py fills every field from a row, so a default lives once, on the
@@ -155,6 +169,9 @@ class ZoneSpec:
     bookings: tuple[BookingSpec, ...] = ()
     override: OverrideSpec | None = None
     actuator_ids: tuple[int, ...] = ()
+    # Open-window detection (None: off) and the window contact's latest reading.
+    window: WindowSpec | None = None
+    window_contact: Reading | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
