@@ -60,6 +60,10 @@ class RoomSpec:
     coil: int  # radiator valve on the relay board
     schedule: str = ""  # name of a demo schedule, or "" for bookings only
     start_c: float = 16.0
+    # Someone airs the room: its window opens daily at this local (hour, minute) for
+    # `airing_min`, so open-window detection can be seen stopping and resuming its heating.
+    airing_at: tuple[int, int] | None = None
+    airing_min: int = 10
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,10 @@ INTERVAL_S = 10
 
 ROOMS: tuple[RoomSpec, ...] = (
     RoomSpec("lecture-theatre", "Lecture theatre", coil=3),
-    RoomSpec("seminar-room", "Seminar room", coil=4, schedule="Weekday office hours"),
+    # Aired at lunchtime, while its office-hours schedule heats it on weekdays.
+    RoomSpec(
+        "seminar-room", "Seminar room", coil=4, schedule="Weekday office hours", airing_at=(12, 30)
+    ),
     RoomSpec("workshop", "Workshop", coil=5, schedule="Evening classes"),
     RoomSpec("straw-bale-room", "Straw bale room", coil=6),
 )

@@ -14,7 +14,7 @@ import math
 import random
 import struct
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from demo import layout, solar
@@ -128,6 +128,15 @@ class DemoPlant:
         """The visitor centre is open 10:00–17:00 local time."""
         return 10 <= now.astimezone(self.tz).hour < 17
 
+    def _airing(self, slug: str, now: datetime) -> bool:
+        """The room's window is open for its daily airing (layout.RoomSpec.airing_at)."""
+        spec = next((r for r in layout.ROOMS if r.slug == slug), None)
+        if spec is None or spec.airing_at is None:
+            return False
+        local = now.astimezone(self.tz)
+        opens = local.replace(hour=spec.airing_at[0], minute=spec.airing_at[1], second=0)
+        return opens <= local < opens + timedelta(minutes=spec.airing_min)
+
     def site_demand_w(self, now: datetime) -> float:
         """Electrical load of the site: base load, the visitor centre by day, the plant."""
         load = 2500.0 + (3500.0 if self._open(now) else 0.0)
@@ -157,6 +166,7 @@ class DemoPlant:
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
         self.circuit.step(sim_dt, coils.boiler, coils.heating_pump, load)
         for slug, room in self.rooms.items():
+            room.window_open = self._airing(slug, now)
             room.step(
                 sim_dt,
                 self.outside_c,
@@ -214,7 +224,10 @@ class DemoPlant:
         }
 
     def summary(self) -> str:
-        rooms = ", ".join(f"{slug} {room.temperature_c:.1f}°C" for slug, room in self.rooms.items())
+        rooms = ", ".join(
+            f"{slug} {room.temperature_c:.1f}°C" + (" (window open)" if room.window_open else "")
+            for slug, room in self.rooms.items()
+        )
         return (
             f"PV {self.pv_w / 1000:.2f} kW, hydro {self.hydro_w / 1000:.2f} kW "
             f"(river {self.river.flow_l_s:.0f} l/s), collector {self.solar_thermal.collector_c:.1f}°C "

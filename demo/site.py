@@ -18,7 +18,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from control.engine.strategies.optimum_start import preheat_minutes
-from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
+from control.models import (
+    Booking,
+    HeatingPlant,
+    Schedule,
+    SchedulePeriod,
+    SolarCircuit,
+    WindowDetection,
+    Zone,
+)
 from demo import layout
 from demo.keystore import KeyStore
 from feeds.models import Feed
@@ -96,6 +104,11 @@ def _ensure_objects(
     schedules = _ensure_schedules(site, created)
     for room in layout.ROOMS:
         demo.zones[room.slug] = _ensure_zone(site, room, demo, schedules, created)
+        # Open-window detection with its defaults in every room (one is aired daily:
+        # layout.RoomSpec.airing_at), so the status page shows it pausing and resuming.
+        _, new = WindowDetection.objects.get_or_create(zone=demo.zones[room.slug])
+        if new:
+            created.append(f"open-window detection {room.name}")
     _ensure_plant(site, demo, created)
     _ensure_bookings(demo, now or timezone.now(), created)
     return demo
