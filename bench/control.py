@@ -11,6 +11,7 @@ With --weather N (default 8) weather-compensated plants as well: half write a ho
 (an analogue output module), half drive a three-point valve (two relays), each with its own
 boiler relay and flow sensor, fed by every N-th zone. Their valve pulses run between ticks (as
 with a 30 s tick); the bench waits for them outside the timed tick.
+Every zone has open-window detection with its defaults (control/engine/open_window.py).
 Target: one tick for 500 zones / 1,000 actuators < 1 s.
 
     .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--runs 5]
@@ -129,7 +130,7 @@ def build_weather_plants(n: int, zones, ports: list[int], per_board: int) -> lis
 def build_site(zones_n: int, ports: list[int], per_board: int):
     from django.utils import timezone
 
-    from control.models import Booking, HeatingPlant, Zone
+    from control.models import Booking, HeatingPlant, WindowDetection, Zone
     from feeds.models import Feed
     from feeds.store import service as feed_service
     from sensors.models import Actuator, Node, Sensor
@@ -166,6 +167,8 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
         for i, z in enumerate(zones)
         for k in (0, 1)
     )
+    # Every zone runs open-window detection (its defaults): the drop is checked each tick.
+    WindowDetection.objects.bulk_create(WindowDetection(zone=z) for z in zones)
     boiler = Actuator.objects.create(
         name="boiler", kind="boiler", host="127.0.0.1", port=ports[-1], coil=per_board - 1
     )
