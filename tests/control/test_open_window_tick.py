@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from control.drivers.simulated_board import RelayBoard
 from control.engine.specs import OPEN_WINDOW
-from control.models import ActuatorCommand, Booking, WindowDetection
+from control.models import ActuatorCommand, Booking, HeatingPlant, WindowDetection
 from control.runner import run_tick
+from control.schematic import plant_schematic
 from control.status import zone_status
 from feeds.store import service as feed_service
 from sensors.models import Sensor
@@ -55,6 +56,9 @@ def _audit(valve) -> list[tuple[bool, str, str]]:
 def test_a_drop_while_heating_closes_the_valve_for_the_pause_and_it_reopens(redis_client, board):
     valve, zone = _hall(board)
     WindowDetection.objects.create(zone=zone)  # the defaults: 0.5 K in 5 min, 30 min pause
+    boiler = f.relay("Boiler", board, coil=0, kind="boiler")
+    plant = HeatingPlant.objects.create(name="Boiler house", boiler=boiler, has_bypass=True)
+    plant.zones.set([zone])
     t0 = timezone.now().replace(microsecond=0)
     with time_machine.travel(t0) as clock:
 
@@ -75,6 +79,12 @@ def test_a_drop_while_heating_closes_the_valve_for_the_pause_and_it_reopens(redi
         assert row["mode"] == OPEN_WINDOW
         assert row["flag_labels"] == ["window open: heating paused"]
         assert row["fault"] is False
+        # The plant's schematic draws the zone paused (not faulty), with the reason.
+        [drawn] = [e for e in plant_schematic(plant)["elements"] if e["key"] == f"zone-{zone.pk}"]
+        assert drawn["mode"] == OPEN_WINDOW and drawn["css"] == "off"
+        assert drawn["flags"] == ["window open: heating paused"]
+        assert drawn["why"].startswith("Window open: temperature fell 0.6 K")
+        assert board.coil(0) is False  # the boiler: no zone calls for heat
         tick_at(90 + 29 * 60 + 30, 17.0)
         assert board.coil(2) is False  # 30 s before the pause ends
         tick_at(90 + 30 * 60, 16.9)
