@@ -41,6 +41,7 @@ WEATHER = "weather_compensation"  # heating curve / mixing loop output
 NO_OPEN_CIRCUIT = "no_open_circuit"
 # A zone whose window is open (a temperature drop while heating, or its contact): heating off.
 OPEN_WINDOW = "open_window"
+HEAT_MAIN = "heat_main"  # a heat main's lead/lag sequencing of its heat sources
 
 # Actuators that open a zone's circuit: what a pump without a bypass needs, and what a zone
 # takes heat through.
@@ -290,6 +291,39 @@ class PlantSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HeatSourceSpec:
+    """One heat source on a heat main (control/models.py HeatSource): a boiler's relay. Its
+    minimum run and off times are its actuator's (a biomass boiler: hours)."""
+
+    id: int
+    name: str
+    actuator_id: int
+    order: int  # position in the sequence before rotation (lowest leads)
+    rotate: bool  # takes part in the lead rotation (a biomass base load may not)
+    ramp_s: int  # after it starts, no further stage is judged until it has run this long
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeatMainSpec:
+    """A heat main fed by several heat sources in lead/lag sequence (control/models.py HeatMain)."""
+
+    id: int
+    name: str
+    zone_ids: tuple[int, ...]
+    sources: tuple[HeatSourceSpec, ...]
+    flow: Reading | None = None
+    flow_name: str
+    flow_setpoint_c: float
+    stage_up_k: float  # flow below set point − this…
+    stage_up_s: int  # …for this long: the next source starts
+    stage_down_k: float  # flow above set point + this…
+    stage_down_s: int  # …for this long: the last source stops
+    rotate_weekly: bool
+    rotate_hours: float  # the lead changes when its run hours exceed the least's by this (0: off)
+    sensor_stale_after_s: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class SolarSpec:
     """A solar thermal circuit: collector and tank sensors, one pump (control/models.py
     SolarCircuit)."""
@@ -319,7 +353,8 @@ class Snapshot:
     actuators: dict[int, ActuatorSpec] = field(default_factory=dict)
     plants: tuple[PlantSpec, ...] = ()
     solars: tuple[SolarSpec, ...] = ()
-    memory: dict[str, Any] = field(default_factory=dict)  # what strategies remember between ticks
+    memory: dict[str, Any] = field(default_factory=dict)
+    heat_mains: tuple[HeatMainSpec, ...] = ()  # what strategies remember between ticks
 
 
 @dataclass(frozen=True)
