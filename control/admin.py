@@ -7,6 +7,8 @@ from control.claims import conflict
 from control.models import (
     ActuatorCommand,
     Booking,
+    HeatMain,
+    HeatSource,
     OutputOverride,
     Override,
     Schedule,
@@ -251,3 +253,18 @@ class ControlledActuatorAdmin(ActuatorAdmin):
     @admin.display(description="state — why")
     def state_and_why(self, actuator: Actuator) -> str:
         return actuator_state_and_why(actuator)
+
+
+class HeatSourceInline(admin.TabularInline):
+    model = HeatSource
+    extra = 1
+    fields = ["order", "name", "actuator", "rotate", "ramp_s"]
+
+
+@admin.register(HeatMain)
+class HeatMainAdmin(admin.ModelAdmin):
+    """A heat main and its sources in sequence (docs/CONTROL.md "Heat main")."""
+
+    list_display = ["name", "site", "flow_setpoint_c", "rotate_weekly", "rotate_hours", "enabled"]
+    filter_horizontal = ["zones"]
+    inlines = [HeatSourceInline]

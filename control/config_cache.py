@@ -160,6 +160,10 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
             for aid, spec in snapshot.actuators.items()
         ],
         "plants": [_plant_config(p, feeds) for p in snapshot.plants],
+        "heat_mains": [
+            {"spec": _tagged(m, flow=None), "flow_feed_id": feeds.get(("heatmain_flow", m.id))}
+            for m in snapshot.heat_mains
+        ],
         "solars": [
             {
                 "spec": _tagged(s, collector=None, tank=None),
@@ -202,6 +206,7 @@ def rebuild(config: dict, now: datetime):
         feed_ids |= {s["collector_feed_id"], s["tank_feed_id"]}
     feed_ids |= {p["outside_feed_id"] for p in config["plants"]}
     feed_ids |= {p["flow_feed_id"] for p in config["plants"]}
+    feed_ids |= {m["flow_feed_id"] for m in config.get("heat_mains", [])}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -245,6 +250,10 @@ def rebuild(config: dict, now: datetime):
         plants=plants,
         solars=solars,
         memory=runtime.load_memory(),
+        heat_mains=tuple(
+            mapper.with_readings(m["spec"], last, flow=m["flow_feed_id"])
+            for m in config.get("heat_mains", [])
+        ),
     )
     return LiveSnapshot(snapshot, rows, states, {})
 

@@ -25,6 +25,8 @@ from control.engine.specs import (
     ActuatorSpec,
     BookingSpec,
     ExceptionSpec,
+    HeatMainSpec,
+    HeatSourceSpec,
     KickSpec,
     OutputOverrideSpec,
     OverrideSpec,
@@ -40,6 +42,7 @@ from control.engine.specs import (
 from control.models import (
     Booking,
     HeatingPlant,
+    HeatMain,
     OutputOverride,
     Override,
     Schedule,
@@ -357,4 +360,40 @@ def solar_spec(s: SolarCircuit, *, last: LastValues | None = None) -> SolarSpec:
         antifreeze_off=s.antifreeze_off,
         sensor_stale_after_s=s.sensor_stale_after_s,
         kick=kick_spec(s.pump_kick, s.pump_kick_idle_days, s.pump_kick_s),
+    )
+
+
+def heat_main_spec(
+    m: HeatMain,
+    *,
+    zone_ids: Iterable[int] = (),
+    last: LastValues | None = None,
+) -> HeatMainSpec:
+    """A heat main and its sources (prefetched as `m.sources.all()`)."""
+    flow = m.flow_sensor if m.flow_sensor_id else None
+    return HeatMainSpec(
+        id=m.pk,
+        name=m.name,
+        zone_ids=tuple(zone_ids),
+        sources=tuple(
+            HeatSourceSpec(
+                id=s.pk,
+                name=s.name,
+                actuator_id=s.actuator_id,
+                order=s.order,
+                rotate=s.rotate,
+                ramp_s=s.ramp_s,
+            )
+            for s in m.sources.all()
+        ),
+        flow=reading(last or {}, flow.feed_id) if flow is not None else None,
+        flow_name=str(flow) if flow is not None else "",
+        flow_setpoint_c=m.flow_setpoint_c,
+        stage_up_k=m.stage_up_k,
+        stage_up_s=m.stage_up_s,
+        stage_down_k=m.stage_down_k,
+        stage_down_s=m.stage_down_s,
+        rotate_weekly=m.rotate_weekly,
+        rotate_hours=m.rotate_hours,
+        sensor_stale_after_s=m.sensor_stale_after_s,
     )

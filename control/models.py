@@ -1060,3 +1060,90 @@ class WindowDetection(models.Model):
 
     def __str__(self) -> str:
         return f"Open-window detection of {self.zone}"
+
+
+class HeatMain(models.Model):
+    """A heat main fed by several heat sources in lead/lag sequence (control/engine/heat_main.py;
+    defaults from Siemens RVD/Desigo cascades, docs/CONTROL.md "Heat main")."""
+
+    site = models.ForeignKey(
+        Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="heat_mains"
+    )
+    name = models.CharField(max_length=100, unique=True)
+    zones = models.ManyToManyField(Zone, blank=True, related_name="heat_mains")
+    flow_sensor = models.ForeignKey(
+        Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        help_text="The main's flow temperature: what the sequence stages on.",
+    )  # fmt: skip
+    flow_setpoint_c = models.FloatField(
+        default=75.0, validators=[MinValueValidator(30), MaxValueValidator(95)]
+    )
+    stage_up_k = models.FloatField(
+        default=5.0, validators=[MinValueValidator(0.5), MaxValueValidator(30)],
+        help_text="The next source starts when the flow is this far below the set point…",
+    )  # fmt: skip
+    stage_up_s = models.PositiveIntegerField(
+        default=600, validators=[MinValueValidator(60), MaxValueValidator(7200)],
+        help_text="…for this long (s).",
+    )  # fmt: skip
+    stage_down_k = models.FloatField(
+        default=5.0, validators=[MinValueValidator(0.5), MaxValueValidator(30)],
+        help_text="The last source stops when the flow is this far above the set point…",
+    )  # fmt: skip
+    stage_down_s = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(60), MaxValueValidator(7200)],
+        help_text="…for this long (s).",
+    )  # fmt: skip
+    rotate_weekly = models.BooleanField(default=True, help_text="Change the lead every week.")
+    rotate_hours = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0), MaxValueValidator(10000)],
+        help_text="Change the lead when its run hours exceed the least run source's by this "
+        "(0: off).",
+    )  # fmt: skip
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(60), MaxValueValidator(86400)]
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HeatSource(models.Model):
+    """A heat source on a heat main: a boiler's relay. Its minimum run / off times are its
+    actuator's (a biomass boiler: hours)."""
+
+    heat_main = models.ForeignKey(HeatMain, on_delete=models.CASCADE, related_name="sources")
+    name = models.CharField(max_length=100)
+    actuator = models.ForeignKey(Actuator, on_delete=models.PROTECT, related_name="+")
+    order = models.PositiveSmallIntegerField(default=1, help_text="Lowest leads (before rotation).")
+    rotate = models.BooleanField(
+        default=True, help_text="Takes part in the lead rotation (a biomass base load may not)."
+    )
+    ramp_s = models.PositiveIntegerField(
+        default=120, validators=[MaxValueValidator(4 * 3600)],
+        help_text="After it starts, no further stage is judged until it has run this long "
+        "(a biomass boiler: 30–60 min).",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["heat_main", "order", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["actuator"], name="heat_source_one_actuator")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.heat_main})"
+
+    def clean(self) -> None:
+        from control.claims import conflict
+
+        if self.actuator_id is not None:
+            # A source's relay driven by a zone, a plant or a solar circuit as well would be
+            # switched by two rules each tick.
+            problem = conflict([self.actuator], claimant="heat source")
+            if problem:
+                raise ValidationError({"actuator": problem})

@@ -15,6 +15,7 @@ from control.engine.specs import BookingSpec, OutputOverrideSpec, OverrideSpec, 
 from control.models import (
     Booking,
     HeatingPlant,
+    HeatMain,
     OutputOverride,
     Override,
     ScheduleException,
@@ -76,6 +77,16 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         if zone_ids is None
         else []
     )
+    mains = (
+        list(
+            HeatMain.objects.filter(enabled=True)
+            .select_related("flow_sensor__node")
+            .prefetch_related("sources")
+        )
+        if zone_ids is None
+        else []
+    )
+    main_zones = _links(HeatMain.zones.through, "heatmain", "zone", [m.pk for m in mains])
     overrides = _active_overrides(now)
     held = _output_overrides(now) if plants else {}
     actuators = _actuators(members, plants, solars, overrides, zone_ids is None)
@@ -88,6 +99,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         feed_ids |= {s.collector_sensor.feed_id, s.tank_sensor.feed_id}
     feed_ids |= {p.outside_sensor.feed_id for p in plants if p.outside_sensor}
     feed_ids |= {p.flow_sensor.feed_id for p in plants if p.flow_sensor}
+    feed_ids |= {m.flow_sensor.feed_id for m in mains if m.flow_sensor}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -129,6 +141,12 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         for p in plants
     )
     solar_specs = tuple(mapper.solar_spec(s, last=last) for s in solars)
+    main_specs = tuple(
+        mapper.heat_main_spec(
+            m, zone_ids=[z for z in main_zones.get(m.pk, []) if z in zone_pks], last=last
+        )
+        for m in mains
+    )
     snapshot = Snapshot(
         now=now,
         time_zone=site.time_zone,
@@ -137,11 +155,14 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         plants=plant_specs,
         solars=solar_specs,
         memory=runtime.load_memory(),
+        heat_mains=main_specs,
     )
     feeds: dict[tuple[str, int], int | None] = {
         ("zone", z.pk): z.temperature_sensor.feed_id if z.temperature_sensor else None
         for z in zones
     }
+    for m in mains:
+        feeds[("heatmain_flow", m.pk)] = m.flow_sensor.feed_id if m.flow_sensor else None
     for zid, contact_feed in contacts.items():
         feeds[("window_contact", zid)] = contact_feed
     for s in solars:

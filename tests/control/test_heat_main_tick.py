@@ -1,0 +1,73 @@
+"""A heat main through the live tick: a real pymodbus relay board, real Redis, the test
+database. The lead's coil is refused by its board: the next source takes over on its own coil,
+an alarm says so, and each switch is audited with its reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from alarms.models import Alarm
+from control.drivers.simulated_board import RelayBoard
+from control.engine.specs import HEAT_MAIN
+from control.models import ActuatorCommand, Booking, HeatMain, HeatSource
+from control.runner import run_tick
+from feeds.models import Feed
+from feeds.store import service as feed_service
+from sensors.models import Sensor
+
+from . import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def feeds_of_this_test(settings, tmp_path):
+    settings.BMS_DATA_DIR = tmp_path
+
+
+@pytest.fixture
+def board():
+    with RelayBoard(coils=32) as b:
+        yield b
+
+
+def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client, board):
+    from django.utils import timezone
+
+    valve = f.relay("Hall valve", board, coil=3)
+    zone = f.zone("Hall", valve, temp=15.0, optimum_start=False)
+    now = timezone.now()
+    Booking.objects.create(
+        zone=zone, title="Open day", start=now, end=now + timezone.timedelta(hours=4)
+    )
+    flow = Sensor.objects.create(
+        node=zone.temperature_sensor.node, key="main-flow", kind="temperature",
+        feed=Feed.objects.create(name="Main flow", tag="test", unit="°C", interval=10),
+    )  # fmt: skip
+    feed_service.log_points([(flow.feed_id, int(now.timestamp()), 60.0)])
+    main = HeatMain.objects.create(name="Heat main", flow_sensor=flow)
+    main.zones.set([zone])
+    gas1 = f.relay("Gas 1", board, coil=40, kind="boiler")  # past the board's 32 coils: refused
+    gas2 = f.relay("Gas 2", board, coil=1, kind="boiler")
+    HeatSource.objects.create(heat_main=main, name="Gas 1", actuator=gas1, order=1)
+    HeatSource.objects.create(heat_main=main, name="Gas 2", actuator=gas2, order=2)
+
+    run_tick()  # the valve opens; no source until it has read back open; the lead's coil,
+    # written OFF, is refused by its board
+    assert board.coil(3) is True and board.coil(1) is False
+    [refused] = ActuatorCommand.objects.filter(actuator=gas1)
+    assert refused.reason.startswith("Standby (lead): No zone calls for heat, flow 60.0 °C")
+    assert "illegal data address" in refused.error
+    run_tick()  # the valve read back open: heat is called for, and the lead is lost
+    assert board.coil(1) is True
+    [takeover] = ActuatorCommand.objects.filter(actuator=gas2, state=True)
+    assert takeover.strategy == HEAT_MAIN
+    assert takeover.reason.startswith(
+        "Stage 1 of 1 (lag 1): Heat demand from Hall, flow 60.0 °C (set 75 °C)"
+    )
+    assert takeover.confirmed_at is not None
+    alarm = Alarm.objects.get(key=f"heatmain-source:{main.pk}:{main.sources.get(name='Gas 1').pk}")
+    assert alarm.cleared_at is None
+    assert alarm.message == (
+        "Heat main 'Heat main': heat source 'Gas 1' lost (relay fault): 'Gas 2' takes over"
+    )
