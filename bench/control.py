@@ -11,10 +11,11 @@ With --weather N (default 8) weather-compensated plants as well: half write a ho
 (an analogue output module), half drive a three-point valve (two relays), each with its own
 boiler relay and flow sensor, fed by every N-th zone. Their valve pulses run between ticks (as
 with a 30 s tick); the bench waits for them outside the timed tick.
-Every zone has open-window detection with its defaults (control/engine/open_window.py).
+Every zone has open-window detection with its defaults (control/engine/open_window.py), and
+with --sources N (default 4) a heat main of N sources in lead/lag sequence is fed by every zone.
 Target: one tick for 500 zones / 1,000 actuators < 1 s.
 
-    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--runs 5]
+    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--sources 4] [--runs 5]
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--weather", type=int, default=8, help="weather-compensated plants (at most --boards)"
+    )
+    parser.add_argument(
+        "--sources", type=int, default=4, help="heat sources on one heat main fed by every zone"
     )
     parser.add_argument(
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -125,6 +129,31 @@ def build_weather_plants(n: int, zones, ports: list[int], per_board: int) -> lis
             extra = {"register_host": "127.0.0.1", "register_port": ports[j]}
         WeatherCompensation.objects.create(plant=plant, **extra)
     return feeds
+
+
+def build_heat_main(n: int, zones, ports: list[int], per_board: int):
+    """A heat main of n sources (a biomass lead that does not rotate, gas lags) on the first
+    spare coil of the last n boards, fed by every zone, staging on its flow sensor (held at
+    60 °C: below the 70 °C stage-up threshold, so the sequence has work to do)."""
+    from control.models import HeatMain, HeatSource
+    from feeds.models import Feed
+    from sensors.models import Actuator, Node, Sensor
+
+    node = Node.objects.get(name="bench")
+    feed = Feed.objects.create(name="main-flow", tag="bench", interval=10)
+    flow = Sensor.objects.create(node=node, key="main-flow", kind="temperature", feed=feed)
+    main = HeatMain.objects.create(name="main", flow_sensor=flow, stage_up_s=60)
+    main.zones.set(zones)
+    for j in range(n):
+        relay = Actuator.objects.create(
+            name=f"source{j}", kind="boiler", host="127.0.0.1", port=ports[-1 - j],
+            coil=per_board, min_on_s=0, min_off_s=0,
+        )  # fmt: skip
+        HeatSource.objects.create(
+            heat_main=main, name=f"source{j}", actuator=relay, order=j, rotate=j > 0,
+            ramp_s=0,
+        )  # fmt: skip
+    return feed
 
 
 def build_site(zones_n: int, ports: list[int], per_board: int):
@@ -200,15 +229,20 @@ def run(args, ports, per_board) -> None:
     zones, feeds = build_site(args.zones, ports, per_board)
     weather = min(args.weather, len(ports))
     weather_feeds = build_weather_plants(weather, zones, ports, per_board) if weather else []
+    sources = min(args.sources, len(ports) - weather)
+    main_feed = build_heat_main(sources, zones, ports, per_board) if sources else None
     n_act = Actuator.objects.count()
     print(
         f"Site: {args.zones} zones, {n_act} actuators on {len(ports)} relay boards "
-        f"({per_board} coils each + 3), {weather} weather-compensated plants"
+        f"({per_board} coils each + 3), {weather} weather-compensated plants, "
+        f"a heat main of {sources} sources"
     )
 
     def fresh_temps() -> None:
         t = int(time.time())
         feed_service.log_points((f.pk, t, 16.0) for f in feeds)
+        if main_feed is not None:
+            feed_service.log_points([(main_feed.pk, t, 60.0)])
         if weather_feeds:
             # Outside 0 °C; each flow at 50 °C, the curve's value for a 20 °C room.
             feed_service.log_points(

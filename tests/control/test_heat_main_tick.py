@@ -31,7 +31,7 @@ def board():
         yield b
 
 
-def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client, board):
+def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client, board, viewer):
     from django.utils import timezone
 
     valve = f.relay("Hall valve", board, coil=3)
@@ -71,3 +71,16 @@ def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client
     assert alarm.message == (
         "Heat main 'Heat main': heat source 'Gas 1' lost (relay fault): 'Gas 2' takes over"
     )
+
+    # The status page shows the main, its sequence and why each source is where it is.
+    from django.test import Client
+
+    c = Client()
+    c.force_login(viewer)
+    page = c.get("/staff/control/").content.decode()
+    table = page[page.index(f'id="heat-main-{main.pk}"') :]
+    table = table[: table.index("</table>")]
+    assert "<strong>Heat main</strong>" in table and "flow 60.0 °C" in table
+    assert "1 stage running" in table
+    assert "Lost (relay fault): &#x27;Gas 2&#x27; takes over" in table
+    assert "Stage 1 of 1 (lag 1): Heat demand from Hall" in table
