@@ -92,6 +92,9 @@ ROOMS: tuple[RoomSpec, ...] = (
 COIL_BOILER = 0
 COIL_HEATING_PUMP = 1
 COIL_SOLAR_PUMP = 2
+# The site heat main's own sources, beside the boiler house's boiler (docs/DEMO.md).
+COIL_BIOMASS = 7
+COIL_GAS_BOILER_2 = 8
 RELAY_DEVICE_ID = 1
 RELAY_COIL_COUNT = 16
 

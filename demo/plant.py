@@ -34,6 +34,8 @@ class Coils:
     heating_pump: bool = False
     solar_pump: bool = False
     valves: dict[str, bool] = field(default_factory=dict)  # room slug -> open
+    biomass: bool = False  # the heat main's sources
+    gas_boiler_2: bool = False
 
     @classmethod
     def from_bits(cls, bits: list[bool]) -> Coils:
@@ -45,6 +47,8 @@ class Coils:
             heating_pump=bit(layout.COIL_HEATING_PUMP),
             solar_pump=bit(layout.COIL_SOLAR_PUMP),
             valves={room.slug: bit(room.coil) for room in layout.ROOMS},
+            biomass=bit(layout.COIL_BIOMASS),
+            gas_boiler_2=bit(layout.COIL_GAS_BOILER_2),
         )
 
     def describe(self) -> str:
@@ -54,11 +58,18 @@ class Coils:
                 ("boiler", self.boiler),
                 ("heating pump", self.heating_pump),
                 ("solar pump", self.solar_pump),
+                ("biomass", self.biomass),
+                ("gas boiler 2", self.gas_boiler_2),
             )
             if state
         ]
         on += [f"valve {slug}" for slug, state in self.valves.items() if state]
         return ", ".join(on) if on else "all off"
+
+
+BIOMASS_W = 40_000.0
+BIOMASS_RAMP_S = 1800.0
+GAS_BOILER_2_W = 24_000.0
 
 
 class DemoPlant:
@@ -80,6 +91,7 @@ class DemoPlant:
             for room in layout.ROOMS
         }
         self.coils = Coils(valves={room.slug: False for room in layout.ROOMS})
+        self.biomass_since: datetime | None = None
         self.import_kwh = 12_000.0 + self.rng.uniform(0, 500)  # a meter that has been in a while
         self.now = now
         self.irradiance = 0.0
@@ -128,6 +140,22 @@ class DemoPlant:
         """The visitor centre is open 10:00–17:00 local time."""
         return 10 <= now.astimezone(self.tz).hour < 17
 
+    def _heat_main_w(self, now: datetime, coils: Coils) -> float:
+        """Heat from the heat main's sources: the biomass boiler ramps to its 40 kW over
+        BIOMASS_RAMP_S after it starts (a wood-chip boiler comes to heat slowly); the second
+        gas boiler gives its 24 kW at once."""
+        if coils.biomass and self.biomass_since is None:
+            self.biomass_since = now
+        elif not coils.biomass:
+            self.biomass_since = None
+        heat = 0.0
+        if self.biomass_since is not None:
+            ramp = (now - self.biomass_since).total_seconds() / BIOMASS_RAMP_S
+            heat += BIOMASS_W * min(1.0, max(0.0, ramp))
+        if coils.gas_boiler_2:
+            heat += GAS_BOILER_2_W
+        return heat
+
     def _airing(self, slug: str, now: datetime) -> bool:
         """The room's window is open for its daily airing (layout.RoomSpec.airing_at)."""
         spec = next((r for r in layout.ROOMS if r.slug == slug), None)
@@ -164,7 +192,9 @@ class DemoPlant:
         circulating = coils.heating_pump
         load = sum(room.last_heat_w for room in self.rooms.values())
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
-        self.circuit.step(sim_dt, coils.boiler, coils.heating_pump, load)
+        self.circuit.step(
+            sim_dt, coils.boiler, coils.heating_pump, load, self._heat_main_w(now, coils)
+        )
         for slug, room in self.rooms.items():
             room.window_open = self._airing(slug, now)
             room.step(

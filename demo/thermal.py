@@ -105,13 +105,17 @@ class BoilerCircuit:
     plant_room_c: float = 15.0
     last_fuel_power_w: float = 0.0
 
-    def step(self, dt_s: float, boiler_on: bool, pump_on: bool, load_w: float) -> None:
-        """`load_w`: heat the radiators drew from the water during this step."""
-        firing = boiler_on and pump_on and self.flow_c < self.boiler_setpoint_c
-        self.last_fuel_power_w = self.boiler_power_w if firing else 0.0
+    def step(
+        self, dt_s: float, boiler_on: bool, pump_on: bool, load_w: float, other_w: float = 0.0
+    ) -> None:
+        """`load_w`: heat the radiators drew from the water during this step; `other_w`: heat
+        from the heat main's other sources (each with its own high limit at the set point)."""
+        power = (self.boiler_power_w if boiler_on else 0.0) + other_w
+        firing = power > 0 and pump_on and self.flow_c < self.boiler_setpoint_c
+        self.last_fuel_power_w = power if firing else 0.0
         n, h = _substeps(dt_s, self.water_capacity_j_k, self.standing_loss_w_k + 1.0)
         for _ in range(n):
-            fire = self.boiler_power_w if (firing and self.flow_c < self.boiler_setpoint_c) else 0
+            fire = power if (firing and self.flow_c < self.boiler_setpoint_c) else 0
             loss = self.standing_loss_w_k * (self.flow_c - self.plant_room_c)
             self.flow_c += h * (fire - loss - load_w) / self.water_capacity_j_k
 
