@@ -199,7 +199,13 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
     # Every zone runs open-window detection (its defaults): the drop is checked each tick.
     WindowDetection.objects.bulk_create(WindowDetection(zone=z) for z in zones)
     boiler = Actuator.objects.create(
-        name="boiler", kind="boiler", host="127.0.0.1", port=ports[-1], coil=per_board - 1
+        # A spare coil: per_board - 1 was the last valve's own coil once the boards were full
+        # (1,000 zones on 16 boards: 125 each), and the two flipped each other every tick.
+        name="boiler",
+        kind="boiler",
+        host="127.0.0.1",
+        port=ports[-1],
+        coil=per_board + 1,
     )
     plant = HeatingPlant.objects.create(name="plant", boiler=boiler)
     plant.zones.set(zones)
@@ -227,7 +233,9 @@ def run(args, ports, per_board) -> None:
     from sensors.models import Actuator
 
     zones, feeds = build_site(args.zones, ports, per_board)
-    weather = min(args.weather, len(ports))
+    # The last board's spare coils are the plant boiler's (and the heat main's sources'): the
+    # weather plants use the others.
+    weather = min(args.weather, len(ports) - 1)
     weather_feeds = build_weather_plants(weather, zones, ports, per_board) if weather else []
     sources = min(args.sources, len(ports) - weather)
     main_feed = build_heat_main(sources, zones, ports, per_board) if sources else None

@@ -1144,6 +1144,6 @@ class HeatSource(models.Model):
         if self.actuator_id is not None:
             # A source's relay driven by a zone, a plant or a solar circuit as well would be
             # switched by two rules each tick.
-            problem = conflict([self.actuator], claimant="heat source")
+            problem = conflict([self.actuator], claimant="heat source", heat_source_id=self.pk)
             if problem:
                 raise ValidationError({"actuator": problem})
