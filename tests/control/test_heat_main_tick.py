@@ -84,3 +84,15 @@ def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client
     assert "1 stage running" in table
     assert "Lost (relay fault): &#x27;Gas 2&#x27; takes over" in table
     assert "Stage 1 of 1 (lag 1): Heat demand from Hall" in table
+
+    # Its schematic: each source with its state and reason, the flow, the zone it serves.
+    schematic = c.get(f"/staff/control/heat-main/{main.pk}/")
+    assert schematic.status_code == 200
+    drawn = {e["key"]: e for e in schematic.context["diagram"]["elements"]}
+    assert (
+        drawn[f"actuator-{gas2.pk}"]["css"] == "on"
+        and drawn[f"actuator-{gas2.pk}"]["name"] == "Gas 2"
+    )
+    assert drawn[f"actuator-{gas1.pk}"]["why"] == "Lost (relay fault): 'Gas 2' takes over"
+    assert drawn["flow"]["value"] == 60.0 and drawn[f"zone-{zone.pk}"]["name"] == "Hall"
+    assert Client().get(f"/staff/control/heat-main/{main.pk}/").status_code == 302  # to log in
