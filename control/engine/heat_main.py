@@ -24,7 +24,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from control.engine.heating_plant import _takes_heat
-from control.engine.specs import HEAT_MAIN, ActuatorSpec, Decision, HeatMainSpec, ZoneResult
+from control.engine.specs import (
+    HEAT_MAIN,
+    ActuatorSpec,
+    Decision,
+    HeatMainSpec,
+    HeatSourceSpec,
+    ZoneResult,
+)
 from control.engine.strategies import sensor_health
 from control.engine.tick import Tick
 
@@ -190,7 +197,14 @@ def _stage(
     return stages, why
 
 
-def _alarm_lost(tick, main, lost, available, by_id, stages) -> None:
+def _alarm_lost(
+    tick: Tick,
+    main: HeatMainSpec,
+    lost: dict[int, str],
+    available: list[int],
+    by_id: dict[int, HeatSourceSpec],
+    stages: int,
+) -> None:
     for sid, why in lost.items():
         tick.alarms[f"heatmain-source:{main.id}:{sid}"] = (
             f"Heat main '{main.name}': heat source '{by_id[sid].name}' lost ({why}): "
@@ -198,7 +212,8 @@ def _alarm_lost(tick, main, lost, available, by_id, stages) -> None:
         )
 
 
-def _next(available: list[int], by_id: dict, stages: int) -> str:
+def _next(available: list[int], by_id: dict[int, HeatSourceSpec], stages: int) -> str:
+    """The source that takes the lost one's stage: the last one running (the lead if none)."""
     if not available:
         return "no other source"
     return f"'{by_id[available[min(stages, len(available)) - 1 if stages else 0]].name}'"
@@ -210,5 +225,5 @@ def _names(tick: Tick, zone_ids: list[int]) -> str:
     return listed + (f" and {len(zone_ids) - 5} more" if len(zone_ids) > 5 else "")
 
 
-def _src(main: HeatMainSpec, sid: int):
+def _src(main: HeatMainSpec, sid: int) -> HeatSourceSpec:
     return next(s for s in main.sources if s.id == sid)
