@@ -3,7 +3,8 @@
 Two ways to tell, as the better room thermostats do (Versatile Thermostat's "auto" and "sensor"
 modes, Netatmo, tado°):
 - a **temperature drop while heating**: the room falls by `drop_k` or more within
-  `drop_window_s` while the zone calls for heat (a heated room does not cool on its own). The
+  `drop_window_s` while the zone calls for heat through a valve its board confirmed open (a
+  heated room does not cool on its own; one whose valve is shut or in fault does). The
   zone's heating stops for `pause_s` and then resumes on its own; the drop is measured afresh
   from then on, so a window still open is found again.
 - a **window contact** (a sensor reading 1 or 0 when open): heating stops while it reads open and
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from control.engine.specs import OPEN_WINDOW, ZoneResult, ZoneSpec
+from control.engine.specs import OPEN_WINDOW, VALVE_KINDS, ZoneResult, ZoneSpec
 from control.engine.strategies import sensor_health
 from control.engine.tick import Tick
 from control.engine.timefmt import hhmm
@@ -106,7 +107,7 @@ def check(tick: Tick, zone: ZoneSpec, temp: float, flags: tuple[str, ...]) -> Ou
     if not spec.detect_drop or zone.reading is None:
         return Outcome(resumed=resumed)
     trace_key = f"zone:{zone.id}:window_trace"
-    heating = bool(tick.remembered.get(f"zone:{zone.id}:heat"))
+    heating = bool(tick.remembered.get(f"zone:{zone.id}:heat")) and _heat_flowing(tick, zone)
     if not heating or resumed:
         # Only a room being heated tells a window by cooling; after a pause, measure afresh.
         tick.memory[trace_key] = [[zone.reading.t, temp]]
@@ -133,6 +134,15 @@ def check(tick: Tick, zone: ZoneSpec, temp: float, flags: tuple[str, ...]) -> Ou
         )
     tick.memory[trace_key] = trace
     return Outcome()
+
+
+def _heat_flowing(tick: Tick, zone: ZoneSpec) -> bool:
+    """The zone takes heat: a valve its board confirmed open (or it has no valve). A room
+    whose valve is shut or in fault cools without any window, and is alarmed for that
+    (zones.py), not paused."""
+    acts = (tick.snapshot.actuators.get(aid) for aid in zone.actuator_ids)
+    valves = [a for a in acts if a is not None and a.kind in VALVE_KINDS]
+    return not valves or any(a.confirmed_open for a in valves)
 
 
 def _contact_open(tick: Tick, zone: ZoneSpec) -> bool:

@@ -198,18 +198,33 @@ def _heating_memory(trace: list[list[float]]) -> dict:
 def test_a_drop_at_the_limit_is_a_window_and_just_under_it_is_not():
     t = NOW.timestamp() - 30
     before = [[t - 240, 20.5]]
-    under = evaluate(snapshot([_hall(20.01)], [valve()], NOW, memory=_heating_memory(before)))
+    opened = valve(is_on=True)  # confirmed open by its board: the room takes heat
+    under = evaluate(snapshot([_hall(20.01)], [opened], NOW, memory=_heating_memory(before)))
     assert under.zones[1].mode == "booking"
-    at_limit = evaluate(snapshot([_hall(20.0)], [valve()], NOW, memory=_heating_memory(before)))
+    at_limit = evaluate(snapshot([_hall(20.0)], [opened], NOW, memory=_heating_memory(before)))
     assert at_limit.zones[1].mode == OPEN_WINDOW
     assert at_limit.zones[1].flags == ("window_open",)
     assert "temperature fell 0.5 K in 4 min (20.5 → 20.0 °C" in at_limit.zones[1].reason
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [{"is_on": False}, {"is_on": True, "confirmed": False}, {"is_on": True, "fault": True}],
+)
+def test_a_room_whose_valve_is_not_confirmed_open_is_not_judged_by_its_cooling(changes):
+    t = NOW.timestamp() - 30
+    memory = _heating_memory([[t - 240, 21.0]])
+    result = evaluate(snapshot([_hall(20.0)], [valve(**changes)], NOW, memory=memory))
+    assert result.zones[1].mode == "booking"  # shut, unconfirmed or faulty: no window assumed
+    assert result.memory["zone:1:window_trace"] == [[t, 20.0]]
+
+
 def test_a_drop_older_than_the_look_back_is_not_counted():
     t = NOW.timestamp() - 30
     old = [[t - 301, 21.0], [t - 200, 20.2]]
-    result = evaluate(snapshot([_hall(20.0)], [valve()], NOW, memory=_heating_memory(old)))
+    result = evaluate(
+        snapshot([_hall(20.0)], [valve(is_on=True)], NOW, memory=_heating_memory(old))
+    )
     assert result.zones[1].mode == "booking"
     assert result.memory["zone:1:window_trace"] == [[t - 200, 20.2], [t, 20.0]]
 
