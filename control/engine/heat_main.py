@@ -33,6 +33,7 @@ from control.engine.specs import (
     ZoneResult,
 )
 from control.engine.strategies import sensor_health
+from control.engine.thermal_store import StorePlan, drive_pumps
 from control.engine.tick import Tick
 
 WEEK_S = 7 * 86400
@@ -52,8 +53,14 @@ def _lost(act: ActuatorSpec | None) -> str:
 
 
 def decide(
-    tick: Tick, main: HeatMainSpec, results: dict[int, ZoneResult], decisions: dict[int, Decision]
+    tick: Tick,
+    main: HeatMainSpec,
+    results: dict[int, ZoneResult],
+    decisions: dict[int, Decision],
+    store: StorePlan | None = None,
 ) -> None:
+    """`store`: the main's thermal store this tick (thermal_store.py): charging calls for heat
+    like a zone; a store hot enough serves the zones' demand while the sources stand by."""
     key = f"heatmain:{main.id}"
     mem = dict(tick.remembered.get(key) or {})
     acts = tick.snapshot.actuators
@@ -84,15 +91,24 @@ def decide(
             "stages running are held"
         )
     why = ""
-    if not calling:
+    charging = store.charging if store is not None else ""
+    serving = bool(store is not None and store.can_serve and calling and not charging)
+    if serving:
+        stages, why = 0, f"{store.can_serve}; heat demand from {_names(tick, calling)}"  # type: ignore[union-attr]
+        mem.pop("below_since", None)
+        mem.pop("above_since", None)
+    elif not calling and not charging:
         stages, why = 0, "No zone calls for heat"
         mem.pop("below_since", None)
         mem.pop("above_since", None)
     else:
         stages = max(1, min(stages, len(available)))
-        why = f"Heat demand from {_names(tick, calling)}"
+        demand = [f"Heat demand from {_names(tick, calling)}"] if calling else []
+        why = "; ".join(demand + ([charging] if charging else []))
         if not flow_problem:
             stages, why = _stage(tick, main, mem, stages, available, why)
+    if store is not None:
+        drive_pumps(tick, store, serving, decisions)
     if lost:
         _alarm_lost(tick, main, lost, available, by_id, stages)
 

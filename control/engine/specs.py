@@ -42,6 +42,7 @@ NO_OPEN_CIRCUIT = "no_open_circuit"
 # A zone whose window is open (a temperature drop while heating, or its contact): heating off.
 OPEN_WINDOW = "open_window"
 HEAT_MAIN = "heat_main"  # a heat main's lead/lag sequencing of its heat sources
+THERMAL_STORE = "thermal_store"  # a heat main's store: charged by its sources, discharged to it
 
 # Actuators that open a zone's circuit: what a pump without a bypass needs, and what a zone
 # takes heat through.
@@ -324,6 +325,27 @@ class HeatMainSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ThermalStoreSpec:
+    """A heat main's thermal store (control/models.py ThermalStore), charged by its top and
+    bottom temperatures, discharged to the main. Solar thermal feeds it through a solar circuit
+    whose tank sensor is the store's bottom sensor."""
+
+    id: int
+    name: str
+    heat_main_id: int
+    top: Reading | None = None
+    top_name: str
+    bottom: Reading | None = None
+    bottom_name: str
+    charge_start_c: float  # the top below this: charge…
+    charge_stop_c: float  # …until the bottom reaches this
+    discharge_min_c: float  # the top at or above this: the store serves the main's demand
+    charge_pump_id: int | None
+    discharge_pump_id: int | None
+    sensor_stale_after_s: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class SolarSpec:
     """A solar thermal circuit: collector and tank sensors, one pump (control/models.py
     SolarCircuit)."""
@@ -354,7 +376,8 @@ class Snapshot:
     plants: tuple[PlantSpec, ...] = ()
     solars: tuple[SolarSpec, ...] = ()
     memory: dict[str, Any] = field(default_factory=dict)
-    heat_mains: tuple[HeatMainSpec, ...] = ()  # what strategies remember between ticks
+    heat_mains: tuple[HeatMainSpec, ...] = ()
+    stores: tuple[ThermalStoreSpec, ...] = ()  # what strategies remember between ticks
 
 
 @dataclass(frozen=True)
