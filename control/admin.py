@@ -14,6 +14,7 @@ from control.models import (
     Schedule,
     ScheduleException,
     SchedulePeriod,
+    ThermalStore,
     WindowDetection,
     Zone,
 )
@@ -261,10 +262,19 @@ class HeatSourceInline(admin.TabularInline):
     fields = ["order", "name", "actuator", "rotate", "ramp_s"]
 
 
+class ThermalStoreInline(admin.StackedInline):
+    """The main's thermal store (one at most)."""
+
+    model = ThermalStore
+    extra = 0
+    max_num = 1
+    raw_id_fields = ["top_sensor", "bottom_sensor", "charge_pump", "discharge_pump"]
+
+
 @admin.register(HeatMain)
 class HeatMainAdmin(admin.ModelAdmin):
     """A heat main and its sources in sequence (docs/CONTROL.md "Heat main")."""
 
     list_display = ["name", "site", "flow_setpoint_c", "rotate_weekly", "rotate_hours", "enabled"]
     filter_horizontal = ["zones"]
-    inlines = [HeatSourceInline]
+    inlines = [HeatSourceInline, ThermalStoreInline]

@@ -164,6 +164,14 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
             {"spec": _tagged(m, flow=None), "flow_feed_id": feeds.get(("heatmain_flow", m.id))}
             for m in snapshot.heat_mains
         ],
+        "stores": [
+            {
+                "spec": _tagged(t, top=None, bottom=None),
+                "top_feed_id": feeds.get(("store_top", t.id)),
+                "bottom_feed_id": feeds.get(("store_bottom", t.id)),
+            }
+            for t in snapshot.stores
+        ],
         "solars": [
             {
                 "spec": _tagged(s, collector=None, tank=None),
@@ -207,6 +215,8 @@ def rebuild(config: dict, now: datetime):
     feed_ids |= {p["outside_feed_id"] for p in config["plants"]}
     feed_ids |= {p["flow_feed_id"] for p in config["plants"]}
     feed_ids |= {m["flow_feed_id"] for m in config.get("heat_mains", [])}
+    for t in config.get("stores", []):
+        feed_ids |= {t["top_feed_id"], t["bottom_feed_id"]}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -253,6 +263,10 @@ def rebuild(config: dict, now: datetime):
         heat_mains=tuple(
             mapper.with_readings(m["spec"], last, flow=m["flow_feed_id"])
             for m in config.get("heat_mains", [])
+        ),
+        stores=tuple(
+            mapper.with_readings(t["spec"], last, top=t["top_feed_id"], bottom=t["bottom_feed_id"])
+            for t in config.get("stores", [])
         ),
     )
     return LiveSnapshot(snapshot, rows, states, {})

@@ -35,6 +35,7 @@ from control.engine.specs import (
     Reading,
     ScheduleSpec,
     SolarSpec,
+    ThermalStoreSpec,
     WeatherSpec,
     WindowSpec,
     ZoneSpec,
@@ -48,6 +49,7 @@ from control.models import (
     Schedule,
     ScheduleException,
     SolarCircuit,
+    ThermalStore,
     WeatherCompensation,
     WindowDetection,
     Zone,
@@ -396,4 +398,23 @@ def heat_main_spec(
         rotate_weekly=m.rotate_weekly,
         rotate_hours=m.rotate_hours,
         sensor_stale_after_s=m.sensor_stale_after_s,
+    )
+
+
+def store_spec(t: ThermalStore, *, last: LastValues | None = None) -> ThermalStoreSpec:
+    last = last or {}
+    return ThermalStoreSpec(
+        id=t.pk,
+        name=t.name,
+        heat_main_id=t.heat_main_id,
+        top=reading(last, t.top_sensor.feed_id),
+        top_name=str(t.top_sensor),
+        bottom=reading(last, t.bottom_sensor.feed_id),
+        bottom_name=str(t.bottom_sensor),
+        charge_start_c=t.charge_start_c,
+        charge_stop_c=t.charge_stop_c,
+        discharge_min_c=t.discharge_min_c,
+        charge_pump_id=t.charge_pump_id,
+        discharge_pump_id=t.discharge_pump_id,
+        sensor_stale_after_s=t.sensor_stale_after_s,
     )

@@ -1147,3 +1147,48 @@ class HeatSource(models.Model):
             problem = conflict([self.actuator], claimant="heat source", heat_source_id=self.pk)
             if problem:
                 raise ValidationError({"actuator": problem})
+
+
+class ThermalStore(models.Model):
+    """A heat main's thermal store (control/engine/thermal_store.py): charged from the main's
+    sources by its top and bottom temperatures, discharged to the main's zones. Solar thermal
+    feeds it through a solar circuit whose tank sensor is the store's bottom sensor."""
+
+    heat_main = models.OneToOneField(HeatMain, on_delete=models.CASCADE, related_name="store")
+    name = models.CharField(max_length=100)
+    top_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
+    bottom_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
+    charge_start_c = models.FloatField(
+        default=55.0, validators=[MinValueValidator(20), MaxValueValidator(90)],
+        help_text="Charge when the top falls below this…",
+    )  # fmt: skip
+    charge_stop_c = models.FloatField(
+        default=70.0, validators=[MinValueValidator(25), MaxValueValidator(95)],
+        help_text="…until the bottom reaches this.",
+    )  # fmt: skip
+    discharge_min_c = models.FloatField(
+        default=60.0, validators=[MinValueValidator(20), MaxValueValidator(95)],
+        help_text="The store serves the main's zones while its top is at least this.",
+    )  # fmt: skip
+    charge_pump = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    discharge_pump = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(60), MaxValueValidator(86400)]
+    )
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.charge_stop_c <= self.charge_start_c:
+            raise ValidationError(
+                {"charge_stop_c": "The bottom must reach above where the top starts a charge."}
+            )
+        if self.charge_pump_id and self.charge_pump_id == self.discharge_pump_id:
+            raise ValidationError(
+                {"discharge_pump": "The discharge pump must be another relay than the charge pump."}
+            )

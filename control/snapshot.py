@@ -20,6 +20,7 @@ from control.models import (
     Override,
     ScheduleException,
     SolarCircuit,
+    ThermalStore,
     Zone,
 )
 from feeds.store import service as feed_service
@@ -87,6 +88,13 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         else []
     )
     main_zones = _links(HeatMain.zones.through, "heatmain", "zone", [m.pk for m in mains])
+    stores = list(
+        ThermalStore.objects.filter(heat_main__in=mains).select_related(
+            "top_sensor__node", "bottom_sensor__node"
+        )
+        if mains
+        else []
+    )
     overrides = _active_overrides(now)
     held = _output_overrides(now) if plants else {}
     actuators = _actuators(members, plants, solars, overrides, zone_ids is None)
@@ -100,6 +108,8 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     feed_ids |= {p.outside_sensor.feed_id for p in plants if p.outside_sensor}
     feed_ids |= {p.flow_sensor.feed_id for p in plants if p.flow_sensor}
     feed_ids |= {m.flow_sensor.feed_id for m in mains if m.flow_sensor}
+    for t in stores:
+        feed_ids |= {t.top_sensor.feed_id, t.bottom_sensor.feed_id}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -156,11 +166,15 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         solars=solar_specs,
         memory=runtime.load_memory(),
         heat_mains=main_specs,
+        stores=tuple(mapper.store_spec(t, last=last) for t in stores),
     )
     feeds: dict[tuple[str, int], int | None] = {
         ("zone", z.pk): z.temperature_sensor.feed_id if z.temperature_sensor else None
         for z in zones
     }
+    for t in stores:
+        feeds[("store_top", t.pk)] = t.top_sensor.feed_id
+        feeds[("store_bottom", t.pk)] = t.bottom_sensor.feed_id
     for m in mains:
         feeds[("heatmain_flow", m.pk)] = m.flow_sensor.feed_id if m.flow_sensor else None
     for zid, contact_feed in contacts.items():

@@ -21,6 +21,8 @@ def _form(**main) -> dict:
         "sensor_stale_after_s": 900, "enabled": "on",
         "sources-TOTAL_FORMS": 0, "sources-INITIAL_FORMS": 0, "sources-MIN_NUM_FORMS": 0,
         "sources-MAX_NUM_FORMS": 1000,
+        "store-TOTAL_FORMS": 0, "store-INITIAL_FORMS": 0, "store-MIN_NUM_FORMS": 0,
+        "store-MAX_NUM_FORMS": 1,
     }  # fmt: skip
     data.update(main)
     return data

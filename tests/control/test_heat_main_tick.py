@@ -96,3 +96,70 @@ def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client
     assert drawn[f"actuator-{gas1.pk}"]["why"] == "Lost (relay fault): 'Gas 2' takes over"
     assert drawn["flow"]["value"] == 60.0 and drawn[f"zone-{zone.pk}"]["name"] == "Hall"
     assert Client().get(f"/staff/control/heat-main/{main.pk}/").status_code == 302  # to log in
+
+
+def test_a_store_charges_from_the_main_then_serves_its_zone(redis_client, board, viewer):
+    from django.test import Client
+    from django.utils import timezone
+
+    from control.models import ThermalStore
+
+    valve = f.relay("Hall valve", board, coil=3)
+    zone = f.zone("Hall", valve, temp=22.0, optimum_start=False)  # warm: no demand yet
+    node = zone.temperature_sensor.node
+
+    def sensor(key: str) -> Sensor:
+        feed = Feed.objects.create(name=key, tag="test", unit="°C", interval=10)
+        return Sensor.objects.create(node=node, key=key, kind="temperature", feed=feed)
+
+    flow, top, bottom = sensor("main-flow"), sensor("store-top"), sensor("store-bottom")
+
+    main = HeatMain.objects.create(name="Heat main", flow_sensor=flow)
+    main.zones.set([zone])
+    gas = f.relay("Gas 1", board, coil=1, kind="boiler")
+    HeatSource.objects.create(heat_main=main, name="Gas 1", actuator=gas, order=1)
+    charge = f.relay("Charge pump", board, coil=5, kind="pump")
+    discharge = f.relay("Discharge pump", board, coil=6, kind="pump")
+    ThermalStore.objects.create(
+        heat_main=main, name="Buffer", top_sensor=top, bottom_sensor=bottom,
+        charge_pump=charge, discharge_pump=discharge,
+    )  # fmt: skip
+
+    feed_service.log_points(
+        [(s.feed_id, int(timezone.now().timestamp()), v) for s, v in
+         ((flow, 65.0), (top, 50.0), (bottom, 45.0))]
+    )  # fmt: skip
+    run_tick()  # top 50 °C, below 55 °C: charge from the main's source
+    assert board.coils_state(1, 1) == [True] and board.coils_state(5, 2) == [True, False]
+    [fired] = ActuatorCommand.objects.filter(actuator=gas, state=True)
+    assert fired.reason.startswith(
+        "Stage 1 of 1 (lead): Store 'Buffer' charging: top 50.0 °C (starts below 55 °C), until "
+        "the bottom reaches 70 °C (now 45.0 °C)"
+    )
+    c = Client()
+    c.force_login(viewer)
+    page = c.get("/staff/control/").content.decode()
+    assert "<strong>Buffer</strong> (store)" in page and "charging</span>" in page
+
+    # Charged (the bottom at 70 °C), and the room now calls: the store serves it.
+    f.set_temperature(zone, 15.0)
+    Booking.objects.create(
+        zone=zone, title="Open day", start=timezone.now(),
+        end=timezone.now() + timezone.timedelta(hours=4),
+    )  # fmt: skip
+    feed_service.log_points(
+        [(s.feed_id, int(timezone.now().timestamp()), v) for s, v in
+         ((flow, 65.0), (top, 74.0), (bottom, 70.0))]
+    )  # fmt: skip
+    run_tick()  # the valve opens; the charge ends
+    run_tick()  # the valve read back open: the zone calls, the store serves it
+    assert board.coils_state(1, 1) == [False] and board.coils_state(5, 2) == [False, True]
+    [serves] = ActuatorCommand.objects.filter(actuator=discharge, state=True)
+    assert serves.reason == "Store 'Buffer' serves the main: top 74.0 °C ≥ 60 °C"
+    # The source went off when the charge ended; why it stays off is its status now.
+    from control.status import actuator_status
+
+    [standby] = actuator_status([gas])
+    assert standby["why"].startswith(
+        "Standby (lead): Store 'Buffer' serves the main: top 74.0 °C ≥ 60 °C; heat demand from Hall"
+    )
