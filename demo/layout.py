@@ -95,6 +95,8 @@ COIL_SOLAR_PUMP = 2
 # The site heat main's own sources, beside the boiler house's boiler (docs/DEMO.md).
 COIL_BIOMASS = 7
 COIL_GAS_BOILER_2 = 8
+COIL_STORE_CHARGE = 9  # the heat main's thermal store pumps
+COIL_STORE_DISCHARGE = 10
 RELAY_DEVICE_ID = 1
 RELAY_COIL_COUNT = 16
 
@@ -149,6 +151,17 @@ HTTP_NODES: tuple[NodeSpec, ...] = (
                   feed="Tank temperature", role="thermal_tank"),
             Input("heat", "Solar heat into tank", "power", "W", feed="Solar heat",
                   role="thermal_power", kwh_feed="Solar heat energy", kwh_role="thermal_kwh"),
+        ),
+    ),
+    NodeSpec(
+        name="emontx-store",
+        protocol="emoncms",
+        location="Boiler house",
+        description="The site heat main's thermal store: top and bottom temperatures",
+        inputs=(
+            Input("top", "Store top temperature", "temperature", "°C", feed="Store top"),
+            Input("bottom", "Store bottom temperature", "temperature", "°C",
+                  feed="Store bottom"),
         ),
     ),
     NodeSpec(

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from demo import layout, solar
 from demo.hydro import RiverFlow, Turbine
-from demo.thermal import BoilerCircuit, Room, SolarThermal
+from demo.thermal import BoilerCircuit, Room, SolarThermal, Store
 from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
 from demo.wind import Anemometer, Wind
 
@@ -36,6 +36,8 @@ class Coils:
     valves: dict[str, bool] = field(default_factory=dict)  # room slug -> open
     biomass: bool = False  # the heat main's sources
     gas_boiler_2: bool = False
+    store_charge: bool = False  # the heat main's store pumps
+    store_discharge: bool = False
 
     @classmethod
     def from_bits(cls, bits: list[bool]) -> Coils:
@@ -49,6 +51,8 @@ class Coils:
             valves={room.slug: bit(room.coil) for room in layout.ROOMS},
             biomass=bit(layout.COIL_BIOMASS),
             gas_boiler_2=bit(layout.COIL_GAS_BOILER_2),
+            store_charge=bit(layout.COIL_STORE_CHARGE),
+            store_discharge=bit(layout.COIL_STORE_DISCHARGE),
         )
 
     def describe(self) -> str:
@@ -60,6 +64,8 @@ class Coils:
                 ("solar pump", self.solar_pump),
                 ("biomass", self.biomass),
                 ("gas boiler 2", self.gas_boiler_2),
+                ("store charge", self.store_charge),
+                ("store discharge", self.store_discharge),
             )
             if state
         ]
@@ -92,6 +98,7 @@ class DemoPlant:
         }
         self.coils = Coils(valves={room.slug: False for room in layout.ROOMS})
         self.biomass_since: datetime | None = None
+        self.store = Store()
         self.import_kwh = 12_000.0 + self.rng.uniform(0, 500)  # a meter that has been in a while
         self.now = now
         self.irradiance = 0.0
@@ -192,9 +199,13 @@ class DemoPlant:
         circulating = coils.heating_pump
         load = sum(room.last_heat_w for room in self.rooms.values())
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
+        # The store's pumps circulate the boiler-house water through it on their own.
+        self.store.step(sim_dt, self.circuit.flow_c, coils.store_charge, coils.store_discharge)
+        circulating_water = coils.heating_pump or coils.store_charge or coils.store_discharge
         self.circuit.step(
-            sim_dt, coils.boiler, coils.heating_pump, load, self._heat_main_w(now, coils)
-        )
+            sim_dt, coils.boiler, circulating_water, load + self.store.last_exchange_w,
+            self._heat_main_w(now, coils),
+        )  # fmt: skip
         for slug, room in self.rooms.items():
             room.window_open = self._airing(slug, now)
             room.step(
@@ -218,6 +229,10 @@ class DemoPlant:
                 "tank": round(self.solar_thermal.tank_c, 2),
                 # A heat meter counts heat into the tank; antifreeze circulation is not "gain".
                 "heat": round(max(0.0, self.solar_thermal.last_power_w), 1),
+            },
+            "emontx-store": {
+                "top": round(self.store.top_c, 2),
+                "bottom": round(self.store.bottom_c, 2),
             },
             "emontx-hydro": {
                 "power": round(self.hydro_w, 1),

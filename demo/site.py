@@ -26,6 +26,7 @@ from control.models import (
     Schedule,
     SchedulePeriod,
     SolarCircuit,
+    ThermalStore,
     WindowDetection,
     Zone,
 )
@@ -199,6 +200,9 @@ def _ensure_actuators(site: Site, host: str, port: int, created: list[str]) -> d
         ("solar_pump", "Solar thermal pump", Actuator.Kind.PUMP, layout.COIL_SOLAR_PUMP),
         ("biomass", "Biomass boiler", Actuator.Kind.BOILER, layout.COIL_BIOMASS),
         ("gas_boiler_2", "Gas boiler 2", Actuator.Kind.BOILER, layout.COIL_GAS_BOILER_2),
+        ("store_charge", "Store charge pump", Actuator.Kind.PUMP, layout.COIL_STORE_CHARGE),
+        ("store_discharge", "Store discharge pump", Actuator.Kind.PUMP,
+         layout.COIL_STORE_DISCHARGE),
     ] + [
         (f"valve:{room.slug}", f"{room.name} radiator valve", Actuator.Kind.RADIATOR, room.coil)
         for room in layout.ROOMS
@@ -334,6 +338,19 @@ def _ensure_heat_main(site: Site, demo: DemoSite, created: list[str]) -> None:
             "flow_setpoint_c": 70.0,
         },
     )
+    if not ThermalStore.objects.filter(heat_main=main).exists():
+        ThermalStore.objects.create(
+            heat_main=main, name="Buffer store",
+            top_sensor=Sensor.objects.get(node__site=site, node__name="emontx-store", key="top"),
+            bottom_sensor=Sensor.objects.get(
+                node__site=site, node__name="emontx-store", key="bottom"
+            ),
+            charge_pump=demo.actuators["store_charge"],
+            discharge_pump=demo.actuators["store_discharge"],
+            # The boiler-house water reaches 75 °C at most: a bottom of 65 °C is a full store.
+            charge_stop_c=65.0,
+        )  # fmt: skip
+        created.append("thermal store Buffer store")
     if not new:
         return
     main.zones.set(demo.zones.values())

@@ -162,3 +162,33 @@ class Room:
             self.capacity_j_k / (conductance * dt_s)
         )
         self.last_heat_w = k * max(0.0, flow_c - mean_temp)
+
+
+@dataclass
+class Store:
+    """A heat main's buffer store as one mass with a fixed spread between its top and bottom
+    (stratification held, not modelled): charged from the boiler-house water through its
+    charge pump's coil, giving heat back to that water through its discharge pump's."""
+
+    temperature_c: float = 50.0
+    capacity_j_k: float = 1000.0 * WATER_CP  # 1 m³
+    exchange_w_k: float = 1500.0  # water to store while a pump runs
+    spread_k: float = 4.0
+    last_exchange_w: float = 0.0  # heat into the store (negative: out of it) in the last step
+
+    @property
+    def top_c(self) -> float:
+        return self.temperature_c + self.spread_k / 2
+
+    @property
+    def bottom_c(self) -> float:
+        return self.temperature_c - self.spread_k / 2
+
+    def step(self, dt_s: float, flow_c: float, charging: bool, discharging: bool) -> None:
+        exchange = 0.0
+        if charging and flow_c > self.temperature_c:
+            exchange = self.exchange_w_k * (flow_c - self.temperature_c)
+        elif discharging and self.temperature_c > flow_c:
+            exchange = -self.exchange_w_k * (self.temperature_c - flow_c)
+        self.last_exchange_w = exchange
+        self.temperature_c += dt_s * exchange / self.capacity_j_k
