@@ -12,7 +12,8 @@ With --weather N (default 8) weather-compensated plants as well: half write a ho
 boiler relay and flow sensor, fed by every N-th zone. Their valve pulses run between ticks (as
 with a 30 s tick); the bench waits for them outside the timed tick.
 Every zone has open-window detection with its defaults (control/engine/open_window.py), and
-with --sources N (default 4) a heat main of N sources in lead/lag sequence is fed by every zone.
+with --sources N (default 4) a heat main of N sources in lead/lag sequence (and, from 3
+sources, a thermal store) is fed by every zone.
 Target: one tick for 500 zones / 1,000 actuators < 1 s.
 
     .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--sources 4] [--runs 5]
@@ -135,7 +136,7 @@ def build_heat_main(n: int, zones, ports: list[int], per_board: int):
     """A heat main of n sources (a biomass lead that does not rotate, gas lags) on the first
     spare coil of the last n boards, fed by every zone, staging on its flow sensor (held at
     60 °C: below the 70 °C stage-up threshold, so the sequence has work to do)."""
-    from control.models import HeatMain, HeatSource
+    from control.models import HeatMain, HeatSource, ThermalStore
     from feeds.models import Feed
     from sensors.models import Actuator, Node, Sensor
 
@@ -153,7 +154,30 @@ def build_heat_main(n: int, zones, ports: list[int], per_board: int):
             heat_main=main, name=f"source{j}", actuator=relay, order=j, rotate=j > 0,
             ramp_s=0,
         )  # fmt: skip
-    return feed
+    if n >= 3:
+        # Its thermal store: top and bottom sensors, charge and discharge pumps on spare coils.
+        top = Sensor.objects.create(node=node, key="store-top", kind="temperature",
+                                    feed=Feed.objects.create(name="store-top", tag="bench", interval=10))  # fmt: skip
+        bottom = Sensor.objects.create(node=node, key="store-bottom", kind="temperature",
+                                       feed=Feed.objects.create(name="store-bottom", tag="bench", interval=10))  # fmt: skip
+        pumps = [
+            Actuator.objects.create(
+                name=f"store-pump{k}",
+                kind="pump",
+                host="127.0.0.1",
+                port=ports[-2 - k],
+                coil=per_board + 1,
+                min_on_s=0,
+                min_off_s=0,
+            )  # fmt: skip
+            for k in (0, 1)
+        ]
+        ThermalStore.objects.create(
+            heat_main=main, name="store", top_sensor=top, bottom_sensor=bottom,
+            charge_pump=pumps[0], discharge_pump=pumps[1],
+        )  # fmt: skip
+        return [feed, top.feed, bottom.feed]
+    return [feed]
 
 
 def build_site(zones_n: int, ports: list[int], per_board: int):
@@ -238,19 +262,21 @@ def run(args, ports, per_board) -> None:
     weather = min(args.weather, len(ports) - 1)
     weather_feeds = build_weather_plants(weather, zones, ports, per_board) if weather else []
     sources = min(args.sources, len(ports) - weather)
-    main_feed = build_heat_main(sources, zones, ports, per_board) if sources else None
+    main_feeds = build_heat_main(sources, zones, ports, per_board) if sources else []
     n_act = Actuator.objects.count()
     print(
         f"Site: {args.zones} zones, {n_act} actuators on {len(ports)} relay boards "
         f"({per_board} coils each + 3), {weather} weather-compensated plants, "
-        f"a heat main of {sources} sources"
+        f"a heat main of {sources} sources" + (" and a store" if len(main_feeds) > 1 else "")
     )
 
     def fresh_temps() -> None:
         t = int(time.time())
         feed_service.log_points((f.pk, t, 16.0) for f in feeds)
-        if main_feed is not None:
-            feed_service.log_points([(main_feed.pk, t, 60.0)])
+        # Flow 60 °C; the store (when there is one) charged: top 72 °C, bottom 68 °C.
+        feed_service.log_points(
+            [(f.pk, t, v) for f, v in zip(main_feeds, (60.0, 72.0, 68.0), strict=False)]
+        )
         if weather_feeds:
             # Outside 0 °C; each flow at 50 °C, the curve's value for a 20 °C room.
             feed_service.log_points(

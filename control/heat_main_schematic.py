@@ -35,6 +35,12 @@ def heat_main_schematic(main: HeatMain) -> dict[str, Any]:
         elements.append(
             _sensor_element("flow", "Main flow", main.flow_sensor, sources_w, header_y - 40)
         )
+    store = getattr(main, "store", None)  # a missing one-to-one raises an AttributeError
+    if store is not None:
+        # The store on the header, showing its top temperature (its bottom in the reason).
+        tank = _sensor_element("store", store.name, store.top_sensor, sources_w + 40, header_y + 40)
+        tank["kind"] = "tank"
+        elements.append(tank)
     zone_rows = zone_status(
         list(main.zones.select_related("temperature_sensor").prefetch_related("actuators"))
     )

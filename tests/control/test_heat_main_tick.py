@@ -163,3 +163,10 @@ def test_a_store_charges_from_the_main_then_serves_its_zone(redis_client, board,
     assert standby["why"].startswith(
         "Standby (lead): Store 'Buffer' serves the main: top 74.0 °C ≥ 60 °C; heat demand from Hall"
     )
+    # The store on the main's schematic, at its top temperature.
+    drawn = {
+        e["key"]: e
+        for e in c.get(f"/staff/control/heat-main/{main.pk}/").context["diagram"]["elements"]
+    }
+    assert drawn["store"]["kind"] == "tank" and drawn["store"]["value"] == 74.0
+    assert drawn[f"actuator-{gas.pk}"]["css"] == "off"
