@@ -1192,3 +1192,10 @@ class ThermalStore(models.Model):
             raise ValidationError(
                 {"discharge_pump": "The discharge pump must be another relay than the charge pump."}
             )
+        from control.claims import conflict
+
+        for field in ("charge_pump", "discharge_pump"):
+            pump = getattr(self, field) if getattr(self, f"{field}_id") else None
+            problem = conflict([pump], claimant="thermal store", store_id=self.pk)
+            if problem:
+                raise ValidationError({field: problem})

@@ -80,3 +80,34 @@ def test_a_heat_sources_relay_cannot_be_claimed_by_a_plant_or_a_zone(engineer):
     assert conflict([gas], claimant="plant") == expected
     assert conflict([gas], zone_id=None) == expected
     assert conflict([gas], claimant="heat source", heat_source_id=source.pk) == ""  # itself
+
+
+def test_a_store_pump_driven_elsewhere_is_refused_and_a_store_pump_cannot_be_claimed():
+    from django.core.exceptions import ValidationError
+
+    from control.claims import conflict
+    from control.models import ThermalStore
+    from sensors.models import Node, Sensor
+
+    node = Node.objects.create(name="store-node")
+    top = Sensor.objects.create(node=node, key="top", kind="temperature")
+    bottom = Sensor.objects.create(node=node, key="bottom", kind="temperature")
+    boiler = Actuator.objects.create(name="Boiler", kind="boiler", host="10.0.0.2", coil=0)
+    pump = Actuator.objects.create(name="Pump", kind="pump", host="10.0.0.2", coil=1)
+    HeatingPlant.objects.create(name="Boiler house", boiler=boiler, pump=pump)
+    main = HeatMain.objects.create(name="Heat main")
+    store = ThermalStore(heat_main=main, name="Buffer", top_sensor=top, bottom_sensor=bottom,
+                         charge_pump=pump)  # fmt: skip
+    with pytest.raises(ValidationError) as refused:
+        store.full_clean()
+    assert refused.value.message_dict["charge_pump"] == [
+        "Actuator 'Pump' is already the pump of heating plant 'Boiler house'."
+    ]
+    own = Actuator.objects.create(name="Store pump", kind="pump", host="10.0.0.2", coil=2)
+    store.charge_pump = own
+    store.full_clean()
+    store.save()
+    assert conflict([own], claimant="plant") == (
+        "Actuator 'Store pump' is already the charge pump of thermal store 'Buffer'."
+    )
+    assert conflict([own], claimant="thermal store", store_id=store.pk) == ""
