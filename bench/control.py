@@ -11,9 +11,12 @@ With --weather N (default 8) weather-compensated plants as well: half write a ho
 (an analogue output module), half drive a three-point valve (two relays), each with its own
 boiler relay and flow sensor, fed by every N-th zone. Their valve pulses run between ticks (as
 with a 30 s tick); the bench waits for them outside the timed tick.
+Every zone has open-window detection with its defaults (control/engine/open_window.py), and
+with --sources N (default 4) a heat main of N sources in lead/lag sequence (and, from 3
+sources, a thermal store) is fed by every zone.
 Target: one tick for 500 zones / 1,000 actuators < 1 s.
 
-    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--runs 5]
+    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--sources 4] [--runs 5]
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--weather", type=int, default=8, help="weather-compensated plants (at most --boards)"
+    )
+    parser.add_argument(
+        "--sources", type=int, default=4, help="heat sources on one heat main fed by every zone"
     )
     parser.add_argument(
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -126,10 +132,58 @@ def build_weather_plants(n: int, zones, ports: list[int], per_board: int) -> lis
     return feeds
 
 
+def build_heat_main(n: int, zones, ports: list[int], per_board: int):
+    """A heat main of n sources (a biomass lead that does not rotate, gas lags) on the first
+    spare coil of the last n boards, fed by every zone, staging on its flow sensor (held at
+    60 °C: below the 70 °C stage-up threshold, so the sequence has work to do)."""
+    from control.models import HeatMain, HeatSource, ThermalStore
+    from feeds.models import Feed
+    from sensors.models import Actuator, Node, Sensor
+
+    node = Node.objects.get(name="bench")
+    feed = Feed.objects.create(name="main-flow", tag="bench", interval=10)
+    flow = Sensor.objects.create(node=node, key="main-flow", kind="temperature", feed=feed)
+    main = HeatMain.objects.create(name="main", flow_sensor=flow, stage_up_s=60)
+    main.zones.set(zones)
+    for j in range(n):
+        relay = Actuator.objects.create(
+            name=f"source{j}", kind="boiler", host="127.0.0.1", port=ports[-1 - j],
+            coil=per_board, min_on_s=0, min_off_s=0,
+        )  # fmt: skip
+        HeatSource.objects.create(
+            heat_main=main, name=f"source{j}", actuator=relay, order=j, rotate=j > 0,
+            ramp_s=0,
+        )  # fmt: skip
+    if n >= 3:
+        # Its thermal store: top and bottom sensors, charge and discharge pumps on spare coils.
+        top = Sensor.objects.create(node=node, key="store-top", kind="temperature",
+                                    feed=Feed.objects.create(name="store-top", tag="bench", interval=10))  # fmt: skip
+        bottom = Sensor.objects.create(node=node, key="store-bottom", kind="temperature",
+                                       feed=Feed.objects.create(name="store-bottom", tag="bench", interval=10))  # fmt: skip
+        pumps = [
+            Actuator.objects.create(
+                name=f"store-pump{k}",
+                kind="pump",
+                host="127.0.0.1",
+                port=ports[-2 - k],
+                coil=per_board + 1,
+                min_on_s=0,
+                min_off_s=0,
+            )  # fmt: skip
+            for k in (0, 1)
+        ]
+        ThermalStore.objects.create(
+            heat_main=main, name="store", top_sensor=top, bottom_sensor=bottom,
+            charge_pump=pumps[0], discharge_pump=pumps[1],
+        )  # fmt: skip
+        return [feed, top.feed, bottom.feed]
+    return [feed]
+
+
 def build_site(zones_n: int, ports: list[int], per_board: int):
     from django.utils import timezone
 
-    from control.models import Booking, HeatingPlant, Zone
+    from control.models import Booking, HeatingPlant, WindowDetection, Zone
     from feeds.models import Feed
     from feeds.store import service as feed_service
     from sensors.models import Actuator, Node, Sensor
@@ -166,8 +220,16 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
         for i, z in enumerate(zones)
         for k in (0, 1)
     )
+    # Every zone runs open-window detection (its defaults): the drop is checked each tick.
+    WindowDetection.objects.bulk_create(WindowDetection(zone=z) for z in zones)
     boiler = Actuator.objects.create(
-        name="boiler", kind="boiler", host="127.0.0.1", port=ports[-1], coil=per_board - 1
+        # A spare coil: per_board - 1 was the last valve's own coil once the boards were full
+        # (1,000 zones on 16 boards: 125 each), and the two flipped each other every tick.
+        name="boiler",
+        kind="boiler",
+        host="127.0.0.1",
+        port=ports[-1],
+        coil=per_board + 1,
     )
     plant = HeatingPlant.objects.create(name="plant", boiler=boiler)
     plant.zones.set(zones)
@@ -195,17 +257,26 @@ def run(args, ports, per_board) -> None:
     from sensors.models import Actuator
 
     zones, feeds = build_site(args.zones, ports, per_board)
-    weather = min(args.weather, len(ports))
+    # The last board's spare coils are the plant boiler's (and the heat main's sources'): the
+    # weather plants use the others.
+    weather = min(args.weather, len(ports) - 1)
     weather_feeds = build_weather_plants(weather, zones, ports, per_board) if weather else []
+    sources = min(args.sources, len(ports) - weather)
+    main_feeds = build_heat_main(sources, zones, ports, per_board) if sources else []
     n_act = Actuator.objects.count()
     print(
         f"Site: {args.zones} zones, {n_act} actuators on {len(ports)} relay boards "
-        f"({per_board} coils each + 3), {weather} weather-compensated plants"
+        f"({per_board} coils each + 3), {weather} weather-compensated plants, "
+        f"a heat main of {sources} sources" + (" and a store" if len(main_feeds) > 1 else "")
     )
 
     def fresh_temps() -> None:
         t = int(time.time())
         feed_service.log_points((f.pk, t, 16.0) for f in feeds)
+        # Flow 60 °C; the store (when there is one) charged: top 72 °C, bottom 68 °C.
+        feed_service.log_points(
+            [(f.pk, t, v) for f, v in zip(main_feeds, (60.0, 72.0, 68.0), strict=False)]
+        )
         if weather_feeds:
             # Outside 0 °C; each flow at 50 °C, the curve's value for a 20 °C room.
             feed_service.log_points(

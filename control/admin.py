@@ -8,6 +8,8 @@ from control.models import (
     ActuatorCommand,
     Booking,
     CalendarEntry,
+    HeatMain,
+    HeatSource,
     OutputOverride,
     Override,
     ProgrammeChange,
@@ -15,6 +17,8 @@ from control.models import (
     ScheduleException,
     SchedulePeriod,
     SiteCalendar,
+    ThermalStore,
+    WindowDetection,
     Zone,
 )
 from sensors.admin import ActuatorAdmin
@@ -63,9 +67,21 @@ class ZoneAdminForm(forms.ModelForm):
         return actuators
 
 
+class WindowDetectionInline(admin.StackedInline):
+    """Open-window detection, on the zone's page (off until a row is added)."""
+
+    model = WindowDetection
+    extra = 0
+    max_num = 1
+    fields = ["enabled", "detect_drop", "drop_k", "drop_minutes", "pause_min",
+              "contact_sensor", "contact_open"]  # fmt: skip
+    raw_id_fields = ["contact_sensor"]
+
+
 @admin.register(Zone)
 class ZoneAdmin(admin.ModelAdmin):
     form = ZoneAdminForm
+    inlines = [WindowDetectionInline]
     list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
                     "optimum_start", "heating_rate_min_per_k", "bookable", "enabled",
                     "status_links"]  # fmt: skip
@@ -287,3 +303,27 @@ class ProgrammeChangeAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class HeatSourceInline(admin.TabularInline):
+    model = HeatSource
+    extra = 1
+    fields = ["order", "name", "actuator", "rotate", "ramp_s"]
+
+
+class ThermalStoreInline(admin.StackedInline):
+    """The main's thermal store (one at most)."""
+
+    model = ThermalStore
+    extra = 0
+    max_num = 1
+    raw_id_fields = ["top_sensor", "bottom_sensor", "charge_pump", "discharge_pump"]
+
+
+@admin.register(HeatMain)
+class HeatMainAdmin(admin.ModelAdmin):
+    """A heat main and its sources in sequence (docs/CONTROL.md "Heat main")."""
+
+    list_display = ["name", "site", "flow_setpoint_c", "rotate_weekly", "rotate_hours", "enabled"]
+    filter_horizontal = ["zones"]
+    inlines = [HeatSourceInline, ThermalStoreInline]

@@ -7,7 +7,8 @@ generic relay (it runs while any of them calls for heat). Refused, because the e
 let one decision silently overwrite the other:
 - a radiator valve or valve in two zones (one room's over-temperature OFF would lose to the
   other room's call for heat);
-- an actuator that is a plant's boiler or pump, or a solar pump, claimed by anything else.
+- an actuator that is a plant's boiler or pump, a solar pump, a heat main's source or a thermal
+  store's pump, claimed by anything else.
 
 The control models are read through the app registry (`apps.get_model`): their clean() calls
 this module, so importing control.models here would make the two modules import each other.
@@ -32,6 +33,8 @@ def conflict(
     plant_id: int | None = None,
     solar_id: int | None = None,
     claimant: str = "zone",
+    heat_source_id: int | None = None,
+    store_id: int | None = None,
 ) -> str:
     """Why these actuators cannot be claimed by this zone / plant / solar circuit ("" if they
     can). The ids exclude the claimant's own current row when it is being edited."""
@@ -61,6 +64,29 @@ def conflict(
             return (
                 f"Actuator '{a.name}' is already a three-point valve relay of heating plant "
                 f"'{valve.plant.name}'."
+            )
+        source = (
+            apps.get_model("control", "HeatSource")
+            .objects.exclude(pk=heat_source_id)
+            .filter(actuator_id=a.pk)
+            .select_related("heat_main")
+            .first()
+        )
+        if source is not None:
+            return (
+                f"Actuator '{a.name}' is already heat source '{source.name}' of heat main "
+                f"'{source.heat_main.name}'."
+            )
+        store = (
+            apps.get_model("control", "ThermalStore")
+            .objects.exclude(pk=store_id)
+            .filter(Q(charge_pump_id=a.pk) | Q(discharge_pump_id=a.pk))
+            .first()
+        )
+        if store is not None:
+            role = "charge" if store.charge_pump_id == a.pk else "discharge"
+            return (
+                f"Actuator '{a.name}' is already the {role} pump of thermal store '{store.name}'."
             )
         solar = SolarCircuit.objects.exclude(pk=solar_id).filter(pump_id=a.pk).first()
         if solar is not None:

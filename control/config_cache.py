@@ -146,7 +146,11 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
         "cached_at": snapshot.now,
         "time_zone": snapshot.time_zone,
         "zones": [
-            {"spec": _tagged(z, reading=None), "feed_id": feeds.get(("zone", z.id))}
+            {
+                "spec": _tagged(z, reading=None, window_contact=None),
+                "feed_id": feeds.get(("zone", z.id)),
+                "contact_feed_id": feeds.get(("window_contact", z.id)),
+            }
             for z in snapshot.zones
         ],
         "actuators": [
@@ -157,6 +161,18 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
             for aid, spec in snapshot.actuators.items()
         ],
         "plants": [_plant_config(p, feeds) for p in snapshot.plants],
+        "heat_mains": [
+            {"spec": _tagged(m, flow=None), "flow_feed_id": feeds.get(("heatmain_flow", m.id))}
+            for m in snapshot.heat_mains
+        ],
+        "stores": [
+            {
+                "spec": _tagged(t, top=None, bottom=None),
+                "top_feed_id": feeds.get(("store_top", t.id)),
+                "bottom_feed_id": feeds.get(("store_bottom", t.id)),
+            }
+            for t in snapshot.stores
+        ],
         "solars": [
             {
                 "spec": _tagged(s, collector=None, tank=None),
@@ -194,15 +210,22 @@ def rebuild(config: dict, now: datetime):
     from control.snapshot import LiveSnapshot
 
     feed_ids = {z["feed_id"] for z in config["zones"]}
+    feed_ids |= {z.get("contact_feed_id") for z in config["zones"]}
     for s in config["solars"]:
         feed_ids |= {s["collector_feed_id"], s["tank_feed_id"]}
     feed_ids |= {p["outside_feed_id"] for p in config["plants"]}
     feed_ids |= {p["flow_feed_id"] for p in config["plants"]}
+    feed_ids |= {m["flow_feed_id"] for m in config.get("heat_mains", [])}
+    for t in config.get("stores", []):
+        feed_ids |= {t["top_feed_id"], t["bottom_feed_id"]}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
     zones = tuple(
-        mapper.with_readings(z["spec"], last, reading=z["feed_id"]) for z in config["zones"]
+        mapper.with_readings(
+            z["spec"], last, reading=z["feed_id"], window_contact=z.get("contact_feed_id")
+        )
+        for z in config["zones"]
     )
     ids = [a["spec"].id for a in config["actuators"]]
     states = runtime.load_actuators(ids)
@@ -238,6 +261,14 @@ def rebuild(config: dict, now: datetime):
         plants=plants,
         solars=solars,
         memory=runtime.load_memory(),
+        heat_mains=tuple(
+            mapper.with_readings(m["spec"], last, flow=m["flow_feed_id"])
+            for m in config.get("heat_mains", [])
+        ),
+        stores=tuple(
+            mapper.with_readings(t["spec"], last, top=t["top_feed_id"], bottom=t["bottom_feed_id"])
+            for t in config.get("stores", [])
+        ),
     )
     return LiveSnapshot(snapshot, rows, states, {})
 

@@ -26,6 +26,8 @@ from control.engine.specs import (
     ActuatorSpec,
     BookingSpec,
     ExceptionSpec,
+    HeatMainSpec,
+    HeatSourceSpec,
     KickSpec,
     OutputOverrideSpec,
     OverrideSpec,
@@ -34,19 +36,24 @@ from control.engine.specs import (
     Reading,
     ScheduleSpec,
     SolarSpec,
+    ThermalStoreSpec,
     WeatherSpec,
+    WindowSpec,
     ZoneSpec,
 )
 from control.models import (
     Booking,
     CalendarEntry,
     HeatingPlant,
+    HeatMain,
     OutputOverride,
     Override,
     Schedule,
     ScheduleException,
     SolarCircuit,
+    ThermalStore,
     WeatherCompensation,
+    WindowDetection,
     Zone,
     ZoneTuning,
 )
@@ -202,11 +209,41 @@ def _tuning(zone: Zone) -> ZoneTuning:
         return ZoneTuning()
 
 
+def window_detection(zone: Zone) -> WindowDetection | None:
+    """The zone's open-window detection row when it is on (None: no row, or switched off)."""
+    try:
+        row = zone.window_detection
+    except WindowDetection.DoesNotExist:
+        return None
+    return row if row.enabled else None
+
+
+def window_spec(row: WindowDetection) -> WindowSpec:
+    contact = row.contact_sensor if row.contact_sensor_id else None
+    return WindowSpec(
+        detect_drop=row.detect_drop,
+        drop_k=row.drop_k,
+        drop_window_s=row.drop_minutes * 60,
+        pause_s=row.pause_min * 60,
+        contact_name=str(contact) if contact is not None else "",
+        contact_open=row.contact_open,
+    )
+
+
+def window_contact_feed(zone: Zone) -> int | None:
+    """The feed of the zone's window contact, when it has one and detection is on."""
+    row = window_detection(zone)
+    if row is None or row.contact_sensor_id is None:
+        return None
+    return row.contact_sensor.feed_id
+
+
 def zone_spec(
     zone: Zone,
     site: SiteSettings,
     *,
     reading: Reading | None = None,
+    window_contact: Reading | None = None,
     bookings: Iterable[BookingSpec] = (),
     override: OverrideSpec | None = None,
     actuator_ids: Iterable[int] = (),
@@ -215,6 +252,7 @@ def zone_spec(
 ) -> ZoneSpec:
     sensor = zone.temperature_sensor if zone.temperature_sensor_id else None
     tuning = _tuning(zone)
+    window = window_detection(zone)
     schedule = zone.schedule if zone.schedule_id else None
     return ZoneSpec(
         id=zone.pk,
@@ -243,6 +281,8 @@ def zone_spec(
         fallback_duty_pct=site.fallback_duty_pct,
         fallback_period_s=site.fallback_period_s,
         limit_band_k=site.limit_band_k,
+        window=window_spec(window) if window is not None else None,
+        window_contact=window_contact,
     )
 
 
@@ -365,4 +405,59 @@ def solar_spec(s: SolarCircuit, *, last: LastValues | None = None) -> SolarSpec:
         antifreeze_off=s.antifreeze_off,
         sensor_stale_after_s=s.sensor_stale_after_s,
         kick=kick_spec(s.pump_kick, s.pump_kick_idle_days, s.pump_kick_s),
+    )
+
+
+def heat_main_spec(
+    m: HeatMain,
+    *,
+    zone_ids: Iterable[int] = (),
+    last: LastValues | None = None,
+) -> HeatMainSpec:
+    """A heat main and its sources (prefetched as `m.sources.all()`)."""
+    flow = m.flow_sensor if m.flow_sensor_id else None
+    return HeatMainSpec(
+        id=m.pk,
+        name=m.name,
+        zone_ids=tuple(zone_ids),
+        sources=tuple(
+            HeatSourceSpec(
+                id=s.pk,
+                name=s.name,
+                actuator_id=s.actuator_id,
+                order=s.order,
+                rotate=s.rotate,
+                ramp_s=s.ramp_s,
+            )
+            for s in m.sources.all()
+        ),
+        flow=reading(last or {}, flow.feed_id) if flow is not None else None,
+        flow_name=str(flow) if flow is not None else "",
+        flow_setpoint_c=m.flow_setpoint_c,
+        stage_up_k=m.stage_up_k,
+        stage_up_s=m.stage_up_s,
+        stage_down_k=m.stage_down_k,
+        stage_down_s=m.stage_down_s,
+        rotate_weekly=m.rotate_weekly,
+        rotate_hours=m.rotate_hours,
+        sensor_stale_after_s=m.sensor_stale_after_s,
+    )
+
+
+def store_spec(t: ThermalStore, *, last: LastValues | None = None) -> ThermalStoreSpec:
+    last = last or {}
+    return ThermalStoreSpec(
+        id=t.pk,
+        name=t.name,
+        heat_main_id=t.heat_main_id,
+        top=reading(last, t.top_sensor.feed_id),
+        top_name=str(t.top_sensor),
+        bottom=reading(last, t.bottom_sensor.feed_id),
+        bottom_name=str(t.bottom_sensor),
+        charge_start_c=t.charge_start_c,
+        charge_stop_c=t.charge_stop_c,
+        discharge_min_c=t.discharge_min_c,
+        charge_pump_id=t.charge_pump_id,
+        discharge_pump_id=t.discharge_pump_id,
+        sensor_stale_after_s=t.sensor_stale_after_s,
     )

@@ -1119,3 +1119,193 @@ class ProgrammeChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject}: {self.change[:60]} ({self.by})"
+
+
+class WindowDetection(models.Model):
+    """Open-window detection of a zone (control/engine/open_window.py): a fall in the room's
+    temperature while it heats, or a window contact, stops the zone's heating for a while.
+    Off without a row; a row starts from these defaults (docs/CONTROL.md "Open windows")."""
+
+    class ContactOpen(models.IntegerChoices):
+        ONE = 1, "reads 1 when open"
+        ZERO = 0, "reads 0 when open"
+
+    zone = models.OneToOneField(Zone, on_delete=models.CASCADE, related_name="window_detection")
+    enabled = models.BooleanField(default=True)
+    detect_drop = models.BooleanField(
+        default=True, help_text="Detect an open window from a temperature drop while heating."
+    )
+    # 0.5 K in 5 min is 6 K/h: twice Versatile Thermostat's suggested 3 °C/h, as this is read
+    # from raw readings (0.1 K steps) rather than a smoothed slope.
+    drop_k = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.2), MaxValueValidator(5.0)],
+        help_text="Fall in room temperature (K) that means a window is open…",
+    )
+    drop_minutes = models.PositiveIntegerField(
+        default=5,
+        validators=[MinValueValidator(1), MaxValueValidator(60)],
+        help_text="…within this many minutes, while the zone calls for heat.",
+    )
+    pause_min = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(5), MaxValueValidator(240)],
+        help_text="Heating stops this long after a drop, then resumes on its own.",
+    )
+    contact_sensor = models.ForeignKey(
+        Sensor,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="A window contact: heating stops while it reads open.",
+    )
+    contact_open = models.PositiveSmallIntegerField(
+        choices=ContactOpen.choices, default=ContactOpen.ONE
+    )
+
+    class Meta:
+        verbose_name = "open-window detection"
+        verbose_name_plural = "open-window detection"
+
+    def __str__(self) -> str:
+        return f"Open-window detection of {self.zone}"
+
+
+class HeatMain(models.Model):
+    """A heat main fed by several heat sources in lead/lag sequence (control/engine/heat_main.py;
+    defaults from Siemens RVD/Desigo cascades, docs/CONTROL.md "Heat main")."""
+
+    site = models.ForeignKey(
+        Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="heat_mains"
+    )
+    name = models.CharField(max_length=100, unique=True)
+    zones = models.ManyToManyField(Zone, blank=True, related_name="heat_mains")
+    flow_sensor = models.ForeignKey(
+        Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        help_text="The main's flow temperature: what the sequence stages on.",
+    )  # fmt: skip
+    flow_setpoint_c = models.FloatField(
+        default=75.0, validators=[MinValueValidator(30), MaxValueValidator(95)]
+    )
+    stage_up_k = models.FloatField(
+        default=5.0, validators=[MinValueValidator(0.5), MaxValueValidator(30)],
+        help_text="The next source starts when the flow is this far below the set point…",
+    )  # fmt: skip
+    stage_up_s = models.PositiveIntegerField(
+        default=600, validators=[MinValueValidator(60), MaxValueValidator(7200)],
+        help_text="…for this long (s).",
+    )  # fmt: skip
+    stage_down_k = models.FloatField(
+        default=5.0, validators=[MinValueValidator(0.5), MaxValueValidator(30)],
+        help_text="The last source stops when the flow is this far above the set point…",
+    )  # fmt: skip
+    stage_down_s = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(60), MaxValueValidator(7200)],
+        help_text="…for this long (s).",
+    )  # fmt: skip
+    rotate_weekly = models.BooleanField(default=True, help_text="Change the lead every week.")
+    rotate_hours = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0), MaxValueValidator(10000)],
+        help_text="Change the lead when its run hours exceed the least run source's by this "
+        "(0: off).",
+    )  # fmt: skip
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(60), MaxValueValidator(86400)]
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HeatSource(models.Model):
+    """A heat source on a heat main: a boiler's relay. Its minimum run / off times are its
+    actuator's (a biomass boiler: hours)."""
+
+    heat_main = models.ForeignKey(HeatMain, on_delete=models.CASCADE, related_name="sources")
+    name = models.CharField(max_length=100)
+    actuator = models.ForeignKey(Actuator, on_delete=models.PROTECT, related_name="+")
+    order = models.PositiveSmallIntegerField(default=1, help_text="Lowest leads (before rotation).")
+    rotate = models.BooleanField(
+        default=True, help_text="Takes part in the lead rotation (a biomass base load may not)."
+    )
+    ramp_s = models.PositiveIntegerField(
+        default=120, validators=[MaxValueValidator(4 * 3600)],
+        help_text="After it starts, no further stage is judged until it has run this long "
+        "(a biomass boiler: 30–60 min).",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["heat_main", "order", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["actuator"], name="heat_source_one_actuator")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.heat_main})"
+
+    def clean(self) -> None:
+        from control.claims import conflict
+
+        if self.actuator_id is not None:
+            # A source's relay driven by a zone, a plant or a solar circuit as well would be
+            # switched by two rules each tick.
+            problem = conflict([self.actuator], claimant="heat source", heat_source_id=self.pk)
+            if problem:
+                raise ValidationError({"actuator": problem})
+
+
+class ThermalStore(models.Model):
+    """A heat main's thermal store (control/engine/thermal_store.py): charged from the main's
+    sources by its top and bottom temperatures, discharged to the main's zones. Solar thermal
+    feeds it through a solar circuit whose tank sensor is the store's bottom sensor."""
+
+    heat_main = models.OneToOneField(HeatMain, on_delete=models.CASCADE, related_name="store")
+    name = models.CharField(max_length=100)
+    top_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
+    bottom_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
+    charge_start_c = models.FloatField(
+        default=55.0, validators=[MinValueValidator(20), MaxValueValidator(90)],
+        help_text="Charge when the top falls below this…",
+    )  # fmt: skip
+    charge_stop_c = models.FloatField(
+        default=70.0, validators=[MinValueValidator(25), MaxValueValidator(95)],
+        help_text="…until the bottom reaches this.",
+    )  # fmt: skip
+    discharge_min_c = models.FloatField(
+        default=60.0, validators=[MinValueValidator(20), MaxValueValidator(95)],
+        help_text="The store serves the main's zones while its top is at least this.",
+    )  # fmt: skip
+    charge_pump = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    discharge_pump = models.ForeignKey(
+        Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(60), MaxValueValidator(86400)]
+    )
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.charge_stop_c <= self.charge_start_c:
+            raise ValidationError(
+                {"charge_stop_c": "The bottom must reach above where the top starts a charge."}
+            )
+        if self.charge_pump_id and self.charge_pump_id == self.discharge_pump_id:
+            raise ValidationError(
+                {"discharge_pump": "The discharge pump must be another relay than the charge pump."}
+            )
+        from control.claims import conflict
+
+        for field in ("charge_pump", "discharge_pump"):
+            pump = getattr(self, field) if getattr(self, f"{field}_id") else None
+            problem = conflict([pump], claimant="thermal store", store_id=self.pk)
+            if problem:
+                raise ValidationError({field: problem})

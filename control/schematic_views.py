@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from control.models import HeatingPlant, SolarCircuit
+from control.heat_main_schematic import heat_main_schematic
+from control.models import HeatingPlant, HeatMain, SolarCircuit
 from control.schematic import plant_schematic, solar_schematic
 from core.live import live_every_s, live_json, wants_live
 from core.pages import staff_page
@@ -38,3 +39,9 @@ def solar_circuit(request: HttpRequest, pk: int) -> HttpResponse:
         SolarCircuit.objects.select_related("pump", "collector_sensor", "tank_sensor"), pk=pk
     )
     return _page(request, solar_schematic(circuit), "Solar circuit")
+
+
+@staff_page
+def heat_main(request: HttpRequest, pk: int) -> HttpResponse:
+    main = get_object_or_404(HeatMain.objects.select_related("flow_sensor"), pk=pk)
+    return _page(request, heat_main_schematic(main), "Heat main")

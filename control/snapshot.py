@@ -16,10 +16,12 @@ from control.models import (
     Booking,
     CalendarEntry,
     HeatingPlant,
+    HeatMain,
     OutputOverride,
     Override,
     ScheduleException,
     SolarCircuit,
+    ThermalStore,
     Zone,
 )
 from feeds.store import service as feed_service
@@ -40,7 +42,12 @@ class LiveSnapshot:
 def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
     zones_qs = (
         Zone.objects.filter(enabled=True)
-        .select_related("temperature_sensor__node", "schedule", "tuning")
+        .select_related(
+            "temperature_sensor__node",
+            "schedule",
+            "tuning",
+            "window_detection__contact_sensor__node",
+        )
         .prefetch_related("schedule__periods")
     )
     if zone_ids is not None:
@@ -80,16 +87,38 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         if zone_ids is None
         else []
     )
+    mains = (
+        list(
+            HeatMain.objects.filter(enabled=True)
+            .select_related("flow_sensor__node")
+            .prefetch_related("sources")
+        )
+        if zone_ids is None
+        else []
+    )
+    main_zones = _links(HeatMain.zones.through, "heatmain", "zone", [m.pk for m in mains])
+    stores = list(
+        ThermalStore.objects.filter(heat_main__in=mains).select_related(
+            "top_sensor__node", "bottom_sensor__node"
+        )
+        if mains
+        else []
+    )
     overrides = _active_overrides(now)
     held = _output_overrides(now) if plants else {}
     actuators = _actuators(members, plants, solars, overrides, zone_ids is None)
     states = runtime.load_actuators(list(actuators))
 
     feed_ids = {z.temperature_sensor.feed_id for z in zones if z.temperature_sensor}
+    contacts = {z.pk: mapper.window_contact_feed(z) for z in zones}
+    feed_ids |= set(contacts.values())
     for s in solars:
         feed_ids |= {s.collector_sensor.feed_id, s.tank_sensor.feed_id}
     feed_ids |= {p.outside_sensor.feed_id for p in plants if p.outside_sensor}
     feed_ids |= {p.flow_sensor.feed_id for p in plants if p.flow_sensor}
+    feed_ids |= {m.flow_sensor.feed_id for m in mains if m.flow_sensor}
+    for t in stores:
+        feed_ids |= {t.top_sensor.feed_id, t.bottom_sensor.feed_id}
     feed_ids.discard(None)
     last = feed_service.last_values(feed_ids)
 
@@ -102,6 +131,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
             reading=mapper.reading(last, z.temperature_sensor.feed_id)
             if z.temperature_sensor
             else None,
+            window_contact=mapper.reading(last, contacts[z.pk]),
             bookings=bookings.get(z.pk, ()),
             override=overrides.get(("zone", z.pk)),
             actuator_ids=[aid for aid in members.get(z.pk, []) if aid in actuators],
@@ -131,6 +161,12 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         for p in plants
     )
     solar_specs = tuple(mapper.solar_spec(s, last=last) for s in solars)
+    main_specs = tuple(
+        mapper.heat_main_spec(
+            m, zone_ids=[z for z in main_zones.get(m.pk, []) if z in zone_pks], last=last
+        )
+        for m in mains
+    )
     snapshot = Snapshot(
         now=now,
         time_zone=site.time_zone,
@@ -139,11 +175,20 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         plants=plant_specs,
         solars=solar_specs,
         memory=runtime.load_memory(),
+        heat_mains=main_specs,
+        stores=tuple(mapper.store_spec(t, last=last) for t in stores),
     )
     feeds: dict[tuple[str, int], int | None] = {
         ("zone", z.pk): z.temperature_sensor.feed_id if z.temperature_sensor else None
         for z in zones
     }
+    for t in stores:
+        feeds[("store_top", t.pk)] = t.top_sensor.feed_id
+        feeds[("store_bottom", t.pk)] = t.bottom_sensor.feed_id
+    for m in mains:
+        feeds[("heatmain_flow", m.pk)] = m.flow_sensor.feed_id if m.flow_sensor else None
+    for zid, contact_feed in contacts.items():
+        feeds[("window_contact", zid)] = contact_feed
     for s in solars:
         feeds[("collector", s.pk)] = s.collector_sensor.feed_id
         feeds[("tank", s.pk)] = s.tank_sensor.feed_id

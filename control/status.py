@@ -38,7 +38,10 @@ COMING_DAYS = 7  # days of each zone's schedule shown on the plant status page
 FLAG_LABELS = {
     "sensor_fault": "sensor fault: fallback",
     "actuator_fault": "actuator fault",
+    "window_open": "window open: heating paused",
 }
+# Flags that say what a zone is doing, not that something is wrong with it.
+NOT_FAULTS = frozenset({"window_open"})
 
 
 def _dt(ts: float | None) -> datetime | None:
@@ -167,7 +170,7 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "reason": reason,
                 "flags": flags,
                 "flag_labels": [FLAG_LABELS.get(f, f) for f in flags],
-                "fault": bool(flags),
+                "fault": bool(set(flags) - NOT_FAULTS),
                 "preheat_min": result.get("preheat_min") if result else None,
                 "evaluated_at": _dt(result["evaluated_at"]) if result else None,
                 "actuators": actuators,

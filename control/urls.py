@@ -21,6 +21,9 @@ urlpatterns = [
     path("staff/control/replay/<slug:zone_slug>/", views.replay_view, name="replay"),
     path("staff/control/plant/<int:pk>/", schematic_views.heating_plant, name="plant-schematic"),
     path("staff/control/solar/<int:pk>/", schematic_views.solar_circuit, name="solar-schematic"),
+    path(
+        "staff/control/heat-main/<int:pk>/", schematic_views.heat_main, name="heat-main-schematic"
+    ),
     path("staff/bookings/", views.booking_index, name="booking-index"),
     path("staff/bookings/<slug:zone_slug>/", views.booking_calendar, name="bookings"),
     path("staff/bookings/<slug:zone_slug>/<int:pk>/", views.booking_edit, name="booking-edit"),

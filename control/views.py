@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from control import bookings, calendar, holds, runtime
 from control.forms import BookingForm, OutputOverrideForm, OverrideForm, ReplayForm
+from control.heat_main_status import heat_main_rows
 from control.models import Booking, HeatingPlant, OutputOverride, Override, SolarCircuit, Zone
 from control.replay import replay
 from control.status import actuator_status, board_rows, output_rows, zone_status
@@ -74,6 +75,7 @@ def _status_context(request: HttpRequest) -> dict:
         "others": others,
         "overrides": overrides,
         "circuits_out": circuits,
+        "heat_mains": heat_main_rows(),
         "boards": board_rows(),
         "any_output_override": any(c["override"] for c in circuits),
         "last_tick": runtime.load_last_tick(),

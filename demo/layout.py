@@ -60,6 +60,10 @@ class RoomSpec:
     coil: int  # radiator valve on the relay board
     schedule: str = ""  # name of a demo schedule, or "" for bookings only
     start_c: float = 16.0
+    # Someone airs the room: its window opens daily at this local (hour, minute) for
+    # `airing_min`, so open-window detection can be seen stopping and resuming its heating.
+    airing_at: tuple[int, int] | None = None
+    airing_min: int = 10
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,10 @@ INTERVAL_S = 10
 
 ROOMS: tuple[RoomSpec, ...] = (
     RoomSpec("lecture-theatre", "Lecture theatre", coil=3),
-    RoomSpec("seminar-room", "Seminar room", coil=4, schedule="Weekday office hours"),
+    # Aired at lunchtime, while its office-hours schedule heats it on weekdays.
+    RoomSpec(
+        "seminar-room", "Seminar room", coil=4, schedule="Weekday office hours", airing_at=(12, 30)
+    ),
     RoomSpec("workshop", "Workshop", coil=5, schedule="Evening classes"),
     RoomSpec("straw-bale-room", "Straw bale room", coil=6),
 )
@@ -85,6 +92,11 @@ ROOMS: tuple[RoomSpec, ...] = (
 COIL_BOILER = 0
 COIL_HEATING_PUMP = 1
 COIL_SOLAR_PUMP = 2
+# The site heat main's own sources, beside the boiler house's boiler (docs/DEMO.md).
+COIL_BIOMASS = 7
+COIL_GAS_BOILER_2 = 8
+COIL_STORE_CHARGE = 9  # the heat main's thermal store pumps
+COIL_STORE_DISCHARGE = 10
 RELAY_DEVICE_ID = 1
 RELAY_COIL_COUNT = 16
 
@@ -139,6 +151,17 @@ HTTP_NODES: tuple[NodeSpec, ...] = (
                   feed="Tank temperature", role="thermal_tank"),
             Input("heat", "Solar heat into tank", "power", "W", feed="Solar heat",
                   role="thermal_power", kwh_feed="Solar heat energy", kwh_role="thermal_kwh"),
+        ),
+    ),
+    NodeSpec(
+        name="emontx-store",
+        protocol="emoncms",
+        location="Boiler house",
+        description="The site heat main's thermal store: top and bottom temperatures",
+        inputs=(
+            Input("top", "Store top temperature", "temperature", "°C", feed="Store top"),
+            Input("bottom", "Store bottom temperature", "temperature", "°C",
+                  feed="Store bottom"),
         ),
     ),
     NodeSpec(

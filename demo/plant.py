@@ -14,12 +14,12 @@ import math
 import random
 import struct
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from demo import layout, solar
 from demo.hydro import RiverFlow, Turbine
-from demo.thermal import BoilerCircuit, Room, SolarThermal
+from demo.thermal import BoilerCircuit, Room, SolarThermal, Store
 from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
 from demo.wind import Anemometer, Wind
 
@@ -34,6 +34,10 @@ class Coils:
     heating_pump: bool = False
     solar_pump: bool = False
     valves: dict[str, bool] = field(default_factory=dict)  # room slug -> open
+    biomass: bool = False  # the heat main's sources
+    gas_boiler_2: bool = False
+    store_charge: bool = False  # the heat main's store pumps
+    store_discharge: bool = False
 
     @classmethod
     def from_bits(cls, bits: list[bool]) -> Coils:
@@ -45,6 +49,10 @@ class Coils:
             heating_pump=bit(layout.COIL_HEATING_PUMP),
             solar_pump=bit(layout.COIL_SOLAR_PUMP),
             valves={room.slug: bit(room.coil) for room in layout.ROOMS},
+            biomass=bit(layout.COIL_BIOMASS),
+            gas_boiler_2=bit(layout.COIL_GAS_BOILER_2),
+            store_charge=bit(layout.COIL_STORE_CHARGE),
+            store_discharge=bit(layout.COIL_STORE_DISCHARGE),
         )
 
     def describe(self) -> str:
@@ -54,11 +62,20 @@ class Coils:
                 ("boiler", self.boiler),
                 ("heating pump", self.heating_pump),
                 ("solar pump", self.solar_pump),
+                ("biomass", self.biomass),
+                ("gas boiler 2", self.gas_boiler_2),
+                ("store charge", self.store_charge),
+                ("store discharge", self.store_discharge),
             )
             if state
         ]
         on += [f"valve {slug}" for slug, state in self.valves.items() if state]
         return ", ".join(on) if on else "all off"
+
+
+BIOMASS_W = 40_000.0
+BIOMASS_RAMP_S = 1800.0
+GAS_BOILER_2_W = 24_000.0
 
 
 class DemoPlant:
@@ -80,6 +97,8 @@ class DemoPlant:
             for room in layout.ROOMS
         }
         self.coils = Coils(valves={room.slug: False for room in layout.ROOMS})
+        self.biomass_since: datetime | None = None
+        self.store = Store()
         self.import_kwh = 12_000.0 + self.rng.uniform(0, 500)  # a meter that has been in a while
         self.now = now
         self.irradiance = 0.0
@@ -128,6 +147,31 @@ class DemoPlant:
         """The visitor centre is open 10:00–17:00 local time."""
         return 10 <= now.astimezone(self.tz).hour < 17
 
+    def _heat_main_w(self, now: datetime, coils: Coils) -> float:
+        """Heat from the heat main's sources: the biomass boiler ramps to its 40 kW over
+        BIOMASS_RAMP_S after it starts (a wood-chip boiler comes to heat slowly); the second
+        gas boiler gives its 24 kW at once."""
+        if coils.biomass and self.biomass_since is None:
+            self.biomass_since = now
+        elif not coils.biomass:
+            self.biomass_since = None
+        heat = 0.0
+        if self.biomass_since is not None:
+            ramp = (now - self.biomass_since).total_seconds() / BIOMASS_RAMP_S
+            heat += BIOMASS_W * min(1.0, max(0.0, ramp))
+        if coils.gas_boiler_2:
+            heat += GAS_BOILER_2_W
+        return heat
+
+    def _airing(self, slug: str, now: datetime) -> bool:
+        """The room's window is open for its daily airing (layout.RoomSpec.airing_at)."""
+        spec = next((r for r in layout.ROOMS if r.slug == slug), None)
+        if spec is None or spec.airing_at is None:
+            return False
+        local = now.astimezone(self.tz)
+        opens = local.replace(hour=spec.airing_at[0], minute=spec.airing_at[1], second=0)
+        return opens <= local < opens + timedelta(minutes=spec.airing_min)
+
     def site_demand_w(self, now: datetime) -> float:
         """Electrical load of the site: base load, the visitor centre by day, the plant."""
         load = 2500.0 + (3500.0 if self._open(now) else 0.0)
@@ -155,8 +199,15 @@ class DemoPlant:
         circulating = coils.heating_pump
         load = sum(room.last_heat_w for room in self.rooms.values())
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
-        self.circuit.step(sim_dt, coils.boiler, coils.heating_pump, load)
+        # The store's pumps circulate the boiler-house water through it on their own.
+        self.store.step(sim_dt, self.circuit.flow_c, coils.store_charge, coils.store_discharge)
+        circulating_water = coils.heating_pump or coils.store_charge or coils.store_discharge
+        self.circuit.step(
+            sim_dt, coils.boiler, circulating_water, load + self.store.last_exchange_w,
+            self._heat_main_w(now, coils),
+        )  # fmt: skip
         for slug, room in self.rooms.items():
+            room.window_open = self._airing(slug, now)
             room.step(
                 sim_dt,
                 self.outside_c,
@@ -178,6 +229,10 @@ class DemoPlant:
                 "tank": round(self.solar_thermal.tank_c, 2),
                 # A heat meter counts heat into the tank; antifreeze circulation is not "gain".
                 "heat": round(max(0.0, self.solar_thermal.last_power_w), 1),
+            },
+            "emontx-store": {
+                "top": round(self.store.top_c, 2),
+                "bottom": round(self.store.bottom_c, 2),
             },
             "emontx-hydro": {
                 "power": round(self.hydro_w, 1),
@@ -214,7 +269,10 @@ class DemoPlant:
         }
 
     def summary(self) -> str:
-        rooms = ", ".join(f"{slug} {room.temperature_c:.1f}°C" for slug, room in self.rooms.items())
+        rooms = ", ".join(
+            f"{slug} {room.temperature_c:.1f}°C" + (" (window open)" if room.window_open else "")
+            for slug, room in self.rooms.items()
+        )
         return (
             f"PV {self.pv_w / 1000:.2f} kW, hydro {self.hydro_w / 1000:.2f} kW "
             f"(river {self.river.flow_l_s:.0f} l/s), collector {self.solar_thermal.collector_c:.1f}°C "

@@ -18,9 +18,21 @@ from django.db import transaction
 from django.utils import timezone
 
 from control.engine.strategies.optimum_start import preheat_minutes
-from control.models import Booking, HeatingPlant, Schedule, SchedulePeriod, SolarCircuit, Zone
+from control.models import (
+    Booking,
+    HeatingPlant,
+    HeatMain,
+    HeatSource,
+    Schedule,
+    SchedulePeriod,
+    SolarCircuit,
+    ThermalStore,
+    WindowDetection,
+    Zone,
+)
 from demo import layout
 from demo.keystore import KeyStore
+from demo.plant import BIOMASS_RAMP_S
 from feeds.models import Feed
 from sensors.models import Actuator, ModbusRegister, Node, Sensor, Site
 
@@ -96,6 +108,11 @@ def _ensure_objects(
     schedules = _ensure_schedules(site, created)
     for room in layout.ROOMS:
         demo.zones[room.slug] = _ensure_zone(site, room, demo, schedules, created)
+        # Open-window detection with its defaults in every room (one is aired daily:
+        # layout.RoomSpec.airing_at), so the status page shows it pausing and resuming.
+        _, new = WindowDetection.objects.get_or_create(zone=demo.zones[room.slug])
+        if new:
+            created.append(f"open-window detection {room.name}")
     _ensure_plant(site, demo, created)
     _ensure_bookings(demo, now or timezone.now(), created)
     return demo
@@ -181,12 +198,18 @@ def _ensure_actuators(site: Site, host: str, port: int, created: list[str]) -> d
         ("heating_pump", "Heating circulation pump", Actuator.Kind.PUMP,
          layout.COIL_HEATING_PUMP),
         ("solar_pump", "Solar thermal pump", Actuator.Kind.PUMP, layout.COIL_SOLAR_PUMP),
+        ("biomass", "Biomass boiler", Actuator.Kind.BOILER, layout.COIL_BIOMASS),
+        ("gas_boiler_2", "Gas boiler 2", Actuator.Kind.BOILER, layout.COIL_GAS_BOILER_2),
+        ("store_charge", "Store charge pump", Actuator.Kind.PUMP, layout.COIL_STORE_CHARGE),
+        ("store_discharge", "Store discharge pump", Actuator.Kind.PUMP,
+         layout.COIL_STORE_DISCHARGE),
     ] + [
         (f"valve:{room.slug}", f"{room.name} radiator valve", Actuator.Kind.RADIATOR, room.coil)
         for room in layout.ROOMS
     ]  # fmt: skip
     actuators: dict[str, Actuator] = {}
     for handle, name, kind, coil in wanted:
+        min_s = 600 if kind == Actuator.Kind.BOILER else 60
         actuator, new = Actuator.objects.get_or_create(
             name=name,
             defaults={
@@ -198,8 +221,9 @@ def _ensure_actuators(site: Site, host: str, port: int, created: list[str]) -> d
                 "device_id": layout.RELAY_DEVICE_ID,
                 "coil": coil,
                 # Valves and pumps may follow demand quickly; the boiler keeps its defaults.
-                "min_on_s": 600 if kind == Actuator.Kind.BOILER else 60,
-                "min_off_s": 600 if kind == Actuator.Kind.BOILER else 60,
+                # The biomass boiler: a long minimum run and rest (wood chip burns down).
+                "min_on_s": BIOMASS_MIN_ON_S if handle == "biomass" else min_s,
+                "min_off_s": BIOMASS_MIN_OFF_S if handle == "biomass" else min_s,
                 "description": "Relay board of the simulated demo site.",
             },
         )
@@ -292,6 +316,49 @@ def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
     )
     if new:
         created.append("solar circuit Visitor centre solar thermal")
+    _ensure_heat_main(site, demo, created)
+
+
+BIOMASS_MIN_ON_S = 2 * 3600
+BIOMASS_MIN_OFF_S = 30 * 60
+
+
+def _ensure_heat_main(site: Site, demo: DemoSite, created: list[str]) -> None:
+    """The site heat main: a biomass lead (not rotated, 30 min ramp, 2 h minimum run) and a
+    second gas boiler as lag, heating the boiler house's water beside its own boiler and
+    staging on its flow temperature (docs/DEMO.md)."""
+    main, new = HeatMain.objects.get_or_create(
+        name="Site heat main",
+        defaults={
+            "site": site,
+            "flow_sensor": Sensor.objects.get(
+                node__site=site, node__name="boilerhouse", key="flow"
+            ),
+            # The boiler house's water is held at 75 °C by its boilers' own high limits.
+            "flow_setpoint_c": 70.0,
+        },
+    )
+    if not ThermalStore.objects.filter(heat_main=main).exists():
+        ThermalStore.objects.create(
+            heat_main=main, name="Buffer store",
+            top_sensor=Sensor.objects.get(node__site=site, node__name="emontx-store", key="top"),
+            bottom_sensor=Sensor.objects.get(
+                node__site=site, node__name="emontx-store", key="bottom"
+            ),
+            charge_pump=demo.actuators["store_charge"],
+            discharge_pump=demo.actuators["store_discharge"],
+            # The boiler-house water reaches 75 °C at most: a bottom of 65 °C is a full store.
+            charge_stop_c=65.0,
+        )  # fmt: skip
+        created.append("thermal store Buffer store")
+    if not new:
+        return
+    main.zones.set(demo.zones.values())
+    HeatSource.objects.create(heat_main=main, name="Biomass boiler", order=0, rotate=False,
+                              ramp_s=int(BIOMASS_RAMP_S), actuator=demo.actuators["biomass"])  # fmt: skip
+    HeatSource.objects.create(heat_main=main, name="Gas boiler 2", order=1,
+                              actuator=demo.actuators["gas_boiler_2"])  # fmt: skip
+    created.append("heat main Site heat main")
 
 
 DEMO_HEATING_RATE_MIN_PER_K = 30.0

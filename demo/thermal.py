@@ -105,13 +105,17 @@ class BoilerCircuit:
     plant_room_c: float = 15.0
     last_fuel_power_w: float = 0.0
 
-    def step(self, dt_s: float, boiler_on: bool, pump_on: bool, load_w: float) -> None:
-        """`load_w`: heat the radiators drew from the water during this step."""
-        firing = boiler_on and pump_on and self.flow_c < self.boiler_setpoint_c
-        self.last_fuel_power_w = self.boiler_power_w if firing else 0.0
+    def step(
+        self, dt_s: float, boiler_on: bool, pump_on: bool, load_w: float, other_w: float = 0.0
+    ) -> None:
+        """`load_w`: heat the radiators drew from the water during this step; `other_w`: heat
+        from the heat main's other sources (each with its own high limit at the set point)."""
+        power = (self.boiler_power_w if boiler_on else 0.0) + other_w
+        firing = power > 0 and pump_on and self.flow_c < self.boiler_setpoint_c
+        self.last_fuel_power_w = power if firing else 0.0
         n, h = _substeps(dt_s, self.water_capacity_j_k, self.standing_loss_w_k + 1.0)
         for _ in range(n):
-            fire = self.boiler_power_w if (firing and self.flow_c < self.boiler_setpoint_c) else 0
+            fire = power if (firing and self.flow_c < self.boiler_setpoint_c) else 0
             loss = self.standing_loss_w_k * (self.flow_c - self.plant_room_c)
             self.flow_c += h * (fire - loss - load_w) / self.water_capacity_j_k
 
@@ -132,6 +136,12 @@ class Room:
     loss_w_k: float = 150.0
     radiator_w_k: float = 80.0  # ≈ 4 kW at a 50 K mean water-to-air difference
     last_heat_w: float = 0.0
+    # An open window: extra ventilation loss. The room is one lumped mass (air, furniture,
+    # walls) but its sensor reads the air, which a wide-open casement cools far faster than
+    # the walls; 900 W/K puts the fall the sensor sees at ~1 K in 5 min with the radiator on,
+    # the kind of drop open-window detection looks for (control/engine/open_window.py).
+    window_open: bool = False
+    window_w_k: float = 900.0
 
     def step(
         self, dt_s: float, outside_c: float, valve_open: bool, flow_c: float, circulating: bool
@@ -141,8 +151,9 @@ class Room:
             return
         heating = valve_open and circulating and flow_c > self.temperature_c
         k = self.radiator_w_k if heating else 0.0
-        conductance = k + self.loss_w_k
-        settles_at = (k * flow_c + self.loss_w_k * outside_c) / conductance
+        loss = self.loss_w_k + (self.window_w_k if self.window_open else 0.0)
+        conductance = k + loss
+        settles_at = (k * flow_c + loss * outside_c) / conductance
         start = self.temperature_c
         decay = math.exp(-dt_s * conductance / self.capacity_j_k)
         self.temperature_c = settles_at + (start - settles_at) * decay
@@ -151,3 +162,33 @@ class Room:
             self.capacity_j_k / (conductance * dt_s)
         )
         self.last_heat_w = k * max(0.0, flow_c - mean_temp)
+
+
+@dataclass
+class Store:
+    """A heat main's buffer store as one mass with a fixed spread between its top and bottom
+    (stratification held, not modelled): charged from the boiler-house water through its
+    charge pump's coil, giving heat back to that water through its discharge pump's."""
+
+    temperature_c: float = 50.0
+    capacity_j_k: float = 1000.0 * WATER_CP  # 1 m³
+    exchange_w_k: float = 1500.0  # water to store while a pump runs
+    spread_k: float = 4.0
+    last_exchange_w: float = 0.0  # heat into the store (negative: out of it) in the last step
+
+    @property
+    def top_c(self) -> float:
+        return self.temperature_c + self.spread_k / 2
+
+    @property
+    def bottom_c(self) -> float:
+        return self.temperature_c - self.spread_k / 2
+
+    def step(self, dt_s: float, flow_c: float, charging: bool, discharging: bool) -> None:
+        exchange = 0.0
+        if charging and flow_c > self.temperature_c:
+            exchange = self.exchange_w_k * (flow_c - self.temperature_c)
+        elif discharging and self.temperature_c > flow_c:
+            exchange = -self.exchange_w_k * (self.temperature_c - flow_c)
+        self.last_exchange_w = exchange
+        self.temperature_c += dt_s * exchange / self.capacity_j_k

@@ -17,6 +17,9 @@ history share one evaluation, and lets tests drive it with hand-made snapshots.
     heating_plant.py   boiler and pump: demand, overrun, plant frost, no-bypass circuit
     weather_output.py  a weather-compensated plant's mixing valve / flow set point
     solar_circuit.py   solar thermal pump: differential, limits, lost-sensor safe state
+    open_window.py     a zone's open window (a drop while heating, or a contact): heating paused
+    heat_main.py       several heat sources on one main: lead/lag staging, rotation, lost source
+    thermal_store.py   a heat main's store: charge by top / bottom, serve the main, lost sensor
     strategies/        one small pure rule each (thermostat, frost, optimum start, solar, ...)
     weather.py         heating curve, PI mixing loop, three-point valve, analogue scaling
     timefmt.py         wall-clock helpers and the one way reasons write dates

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
-from control.engine import heating_plant, solar_circuit, weather_output, zones
+from control.engine import (
+    heat_main,
+    heating_plant,
+    solar_circuit,
+    thermal_store,
+    weather_output,
+    zones,
+)
 from control.engine.specs import Decision, Evaluation, Snapshot
 from control.engine.tick import Tick
 
@@ -35,6 +42,9 @@ def evaluate(snapshot: Snapshot) -> Evaluation:
         heating_plant.decide(tick, plant, zone_results, decisions)
         if plant.weather is not None:
             weather_output.decide(tick, plant, zone_results, decisions)
+    stores = {s.heat_main_id: thermal_store.plan(tick, s) for s in snapshot.stores}
+    for main in snapshot.heat_mains:
+        heat_main.decide(tick, main, zone_results, decisions, stores.get(main.id))
     for circuit in snapshot.solars:
         solar_circuit.decide(tick, circuit, decisions)
     # An actuator nothing drives (removed from its zone, its zone disabled, never

@@ -39,6 +39,10 @@ NO_BYPASS = "no_bypass"  # a zone valve held open so a plant without a bypass is
 WEATHER = "weather_compensation"  # heating curve / mixing loop output
 # A plant without a bypass none of whose circuits can be shown open: the boiler is held off.
 NO_OPEN_CIRCUIT = "no_open_circuit"
+# A zone whose window is open (a temperature drop while heating, or its contact): heating off.
+OPEN_WINDOW = "open_window"
+HEAT_MAIN = "heat_main"  # a heat main's lead/lag sequencing of its heat sources
+THERMAL_STORE = "thermal_store"  # a heat main's store: charged by its sources, discharged to it
 
 # Actuators that open a zone's circuit: what a pump without a bypass needs, and what a zone
 # takes heat through.
@@ -122,6 +126,18 @@ class Window:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WindowSpec:
+    """A zone's open-window detection (control/models.py WindowDetection)."""
+
+    detect_drop: bool
+    drop_k: float  # a fall of this much (K)…
+    drop_window_s: int  # …within this long, while the zone calls for heat, is an open window
+    pause_s: int  # heating stops this long after a drop, then resumes on its own
+    contact_name: str  # "" = no contact configured
+    contact_open: int  # the value the contact reads when open (1 or 0)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ZoneSpec:
     """A zone (control/models.py Zone and its ZoneTuning). No defaults for what the model
     carries: control/mapper.py fills every field from a row, so a default lives once, on the
@@ -155,6 +171,9 @@ class ZoneSpec:
     bookings: tuple[BookingSpec, ...] = ()
     override: OverrideSpec | None = None
     actuator_ids: tuple[int, ...] = ()
+    # Open-window detection (None: off) and the window contact's latest reading.
+    window: WindowSpec | None = None
+    window_contact: Reading | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,6 +292,60 @@ class PlantSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HeatSourceSpec:
+    """One heat source on a heat main (control/models.py HeatSource): a boiler's relay. Its
+    minimum run and off times are its actuator's (a biomass boiler: hours)."""
+
+    id: int
+    name: str
+    actuator_id: int
+    order: int  # position in the sequence before rotation (lowest leads)
+    rotate: bool  # takes part in the lead rotation (a biomass base load may not)
+    ramp_s: int  # after it starts, no further stage is judged until it has run this long
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeatMainSpec:
+    """A heat main fed by several heat sources in lead/lag sequence (control/models.py HeatMain)."""
+
+    id: int
+    name: str
+    zone_ids: tuple[int, ...]
+    sources: tuple[HeatSourceSpec, ...]
+    flow: Reading | None = None
+    flow_name: str
+    flow_setpoint_c: float
+    stage_up_k: float  # flow below set point − this…
+    stage_up_s: int  # …for this long: the next source starts
+    stage_down_k: float  # flow above set point + this…
+    stage_down_s: int  # …for this long: the last source stops
+    rotate_weekly: bool
+    rotate_hours: float  # the lead changes when its run hours exceed the least's by this (0: off)
+    sensor_stale_after_s: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThermalStoreSpec:
+    """A heat main's thermal store (control/models.py ThermalStore), charged by its top and
+    bottom temperatures, discharged to the main. Solar thermal feeds it through a solar circuit
+    whose tank sensor is the store's bottom sensor."""
+
+    id: int
+    name: str
+    heat_main_id: int
+    top: Reading | None = None
+    top_name: str
+    bottom: Reading | None = None
+    bottom_name: str
+    charge_start_c: float  # the top below this: charge…
+    charge_stop_c: float  # …until the bottom reaches this
+    discharge_min_c: float  # the top at or above this: the store serves the main's demand
+    charge_pump_id: int | None
+    discharge_pump_id: int | None
+    sensor_stale_after_s: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class SolarSpec:
     """A solar thermal circuit: collector and tank sensors, one pump (control/models.py
     SolarCircuit)."""
@@ -302,7 +375,9 @@ class Snapshot:
     actuators: dict[int, ActuatorSpec] = field(default_factory=dict)
     plants: tuple[PlantSpec, ...] = ()
     solars: tuple[SolarSpec, ...] = ()
-    memory: dict[str, Any] = field(default_factory=dict)  # what strategies remember between ticks
+    memory: dict[str, Any] = field(default_factory=dict)
+    heat_mains: tuple[HeatMainSpec, ...] = ()
+    stores: tuple[ThermalStoreSpec, ...] = ()  # what strategies remember between ticks
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from control.engine import open_window
 from control.engine.specs import (
     BOOKING,
     FROST,
@@ -113,7 +114,14 @@ def decide(tick: Tick, zone: ZoneSpec) -> ZoneResult:
             tuple(flags),
             user_id=override.user_id,
         )
-    return _demand(tick, zone, temp, tuple(flags))
+    # An open window stops the demand below (safety and an override above still win).
+    window = open_window.check(tick, zone, temp, tuple(flags))
+    if window.result is not None:
+        return window.result
+    result = _demand(tick, zone, temp, tuple(flags))
+    if window.resumed:
+        return replace(result, reason=f"{result.reason} ({window.resumed}: heating resumes)")
+    return result
 
 
 def _fallback(tick: Tick, zone: ZoneSpec, problem: str, flags: tuple[str, ...]) -> ZoneResult:

@@ -60,7 +60,7 @@ def test_setup_creates_the_cat_like_site(key_file):
     kinds = set(Actuator.objects.filter(site=site).values_list("kind", flat=True))
     assert kinds == {"boiler", "pump", "radiator"}
     coils = list(Actuator.objects.values_list("coil", flat=True))
-    assert len(coils) == len(set(coils)) == 7  # one relay coil each
+    assert len(coils) == len(set(coils)) == 11  # one relay coil each (4 for the heat main)
     assert Booking.objects.filter(booked_by=layout.BOOKED_BY).count() == len(layout.BOOKINGS)
     assert Schedule.objects.count() == 2
     assert set(Display.objects.values_list("slug", flat=True)) == {
