@@ -145,6 +145,9 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         end=start + timedelta(hours=4), cancelled=True, cancelled_by="engineer",
     )  # fmt: skip
     w.ids.update(site_calendar=site_calendar.pk, calendar_entry=entry.pk, cancelled=cancelled.pk)
+    from control.models import HeatMain
+
+    w.ids.update(heat_main=HeatMain.objects.create(name=f"{HIDDEN} heat main").pk)
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()

@@ -206,6 +206,8 @@ ROWS: list[Row] = [
         lambda w: f"/staff/control/plant/{w.ids['plant']}/", STAFF),
     Row("staff/control/solar/<int:pk>/", "GET",
         lambda w: f"/staff/control/solar/{w.ids['solar']}/", STAFF),
+    Row("staff/control/heat-main/<int:pk>/", "GET",
+        lambda w: f"/staff/control/heat-main/{w.ids['heat_main']}/", STAFF),
     Row("staff/bookings/", "GET", lambda w: "/staff/bookings/", STAFF),
     Row("staff/bookings/<slug:zone_slug>/", "GET",
         lambda w: f"/staff/bookings/{w.slugs['zone']}/", STAFF),
