@@ -221,7 +221,9 @@ class Insert(EmoncmsApiView):
         f"form; at most {MAX_INSERT_POINTS:,} points), answered `{{\"success\": true}}` as "
         "Feed::post_multiple. Points are buffered and committed like processed ones (a point "
         "inside the file overwrites its slot). Every point is checked first: a bad one is a "
-        "400 naming it and nothing is written. `join` is not applied. " + ENGINEERS_WRITE,
+        "400 naming it and nothing is written, as is a point the commit would refuse on the "
+        "feed's file (before its start further than a prepend may pad, a gap too long): "
+        "never answered and then dropped. `join` is not applied. " + ENGINEERS_WRITE,
         parameters=[
             ID,
             OpenApiParameter("time", OpenApiTypes.INT, Q),
