@@ -30,6 +30,7 @@ from django.views.decorators.csrf import csrf_exempt
 from core import throttle
 from core.openapi import documented_by
 from core.redis import REDIS_FAILURES, ReplicasBehind
+from feeds.store import phpfina
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import (
     emoncms_input,
@@ -234,7 +235,13 @@ def _skip_unholdable(
     alone still refuses a batch (_check_history)."""
     kept = []
     for node, rows in groups:
-        oldest = now - history_budget.holdable_s(node.id) if rows else now
+        if not rows:
+            continue
+        if min(row.t for row in rows) >= now - phpfina.MAX_PADDING_SLOTS:
+            # Every file holds this far back (1 s slots at least): live rows cost no query.
+            kept.append((node, rows))
+            continue
+        oldest = now - history_budget.holdable_s(node.id)
         old = [row for row in rows if row.t < oldest]
         for row in old:
             batch.skipped.append(
