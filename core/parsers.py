@@ -9,6 +9,7 @@ enforces DATA_UPLOAD_MAX_MEMORY_SIZE (a 413 from core/api_errors.py).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +30,24 @@ def nesting_depth_exceeds(value: Any, limit: int) -> bool:
         children = item.values() if isinstance(item, dict) else item
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
     return False
+
+
+class NestedTooDeeply(Exception):
+    """JSON nested deeper than BMS_JSON_MAX_DEPTH: the text says how deep may go."""
+
+
+def loads_bounded(text: str | bytes, **kwargs: Any) -> Any:
+    """json.loads for JSON in a query or form field, bounded as the API's bodies are: past
+    BMS_JSON_MAX_DEPTH (or too deep for the json module, whose RecursionError is no
+    ValueError) it raises NestedTooDeeply; malformed JSON still raises ValueError."""
+    max_depth = settings.BMS_JSON_MAX_DEPTH
+    try:
+        data = json.loads(text, **kwargs)
+    except RecursionError:
+        raise NestedTooDeeply(f"JSON nested deeper than {max_depth} levels") from None
+    if isinstance(data, dict | list) and nesting_depth_exceeds(data, max_depth):
+        raise NestedTooDeeply(f"JSON nested deeper than {max_depth} levels")
+    return data
 
 
 class BoundedJSONParser(JSONParser):

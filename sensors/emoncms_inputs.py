@@ -14,12 +14,12 @@ editor posts JSON ([{"fn": "process__log_to_feed", "args": [5]}], Process::valid
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
+from core.parsers import NestedTooDeeply, loads_bounded
 from core.redis import get_redis
 from feeds.processes import catalog
 from sensors.ingest import node_state
@@ -132,7 +132,9 @@ def decode(raw: str) -> tuple[list[dict], list[str]]:
     (sensors/process_validation.py), as for every other way a list is saved."""
     text = raw.strip()
     try:
-        parsed = json.loads(text) if text.startswith(("[", "{")) else None
+        parsed = loads_bounded(text) if text.startswith(("[", "{")) else None
+    except NestedTooDeeply as exc:  # a RecursionError was a 500
+        return [], [f"processlist: {exc}"]
     except ValueError:
         return [], ['processlist: not valid JSON (emoncms\'s [{"fn": ..., "args": [...]}])']
     if parsed is not None:

@@ -318,6 +318,110 @@ def _finite_mask(values: np.ndarray) -> np.ndarray:
         return np.isfinite(values) & np.isfinite(values.astype(VALUE_DTYPE))
 
 
+@dataclass
+class WritePlan:
+    """What write_points will do with a block: the slots and values it writes (after the
+    prepend), the feed's start_time, the slots a prepend adds, and the points it refuses."""
+
+    slots: np.ndarray
+    values: np.ndarray
+    join: np.ndarray
+    start_time: int
+    grow: int
+    refused: list[tuple[int, str]]
+
+
+def plan_points(
+    t: np.ndarray,
+    v: np.ndarray,
+    j: np.ndarray,
+    *,
+    meta: Meta | None,
+    npoints: int,
+    interval: int,
+    now: float,
+    max_backfill_s: int | None = None,
+    max_gap_slots: int = MAX_PADDING_SLOTS,
+) -> WritePlan:
+    """The refusal rules of write_points, with no file touched: given the feed's meta (None:
+    no files yet) and length, which points a write of this block keeps and which it refuses,
+    and why. write_points runs exactly this; a caller that answers a sender before the commit
+    (feed/insert.json, /input/bulk) runs it on the same file to refuse before it answers."""
+    refused: list[tuple[int, str]] = []
+
+    def refuse(times: np.ndarray, reason: str) -> None:
+        refused.extend((int(x), reason) for x in times)
+
+    ok = _finite_mask(v)
+    refuse(t[~ok], "value is not a finite float32")
+    bad_time = ok & ((t < 0) | (t > 0xFFFFFFFF))
+    refuse(t[bad_time], "time outside unsigned 32-bit seconds")
+    ok &= ~bad_time
+    future = ok & (t > now + MAX_FUTURE_S)
+    refuse(t[future], "time is more than an hour in the future")
+    ok &= ~future
+    t, v, j = t[ok], v[ok], j[ok]
+    fi = meta.interval if meta is not None else int(interval)
+    start = meta.start_time if meta is not None else 0
+    n = npoints
+    empty = np.zeros(0, dtype=np.int64)
+
+    def nothing() -> WritePlan:
+        return WritePlan(empty, np.zeros(0, VALUE_DTYPE), np.zeros(0, bool), start, 0, refused)
+
+    if len(t) == 0:
+        return nothing()
+    oldest = None if max_backfill_s is None else now - max_backfill_s
+    max_gap_slots = min(int(max_gap_slots), MAX_PADDING_SLOTS)
+    if n == 0 and oldest is not None:
+        # A new feed starts no earlier than the backfill bound: its first slot fixes how much
+        # NaN every later point may pad.
+        old = t < oldest
+        refuse(t[old], TOO_OLD)
+        t, v, j = t[~old], v[~old], j[~old]
+        if len(t) == 0:
+            return nothing()
+    if n == 0:
+        start = int(t.min()) // fi * fi  # the first write fixes start_time
+    slots = (t - start) // fi
+    grow = 0
+    if slots.min() < 0:
+        # Late points: keep those within MAX_PREPEND_S (and a start_time that stays >= 0).
+        limit = min(max_prepend_slots(fi), start // fi)
+        too_early = slots < -limit
+        refuse(t[too_early], BEFORE_START)
+        if oldest is not None:
+            too_old = ~too_early & (slots < 0) & (t < oldest)
+            refuse(t[too_old], TOO_OLD)
+            too_early |= too_old
+        t, v, j, slots = t[~too_early], v[~too_early], j[~too_early], slots[~too_early]
+        if len(t) == 0:
+            return nothing()
+        if slots.min() < 0:
+            grow = int(-slots.min())
+            start -= grow * fi
+            slots += grow
+            n += grow
+
+    # Last arrival wins per slot: unique on the reversed arrays finds each slot's last index.
+    rev_unique, rev_index = np.unique(slots[::-1], return_index=True)
+    pick = len(slots) - 1 - rev_index
+    slots, v, j, t = rev_unique, v[pick].astype(VALUE_DTYPE), j[pick], t[pick]
+
+    # Past the end, one write pads at most max_gap_slots in all (so each gap is at most that,
+    # emoncms's rule when max_gap_slots is MAX_PADDING_SLOTS).
+    past = slots >= n
+    if past.any():
+        p = np.flatnonzero(past)
+        padding = slots[p] - n - np.arange(len(p))  # NaN slots written up to each point
+        too_far = np.flatnonzero(padding > max_gap_slots)
+        if len(too_far):
+            cut = p[too_far[0]]  # this and every later point pad at least as much
+            refuse(t[cut:], f"gap of more than {max_gap_slots} slots")
+            slots, v, j = slots[:cut], v[:cut], j[:cut]
+    return WritePlan(slots, v, j, start, grow, refused)
+
+
 def write_points(
     directory: str | os.PathLike,
     feed_id: int,
@@ -356,78 +460,27 @@ def write_points(
     j = np.zeros(len(t), dtype=bool) if join is None else np.asarray(join, dtype=bool).ravel()
     if not (len(t) == len(v) == len(j)):
         raise FeedError("times, values and join must have the same length")
-    report = WriteReport()
     now = time.time() if now is None else now
-
-    ok = _finite_mask(v)
-    _refuse(report, t[~ok], "value is not a finite float32")
-    bad_time = ok & ((t < 0) | (t > 0xFFFFFFFF))
-    _refuse(report, t[bad_time], "time outside unsigned 32-bit seconds")
-    ok &= ~bad_time
-    future = ok & (t > now + MAX_FUTURE_S)
-    _refuse(report, t[future], "time is more than an hour in the future")
-    ok &= ~future
-    t, v, j = t[ok], v[ok], j[ok]
-    if len(t) == 0:
-        return report
-    oldest = None if max_backfill_s is None else now - max_backfill_s
-    max_gap_slots = min(int(max_gap_slots), MAX_PADDING_SLOTS)
-
     if Path(directory).is_dir():
         _recover(directory, feed_id, fsync)
-    meta = read_meta(directory, feed_id) or create(directory, feed_id, interval)
-    fi = meta.interval
-    n = npoints(directory, feed_id)
-    if n == 0 and oldest is not None:
-        # A new feed starts no earlier than the backfill bound: its first slot fixes how much
-        # NaN every later point may pad.
-        old = t < oldest
-        _refuse(report, t[old], TOO_OLD)
-        t, v, j = t[~old], v[~old], j[~old]
-        if len(t) == 0:
-            return report
-    if n == 0:
+    meta = read_meta(directory, feed_id)
+    n = npoints(directory, feed_id) if meta is not None else 0
+    plan = plan_points(
+        t, v, j, meta=meta, npoints=n, interval=interval, now=now,
+        max_backfill_s=max_backfill_s, max_gap_slots=max_gap_slots,
+    )  # fmt: skip
+    report = WriteReport(refused=plan.refused)
+    if len(plan.slots) == 0:
+        return report
+    meta = meta or create(directory, feed_id, interval)
+    if plan.start_time != meta.start_time and plan.grow == 0:
         # The first write fixes start_time (an empty feed may hold a stale one from a crash).
-        start = int(t.min()) // fi * fi
-        if start != meta.start_time:
-            meta = Meta(interval=fi, start_time=start)
-            _write_meta(directory, feed_id, meta)
-    slots = (t - meta.start_time) // fi
-    if slots.min() < 0:
-        # Late points: keep those within MAX_PREPEND_S (and a start_time that stays >= 0).
-        limit = min(max_prepend_slots(fi), meta.start_time // fi)
-        too_early = slots < -limit
-        _refuse(report, t[too_early], BEFORE_START)
-        if oldest is not None:
-            too_old = ~too_early & (slots < 0) & (t < oldest)
-            _refuse(report, t[too_old], TOO_OLD)
-            too_early |= too_old
-        t, v, j, slots = t[~too_early], v[~too_early], j[~too_early], slots[~too_early]
-        if len(t) == 0:
-            return report
-        if slots.min() < 0:
-            grow = int(-slots.min())
-            meta = _prepend(directory, feed_id, meta, grow, fsync)
-            slots += grow
-            n += grow
-
-    # Last arrival wins per slot: unique on the reversed arrays finds each slot's last index.
-    rev_unique, rev_index = np.unique(slots[::-1], return_index=True)
-    pick = len(slots) - 1 - rev_index
-    slots, v, j, t = rev_unique, v[pick].astype(VALUE_DTYPE), j[pick], t[pick]
-
-    # Past the end, one write pads at most max_gap_slots in all (so each gap is at most that,
-    # emoncms's rule when max_gap_slots is MAX_PADDING_SLOTS).
-    past = slots >= n
-    if past.any():
-        p = np.flatnonzero(past)
-        padding = slots[p] - n - np.arange(len(p))  # NaN slots written up to each point
-        too_far = np.flatnonzero(padding > max_gap_slots)
-        if len(too_far):
-            cut = p[too_far[0]]  # this and every later point pad at least as much
-            _refuse(report, t[cut:], f"gap of more than {max_gap_slots} slots")
-            slots, v, j = slots[:cut], v[:cut], j[:cut]
-            past = past[:cut]
+        meta = Meta(interval=meta.interval, start_time=plan.start_time)
+        _write_meta(directory, feed_id, meta)
+    if plan.grow:
+        meta = _prepend(directory, feed_id, meta, plan.grow, fsync)
+    n += plan.grow
+    slots, v, j, past = plan.slots, plan.values, plan.join, plan.slots >= n
 
     fd = os.open(dat_path(directory, feed_id), os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -460,10 +513,6 @@ def sync_data(directory: str | os.PathLike, feed_id: int) -> bool:
     finally:
         os.close(fd)
     return True
-
-
-def _refuse(report: WriteReport, times: np.ndarray, reason: str) -> None:
-    report.refused.extend((int(x), reason) for x in times)
 
 
 def _write_inside(fd: int, slots: np.ndarray, values: np.ndarray) -> None:

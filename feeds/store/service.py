@@ -90,6 +90,23 @@ def write_limits() -> dict:
     }
 
 
+def commit_refusals(
+    feed_id: int, interval: int, times: list[int], now: float
+) -> list[tuple[int, str]]:
+    """(time, reason) of each point the commit would refuse if these were written to the feed's
+    file as it is now: phpfina.plan_points, the rule write_points applies, with the limits the
+    commit uses. For a sender answered before the commit (feed/insert.json), so a point is
+    refused in the answer, never after `ok`. Points still in the write buffer are not seen:
+    they only move the file's start earlier or its end later, so this errs towards refusing."""
+    meta, data = phpfina.open_feed(feed_dir(feed_id), feed_id)
+    t = np.asarray(times, dtype=np.int64)
+    plan = phpfina.plan_points(
+        t, np.zeros(len(t)), np.zeros(len(t), dtype=bool),
+        meta=meta, npoints=len(data), interval=interval, now=now, **write_limits(),
+    )  # fmt: skip
+    return plan.refused
+
+
 def _timezone() -> str:
     return settings.TIME_ZONE
 

@@ -6,7 +6,6 @@ feed_model.php, cited per view); key rules and refusals: feeds/web/emoncms_acces
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -19,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.openapi import ENGINEERS_WRITE, FEED_READERS
+from core.parsers import NestedTooDeeply, loads_bounded
 from feeds.models import Feed
 from feeds.store import phpfina, service
 from feeds.store.buffer import RECORD_SIZE
@@ -199,7 +199,9 @@ def _interval(raw: str | None) -> tuple[int, str]:
     if len(raw) > 200:
         return 0, "options: at most 200 characters"
     try:
-        options = json.loads(raw)
+        options = loads_bounded(raw)  # 200 characters: deep enough to hit the depth bound
+    except NestedTooDeeply as exc:
+        return 0, f"options: {exc}"
     except ValueError:
         return 0, 'options: not JSON, e.g. {"interval":10}'
     value = options.get("interval") if isinstance(options, dict) else None
@@ -219,7 +221,9 @@ class Insert(EmoncmsApiView):
         f"form; at most {MAX_INSERT_POINTS:,} points), answered `{{\"success\": true}}` as "
         "Feed::post_multiple. Points are buffered and committed like processed ones (a point "
         "inside the file overwrites its slot). Every point is checked first: a bad one is a "
-        "400 naming it and nothing is written. `join` is not applied. " + ENGINEERS_WRITE,
+        "400 naming it and nothing is written, as is a point the commit would refuse on the "
+        "feed's file (before its start further than a prepend may pad, a gap too long): "
+        "never answered and then dropped. `join` is not applied. " + ENGINEERS_WRITE,
         parameters=[
             ID,
             OpenApiParameter("time", OpenApiTypes.INT, Q),
@@ -248,6 +252,9 @@ class Insert(EmoncmsApiView):
             value, problem = (None, problem) if problem else _value(params.get("value"), "value")
             if problem:
                 return emoncms_error(problem[1], 400, problem[0])
+            refused = _commit_refusal(feed, [t], now, "time")
+            if refused is not None:
+                return refused
             service.log_points([(feed.id, t, value)])
             return Response(value)
         raw = params.get("data")
@@ -258,7 +265,9 @@ class Insert(EmoncmsApiView):
         if len(raw) > MAX_DATA_CHARS:
             return emoncms_error(f"data: at most {MAX_DATA_CHARS:,} characters", 400, "data")
         try:
-            data = json.loads(raw)
+            data = loads_bounded(raw)
+        except NestedTooDeeply as exc:  # a RecursionError was a 500
+            return emoncms_error(f"data: {exc}", 400, "data")
         except ValueError:
             return emoncms_error("error decoding json", 400, "data")
         if not isinstance(data, list) or not data:
@@ -274,8 +283,24 @@ class Insert(EmoncmsApiView):
             if problem:
                 return emoncms_error(problem[1], 400, "data")
             points.append((feed.id, t, value))
+        refused = _commit_refusal(feed, [p[1] for p in points], now, "data")
+        if refused is not None:
+            return refused
         service.log_points(points)
         return Response({"success": True})
+
+
+def _commit_refusal(feed: Feed, times: list[int], now: int, field: str) -> Response | None:
+    """A 400 naming the first point the commit would refuse on the feed's file (before its
+    start further than a prepend may pad, or a gap longer than the file may pad), so no point
+    is answered and then dropped (#26); None when the commit keeps them all."""
+    refused = service.commit_refusals(feed.id, feed.interval, times, now)
+    if not refused:
+        return None
+    t, reason = refused[0]
+    where = f"data[{times.index(t)}]" if field == "data" else "time"
+    more = f" ({len(refused)} points refused)" if len(refused) > 1 else ""
+    return emoncms_error(f"{where}: time {t} {reason}{more}; nothing was written", 400, field)
 
 
 def _time(raw, now: int, where: str) -> tuple[int, tuple[str, str] | None]:

@@ -30,6 +30,7 @@ from django.views.decorators.csrf import csrf_exempt
 from core import throttle
 from core.openapi import documented_by
 from core.redis import REDIS_FAILURES, ReplicasBehind
+from feeds.store import phpfina
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import (
     emoncms_input,
@@ -225,7 +226,36 @@ def _check_input_budget(identity: NodeIdentity, rows: list[Row]) -> None:
     )
 
 
-def _check_history(groups: list[tuple[NodeIdentity, list[Row]]]) -> None:
+def _skip_unholdable(
+    groups: list[tuple[NodeIdentity, list[Row]]], batch: BulkBatch, now: float
+) -> list[tuple[NodeIdentity, list[Row]]]:
+    """The emoncms paths' rows older than their node's feed files can hold (PHPFina's padding
+    bound, history_budget.holdable_s) are skipped and recorded like any bad value, so one
+    ancient row no longer makes the whole batch a 413 that emonhub resends forever. The budget
+    alone still refuses a batch (_check_history)."""
+    kept = []
+    for node, rows in groups:
+        if not rows:
+            continue
+        if min(row.t for row in rows) >= now - phpfina.MAX_PADDING_SLOTS:
+            # Every file holds this far back (1 s slots at least): live rows cost no query.
+            kept.append((node, rows))
+            continue
+        oldest = now - history_budget.holdable_s(node.id)
+        old = [row for row in rows if row.t < oldest]
+        for row in old:
+            batch.skipped.append(
+                Skipped(None, f"node '{node.name}' time {row.t}",
+                        f"more than {int(now - oldest) // 86_400} days old: further back "
+                        "than this node's feed files can hold")
+            )  # fmt: skip
+        live = [row for row in rows if row.t >= oldest] if old else rows
+        if live:
+            kept.append((node, live))
+    return kept
+
+
+def _check_history(groups: list[tuple[NodeIdentity, list[Row]]], now: float | None = None) -> None:
     """History is charged to its site's budget before the answer: over it, the request is a
     413 naming `time` and nothing of it is queued (sensors/ingest/history_budget.py)."""
     by_site: dict[int | None, dict[int, tuple[float, set[str]]]] = {}
@@ -234,7 +264,7 @@ def _check_history(groups: list[tuple[NodeIdentity, list[Row]]]) -> None:
             keys = {key for row in rows for key in row.values}
             earliest = min(row.t for row in rows)
             by_site.setdefault(node.site_id, {})[node.id] = (earliest, keys)
-    now = time.time()
+    now = time.time() if now is None else now
     for site_id, earliest in by_site.items():
         try:
             refusal = history_budget.charge(site_id, earliest, now)
@@ -428,22 +458,25 @@ def _deliver(
         if not charged:
             _charge_first(identity)
         batch = parse()
-        groups = _split_by_node(identity, batch)
-        _check_history(groups)
+        groups, now = _split_by_node(identity, batch), time.time()
+        groups = _skip_unholdable(groups, batch, now)
+        _check_history(groups, now)
         _enqueue(groups)
         subject = input_errors.gateway_subject(identity.id)
         label = f"Gateway key '{identity.name}'"
     elif charged:
         batch = parse()
-        groups = _split_by_node(identity, batch)
-        _check_history(groups)
+        groups, now = _split_by_node(identity, batch), time.time()
+        groups = _skip_unholdable(groups, batch, now)
+        _check_history(groups, now)
         _enqueue(groups)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     else:
         with _charged(identity) as charge:  # a refusal inside is counted as the request
             batch = parse()
-            groups = _split_by_node(identity, batch)
-            _check_history(groups)
+            groups, now = _split_by_node(identity, batch), time.time()
+            groups = _skip_unholdable(groups, batch, now)
+            _check_history(groups, now)
         _enqueue(groups, charge)
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
     if batch.skipped:

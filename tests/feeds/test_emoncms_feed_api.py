@@ -203,6 +203,7 @@ def test_create_makes_a_phpfina_feed_as_emoncms_answers(engineer, feed_dir):
         ({"name": "a", "engine": 2, "options": '{"interval":10}'}, "Engine id 2 is not supported"),
         ({"name": "a"}, "options"),
         ({"name": "a", "options": "{"}, "not JSON"),
+        ({"name": "a", "options": "[" * 33 + "]" * 33}, "options: JSON nested deeper than 32"),
         ({"name": "a", "options": '{"interval":86401}'}, "1 to 86400"),
         ({"name": "a", "options": '{"interval":0}'}, "1 to 86400"),
         ({"name": "a" * 101, "options": '{"interval":10}'}, "name"),

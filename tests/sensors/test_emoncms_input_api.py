@@ -235,6 +235,7 @@ def test_process_set_takes_emoncms_11_json_and_the_older_text(engineer, plant):
         (None, "processlist: required"),
         ("1:1," * 65, "at most 64 steps"),
         ("x" * 8001, "at most 8,000 characters"),
+        ("[" * 990 + "]" * 990, "processlist: JSON nested deeper than"),  # was a 500
     ],
 )
 def test_process_set_refuses_as_the_sensor_api_and_keeps_the_stored_list(engineer, plant,
@@ -270,6 +271,21 @@ def test_process_set_at_the_step_bound(engineer, plant):
     assert _set(keyed(engineer), temp.pk, ",".join(["2:1"] * 64)).json()["success"] is True
     temp.refresh_from_db()
     assert len(temp.processes) == 64
+
+
+def test_process_set_json_depth_at_the_bound(engineer, plant, settings):
+    """BMS_JSON_MAX_DEPTH levels parse (then the step's shape is refused); one more is refused
+    as too deep, naming processlist, and the stored list is kept."""
+    power = plant["power"]
+    before = list(power.processes)
+    depth = settings.BMS_JSON_MAX_DEPTH
+    at = _set(keyed(engineer), power.pk, "[" * depth + "]" * depth)
+    refused(at, 400, "Missing process key in process list at index 0")
+    over = _set(keyed(engineer), power.pk, "[" * (depth + 1) + "]" * (depth + 1))
+    refused(over, 400, f"processlist: JSON nested deeper than {depth} levels")
+    assert list(over.json()["fields"]) == ["processlist"]
+    power.refresh_from_db()
+    assert power.processes == before
 
 
 def test_process_set_needs_a_write_key(viewer, booker, anon_api, plant):

@@ -138,10 +138,14 @@ def test_a_site_over_budget_is_refused_before_ok_and_nothing_is_stored(place, re
 
 def test_the_red_team_rows_from_2000_are_refused_at_the_door(place, redis_client):
     # Before the age bound: a row in 2000 made a feed pad 63 MB. The default budget (2 GiB)
-    # is far above one such row on one input, so a small one shows the door doing it.
+    # is far above one such row on one input, so a small one shows the door doing it. A row
+    # as old as 2000 is past what a 1 s feed can hold at all: it is skipped, not charged
+    # (test_a_batch_with_one_row_older_than_the_files_can_hold_is_ok_and_counts_it); 100 days
+    # back is holdable but over 10 MB: the whole request is a 413, nothing stored.
     _site, node, key, feed = place(interval=1, budget_mb=10)
-    response = bulk(key, [[946_684_800, node.node_id, 1.0], [int(time.time()), node.node_id, 2.0]])
-    assert response.status_code == 413
+    now = int(time.time())
+    response = bulk(key, [[now - 100 * DAY, node.node_id, 1.0], [now, node.node_id, 2.0]])
+    assert response.status_code == 413 and "history budget" in response.json()["error"]
     service.commit_all(sync=True)
     assert stored(feed) == (None, [])
 
@@ -221,15 +225,30 @@ def test_the_default_budget_is_the_documented_one(settings):
     assert settings.BMS_FEED_MAX_BACKFILL_DAYS == 0  # the age bound is off
 
 
-def test_history_older_than_the_files_can_hold_is_refused_before_ok(place, redis_client):
-    # A 1 s feed pads at most 15,768,000 slots (emoncms's bound): 182 days. Older would be
-    # answered ok, processed, and refused at commit; it is refused at the door instead.
-    _site, node, key, feed = place(interval=1)
-    now = int(time.time())
-    response = bulk(key, [[now - 200 * DAY, node.node_id, 1.0]])
-    assert response.status_code == 413
-    assert response.json()["field"] == "time" and "182 days" in response.json()["error"]
-    assert queued_batches(redis_client) == []
-    assert bulk(key, [[now - 180 * DAY, node.node_id, 1.0]]).content == b"ok"  # within it
-    drain(node)
-    assert service.commit_all(sync=True)["refused"] == {}
+def test_a_batch_with_one_row_older_than_the_files_can_hold_is_ok_and_counts_it(
+    place, redis_client
+):
+    # A 1 s feed pads at most 15,768,000 slots (emoncms's bound): 182 days. Such a row was a
+    # 413 for the whole batch, for ever (emonhub resends it): now it is skipped and counted on
+    # the node's input errors, and the batch's live rows are stored (docs/INGEST.md "History").
+    site, node, key, feed = place(interval=1)
+    holdable = history_budget.holdable_s(node.pk)
+    assert holdable == phpfina.MAX_PADDING_SLOTS  # 182.5 days of 1 s slots
+    rows = [[NOW - 1, node.node_id, 1.0], [NOW - holdable - 1, node.node_id, 9.0],
+            [NOW, node.node_id, 2.0]]  # fmt: skip
+    with time_machine.travel(NOW, tick=False):
+        response = bulk(key, rows)
+        assert response.status_code == 200 and response.content == b"ok"
+        drain(node)
+        assert service.commit_all(sync=True)["refused"] == {}
+        meta, values = stored(feed)
+        assert meta.start_time == NOW - 1 and values == [1.0, 2.0]  # the live rows only
+        summary = input_errors.summary(input_errors.node_subject(node.pk))
+        assert summary["count"] == "1" and "feed files can hold" in summary["last"], summary
+        # One 1 s slot for the row a second old; nothing for the skipped one.
+        assert history_budget.used_bytes(site.pk) == 4
+        # At the bound: answered ok and kept by the commit.
+        assert bulk(key, [[NOW - holdable, node.node_id, 1.0]]).content == b"ok"
+        drain(node)
+        assert service.commit_all(sync=True)["refused"] == {}
+    assert stored(feed)[0].start_time == NOW - holdable
