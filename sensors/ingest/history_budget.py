@@ -105,6 +105,7 @@ class File:
 
 
 _files = ProcessCache()  # node id -> _NodeFiles
+_request_cache = ProcessCache()  # (node id, frozenset of keys) -> [File]: what files_of found
 
 
 @dataclass(frozen=True)
@@ -192,9 +193,13 @@ def _node_files(node_id: int) -> _NodeFiles:
 def files_of(node_id: int, keys: Iterable[str]) -> list[File]:
     """The files the node's inputs `keys` write: each feed of a known input at its own
     interval, a new input's (not created yet) at the node's interval."""
+    wanted = frozenset(keys)
+    cached = _request_cache.get((node_id, wanted))
+    if cached is not None:  # a node posts the same keys every time: no work per request
+        return cached
     config = _node_files(node_id)
     out: list[File] = []
-    for key in sorted(set(keys)):
+    for key in sorted(wanted):
         pending = f"k{node_id}:{key}"
         if key not in config.feeds:
             out.append(File(pending, "", SLOT_BYTES / config.interval))
@@ -204,6 +209,7 @@ def files_of(node_id: int, keys: Iterable[str]) -> list[File]:
             # key while it had none, so what was paid then is not paid again.
             fallback = pending if config.own_feed.get(key) == feed_id else ""
             out.append(File(f"f{feed_id}", fallback, SLOT_BYTES / interval))
+    _request_cache.set((node_id, wanted), out)
     return out
 
 
@@ -234,12 +240,13 @@ def _request_files(
 
 def _reaches(files: list[File], now: float) -> list[float]:
     """Each file's reach as the Lua script reads it (one round trip)."""
-    fields = [f.field for f in files] + [f.fallback or f.field for f in files]
+    backs = [f.fallback for f in files if f.fallback]
+    fields = [f.field for f in files] + backs
     raw = get_redis().hmget(REACH_KEY, fields) if fields else []
-    n = len(files)
+    fallen = dict(zip(backs, raw[len(files) :], strict=True))
     return [
-        float(own if own is not None else back if back is not None else now)
-        for own, back in zip(raw[:n], raw[n:], strict=True)
+        float(own if own is not None else fallen.get(f.fallback) or now)
+        for f, own in zip(files, raw[: len(files)], strict=True)
     ]
 
 
