@@ -260,9 +260,6 @@ def charge(
     """Charge the history of one request (node id -> (earliest reading time, its keys)) to its
     site, file by file: None when it fits (charged; free when no file reaches back further
     than before), else what would not fit (nothing charged)."""
-    for node_id, (t, _keys) in earliest.items():
-        if t < now - holdable_s(node_id):
-            return Refusal(site_id, 0, 0, 0, too_old_s=holdable_s(node_id))
     request = _request_files(earliest)
     files = [f for f, _t in request.values()]
     # The usual request reaches no further back than before: one round trip, no query. A file
@@ -270,6 +267,11 @@ def charge(
     reaches = _reaches(files, now)
     if all(t >= r for (_f, t), r in zip(request.values(), reaches, strict=True)):
         return None
+    # Only a reading that moves a file back can be further back than a file can pad to (one
+    # inside a file already reaching there overwrites its slot).
+    for node_id, (t, _keys) in earliest.items():
+        if t < now - holdable_s(node_id):
+            return Refusal(site_id, 0, 0, 0, too_old_s=holdable_s(node_id))
     args: list = []
     for f, t in request.values():
         args += [f.field, f.fallback, t, repr(f.rate)]

@@ -283,3 +283,24 @@ def test_new_inputs_at_an_already_charged_time_are_charged_for_their_files(feed_
     # What history added to the disk (each file less its live slot) is within what was charged.
     history = sum(sizes.values()) - 4 * len(padded)
     assert history <= history_budget.used_bytes(site.pk) == 41 * per_file
+
+
+def test_mqtt_rows_with_new_inputs_at_a_charged_time_are_charged_per_file_too(place):
+    # The worker's check (admit) uses the same per-file cost: three new inputs at an old time
+    # the node already paid for one input are over a 2 MiB budget; the live row still goes in.
+    site, node, _key, _feed = place(budget_mb=2)
+    now = int(time.time()) // 10 * 10
+    old = now - 20 * DAY  # 691,200 bytes a 10 s file
+    stream.append(node.pk, [[old, {"t": 1.0}]])
+    drain(node)
+    # (Per file: only t's file, 691,200 bytes; per node it was every feed of the node.)
+    assert history_budget.used_bytes(site.pk) >= 20 * DAY * 4 // 10
+    stream.append(node.pk, [[old, {"x0": 1.0, "x1": 2.0, "x2": 3.0}], [now, {"x0": 5.0}]])
+    drain(node)
+    assert history_budget.used_bytes(site.pk) <= 2 << 20
+    record = input_errors.record_key(input_errors.node_subject(node.pk))
+    assert int(get_redis().hget(record, "count") or 0) == 3  # x0, x1 and x2 at the old time
+    x0 = Sensor.objects.get(node=node, key="x0").feed
+    service.commit_all(sync=True)
+    meta, values = stored(x0)
+    assert meta.start_time == now and values == [5.0]
