@@ -51,7 +51,8 @@ def all_last_seen() -> dict[int, int]:
 STORE_LAST_LUA = """
 for i = 1, #ARGV, 3 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  if not cur or tonumber(string.match(cur, '^(%S+)')) <= tonumber(ARGV[i + 1]) then
+  local cur_t = cur and tonumber(string.match(cur, '^(%S+)'))
+  if not cur_t or cur_t <= tonumber(ARGV[i + 1]) then  -- none (or unreadable): this one
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
   end
 end

@@ -71,9 +71,18 @@ def test_a_newer_reading_still_replaces_it_and_of_equal_times_the_later_arrival_
 def test_within_one_write_each_input_is_judged_on_its_own(redis_client):
     # The script compares per input: one input's late value is refused while another's newer
     # value in the same write is stored.
-    redis_client.hset(node_state.last_key(1), mapping={"a": "100 1.0", "b": "100 1.0"})
-    node_state.store_last(redis_client, 1, {"a": (50, 5.0), "b": (150, 6.0), "c": (10, 7.0)})
-    assert node_state.last_values(1) == {"a": (100, 1.0), "b": (150, 6.0), "c": (10, 7.0)}
+    redis_client.hset(
+        node_state.last_key(1), mapping={"a": "100 1.0", "b": "100 1.0", "d": "garbled"}
+    )
+    node_state.store_last(
+        redis_client, 1, {"a": (50, 5.0), "b": (150, 6.0), "c": (10, 7.0), "d": (5, 8.0)}
+    )
+    assert node_state.last_values(1) == {
+        "a": (100, 1.0),
+        "b": (150, 6.0),
+        "c": (10, 7.0),
+        "d": (5, 8.0),  # an unreadable entry is replaced, never an error that stops the drain
+    }
 
 
 def test_add_input_still_reads_what_arrived_last_as_emoncms_does(emontx):
