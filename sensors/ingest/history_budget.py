@@ -9,13 +9,16 @@ only at commit, after the sender had been answered `ok` and the processes had ru
 So history is accepted as emoncms accepts it (any age PHPFina can hold) and charged, before the
 answer, against its site's budget in bytes:
 
-- A node's *reach* is the earliest reading time already charged for it (Redis hash REACH_KEY,
-  node id -> unix seconds). A reading at or after it costs nothing: live readings never do.
-- A reading before it moves it back, costing (reach - t) x the node's bytes per second: 4 bytes
-  per slot of every feed its inputs write (log_to_feed and any step naming a feed, each at its
-  own interval; an input not created yet at the node's interval). That is what its files grow
-  by, counted as if they started at the reach (imported data already on disk is counted again,
-  so the figure errs on the safe side).
+- Each file's *reach* is the earliest reading time already charged for it (Redis hash
+  REACH_KEY: "f<feed id>" for a feed an input writes, "k<node id>:<key>" for an input not
+  created yet). A reading at or after it costs nothing: live readings never do.
+- A reading before it moves it back, costing (reach - t) x 4 bytes per slot at the file's
+  interval (a feed: its own; an input not created yet: the node's). That is what the file grows
+  by: each file pads from its earliest point to now, so a node's *new* input at an old time is
+  charged for its whole span although another input of the node was charged there before (a
+  per-node reach let forty new inputs ride on one input's charge). A feed two inputs write is
+  charged once; imported data already on disk is counted again (the figure errs on the safe
+  side); a feed added to an input later is charged from now, as any new file is.
 - The site's use (Redis hash USED_KEY, site id -> bytes) may not pass its budget:
   Site.history_budget_mb, else BMS_SITE_HISTORY_BUDGET_MB. The check and the charge are one Lua
   script, so two requests can never both take the last of it.
@@ -36,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from core.redis import get_redis
 from feeds.models import Feed
@@ -46,24 +50,33 @@ from sensors.ingest.emoncms_input import Skipped
 from sensors.models import Node, Sensor, Site
 
 USED_KEY = "sensors:history:used"  # site id ('none': nodes without a site) -> bytes charged
-REACH_KEY = "sensors:history:reach"  # node id -> earliest unix second charged
+# Where each file's history has been charged back to: "f<feed id>" (a feed an input writes) or
+# "k<node id>:<key>" (an input not created yet, whose feed will be) -> earliest unix second.
+# Per feed, not per node: a node's new input at an old time pads a new file from there to now,
+# so a per-node reach let a key charge one input and then add forty more at that time for
+# nothing (#26 item 4 follow-up). (The per-node hash before it, sensors:history:reach, is unread.)
+REACH_KEY = "sensors:history:reaches"
 MIB = 1 << 20
 SLOT_BYTES = 4  # one float32 per slot (feeds/store/phpfina.py)
 
-# The check and the charge at once. KEYS: used, reach. ARGV: site, budget bytes, now, then
-# (node, earliest t, bytes per second) per node. Returns {1 | 0, cost, used after | before}.
+# The check and the charge at once. KEYS: used, reaches. ARGV: site, budget bytes, now, then
+# (field, fallback field or '', earliest t, bytes per second) per file the request writes.
+# A field never charged falls back (an auto-created input's feed: to what its key was charged
+# while it had no feed), else to now. Returns {1 | 0, cost, used after | before}.
 CHARGE_LUA = """
 local used = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-local now = tonumber(ARGV[3])
 local cost = 0
 local moved = {}
-for i = 4, #ARGV, 3 do
-  local node, t, rate = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local reach = tonumber(redis.call('HGET', KEYS[2], node) or ARGV[3])
+for i = 4, #ARGV, 4 do
+  local field, fallback = ARGV[i], ARGV[i + 1]
+  local t, rate = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local reach = redis.call('HGET', KEYS[2], field)
+  if not reach and fallback ~= '' then reach = redis.call('HGET', KEYS[2], fallback) end
+  reach = tonumber(reach or ARGV[3])
   if t < reach then
     cost = cost + math.ceil((reach - t) * rate)
-    table.insert(moved, node)
-    table.insert(moved, ARGV[i + 1])
+    table.insert(moved, field)
+    table.insert(moved, ARGV[i + 2])
   end
 end
 if cost == 0 then return {1, 0, used} end
@@ -72,7 +85,30 @@ redis.call('HSET', KEYS[2], unpack(moved))
 return {1, cost, redis.call('HINCRBY', KEYS[1], ARGV[1], cost)}
 """
 
-_rates = ProcessCache()  # node id -> (bytes/s of its inputs' feeds, their keys, node interval)
+
+@dataclass(frozen=True)
+class _NodeFiles:
+    """What a node's inputs write, read once per config generation (sensors/cache.py)."""
+
+    feeds: dict[str, tuple[tuple[int, int], ...]]  # input key -> (feed id, interval) per feed
+    own_feed: dict[str, int]  # input key -> its own feed (Sensor.feed: what auto-creation made)
+    interval: int  # the node's: a new input's feed is created at it
+    reach_s: int  # how far before now every file of the node can still reach
+
+
+@dataclass(frozen=True)
+class File:
+    """One file a request writes: its reach field, the fallback, and its bytes per second."""
+
+    field: str
+    fallback: str
+    rate: float
+
+
+_files = ProcessCache()  # node id -> _NodeFiles
+_request_cache = ProcessCache(
+    keep_stale=True
+)  # (node id, frozenset of keys) -> [File]: what files_of found
 
 
 @dataclass(frozen=True)
@@ -120,79 +156,144 @@ def used_bytes(site_id: int | None) -> int:
     return int(get_redis().hget(USED_KEY, site_key(site_id)) or 0)
 
 
+def _node_files(node_id: int) -> _NodeFiles:
+    found = _files.get(node_id)
+    if found is not None:
+        return found
+    sensors = list(
+        Sensor.objects.filter(node_id=node_id).values_list("key", "feed_id", "processes")
+    )
+    feed_ids: dict[str, set[int]] = {}
+    for key, feed_id, steps in sensors:
+        ids = feed_ids[key] = set()
+        if not steps and feed_id:
+            ids.add(int(feed_id))
+        for step in steps if isinstance(steps, list) else []:
+            if isinstance(step, dict) and isinstance(step.get("feed"), int):
+                ids.add(step["feed"])
+    every = set().union(*feed_ids.values()) if feed_ids else set()
+    intervals = {
+        pk: max(1, int(i or 1))
+        for pk, i in Feed.objects.filter(pk__in=every).values_list("pk", "interval")
+    }
+    interval = Node.objects.filter(pk=node_id).values_list("interval", flat=True).first()
+    interval = max(1, int(interval or 10))
+    # How far back every file of the node can still reach (the finest interval rules).
+    reach_s = min(phpfina.max_prepend_slots(i) * i for i in [*intervals.values(), interval])
+    found = _NodeFiles(
+        feeds={
+            key: tuple(sorted((pk, intervals[pk]) for pk in ids if pk in intervals))
+            for key, ids in feed_ids.items()
+        },
+        own_feed={key: int(feed_id) for key, feed_id, _s in sensors if feed_id},
+        interval=interval,
+        reach_s=reach_s,
+    )
+    _files.set(node_id, found)
+    return found
+
+
+def files_of(node_id: int, keys: Iterable[str]) -> list[File]:
+    """The files the node's inputs `keys` write: each feed of a known input at its own
+    interval, a new input's (not created yet) at the node's interval."""
+    wanted = frozenset(keys)
+    cached = _request_cache.get((node_id, wanted))
+    if cached is not None:  # a node posts the same keys every time: no work per request
+        return cached
+    try:
+        config = _node_files(node_id)
+    except DatabaseError:
+        # The database is away: what this process last knew of these files, past its TTL,
+        # so live readings still reach control (docs/CONTROL.md, database outage).
+        known = _request_cache.stale((node_id, wanted))
+        if known is None:
+            raise
+        return known
+    out: list[File] = []
+    for key in sorted(wanted):
+        pending = f"k{node_id}:{key}"
+        if key not in config.feeds:
+            out.append(File(pending, "", SLOT_BYTES / config.interval))
+            continue
+        for feed_id, interval in config.feeds[key]:
+            # The input's own feed is the one auto-creation made for the key: charged as the
+            # key while it had none, so what was paid then is not paid again.
+            fallback = pending if config.own_feed.get(key) == feed_id else ""
+            out.append(File(f"f{feed_id}", fallback, SLOT_BYTES / interval))
+    _request_cache.set((node_id, wanted), out)
+    return out
+
+
 def node_rate(node_id: int, keys: Iterable[str]) -> float:
-    """Bytes per second the node's files grow by for each second of its history: every feed
-    its inputs write, plus an input's feed at the node's interval for each key not seen yet."""
-    cached = _rates.get(node_id)
-    if cached is None:
-        sensors = list(
-            Sensor.objects.filter(node_id=node_id).values_list("key", "feed_id", "processes")
-        )
-        feed_ids: set[int] = set()
-        for _key, feed_id, steps in sensors:
-            if not steps and feed_id:
-                feed_ids.add(int(feed_id))
-            for step in steps if isinstance(steps, list) else []:
-                if isinstance(step, dict) and isinstance(step.get("feed"), int):
-                    feed_ids.add(step["feed"])
-        intervals = [
-            max(1, i)
-            for i in Feed.objects.filter(pk__in=feed_ids).values_list("interval", flat=True)
-        ]
-        rate = sum(SLOT_BYTES / i for i in intervals)
-        interval = Node.objects.filter(pk=node_id).values_list("interval", flat=True).first()
-        interval = max(1, int(interval or 10))
-        # How far back every file of the node can still reach (the finest interval rules).
-        reach_s = min(phpfina.max_prepend_slots(i) * i for i in [*intervals, interval])
-        cached = (rate, frozenset(k for k, _f, _s in sensors), interval, reach_s)
-        _rates.set(node_id, cached)
-    rate, known, interval, _reach_s = cached
-    return rate + SLOT_BYTES / interval * len(set(keys) - known)
+    """Bytes per second the files of the node's inputs `keys` grow by per second of history."""
+    return sum(f.rate for f in files_of(node_id, keys))
 
 
 def holdable_s(node_id: int) -> int:
     """How far before now the node's feed files can hold a reading: a PHPFina file pads at most
     MAX_PADDING_SLOTS (emoncms's bound) before its start or up to now, so the commit would
-    refuse an older one after `ok`; it is refused before instead (node_rate fills the cache)."""
-    cached = _rates.get(node_id)
-    if cached is None:
-        node_rate(node_id, ())
-        cached = _rates.get(node_id)
-    return cached[3]
+    refuse an older one after `ok`; it is refused before instead."""
+    return _node_files(node_id).reach_s
+
+
+def _request_files(
+    earliest: dict[int, tuple[float, Iterable[str]]],
+) -> dict[str, tuple[File, int]]:
+    """field -> (file, earliest t): a feed two inputs (or nodes) write is charged once."""
+    out: dict[str, tuple[File, int]] = {}
+    for node_id, (t, keys) in earliest.items():
+        for f in files_of(node_id, keys):
+            seen = out.get(f.field)
+            if seen is None or math.floor(t) < seen[1]:
+                out[f.field] = (f, math.floor(t))
+    return out
+
+
+def _reaches(files: list[File], now: float) -> list[float]:
+    """Each file's reach as the Lua script reads it (one round trip)."""
+    backs = [f.fallback for f in files if f.fallback]
+    fields = [f.field for f in files] + backs
+    raw = get_redis().hmget(REACH_KEY, fields) if fields else []
+    fallen = dict(zip(backs, raw[len(files) :], strict=True))
+    return [
+        float(own if own is not None else fallen.get(f.fallback) or now)
+        for f, own in zip(files, raw[: len(files)], strict=True)
+    ]
+
+
+def _cost(files: list[File], reaches: list[float], t: int) -> int:
+    return sum(math.ceil((r - t) * f.rate) for f, r in zip(files, reaches, strict=True) if t < r)
 
 
 def reaches_back(earliest: dict[int, tuple[float, Iterable[str]]], now: float) -> bool:
-    """Whether any node of a request reaches further back than it has been charged for. The
-    usual request does not: one Redis round trip, no query (so live readings pass through a
-    database outage). A node never charged reaches back to now (its files start with its first
-    reading)."""
-    nodes = list(earliest)
-    if not nodes:
-        return False
-    reaches = get_redis().hmget(REACH_KEY, [str(n) for n in nodes])
-    reach = [now if r is None else float(r) for r in reaches]
-    return not all(earliest[n][0] >= r for n, r in zip(nodes, reach, strict=True))
+    """Whether any file of a request reaches further back than it has been charged for. The
+    usual request does not: one Redis round trip, and no query once this process knows the
+    node's files (so live readings pass through a database outage). A file never charged
+    reaches back to now (it starts with its first reading)."""
+    request = _request_files(earliest)
+    reaches = _reaches([f for f, _t in request.values()], now)
+    return not all(t >= r for (_f, t), r in zip(request.values(), reaches, strict=True))
 
 
 def charge(
     site_id: int | None, earliest: dict[int, tuple[float, Iterable[str]]], now: float
 ) -> Refusal | None:
     """Charge the history of one request (node id -> (earliest reading time, its keys)) to its
-    site: None when it fits (charged; free when it reaches no further back than before), else
-    what would not fit (nothing charged)."""
+    site, file by file: None when it fits (charged; free when no file reaches back further
+    than before), else what would not fit (nothing charged)."""
     if not reaches_back(earliest, now):
         return None
-    client = get_redis()
-    nodes = list(earliest)
-    args: list = []
-    for node_id in nodes:
-        t, keys = earliest[node_id]
-        rate = node_rate(node_id, keys)
+    request = _request_files(earliest)
+    # Only a reading that moves a file back can be further back than a file can pad to (one
+    # inside a file already reaching there overwrites its slot).
+    for node_id, (t, _keys) in earliest.items():
         if t < now - holdable_s(node_id):
             return Refusal(site_id, 0, 0, 0, too_old_s=holdable_s(node_id))
-        args += [node_id, math.floor(t), repr(rate)]
+    args: list = []
+    for f, t in request.values():
+        args += [f.field, f.fallback, t, repr(f.rate)]
     budget = budget_bytes(site_id)
-    ok, cost, used = client.eval(
+    ok, cost, used = get_redis().eval(
         CHARGE_LUA, 2, USED_KEY, REACH_KEY, site_key(site_id), budget, math.floor(now), *args
     )
     if ok:
@@ -200,13 +301,19 @@ def charge(
     return Refusal(site_id, int(cost), int(used), budget)
 
 
-_node_sites = ProcessCache()  # node id -> (site id, name)
+_node_sites = ProcessCache(keep_stale=True)  # node id -> (site id, name)
 
 
 def _node_site(node_id: int) -> tuple[int | None, str]:
     found = _node_sites.get(node_id)
     if found is None:
-        row = Node.objects.filter(pk=node_id).values_list("site_id", "name").first()
+        try:
+            row = Node.objects.filter(pk=node_id).values_list("site_id", "name").first()
+        except DatabaseError:
+            known = _node_sites.stale(node_id)
+            if known is None:
+                raise
+            return known
         found = row if row is not None else (None, str(node_id))
         _node_sites.set(node_id, found)
     return found
@@ -225,18 +332,19 @@ def admit(node_id: int, rows: list[list], now: float) -> list[list]:
     refusal = charge(site_id, {node_id: (min(row[0] for row in rows), keys)}, now)
     if refusal is None:
         return rows
-    # Keep the newest rows the budget's rest can pay for (cost is linear in how far back they
-    # reach), so the live readings of a batch with refused history in it still go through.
-    reach = float(get_redis().hget(REACH_KEY, str(node_id)) or now)
-    rate = node_rate(node_id, keys)
-    if refusal.too_old_s:  # older than the files can hold: the rest may still fit the budget
-        cutoff = now - refusal.too_old_s
-    else:
-        left = max(0, refusal.budget - refusal.used)
-        cutoff = reach - left / rate + 1 if rate > 0 else reach
-    newest = [row[0] for row in rows if row[0] >= cutoff]
-    if newest and charge(site_id, {node_id: (min(newest), keys)}, now):
-        cutoff = max(cutoff, reach)  # another batch took the rest meanwhile
+    # Keep the newest rows the budget's rest can pay for (the cost only falls as the earliest
+    # row gets newer), so the live readings of a batch with refused history still go through.
+    files = files_of(node_id, keys)
+    reaches = _reaches(files, now)
+    free = math.floor(max(reaches, default=now))  # from here on nothing costs anything
+    floor = now - refusal.too_old_s if refusal.too_old_s else -math.inf
+    left = max(0, budget_bytes(site_id) - used_bytes(site_id))
+    fitting = sorted(
+        t for t in {int(row[0]) for row in rows} if t >= floor and _cost(files, reaches, t) <= left
+    )
+    cutoff = fitting[0] if fitting else free
+    if fitting and charge(site_id, {node_id: (cutoff, keys)}, now):
+        cutoff = max(cutoff, free)  # another batch took the rest meanwhile
     kept = [row for row in rows if row[0] >= cutoff]
     refused = [row for row in rows if row[0] < cutoff]
     if not refused:

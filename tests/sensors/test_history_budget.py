@@ -252,3 +252,74 @@ def test_a_batch_with_one_row_older_than_the_files_can_hold_is_ok_and_counts_it(
         drain(node)
         assert service.commit_all(sync=True)["refused"] == {}
     assert stored(feed)[0].start_time == NOW - holdable
+
+
+def post(key: str, node: str, t: int, values: dict):
+    return Client().post(
+        "/input/post",
+        {"node": node, "time": str(t), "fulljson": json.dumps(values), "apikey": key},
+    )
+
+
+def test_new_inputs_at_an_already_charged_time_are_charged_for_their_files(feed_dir, redis_client):
+    # The testers' repro (#26 item 4 follow-up), at 30 days: one input charged at an old time,
+    # then forty new inputs at that same time were free (the node's reach did not move), and
+    # a live post then padded each of their files from there to now against one file's charge.
+    site = Site.objects.create(name="Home", slug="home", history_budget_mb=40)
+    node, key = make_node()
+    node.site = site
+    node.save()
+    old = NOW - 30 * DAY
+    per_file = 30 * DAY * 4 // 10  # 1,036,800 bytes: 259,200 slots of 4 bytes
+    many = {f"x{i}": i for i in range(40)}
+    with time_machine.travel(NOW, tick=False):
+        assert post(key, node.name, old, {"t": 1}).status_code == 200
+        assert history_budget.used_bytes(site.pk) == per_file
+        # 41 files' history is 40.5 MiB: over a 40 MiB budget, refused whole, nothing charged.
+        response = post(key, node.name, old, many)
+        assert response.status_code == 413 and response.json()["field"] == "time"
+        assert history_budget.used_bytes(site.pk) == per_file
+        Site.objects.filter(pk=site.pk).update(history_budget_mb=41)
+        assert post(key, node.name, old, many).status_code == 200
+        assert history_budget.used_bytes(site.pk) == 41 * per_file
+        drain(node)
+        # Their inputs now exist with their own feeds: the same time again costs nothing more
+        # (what the keys paid before their feeds existed counts for the feeds).
+        assert post(key, node.name, old, {"t": 2, "x0": 3}).status_code == 200
+        assert history_budget.used_bytes(site.pk) == 41 * per_file
+        assert post(key, node.name, NOW, {f"x{i}": i for i in range(10)}).status_code == 200
+        # The budget's rest (41 MiB - 41 files) cannot pay for one more new input back there.
+        response = post(key, node.name, old, {"x40": 1})
+        assert response.status_code == 413 and "history budget" in response.json()["error"]
+        drain(node)
+        assert service.commit_all(sync=True)["refused"] == {}
+    feeds = Feed.objects.filter(pk__in=Sensor.objects.filter(node=node).values("feed_id"))
+    sizes = {feed.name: len(stored(feed)[1]) * 4 for feed in feeds}
+    assert len(sizes) == 41 and "emontx1:x40" not in sizes
+    padded = [name for name, size in sizes.items() if size > 4]
+    assert len(padded) == 10  # x0..x9: from 30 days ago to now, one slot each for the live point
+    assert all(sizes[name] == per_file + 4 for name in padded)
+    # What history added to the disk (each file less its live slot) is within what was charged.
+    history = sum(sizes.values()) - 4 * len(padded)
+    assert history <= history_budget.used_bytes(site.pk) == 41 * per_file
+
+
+def test_mqtt_rows_with_new_inputs_at_a_charged_time_are_charged_per_file_too(place):
+    # The worker's check (admit) uses the same per-file cost: three new inputs at an old time
+    # the node already paid for one input are over a 2 MiB budget; the live row still goes in.
+    site, node, _key, _feed = place(budget_mb=2)
+    now = int(time.time()) // 10 * 10
+    old = now - 20 * DAY  # 691,200 bytes a 10 s file
+    stream.append(node.pk, [[old, {"t": 1.0}]])
+    drain(node)
+    # (Per file: only t's file, 691,200 bytes; per node it was every feed of the node.)
+    assert history_budget.used_bytes(site.pk) >= 20 * DAY * 4 // 10
+    stream.append(node.pk, [[old, {"x0": 1.0, "x1": 2.0, "x2": 3.0}], [now, {"x0": 5.0}]])
+    drain(node)
+    assert history_budget.used_bytes(site.pk) <= 2 << 20
+    record = input_errors.record_key(input_errors.node_subject(node.pk))
+    assert int(get_redis().hget(record, "count") or 0) == 3  # x0, x1 and x2 at the old time
+    x0 = Sensor.objects.get(node=node, key="x0").feed
+    service.commit_all(sync=True)
+    meta, values = stored(x0)
+    assert meta.start_time == now and values == [5.0]
