@@ -51,6 +51,10 @@ class ModelCleanSerializer(serializers.ModelSerializer):
                 setattr(candidate, name, value)
         try:
             candidate.clean()
+            # The database's constraints too, conditional ones included (a node name unique
+            # among nodes of no site): DRF's own validators know only plain unique_together,
+            # and a violation found by the database is a 500.
+            candidate.validate_constraints()
         except DjangoValidationError as exc:
             raise api_error(exc) from exc
         return attrs

@@ -46,14 +46,18 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("control.outputoverride", DELETE): NOBODY,
     # Alarms are a record (API.md: never edited): acknowledged, never deleted.
     ("alarms.alarm", DELETE): NOBODY,
+    # The programme audit (schedules, calendars, rooms: the staff pages write it) is a record.
+    ("control.programmechange", DELETE): NOBODY,
     **{
         (model, DELETE): WRITERS
         for model in (
             "control.heatingplant",
+            "control.heatmain",
             "control.nodecommand",
             "control.optimumstartlog",
             "control.relayboard",
             "control.schedule",
+            "control.sitecalendar",
             "control.solarcircuit",
             "control.zone",
             "control.zonetuning",

@@ -172,3 +172,18 @@ def test_the_api_answers_a_clash_within_a_site_with_400_and_allows_it_across_sit
     )
     assert refused.status_code == 403
     assert Node.objects.filter(name="emontx").count() == 2
+
+
+def test_the_api_answers_a_clash_among_nodes_of_no_site_with_400_not_500(engineer_api):
+    # The schema fuzz test found it: the constraint for nodes of no site is conditional, which
+    # DRF's validators do not see, so the second node reached the database's IntegrityError.
+    first = engineer_api.post("/api/v1/nodes/", {"name": "0", "interval": 1}, format="multipart")
+    assert first.status_code == 201, first.content
+    again = engineer_api.post("/api/v1/nodes/", {"name": "0", "interval": 1}, format="multipart")
+    assert again.status_code == 400, again.content
+    assert "already has this name" in again.json()["error"]
+    radio = engineer_api.post("/api/v1/nodes/", {"name": "a", "node_id": 7}, format="json")
+    assert radio.status_code == 201, radio.content
+    radio_again = engineer_api.post("/api/v1/nodes/", {"name": "b", "node_id": 7}, format="json")
+    assert radio_again.status_code == 400 and "radio id" in radio_again.json()["error"]
+    assert Node.objects.filter(site=None).count() == 2
