@@ -13,6 +13,7 @@ from control.schematic import (
     _actuator_element,
     _commands,
     _sensor_element,
+    zone_element,
 )
 from control.status import actuator_status, zone_status
 
@@ -50,23 +51,6 @@ def heat_main_schematic(main: HeatMain) -> dict[str, Any]:
     for i, z in enumerate(zone_rows):
         x = first_x + i * ZONE_W + ZONE_W // 2
         pipes.append((x, header_y, x, header_y + 60))
-        elements.append(
-            {
-                "key": f"zone-{z['id']}",
-                "kind": "zone",
-                "x": x - (ZONE_W - 14) / 2,
-                "y": header_y + 60,
-                "w": ZONE_W - 14,
-                "name": z["name"],
-                "slug": z["slug"],
-                "value": z["temperature"],
-                "target": z["target"],
-                "mode": z["mode"],
-                "css": "fault" if z["fault"] else ("on" if z["demand"] else "off"),
-                "why": z["reason"],
-                "flags": z["flag_labels"],
-                "commands": [],
-            }
-        )
+        elements.append(zone_element(z, x, header_y + 60))
     return {"title": main.name, "width": width, "height": header_y + 180, "pipes": pipes,
             "elements": elements}  # fmt: skip

@@ -83,6 +83,26 @@ def _sensor_element(key: str, label: str, sensor: Sensor | None, x: float, y: fl
     }
 
 
+def zone_element(z: dict[str, Any], x: float, y: float) -> dict[str, Any]:
+    """A zone's box under its pipe: temperature, target, why (from control.status.zone_status)."""
+    return {
+        "key": f"zone-{z['id']}",
+        "kind": "zone",
+        "x": x - (ZONE_W - 14) / 2,
+        "y": y,
+        "w": ZONE_W - 14,
+        "name": z["name"],
+        "slug": z["slug"],
+        "value": z["temperature"],
+        "target": z["target"],
+        "mode": z["mode"],
+        "css": "fault" if z["fault"] else ("on" if z["demand"] else "off"),
+        "why": z["reason"],
+        "flags": z["flag_labels"],
+        "commands": [],
+    }
+
+
 def plant_schematic(plant: HeatingPlant) -> dict[str, Any]:
     """Boiler and pump on the flow header; each zone a branch with its valves and its room."""
     zones = list(plant.zones.select_related("temperature_sensor").prefetch_related("actuators"))
@@ -111,24 +131,7 @@ def plant_schematic(plant: HeatingPlant) -> dict[str, Any]:
             elements.append(_actuator_element(a, commands, x, y, shape))
             y += 60
         pipes.append((x, HEADER_Y, x, y))
-        elements.append(
-            {
-                "key": f"zone-{z['id']}",
-                "kind": "zone",
-                "x": x - (ZONE_W - 14) / 2,
-                "y": y,
-                "w": ZONE_W - 14,
-                "name": z["name"],
-                "slug": z["slug"],
-                "value": z["temperature"],
-                "target": z["target"],
-                "mode": z["mode"],
-                "css": "fault" if z["fault"] else ("on" if z["demand"] else "off"),
-                "why": z["reason"],
-                "flags": z["flag_labels"],
-                "commands": [],
-            }
-        )
+        elements.append(zone_element(z, x, y))
         height = max(height, y + 100)
     return {"title": plant.name, "width": width, "height": height, "pipes": pipes,
             "elements": elements}  # fmt: skip
