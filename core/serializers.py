@@ -44,6 +44,7 @@ class ModelCleanSerializer(serializers.ModelSerializer):
                     for f in model._meta.concrete_fields
                 }
             )
+            candidate._state.adding = False  # the row itself is no clash with its constraints
         else:
             candidate = model()
         for name, value in attrs.items():
