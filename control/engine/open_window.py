@@ -6,7 +6,8 @@ modes, Netatmo, tado°):
   `drop_window_s` while the zone calls for heat through a valve its board confirmed open (a
   heated room does not cool on its own; one whose valve is shut or in fault does). The
   zone's heating stops for `pause_s` and then resumes on its own; the drop is measured afresh
-  from then on, so a window still open is found again.
+  from then on, so a window still open is found again. A drop is judged only once the zone has
+  heated for a whole `drop_window_s` (a room keeps cooling while its radiator warms up).
 - a **window contact** (a sensor reading 1 or 0 when open): heating stops while it reads open and
   resumes when it closes. A contact with no fresh reading is alarmed and ignored: a lost contact
   must not leave a room unheated.
@@ -15,7 +16,8 @@ Frost protection and the over-temperature cut-off are decided before this (zones
 win; so does an engineer's override. A zone whose sensor is lost is in its fallback and not
 checked here. What is remembered between ticks (control/runtime.py keeps the memory):
 `zone:<id>:window` the pause in force, `zone:<id>:window_trace` the readings of the look-back
-window while heating (at most MAX_TRACE of them, newest kept).
+window while heating (at most MAX_TRACE of them, newest kept), `zone:<id>:window_heating_since`
+when the zone's heating last started.
 """
 
 from __future__ import annotations
@@ -108,15 +110,24 @@ def check(tick: Tick, zone: ZoneSpec, temp: float, flags: tuple[str, ...]) -> Ou
         return Outcome(resumed=resumed)
     trace_key = f"zone:{zone.id}:window_trace"
     heating = bool(tick.remembered.get(f"zone:{zone.id}:heat")) and _heat_flowing(tick, zone)
+    since_key = f"zone:{zone.id}:window_heating_since"
     if not heating or resumed:
         # Only a room being heated tells a window by cooling; after a pause, measure afresh.
         tick.memory[trace_key] = [[zone.reading.t, temp]]
+        tick.memory[since_key] = zone.reading.t
         return Outcome(resumed=resumed)
+    since = tick.remembered.get(since_key)
+    since = zone.reading.t if since is None else since
+    tick.memory[since_key] = since
     trace = add_reading(
         list(tick.remembered.get(trace_key) or []), zone.reading.t, temp, spec.drop_window_s
     )
     fall, before, over_s = drop(trace, zone.reading.t, spec.drop_window_s)
-    if fall >= spec.drop_k - 1e-9:
+    # A room keeps cooling for a while after its heating starts (the radiator warms first):
+    # judged only once it has heated for a whole look-back, or a cold room would be "a window"
+    # at every start and after every pause, and never heat.
+    settled = zone.reading.t - since >= spec.drop_window_s
+    if settled and fall >= spec.drop_k - 1e-9:
         detail = (
             f"temperature fell {fall:.1f} K in {max(1, round(over_s / 60))} min "
             f"({before:.1f} → {temp:.1f} °C, limit {spec.drop_k:g} K in "

@@ -191,8 +191,26 @@ def _hall(temp: float, **kw):
     return zone(temp, NOW, optimum_start=False, **kw)
 
 
-def _heating_memory(trace: list[list[float]]) -> dict:
-    return {"zone:1:heat": True, "zone:1:window_trace": trace}
+def _heating_memory(trace: list[list[float]], heating_since: float | None = None) -> dict:
+    """Heating with a trace; since an hour before the trace unless said (settled: judged)."""
+    since = (trace[0][0] - 3600) if heating_since is None else heating_since
+    return {
+        "zone:1:heat": True,
+        "zone:1:window_trace": trace,
+        "zone:1:window_heating_since": since,
+    }
+
+
+def test_a_room_still_cooling_as_its_heating_starts_is_not_a_window():
+    # The radiator warms first: a drop within the first look-back of heating is not judged,
+    # or a cold room (and every room after a pause) would pause again and never heat.
+    t = NOW.timestamp() - 30
+    memory = _heating_memory([[t - 240, 20.5]], heating_since=t - 240)
+    result = evaluate(snapshot([_hall(19.0)], [valve(is_on=True)], NOW, memory=memory))
+    assert result.zones[1].mode == "booking"
+    memory = _heating_memory([[t - 240, 20.5]], heating_since=t - 300)  # a whole look-back
+    result = evaluate(snapshot([_hall(19.0)], [valve(is_on=True)], NOW, memory=memory))
+    assert result.zones[1].mode == OPEN_WINDOW
 
 
 def test_a_drop_at_the_limit_is_a_window_and_just_under_it_is_not():

@@ -70,10 +70,12 @@ def test_a_drop_while_heating_closes_the_valve_for_the_pause_and_it_reopens(redi
 
         tick_at(0, 18.5)
         assert board.coil(2) is True
-        tick_at(30, 18.4)
-        tick_at(60, 18.2)
+        # A drop is judged once the zone has heated for a whole look-back (5 min).
+        tick_at(240, 18.5)
+        tick_at(330, 18.4)
+        tick_at(360, 18.2)
         assert board.coil(2) is True  # 0.3 K: not yet
-        tick_at(90, 17.9)  # 0.6 K in 90 s: a window
+        tick_at(390, 17.9)  # 0.6 K in 150 s: a window
         assert board.coil(2) is False
         [row] = zone_status([zone])
         assert row["mode"] == OPEN_WINDOW
@@ -85,12 +87,12 @@ def test_a_drop_while_heating_closes_the_valve_for_the_pause_and_it_reopens(redi
         assert drawn["flags"] == ["window open: heating paused"]
         assert drawn["why"].startswith("Window open: temperature fell 0.6 K")
         assert board.coil(0) is False  # the boiler: no zone calls for heat
-        tick_at(90 + 29 * 60 + 30, 17.0)
+        tick_at(390 + 29 * 60 + 30, 17.0)
         assert board.coil(2) is False  # 30 s before the pause ends
-        tick_at(90 + 30 * 60, 16.9)
+        tick_at(390 + 30 * 60, 16.9)
         assert board.coil(2) is True
     [on, off, again] = _audit(valve)
-    until = timezone.localtime(t0 + timedelta(seconds=90 + 1800))
+    until = timezone.localtime(t0 + timedelta(seconds=390 + 1800))
     assert on[:2] == (True, "booking")
     assert off[:2] == (False, OPEN_WINDOW)
     assert off[2].startswith("Window open: temperature fell 0.6 K in 2 min (18.5 → 17.9 °C")
