@@ -188,9 +188,17 @@ def _save(
         schedule.calendars.set(calendars)
         if set(calendars) != old_calendars:
             said.append(f"calendars: {', '.join(c.name for c in calendars) or 'none'}")
-        said += _apply_to_zones(schedule, set(data["zones"]), data.get("building"))
+        moved: list[tuple[Schedule, list[str]]] = []
+        said += _apply_to_zones(schedule, set(data["zones"]), data.get("building"), moved)
         change = "; ".join(said) or "no change"
         audit(by, _subject(schedule), change, data["reason"])
+        for other, names in moved:
+            audit(
+                by,
+                _subject(other),
+                f"rooms moved to schedule '{schedule.name}': {', '.join(names)}",
+                data["reason"],
+            )
     return schedule, f"Recorded: {change}"
 
 
@@ -205,7 +213,12 @@ def _closure_calendar(choice: str, schedule: Schedule) -> SiteCalendar:
     return calendar
 
 
-def _apply_to_zones(schedule: Schedule, chosen: set[Zone], building: MeterNode | None) -> list:
+def _apply_to_zones(
+    schedule: Schedule,
+    chosen: set[Zone],
+    building: MeterNode | None,
+    moved: list[tuple[Schedule, list[str]]],
+) -> list:
     """The schedule heats the chosen rooms and every room of the building; rooms unticked stop
     following it (they keep their own setpoints: frost protection always applies)."""
     said = []
@@ -217,6 +230,22 @@ def _apply_to_zones(schedule: Schedule, chosen: set[Zone], building: MeterNode |
             )
         chosen |= set(in_building)
     before = set(Zone.objects.filter(schedule=schedule))
+    # A room follows one schedule: one taken from another is said in the message and audited
+    # on that schedule too, never silently.
+    taken: dict[Schedule, list[str]] = {}
+    for z in (
+        Zone.objects.filter(pk__in=[z.pk for z in chosen])
+        .exclude(schedule=None)
+        .exclude(schedule=schedule)
+        .select_related("schedule")
+    ):
+        taken.setdefault(z.schedule, []).append(z.name)
+    for other, names in sorted(taken.items(), key=lambda item: item[0].name):
+        said.append(
+            f"moved from schedule '{other.name}' (a room follows one schedule): "
+            + ", ".join(sorted(names))
+        )
+        moved.append((other, sorted(names)))
     Zone.objects.filter(schedule=schedule).exclude(pk__in=[z.pk for z in chosen]).update(
         schedule=None
     )

@@ -97,6 +97,25 @@ def test_one_form_sets_a_week_a_closure_and_a_whole_building(engineer, lecture_b
     assert "Christmas closure" in change.change and "Lecture block" in change.change
 
 
+def test_a_room_taken_from_another_schedule_is_said_and_audited_on_both(engineer, lecture_block):
+    # A room follows one schedule: applying one to a building moves its rooms, said in the
+    # message and recorded on the schedule they left (an outside tester found it silent).
+    evenings = Schedule.objects.create(name="Evening classes")
+    seminar = lecture_block["seminar"]
+    seminar.schedule = evenings
+    seminar.save()
+    page = client_for(engineer).post(
+        "/staff/schedules/new/", week_post(building=lecture_block["building"].pk), follow=True
+    )
+    assert page.status_code == 200
+    assert "moved from schedule &#x27;Evening classes&#x27;" in page.content.decode()
+    seminar.refresh_from_db()
+    assert seminar.schedule.name == "Term time"
+    left = ProgrammeChange.objects.get(subject__contains="Evening classes")
+    assert left.change == "rooms moved to schedule 'Term time': Seminar"
+    assert left.by == engineer.username and left.reason == "Spring term hours"
+
+
 def test_a_schedule_own_exception_day_wins_over_its_calendar(engineer, lecture_block):
     schedule = Schedule.objects.create(name="Office")
     calendar = SiteCalendar.objects.create(name="Holidays")
