@@ -463,7 +463,12 @@ def range_message(sensor_id: int, spec: SensorSpec, value: float) -> str:
     else:
         name = sensor.name or sensor.key
         where = sensor.node.location or f"node {sensor.node.name}"
-        what = f"{where} {name}" if sensor.node.location else f"{name} on {where}"
+        if not sensor.node.location:
+            what = f"{name} on {where}"
+        elif name.lower().startswith(where.lower()):
+            what = name  # "Seminar room temperature" already says where
+        else:
+            what = f"{where} {name}"
         what = what[:1].upper() + what[1:]
 
     def shown(x: float) -> str:

@@ -45,6 +45,16 @@ def test_the_range_alarm_names_the_room_the_sensor_the_unit_and_the_bound(ranged
     )
 
 
+def test_a_sensor_named_after_its_room_is_not_named_twice(ranged):
+    # The demo's sensors are "Seminar room temperature" on a node located in "Seminar room":
+    # an outside tester read "Seminar room Seminar room temperature read 11.9 °C".
+    ranged.name = "Seminar room temperature"
+    ranged.save()
+    ingest_rows(ranged.node_id, [[T0, {"t": 11.55}]])
+    message = Alarm.objects.open().get(key=f"sensor-range:{ranged.pk}").message
+    assert message.startswith("Seminar room temperature read 11.6 °C, outside its valid range")
+
+
 def test_a_range_alarm_clears_once_the_range_is_removed_and_can_be_raised_again(ranged):
     key = f"sensor-range:{ranged.pk}"
     ingest_rows(ranged.node_id, [[T0, {"t": 11.55}]])
