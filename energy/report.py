@@ -710,16 +710,18 @@ def _array(values: dict, days: list[date]) -> np.ndarray:
 
 
 def _expected_from(node: MeterNode, fuel_ids: dict, models: dict, verdicts: dict) -> str | None:
-    """'model', 'baseline', 'fitted baseline' (a mix joined by ' + '), or None: nothing."""
+    """'model for electricity', 'fitted baseline for gas' (several joined by ' + '), or None:
+    nothing. The fuel is named: a building's figure may come from one fuel's line while another
+    fuel has no reliable model (an outside tester read the two as contradicting)."""
     out = []
     for fuel in ENERGY_FUELS:
         if (node.pk, fuel) not in fuel_ids:
             continue
         if any(r.fuel == fuel for r in models.get(node.pk, [])):
-            out.append("model")
+            out.append(f"model for {fuel}")
         elif (v := verdicts.get((node.pk, fuel))) is not None and v.line is not None:
-            out.append("fitted baseline" if v.fitted else "baseline")
-    return " + ".join(dict.fromkeys(out)) or None
+            out.append(f"{'fitted baseline' if v.fitted else 'baseline'} for {fuel}")
+    return " + ".join(out) or None
 
 
 def _baseline_lines(

@@ -266,7 +266,8 @@ class LeagueRowSerializer(serializers.Serializer):
     currency = serializers.CharField(help_text="the site's currency symbol")
     kg_co2e = serializers.FloatField(allow_null=True)
     expected_from = serializers.CharField(
-        allow_null=True, help_text="'model', 'baseline', 'fitted baseline' or a mix (' + ')"
+        allow_null=True,
+        help_text="'model for gas', 'baseline for electricity', 'fitted baseline for gas' or several (' + ')",
     )
     no_model = LeagueNoModelSerializer(
         many=True, help_text="fuels with neither a model nor a reliable baseline, and why"

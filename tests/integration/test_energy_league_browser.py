@@ -157,7 +157,7 @@ def test_a_manager_finds_who_used_most_last_week_in_pounds(server, campus):
             f"Used {lecture_over:,.0f} kWh (£{lecture_over * GAS_PRICE:,.0f}) more than expected"
         )
         expect(lecture).to_contain_text("20.0 % over expected")
-        expect(lecture).to_contain_text("from the fitted baseline, over 7 days")
+        expect(lecture).to_contain_text("from the fitted baseline for gas, over 7 days")
         visitor = page.locator(f"#league tr[data-node='{campus['Visitor centre']}'] .against")
         expect(visitor).to_contain_text("Used 70 kWh (£21) more than expected")
         expect(visitor).to_contain_text("from the model")

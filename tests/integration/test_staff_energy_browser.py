@@ -213,7 +213,7 @@ def test_a_viewer_picks_a_building_and_a_period_and_sees_the_figures(page, serve
     ])  # fmt: skip
     expect(cells.nth(6)).to_contain_text(f"Used {over:.0f} kWh (£{over * PRICE:.0f}) more than")
     expect(cells.nth(6)).to_contain_text(f"{tree['change']:.1f} % over expected")
-    expect(cells.nth(6)).to_contain_text("from the model, over 14 days")
+    expect(cells.nth(6)).to_contain_text("from the model for electricity, over 14 days")
     # the Workshop has neither a model nor a baseline: its row says so, not "–"
     expect(
         browser_page.locator(f"#league tr[data-node='{tree['workshop']}'] .no-model")
