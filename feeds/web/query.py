@@ -198,6 +198,20 @@ def too_many_in_all(total: int | None, feeds: int) -> str:
             "without a staff role): ask fewer feeds, a longer interval or a shorter range")  # fmt: skip
 
 
+def _windows_asked(query: DataQuery, feeds: dict[int, Feed]) -> int:
+    """The windows phpfina.read will compute for these feeds at a uniform interval, from each
+    feed's own interval (the file's; a feed with no file yet counts too); 0 for calendar
+    intervals, whose count each read checks against what is left."""
+    if isinstance(query.interval, str):
+        return 0
+    total = 0
+    for feed in feeds.values():
+        fi = max(1, feed.interval)
+        step = max(1, round((query.interval or fi) / fi)) * fi
+        total += (query.end - query.start // step * step) // step + 1
+    return total
+
+
 def run(
     query: DataQuery, feeds: dict[int, Feed], total_points: int | None = None
 ) -> dict[int, list[list]]:
@@ -205,6 +219,9 @@ def run(
     each feed refused before it is read once it would not fit in what is left."""
     limit = settings.BMS_FEED_MAX_POINTS
     left = total_points
+    if left is not None and _windows_asked(query, feeds) > left:
+        # Refused before any feed is read (reading the ones that fit first cost 40 ms).
+        raise _bad("interval", too_many_in_all(total_points, len(feeds)))
     out = {}
     for feed_id, feed in feeds.items():
         interval = query.interval if query.interval is not None else feed.interval

@@ -84,3 +84,19 @@ def test_a_csv_keeps_its_own_whole_file_bound(feeds, settings):
     response = Client().get(_url(EMONCMS, feeds[:2], BOUND // 2) + "&csv=1")
     assert response.status_code == 200
     assert Client().get(_url(EMONCMS, feeds[:2], BOUND // 2 + 1) + "&csv=1").status_code == 400
+
+
+def test_the_api_refuses_before_reading_any_feed(feeds, monkeypatch):
+    """The refusal costs no read: the windows asked are counted from the feeds' intervals."""
+    reads: list[int] = []
+    real = service.read
+
+    def counted(feed_id, *args, **kwargs):
+        reads.append(feed_id)
+        return real(feed_id, *args, **kwargs)
+
+    monkeypatch.setattr(service, "read", counted)
+    assert Client().get(_url(API, feeds[:2], BOUND // 2 + 1)).status_code == 400
+    assert reads == []
+    assert Client().get(_url(API, feeds[:2], BOUND // 2)).status_code == 200
+    assert reads == [feeds[0].id, feeds[1].id]
