@@ -254,6 +254,9 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env_int("BMS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("BMS_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+# ...and after this many wrong logins from one client IP, whatever the usernames, that IP is
+# refused the same way (a client cycling usernames never met the per-pair limit; #25).
+BMS_LOGIN_IP_FAILURE_LIMIT = env_int("BMS_LOGIN_IP_FAILURE_LIMIT", 30, minimum=1)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True  # a right password clears the count for that username and IP
 AXES_CLIENT_IP_CALLABLE = "core.login_lockout.client_ip"  # honours BMS_TRUSTED_PROXIES

@@ -110,7 +110,8 @@ class Auth(_Plain):
         "token in both keys: what the token may do is the user's role (engineers write, "
         "viewers and bookers read). Each call issues a new token; the user's oldest go "
         "beyond BMS_API_TOKENS_PER_USER. Wrong credentials count towards the login lockout "
-        "(BMS_LOGIN_FAILURE_LIMIT per username and address): 429 once locked. "
+        "(BMS_LOGIN_FAILURE_LIMIT per username and address, BMS_LOGIN_IP_FAILURE_LIMIT per "
+        "address whatever the username): 429 once locked. "
         "Who may call: anyone with a staff user's password; a user in no role group gets 403.",
         request=inline_serializer(
             "EmoncmsAuthForm",

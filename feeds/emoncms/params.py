@@ -162,27 +162,48 @@ def parse_data_request(params: Mapping[str, str], *, csv: bool = False) -> DataR
 
 
 def read_series(
-    req: DataRequest, feeds: dict[int, Feed], *, csv_single: bool = False
+    req: DataRequest,
+    feeds: dict[int, Feed],
+    *,
+    csv_single: bool = False,
+    total_points: int | None = None,
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Each feed's (times, values). A single-feed CSV is emoncms's engine streaming: no delta
-    (its CSV path never reaches delta_mode_convert) and its own row bound."""
+    (its CSV path never reaches delta_mode_convert) and its own row bound. `total_points`:
+    a bound on the points of all the feeds together (anonymous readers: feeds/web/query.py
+    `points_budget`), each feed refused before it is read once the rest would not fit."""
     limit = settings.BMS_FEED_MAX_CSV_ROWS if req.csv else settings.BMS_FEED_MAX_POINTS
     if req.csv and len(feeds) > 1:
         limit = max(1, limit // len(feeds))  # the bound is on the whole file
+    left = total_points
     out = {}
     for i, (feed_id, feed) in enumerate(feeds.items()):
         delta = req.deltas[i] and not csv_single
         one = replace(req.base, average=req.averages[i], delta=delta)
+        feed_limit = limit if left is None else min(limit, left)
+        # Under a total bound, every window computed is charged, kept or not: skipmissing is
+        # applied here (as read() does, last) so that empty feeds cost their windows too.
+        skip = one.skipmissing and left is not None
+        if skip:
+            one = replace(one, skipmissing=False)
         try:
-            out[feed_id] = service.read_emoncms(
-                feed_id, one, feed_interval=feed.interval, max_points=limit
+            times, values = service.read_emoncms(
+                feed_id, one, feed_interval=feed.interval, max_points=feed_limit
             )
         except phpfina.TooManyPoints as exc:
+            if feed_limit < limit:
+                raise _bad("interval", query.too_many_in_all(total_points, len(feeds))) from None
             what = "rows" if req.csv else "points"
             raise _bad("interval", f"{exc}: too many {what}, use a longer interval or a "
                        "shorter range") from None  # fmt: skip
         except phpfina.BadReadRequest as exc:
             raise _bad(exc.param, str(exc)) from None
+        if left is not None:
+            left -= len(times)
+        if skip:
+            keep = ~np.isnan(values)
+            times, values = times[keep], values[keep]
+        out[feed_id] = (times, values)
     return out
 
 

@@ -179,8 +179,10 @@ def read(
     skipmissing: bool = False,
     timezone: str = DEFAULT_TIME_ZONE,
     feed_interval: int | None = None,
+    max_points: int | None = None,
 ) -> list[list]:
-    """[[t_ms, value|None], ...] from the file merged with the not-yet-committed buffer."""
+    """[[t_ms, value|None], ...] from the file merged with the not-yet-committed buffer;
+    at most `max_points` (default BMS_FEED_MAX_POINTS) or phpfina.TooManyPoints."""
     pending = get_buffer().pending(feed_id)
     overlay = None
     if len(pending):
@@ -201,7 +203,7 @@ def read(
         delta=delta,
         skipmissing=skipmissing,
         timezone=timezone,
-        max_points=settings.BMS_FEED_MAX_POINTS,
+        max_points=settings.BMS_FEED_MAX_POINTS if max_points is None else max_points,
         feed_interval=feed_interval,
         overlay=overlay,
     )

@@ -135,7 +135,8 @@ class FeedsData(FeedDataBase):
             raise query.ValidationError({"ids": ["required: feed ids separated by commas"]})
         q = query.parse_data_query(params)
         feeds = query.readable_feeds(request.user, q.feed_ids)
-        return Response([{"id": i, "data": d} for i, d in query.run(q, feeds).items()])
+        series = query.run(q, feeds, total_points=query.points_budget(request.user))
+        return Response([{"id": i, "data": d} for i, d in series.items()])
 
 
 class FeedTimeValue(FeedDataBase):

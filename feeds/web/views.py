@@ -206,7 +206,10 @@ def _data_response(request: Request, *, csv: bool = False, average: bool = False
     if req.csv and len(feeds) == 1:
         (feed_id, series), *_ = emoncms_api.read_series(req, feeds, csv_single=True).items()
         return _csv_download(emoncms_api.csv_single_rows(series, req), str(feed_id))
-    all_series = emoncms_api.read_series(req, feeds)
+    # CSV has its own bound on the whole file (BMS_FEED_MAX_CSV_ROWS); JSON, for callers
+    # without a staff role, one on the points of all the feeds together (#25).
+    budget = None if req.csv else query.points_budget(request.user)
+    all_series = emoncms_api.read_series(req, feeds, total_points=budget)
     if req.csv:
         name = "-".join(str(i) for i in all_series)
         return _csv_download(emoncms_api.csv_multi_rows(list(all_series.values()), req), name)
