@@ -32,6 +32,9 @@ STRATEGY_WORDS: dict[str, str] = {
     "no_open_circuit": "boiler held off: no circuit open",
     "disabled": "disabled",
     "waiting": "waiting for the first control tick",
+    "open_window": "window open: heating paused",
+    "heat_main": "heat main: sources staged on flow temperature",
+    "thermal_store": "thermal store: charging or serving from the store",
 }
 
 

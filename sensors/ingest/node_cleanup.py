@@ -35,11 +35,7 @@ def remove_nodes(node_ids: list[int]) -> None:
         return
     pipe = get_redis().pipeline(transaction=False)
     for node_id in node_ids:
-        pipe.delete(
-            stream.stream_key(node_id),
-            node_state.last_key(node_id),
-            node_state.posted_key(node_id),
-        )
+        pipe.delete(stream.stream_key(node_id), node_state.last_key(node_id))
         pipe.srem(stream.ready_key(stream.shard_of(node_id)), node_id)
         pipe.hdel(node_state.SEEN_KEY, str(node_id))
         pipe.srem(node_state.SILENT_KEY, node_id)

@@ -2,18 +2,13 @@
 
 Redis keys:
     sensors:seen            hash node_id -> unix seconds the last batch was processed
-    sensors:last:<node_id>  hash input key -> "t value" of its newest reading by time (a late
-                            or history reading never replaces a newer one: store_last)
-    sensors:posted:<node_id> hash input key -> "t value" of the reading that arrived last, as
-                            emoncms's input lastvalue: what add_input and its kin read
+    sensors:last:<node_id>  hash input key -> "t value" of its newest reading
     sensors:silent          set of node ids with an open node-silent alarm
     sensors:range-alarms    set of sensor ids with an open out-of-range alarm
     sensors:pulse:<id>      hash t, count, total: a pulse counter's state
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from core.redis import get_redis
 
@@ -40,47 +35,6 @@ def last_seen(node_id: int) -> int | None:
 
 def all_last_seen() -> dict[int, int]:
     return {int(k): int(float(v)) for k, v in get_redis().hgetall(SEEN_KEY).items()}
-
-
-# Set each input's last "t value" only when t is not older than the stored one, in one script
-# so a drain and an import (or two drains) cannot interleave a read and a write. emoncms's
-# set_timevalue overwrites whatever arrives last, so after history or a late post its inputs
-# page shows the oldest reading as the input's value ("10 min ago") while the node posts live;
-# ours keeps the newest (docs/FEEDS.md, differences). Of equal times the later arrival wins.
-# KEYS: the node's last hash. ARGV: (input key, t, "t value") per input.
-STORE_LAST_LUA = """
-for i = 1, #ARGV, 3 do
-  local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  local cur_t = cur and tonumber(string.match(cur, '^(%S+)'))
-  if not cur_t or cur_t <= tonumber(ARGV[i + 1]) then  -- none (or unreadable): this one
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
-  end
-end
-return 0
-"""
-
-
-def posted_key(node_id: int) -> str:
-    return f"sensors:posted:{node_id}"
-
-
-def store_last(
-    client: Any,
-    node_id: int,
-    last: dict[str, tuple[int, float]],
-    posted: dict[str, tuple[int, float]] | None = None,
-) -> None:
-    """Queue (onto a pipeline) or run the newer-wins write of a node's last values, and the
-    plain write of what arrived last (`posted`, arrival order). The *_input steps read the
-    latter, so a process list that adds another input's value does what it does in emoncms
-    (docs/FEEDS.md); what people and clients see as the input's value is the former."""
-    if last:
-        args: list = []
-        for key, (t, value) in last.items():
-            args += [key, int(t), f"{int(t)} {value!r}"]
-        client.eval(STORE_LAST_LUA, 1, last_key(node_id), *args)
-    if posted:
-        client.hset(posted_key(node_id), mapping={k: f"{t} {v!r}" for k, (t, v) in posted.items()})
 
 
 def last_values(node_id: int) -> dict[str, tuple[int, float]]:

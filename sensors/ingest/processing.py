@@ -259,8 +259,7 @@ def _convert_and_process(
 
     pulse_states, pulse_saved = _load_pulse_states(pulse_specs) if pulse_specs else ({}, {})
     items: list[tuple[str, list[dict], int, float, int]] = []
-    last: dict[str, tuple[int, float]] = {}  # newest by time: the input's value as shown
-    posted: dict[str, tuple[int, float]] = {}  # last to arrive: emoncms's input lastvalue
+    last: dict[str, tuple[int, float]] = {}
     out_of_range: dict[int, tuple[SensorSpec, float]] = {}
     latest_checked: dict[int, tuple[SensorSpec, float]] = {}
     late_counts: list[Skipped] = []
@@ -293,7 +292,6 @@ def _convert_and_process(
             previous = last.get(key)
             if previous is None or t >= previous[0]:
                 last[key] = (t, value)
-            posted[key] = (t, value)  # arrival order: what the *_input steps read next batch
             if spec.min_valid is not None or spec.max_valid is not None:
                 latest_checked[spec.id] = (spec, value)
                 if _outside(spec, value):
@@ -321,14 +319,7 @@ def _convert_and_process(
     if late_counts:
         _record_late_counts(node_id, late_counts)
     _store_node_state(
-        node_id,
-        now,
-        last,
-        pulse_states,
-        pulse_specs,
-        bool(report.skipped_keys),
-        pulse_saved,
-        posted,
+        node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys), pulse_saved
     )
     if latest_checked:
         _range_alarms(node_id, latest_checked, out_of_range)
@@ -371,9 +362,7 @@ def _record_late_counts(node_id: int, skipped: list[Skipped]) -> None:
 
 
 def input_values(sensor_ids: set[int]) -> dict[int, float]:
-    """Last value of each sensor for the *_input steps: the reading that arrived last, as
-    emoncms's input lastvalue (sensors:posted), else its newest (sensors:last: an input whose
-    value was carried over from emoncms, or stored before the two were kept apart)."""
+    """Last value of each sensor (its node's sensors:last hash) for the *_input steps."""
     where = dict(
         (pk, (node_id, key))
         for pk, node_id, key in Sensor.objects.filter(pk__in=sensor_ids).values_list(
@@ -384,12 +373,9 @@ def input_values(sensor_ids: set[int]) -> dict[int, float]:
         return {}
     pipe = get_redis().pipeline(transaction=False)
     for node_id, key in where.values():
-        pipe.hget(state.posted_key(node_id), key)
         pipe.hget(state.last_key(node_id), key)
-    raws = pipe.execute()
     out = {}
-    for i, pk in enumerate(where):
-        raw = raws[2 * i] if raws[2 * i] is not None else raws[2 * i + 1]
+    for pk, raw in zip(where, pipe.execute(), strict=True):
         if raw is not None:
             out[pk] = float(raw.split(b" ", 1)[1])
     return out
@@ -409,7 +395,6 @@ def _store_node_state(
     pulse_specs: list[SensorSpec],
     skipped_inputs: bool = False,
     pulse_saved: dict[int, int] | None = None,
-    posted: dict[str, tuple[int, float]] | None = None,
 ) -> None:
     pulse_saved = pulse_saved or {}
     to_save = {
@@ -422,7 +407,8 @@ def _store_node_state(
         _save_pulse_states(to_save)
     pipe = get_redis().pipeline(transaction=False)
     pipe.hset(state.SEEN_KEY, str(node_id), int(now))
-    state.store_last(pipe, node_id, last, posted)  # shown: newer wins; posted: as it arrived
+    if last:
+        pipe.hset(state.last_key(node_id), mapping={k: f"{t} {v!r}" for k, (t, v) in last.items()})
     for spec in pulse_specs:
         ps = pulse_states.get(spec.id)
         if ps is not None:
