@@ -21,23 +21,17 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(os.environ.get("BMS_BENCH_ROOT") or Path(__file__).resolve().parent.parent)
 sys.path.insert(0, str(ROOT))
+from bench.anonymous_cost import cpu_per_call  # noqa: E402  (one CPU-per-call measure)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bms.settings_test")
 
 FEEDS = 9
 SPAN_S = 199_000
 INTERVAL_S = 10
-
-
-def cpu_per_call(call: Callable[[], object], n: int) -> float:
-    start = time.process_time()
-    for _ in range(n):
-        call()
-    return (time.process_time() - start) / n
 
 
 def main() -> None:
