@@ -18,6 +18,7 @@ to its relinquish-default.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -119,6 +120,23 @@ def parse_object(ref: str) -> tuple[str, int]:
     if not 0 <= instance <= MAX_INSTANCE:
         raise ValueError(f"object instance {instance} is out of range 0-{MAX_INSTANCE}")
     return kind, instance
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """'192.168.1.40' or '192.168.1.40:47809' -> (host, port): a BACnet/IP device is an IPv4
+    address (a name would be resolved by whoever polls, each time)."""
+    host, _, port_text = address.strip().partition(":")
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError as exc:
+        raise ValueError(f"{host!r} is not an IPv4 address") from exc
+    try:
+        port = int(port_text) if port_text else 47808
+    except ValueError as exc:
+        raise ValueError(f"port {port_text!r} is not a number") from exc
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range 1-65535")
+    return host, port
 
 
 def check_priority(priority: int) -> int:
