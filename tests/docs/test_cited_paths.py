@@ -32,7 +32,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SKIP_DIRS = {".git", ".venv", ".venv-bacnet-peer", "node_modules", "var", "migrations", "__pycache__"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    ".venv-bacnet-peer",
+    "node_modules",
+    "var",
+    "migrations",
+    "__pycache__",
+}
 # Top-level names whose contents are never ours to cite: runtime data and installed packages.
 NOT_CITABLE_ROOTS = {".git", ".venv", ".venv-bacnet-peer", "node_modules", "var", "__pycache__"}
 
