@@ -84,6 +84,13 @@ BMS_CONTROL_LIMIT_BAND = min(10.0, max(0.1, env_float("BMS_CONTROL_LIMIT_BAND", 
 # has its own timeout); each meter's poll is bounded as a whole (sensors/devices/modbus_meters.py).
 BMS_MODBUS_TIMEOUT_S = env_float("BMS_MODBUS_TIMEOUT_S", 2.0, minimum=0.1)
 BMS_MODBUS_RETRIES = env_int("BMS_MODBUS_RETRIES", 1, minimum=0)
+# BACnet/IP (docs/BACNET.md): our interface address with its prefix ("192.168.1.20/24": the
+# prefix gives the broadcast address of discovery), the port discovery listens on, our client's
+# device instance, and the bound of one controller's poll (each answer has the device's timeout).
+BMS_BACNET_ADDRESS = env_str("BMS_BACNET_ADDRESS", "0.0.0.0")
+BMS_BACNET_PORT = min(65535, env_int("BMS_BACNET_PORT", 47808, minimum=1))
+BMS_BACNET_INSTANCE = min(4194302, env_int("BMS_BACNET_INSTANCE", 4194000, minimum=0))
+BMS_BACNET_POLL_DEADLINE_S = min(45.0, env_float("BMS_BACNET_POLL_DEADLINE_S", 20.0, minimum=1.0))
 # iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
 # unless named here (host names, addresses or networks: a calendar server on the LAN).
 BMS_ICAL_ALLOWED_HOSTS = env_list("BMS_ICAL_ALLOWED_HOSTS", [])
@@ -442,6 +449,7 @@ CELERY_BEAT_SCHEDULE = {
     "control-tick": {"task": "control.tasks.control_tick", "schedule": float(BMS_CONTROL_TICK)},
     "check-silent-nodes": {"task": "sensors.tasks.check_silent_nodes", "schedule": 60.0},
     "poll-modbus-meters": {"task": "sensors.tasks.poll_modbus_meters", "schedule": 10.0},
+    "poll-bacnet-devices": {"task": "sensors.tasks.poll_bacnet_devices", "schedule": 5.0},
     "sync-ical-bookings": {"task": "control.tasks.sync_ical_feeds", "schedule": 900.0},
     "worker-heartbeat": {"task": "alarms.tasks.heartbeat", "schedule": 15.0},
     "system-watchdog": {"task": "alarms.tasks.system_watchdog", "schedule": 60.0},

@@ -64,6 +64,31 @@ setup_python() {
   fi
 }
 
+find_python313() {
+  # bac-py (the independent BACnet controller of the tests) needs Python 3.13 or newer.
+  for candidate in python3.14 python3.13 /root/.pyenv/versions/3.1[34]*/bin/python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 13) else 1)' 2>/dev/null; then
+      command -v "$candidate"; return 0
+    fi
+  done
+  return 1
+}
+
+setup_bacnet_peer() {
+  # tests/sensors/test_bacnet.py runs a simulated BACnet controller under bac-py, a stack
+  # independent of ours, in a venv of its own (requirements-bacnet-peer.txt).
+  local peer="$BMS_ROOT/.venv-bacnet-peer" want have="" python
+  want="$(sha256sum "$BMS_ROOT/requirements-bacnet-peer.txt" | cut -d' ' -f1)"
+  [ -f "$peer/.lock-sha" ] && have="$(cat "$peer/.lock-sha")"
+  [ "$want" = "$have" ] && return 0
+  python="$(find_python313)" || die "The BACnet tests need Python 3.13 for bac-py: install python3.13"
+  say "Creating .venv-bacnet-peer (bac-py) with $python"
+  "$python" -m venv "$peer" || die "could not create .venv-bacnet-peer"
+  "$peer/bin/python" -m pip install -q -r "$BMS_ROOT/requirements-bacnet-peer.txt" || die "pip install bac-py failed"
+  echo "$want" > "$peer/.lock-sha"
+}
+
 setup_node() {
   [ -f "$BMS_ROOT/package.json" ] || return 0
   command -v npm >/dev/null 2>&1 || apt_install nodejs npm
@@ -141,6 +166,7 @@ bms_setup() {
   if [ "${1:-}" = "--for-tests" ]; then
     # Headless Chromium drives the kiosk and staff pages in the browser tests.
     [ -x /usr/bin/chromium ] || apt_install chromium
+    setup_bacnet_peer
     # docs/DEPLOYMENT.md and tests/foundation/test_docker.py validate docker/compose.yaml with
     # `docker compose config` (v2) or docker-compose (v1, Debian's package); no engine needed.
     docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 ||

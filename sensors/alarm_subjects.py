@@ -53,6 +53,8 @@ def register_all() -> None:
     register("node-input-errors", _existing("Node"))
     register("modbus-meter", _enabled_nodes)
     register("modbus-register", _existing("Node"))
+    register("bacnet-device", _enabled_nodes)
+    register("bacnet-point", _existing("Node"))
     register("gateway-nodes-silent", _existing("GatewayKey"))
     register("gateway-input-errors", _existing("GatewayKey"))
     register("inputs-capped", _existing("Site"))

@@ -126,6 +126,7 @@ class Node(WriteKeyHolder, models.Model):
         JEELIB = "jeelib", "JeeLib RFM12B/RFM69 radio via gateway"
         LLAP = "llap", "Ciseco LLAP radio via gateway"
         MODBUS = "modbus", "Modbus meter, TCP or RTU (polled)"
+        BACNET = "bacnet", "BACnet/IP controller (polled)"
         MQTT = "mqtt", "MQTT (emonhub topics)"
 
     site = models.ForeignKey(
@@ -617,6 +618,82 @@ def unresolved_note(host: BoardHost) -> str:
     return f" ('{host.name}' could not be resolved: compared by name)"
 
 
+BACNET_MAX_INSTANCE = 4194302  # 22 bits; 4194303 is the wildcard
+BACNET_MAX_POINTS_PER_DEVICE = 200  # bounds one poll's requests and its time
+BACNET_MIN_INTERVAL_S = 5  # the fastest poll one controller is given: small ones serve one client
+BACNET_POINT_TYPES = (
+    "analog-input",
+    "analog-output",
+    "analog-value",
+    "binary-input",
+    "binary-output",
+    "binary-value",
+    "multi-state-input",
+    "multi-state-output",
+    "multi-state-value",
+)
+
+
+class BacnetDevice(models.Model):
+    """A BACnet/IP controller we poll: its readings arrive as the node's inputs (keys of its
+    points), so they are recorded, charted and used by control like any other reading."""
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="bacnet")
+    address = models.CharField(
+        max_length=64,
+        help_text="Its BACnet/IP address, 'host' or 'host:port' (port 47808 when left out).",
+    )
+    device_instance = models.PositiveIntegerField(
+        validators=[MaxValueValidator(BACNET_MAX_INSTANCE)],
+        help_text="The device object's instance number, as its I-Am gave it.",
+    )
+    timeout_s = models.FloatField(
+        default=3.0,
+        validators=[MinValueValidator(0.5), MaxValueValidator(30.0)],
+        help_text="Seconds to wait for each answer.",
+    )
+    vendor_name = models.CharField(max_length=100, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.node.name} (device {self.device_instance} at {self.address})"
+
+    def clean(self) -> None:
+        from sensors.devices.bacnet_client import parse_address
+
+        try:
+            parse_address(self.address)
+        except ValueError as exc:
+            raise ValidationError({"address": str(exc)}) from exc
+
+
+class BacnetPoint(models.Model):
+    """One object of a device, read as the node's input `key` each poll."""
+
+    device = models.ForeignKey(BacnetDevice, on_delete=models.CASCADE, related_name="points")
+    key = models.CharField(max_length=64, help_text="The input key its readings arrive as.")
+    object_type = models.CharField(max_length=24, choices=[(t, t) for t in BACNET_POINT_TYPES])
+    instance = models.PositiveIntegerField(validators=[MaxValueValidator(BACNET_MAX_INSTANCE)])
+    name = models.CharField(max_length=100, blank=True)
+    units = models.CharField(max_length=64, blank=True)
+    description = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["device", "object_type", "instance"]
+        constraints = [
+            models.UniqueConstraint(fields=["device", "key"], name="bacnet_point_key_once"),
+            models.UniqueConstraint(
+                fields=["device", "object_type", "instance"], name="bacnet_point_object_once"
+            ),
+        ]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.object_type},{self.instance}"
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.ref})"
+
+
 # Checks an upper layer adds to Actuator.clean (control: a coil within its relay board's coil
 # count, control/board_coils.py). This layer cannot import them, so they register here from
 # their app's ready(); each returns {field: message} or {}.
@@ -634,6 +711,7 @@ class Actuator(models.Model):
     class Driver(models.TextChoices):
         MODBUS_COIL = "modbus_coil", "Modbus TCP coil"
         NODE_QUEUE = "node_queue", "HTTP node command queue"
+        BACNET = "bacnet", "BACnet binary output (priority array)"
 
     site = models.ForeignKey(
         Site, on_delete=models.PROTECT, related_name="actuators", null=True, blank=True
@@ -667,6 +745,25 @@ class Actuator(models.Model):
         blank=True,
         related_name="actuators",
         help_text="For the node command queue driver.",
+    )
+    bacnet_device = models.ForeignKey(
+        BacnetDevice,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="actuators",
+        help_text="For the BACnet driver: the controller that owns the output.",
+    )
+    bacnet_object = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="For the BACnet driver: 'binary-output,1' (or a binary-value).",
+    )
+    bacnet_priority = models.PositiveSmallIntegerField(
+        default=8,
+        validators=[MinValueValidator(1), MaxValueValidator(16)],
+        help_text="Priority-array slot we write (1 highest … 16 lowest; 8 is 'manual operator'). "
+        "Released, it is set to NULL so the controller's own logic takes over.",
     )
     min_on_s = models.PositiveIntegerField(default=600, help_text="Minimum run time (s).")
     min_off_s = models.PositiveIntegerField(default=600, help_text="Minimum off time (s).")
@@ -722,6 +819,40 @@ class Actuator(models.Model):
         )
         return same_board_hosts(self.host, candidates)
 
+    def _clean_bacnet(self) -> None:
+        from sensors.devices.bacnet_client import COMMANDABLE_BINARY, parse_object
+
+        if self.bacnet_device_id is None:
+            raise ValidationError({"bacnet_device": "A BACnet actuator needs its controller."})
+        try:
+            kind, instance = parse_object(self.bacnet_object)
+        except ValueError as exc:
+            raise ValidationError({"bacnet_object": str(exc)}) from exc
+        if kind not in COMMANDABLE_BINARY:
+            raise ValidationError(
+                {"bacnet_object": f"Only {' and '.join(COMMANDABLE_BINARY)} are switched."}
+            )
+        self.bacnet_object = f"{kind},{instance}"
+        if self.enabled:
+            other = (
+                Actuator.objects.filter(
+                    driver=self.Driver.BACNET,
+                    enabled=True,
+                    bacnet_device_id=self.bacnet_device_id,
+                    bacnet_object=self.bacnet_object,
+                )
+                .exclude(pk=self.pk)
+                .first()
+            )
+            if other is not None:
+                raise ValidationError(
+                    {
+                        "bacnet_object": f"{self.bacnet_object} of this controller is already "
+                        f"driven by actuator '{other.name}' (id {other.pk}): two actuators on "
+                        "one output would fight."
+                    }
+                )
+
     def clean(self) -> None:
         if self.coil is not None and not 0 <= self.coil <= MODBUS_MAX_ADDRESS:
             raise ValidationError(
@@ -731,6 +862,8 @@ class Actuator(models.Model):
             raise ValidationError({"host": "A Modbus coil actuator needs the relay board host."})
         if self.driver == self.Driver.NODE_QUEUE and self.node_id is None:
             raise ValidationError({"node": "A node-queue actuator needs the node it belongs to."})
+        if self.driver == self.Driver.BACNET:
+            self._clean_bacnet()
         for check in ACTUATOR_CHECKS:
             problem = check(self)
             if problem:

@@ -4,6 +4,7 @@
   (sensors/ingest/stream.py, sensors/ingest/drain.py); queued by the web and by
 - kick_ingest_drains (beat): the safety net, and the ingest backlog alarm.
 - check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
+- poll_bacnet_devices (beat): hands each due BACnet controller to its own short poll task.
 - poll_modbus_meters (beat): hands each due Modbus TCP meter to its own short poll task, and
   each RS-485 bus with due meters to one bus task (the meters share the line).
 """
@@ -244,3 +245,39 @@ def poll_modbus_bus(bus_id: int, node_ids: list[int] | None = None) -> dict:
     if bus is None:
         return {"skipped": True}
     return poll_bus(bus, node_ids)
+
+
+@shared_task(name="sensors.tasks.poll_bacnet_devices", ignore_result=True)
+def poll_bacnet_devices() -> list[int]:
+    """Queue the BACnet controllers that are due, one short task each. The claim per controller
+    expires just before its interval (at least BACNET_MIN_INTERVAL_S), so no controller is
+    asked more often than that whatever the beat does."""
+    from sensors.models import BACNET_MIN_INTERVAL_S
+
+    redis = get_redis()
+    queued = []
+    nodes = Node.objects.filter(enabled=True, protocol=Node.Protocol.BACNET, bacnet__isnull=False)
+    for node in nodes.only("id", "interval"):
+        interval = max(node.interval, BACNET_MIN_INTERVAL_S)
+        if redis.set(f"sensors:bacnet-due:{node.id}", 1, nx=True, px=interval * 1000 - 500):
+            poll_bacnet_device.delay(node.id)
+            queued.append(node.id)
+    return queued
+
+
+@shared_task(
+    name="sensors.tasks.poll_bacnet_device",
+    ignore_result=True,
+    acks_late=False,  # a poll is cheap to lose and must not pile up after a worker crash
+    soft_time_limit=50,  # BMS_BACNET_POLL_DEADLINE_S is at most 45 s
+    time_limit=55,
+)
+def poll_bacnet_device(node_id: int) -> dict:
+    """Poll one BACnet controller (sensors/devices/bacnet_devices.py)."""
+    from sensors.devices.bacnet_devices import poll_device
+    from sensors.models import BacnetDevice
+
+    device = BacnetDevice.objects.filter(node_id=node_id, node__enabled=True).first()
+    if device is None:
+        return {"skipped": True}
+    return poll_device(device)

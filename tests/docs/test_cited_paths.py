@@ -32,9 +32,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SKIP_DIRS = {".git", ".venv", "node_modules", "var", "migrations", "__pycache__"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    ".venv-bacnet-peer",
+    "node_modules",
+    "var",
+    "migrations",
+    "__pycache__",
+}
 # Top-level names whose contents are never ours to cite: runtime data and installed packages.
-NOT_CITABLE_ROOTS = {".git", ".venv", "node_modules", "var", "__pycache__"}
+NOT_CITABLE_ROOTS = {".git", ".venv", ".venv-bacnet-peer", "node_modules", "var", "__pycache__"}
 
 HASH_COMMENT_SUFFIXES = {".sh", ".conf", ".yaml", ".yml", ".toml", ".cfg", ".ini"}
 HASH_COMMENT_NAMES = {"Dockerfile", "run", "emoncms-compare"}

@@ -1,0 +1,398 @@
+"""A BACnet/IP client (bacpypes3) for the controllers already on the plant LAN: find them
+(Who-Is/I-Am), list their objects, read present values, and command a point at one priority
+of its priority array, read it back, and relinquish it.
+
+No Django here: callers pass plain values and get dataclasses back. Every public function opens
+its own bacpypes3 application on `local` (an "ADDRESS/PREFIX:PORT" string), runs one job under
+an overall deadline and closes it, so a Celery worker or a command never keeps a socket or waits
+past `deadline_s` for a controller that does not answer. Discovery needs the BACnet port (I-Am
+answers are broadcast to it); reads and writes are unicast, so port 0 (any free port) serves them
+and several workers can talk at once.
+
+Priorities (ASHRAE 135 clause 19.2): 1 is the highest; 16 the lowest, where a controller's own
+programme usually writes. We write at one priority (8 by default, "manual operator") and
+relinquish it by writing NULL there, which hands the point back to whatever holds a lower slot or
+to its relinquish-default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from bacpypes3.apdu import ErrorRejectAbortNack
+from bacpypes3.basetypes import BinaryPV
+from bacpypes3.errors import ExecutionError
+from bacpypes3.ipv4.app import NormalApplication
+from bacpypes3.local.device import DeviceObject
+from bacpypes3.pdu import Address, IPv4Address
+from bacpypes3.primitivedata import Null, ObjectIdentifier
+
+MAX_INSTANCE = 4194302  # a device or object instance: 22 bits, 4194303 is the wildcard
+MAX_OBJECTS = 2000  # a browse reads at most this many objects of one device
+MAX_DISCOVERED = 500  # I-Am answers kept from one Who-Is
+MAX_DEADLINE_S = 120.0
+PRIORITIES = range(1, 17)
+DEFAULT_PRIORITY = 8
+# Object types we map: inputs, outputs and values, analogue, binary and multi-state.
+POINT_TYPES = (
+    "analog-input",
+    "analog-output",
+    "analog-value",
+    "binary-input",
+    "binary-output",
+    "binary-value",
+    "multi-state-input",
+    "multi-state-output",
+    "multi-state-value",
+)
+COMMANDABLE_BINARY = ("binary-output", "binary-value")
+
+T = TypeVar("T")
+
+
+class BacnetError(Exception):
+    """The controller did not answer in time, refused, or answered something unusable."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """One I-Am: a device that answered a Who-Is."""
+
+    instance: int
+    address: str
+    vendor_id: int
+    max_apdu: int
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    object_type: str
+    instance: int
+    name: str = ""
+    units: str = ""
+    description: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.object_type},{self.instance}"
+
+
+@dataclass
+class Browse:
+    device_name: str
+    vendor_name: str
+    model_name: str
+    objects: list[ObjectInfo] = field(default_factory=list)
+    truncated: int = 0  # objects past MAX_OBJECTS, not read
+
+
+@dataclass
+class Readings:
+    values: dict[str, float] = field(default_factory=dict)  # object ref -> present value
+    errors: dict[str, str] = field(default_factory=dict)  # object ref -> the device's words
+
+
+@dataclass(frozen=True)
+class CommandState:
+    """A commandable point as read back: its present value and which priority holds it
+    (None: no slot holds it, the relinquish-default is in force)."""
+
+    value: bool
+    priority: int | None
+    ours: bool | None  # the value at our priority, None when our slot is NULL
+
+
+def parse_object(ref: str) -> tuple[str, int]:
+    """'analog-input,1' -> ('analog-input', 1); a ValueError names what is wrong."""
+    kind, _, number = ref.strip().partition(",")
+    kind = kind.strip().lower()
+    if kind not in POINT_TYPES:
+        raise ValueError(f"object type {kind!r} is not one of {', '.join(POINT_TYPES)}")
+    try:
+        instance = int(number)
+    except ValueError as exc:
+        raise ValueError(f"object instance {number.strip()!r} is not a number") from exc
+    if not 0 <= instance <= MAX_INSTANCE:
+        raise ValueError(f"object instance {instance} is out of range 0-{MAX_INSTANCE}")
+    return kind, instance
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """'192.168.1.40' or '192.168.1.40:47809' -> (host, port): a BACnet/IP device is an IPv4
+    address (a name would be resolved by whoever polls, each time)."""
+    host, _, port_text = address.strip().partition(":")
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError as exc:
+        raise ValueError(f"{host!r} is not an IPv4 address") from exc
+    try:
+        port = int(port_text) if port_text else 47808
+    except ValueError as exc:
+        raise ValueError(f"port {port_text!r} is not a number") from exc
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range 1-65535")
+    return host, port
+
+
+def check_priority(priority: int) -> int:
+    if priority not in PRIORITIES:
+        raise ValueError(f"priority {priority} is out of range 1-16")
+    return priority
+
+
+def _app(local: str, instance: int) -> NormalApplication:
+    device = DeviceObject(
+        objectIdentifier=("device", instance),
+        objectName=f"Open BMS {instance}",
+        vendorIdentifier=999,  # ASHRAE's "no vendor id assigned"
+    )
+    return NormalApplication(device, IPv4Address(local))
+
+
+def _run(
+    local: str,
+    client_instance: int,
+    deadline_s: float,
+    job: Callable[[NormalApplication], Awaitable[T]],
+) -> T:
+    """Run `job` on a fresh application, closed afterwards, bounded by `deadline_s` whole."""
+    deadline_s = min(max(deadline_s, 0.1), MAX_DEADLINE_S)
+
+    async def main() -> T:
+        app = _app(local, client_instance)
+        try:
+            return await asyncio.wait_for(job(app), deadline_s)
+        except TimeoutError as exc:
+            raise BacnetError(f"no answer within {deadline_s:g} s") from exc
+        except (ErrorRejectAbortNack, ExecutionError) as exc:
+            raise BacnetError(_words(exc)) from exc
+        finally:
+            app.close()
+
+    try:
+        return asyncio.run(main())
+    except OSError as exc:  # the local address cannot be bound, the network is down
+        raise BacnetError(f"network error on {local}: {exc}") from exc
+
+
+def _words(exc: BaseException) -> str:
+    """The device's refusal as it put it: 'object: unknown-object', 'property: write-access-
+    denied'."""
+    error_class = getattr(exc, "errorClass", None)
+    error_code = getattr(exc, "errorCode", None)
+    if error_class is not None and error_code is not None:
+        return f"{error_class}: {error_code}"
+    reason = getattr(exc, "apduAbortRejectReason", None)
+    return f"refused ({reason})" if reason is not None else (str(exc) or type(exc).__name__)
+
+
+def discover(
+    target: str | None,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    local: str,
+    client_instance: int,
+    wait_s: float = 3.0,
+) -> list[Found]:
+    """Who-Is to `target` (an address, a directed broadcast, or None for the local broadcast),
+    for device instances low..high (both or neither). Collects I-Am answers for `wait_s`."""
+    if (low is None) != (high is None):
+        raise ValueError("give both ends of the instance range, or neither")
+    if low is not None and not 0 <= low <= high <= MAX_INSTANCE:  # type: ignore[operator]
+        raise ValueError(f"instance range {low}-{high} is not within 0-{MAX_INSTANCE}")
+    wait_s = min(max(wait_s, 0.5), 30.0)
+
+    async def job(app: NormalApplication) -> list[Found]:
+        address = Address(target) if target else None
+        i_ams = await app.who_is(low, high, address, timeout=wait_s)
+        found = {}
+        for i_am in i_ams[:MAX_DISCOVERED]:
+            _, instance = i_am.iAmDeviceIdentifier
+            found[instance] = Found(
+                instance=int(instance),
+                address=str(i_am.pduSource),
+                vendor_id=int(i_am.vendorID),
+                max_apdu=int(i_am.maxAPDULengthAccepted),
+            )
+        return sorted(found.values(), key=lambda f: f.instance)
+
+    return _run(local, client_instance, wait_s + 2.0, job)
+
+
+async def _optional(app: NormalApplication, address: Address, ref: Any, prop: str) -> Any:
+    """A property a device may not have (units of a binary input, a description): '' if not."""
+    try:
+        return await app.read_property(address, ref, prop)
+    except (ErrorRejectAbortNack, ExecutionError):
+        return ""
+
+
+def browse(
+    address: str,
+    instance: int,
+    *,
+    local: str,
+    client_instance: int,
+    timeout_s: float = 3.0,
+    max_objects: int = MAX_OBJECTS,
+) -> Browse:
+    """The device's name and its objects of the mapped types with name, units, description.
+    One request at a time (a small controller serves one), each bounded by `timeout_s`; the
+    whole browse by one deadline proportional to the objects read."""
+    max_objects = min(max(max_objects, 1), MAX_OBJECTS)
+
+    async def one(app: NormalApplication, coro: Awaitable[Any]) -> Any:
+        return await asyncio.wait_for(coro, timeout_s)
+
+    async def job(app: NormalApplication) -> Browse:
+        where = Address(address)
+        device = ObjectIdentifier(("device", instance))
+        name = await one(app, app.read_property(where, device, "object-name"))
+        vendor = await one(app, _optional(app, where, device, "vendor-name"))
+        model = await one(app, _optional(app, where, device, "model-name"))
+        object_list = await one(app, app.read_property(where, device, "object-list"))
+        wanted = [o for o in object_list if str(o[0]) in POINT_TYPES]
+        result = Browse(
+            str(name), str(vendor), str(model), truncated=max(0, len(wanted) - max_objects)
+        )
+        for oid in wanted[:max_objects]:
+            kind, number = str(oid[0]), int(oid[1])
+            result.objects.append(
+                ObjectInfo(
+                    kind,
+                    number,
+                    name=str(await one(app, _optional(app, where, oid, "object-name"))),
+                    units=str(await one(app, _optional(app, where, oid, "units"))),
+                    description=str(await one(app, _optional(app, where, oid, "description"))),
+                )
+            )
+        return result
+
+    return _run(local, client_instance, timeout_s * (5 + 3 * max_objects), job)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, BinaryPV):
+        return 1.0 if int(value) else 0.0
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
+
+
+def read_present_values(
+    address: str,
+    refs: list[str],
+    *,
+    local: str,
+    client_instance: int,
+    timeout_s: float = 3.0,
+    deadline_s: float = 10.0,
+) -> Readings:
+    """Present values of `refs` ('analog-input,1', ...): one ReadProperty each, so a point the
+    device refuses costs only itself. Raises BacnetError only when the device answers none."""
+
+    async def job(app: NormalApplication) -> Readings:
+        where = Address(address)
+        result = Readings()
+        answered = False
+        for ref in refs:
+            kind, number = parse_object(ref)
+            try:
+                value = await asyncio.wait_for(
+                    app.read_property(where, ObjectIdentifier((kind, number)), "present-value"),
+                    timeout_s,
+                )
+            except TimeoutError:
+                if not answered:
+                    raise
+                result.errors[ref] = f"no answer within {timeout_s:g} s"
+                continue
+            except (ErrorRejectAbortNack, ExecutionError) as exc:
+                answered = True
+                result.errors[ref] = _words(exc)
+                continue
+            answered = True
+            try:
+                result.values[ref] = _number(value)
+            except (TypeError, ValueError) as exc:
+                result.errors[ref] = f"present value {value!r}: {exc}"
+        return result
+
+    return _run(local, client_instance, deadline_s, job)
+
+
+def _slot_value(slot: Any) -> bool | None:
+    """One entry of a priority array: None for NULL, else the binary value it holds."""
+    choice = getattr(slot, "_choice", None)
+    if choice in (None, "null"):
+        return None
+    return bool(int(getattr(slot, choice)))
+
+
+async def _command_state(
+    app: NormalApplication, where: Address, oid: ObjectIdentifier, priority: int, timeout_s: float
+) -> CommandState:
+    value = await asyncio.wait_for(app.read_property(where, oid, "present-value"), timeout_s)
+    slots = await asyncio.wait_for(app.read_property(where, oid, "priority-array"), timeout_s)
+    held = [_slot_value(slot) for slot in slots]
+    in_force = next((index + 1 for index, slot in enumerate(held) if slot is not None), None)
+    return CommandState(
+        value=bool(int(value)),
+        priority=in_force,
+        ours=held[priority - 1] if len(held) >= priority else None,
+    )
+
+
+def command_binary(
+    address: str,
+    ref: str,
+    state: bool | None,
+    *,
+    priority: int = DEFAULT_PRIORITY,
+    local: str,
+    client_instance: int,
+    timeout_s: float = 3.0,
+) -> CommandState:
+    """Write `state` to the point's present value at `priority` (None: relinquish, NULL there),
+    then read back its present value and priority array."""
+    kind, number = parse_object(ref)
+    if kind not in COMMANDABLE_BINARY:
+        raise ValueError(f"{ref}: only {' and '.join(COMMANDABLE_BINARY)} are commanded")
+    check_priority(priority)
+
+    async def job(app: NormalApplication) -> CommandState:
+        where = Address(address)
+        oid = ObjectIdentifier((kind, number))
+        value = Null(()) if state is None else BinaryPV("active" if state else "inactive")
+        await asyncio.wait_for(
+            app.write_property(where, oid, "present-value", value, priority=priority), timeout_s
+        )
+        return await _command_state(app, where, oid, priority, timeout_s)
+
+    return _run(local, client_instance, timeout_s * 4, job)
+
+
+def read_command_state(
+    address: str,
+    ref: str,
+    *,
+    priority: int = DEFAULT_PRIORITY,
+    local: str,
+    client_instance: int,
+    timeout_s: float = 3.0,
+) -> CommandState:
+    kind, number = parse_object(ref)
+    check_priority(priority)
+
+    async def job(app: NormalApplication) -> CommandState:
+        oid = ObjectIdentifier((kind, number))
+        return await _command_state(app, Address(address), oid, priority, timeout_s)
+
+    return _run(local, client_instance, timeout_s * 3, job)

@@ -1,0 +1,266 @@
+"""BACnet/IP against an independent controller: bac-py (tests/sensors/bacnet_controller.py), a
+stack other than our bacpypes3, in its own process on its own loopback address. Discover it,
+record its analogue input into a feed, command its binary output at priority 8 with read-back,
+relinquish and see its own value return, lose it and see the alarm, get it back and see the
+alarm clear."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from alarms.models import Alarm
+from control.models import ActuatorCommand
+from feeds.models import Feed
+from feeds.store import service
+from sensors.devices import bacnet_client
+from sensors.devices.bacnet_client import BacnetError
+from sensors.models import BACNET_MAX_POINTS_PER_DEVICE, Actuator, BacnetDevice, Sensor
+from sensors.tasks import poll_bacnet_device, poll_bacnet_devices
+
+ROOT = Path(__file__).resolve().parents[2]
+PEER_PYTHON = ROOT / ".venv-bacnet-peer" / "bin" / "python"
+CONTROLLER = Path(__file__).with_name("bacnet_controller.py")
+PEER_HOST, OUR_HOST = "127.0.0.2", "127.0.0.3"
+INSTANCE = 2601
+
+
+def free_udp_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class Controller:
+    """The simulated boiler-house controller, started and stopped as a real process."""
+
+    def __init__(self, port: int, broadcast_to: str) -> None:
+        self.port, self.broadcast_to = port, broadcast_to
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{PEER_HOST}:{self.port}"
+
+    def start(self) -> None:
+        if not PEER_PYTHON.exists():
+            pytest.fail(
+                "No .venv-bacnet-peer: run `source scripts/setup.sh; bms_setup --for-tests`"
+            )
+        self.process = subprocess.Popen(
+            [str(PEER_PYTHON), str(CONTROLLER), "--interface", PEER_HOST, "--port",
+             str(self.port), "--instance", str(INSTANCE), "--broadcast-to", self.broadcast_to],
+            stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+        )  # fmt: skip
+        assert self.process.stdout.readline().strip() == "ready"
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def controller(settings):
+    our_port = free_udp_port(OUR_HOST)
+    settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
+    settings.BMS_BACNET_PORT = our_port
+    peer = Controller(free_udp_port(PEER_HOST), f"{OUR_HOST}:{our_port}")
+    peer.start()
+    yield peer
+    peer.stop()
+
+
+def test_discovery_finds_the_controller_and_its_range_filter_excludes_it(controller, settings):
+    local = f"{OUR_HOST}/32:{settings.BMS_BACNET_PORT}"
+    found = bacnet_client.discover(controller.address, local=local, client_instance=4194000)
+    assert [(f.instance, f.address) for f in found] == [(INSTANCE, controller.address)]
+    outside = bacnet_client.discover(
+        controller.address, low=1, high=INSTANCE - 1, local=local, client_instance=4194000
+    )
+    assert outside == []
+
+
+def test_the_discover_and_browse_commands_show_what_an_engineer_needs(controller, capsys):
+    call_command("bacnet", "discover", "--target", controller.address, "--wait", "1")
+    assert f"device {INSTANCE} at {controller.address}" in capsys.readouterr().out
+    call_command("bacnet", "browse", controller.address, str(INSTANCE))
+    out = capsys.readouterr().out
+    assert "Boiler house controller" in out
+    assert "analog-input,1  Boiler flow temperature [degrees-celsius] — Flow sensor" in out
+    assert "binary-output,1  Boiler enable — Boiler enable relay" in out
+
+
+@pytest.mark.django_db
+def test_an_analog_input_is_recorded_into_a_feed_and_loss_raises_an_alarm_that_clears(
+    controller, redis_client
+):
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE),
+                 "--point", "analog-input,1", "--interval", "10")  # fmt: skip
+    device = BacnetDevice.objects.get(node__name="boiler-house")
+    sensor = Sensor.objects.get(node=device.node, key="analog-input-1")
+    assert (sensor.name, sensor.unit) == ("Boiler flow temperature", "°C")
+    sensor.feed = Feed.objects.create(name="boiler flow", tag="boiler-house", interval=10)
+    sensor.save()
+
+    assert poll_bacnet_devices() == [device.node_id]
+    assert poll_bacnet_devices() == []  # not due again within its interval
+    redis_client.flushdb()  # drop the queued task; run the poll here instead
+    report = poll_bacnet_device(device.node_id)
+    assert report["values"] == {"analog-input-1": 61.5}
+    assert service.last_value(sensor.feed_id)[1] == 61.5
+
+    controller.stop()
+    poll_bacnet_device(device.node_id)
+    alarm_key = f"bacnet-device:{device.node_id}"
+    assert not Alarm.objects.filter(key=alarm_key).exists()  # one miss is not yet an alarm
+    poll_bacnet_device(device.node_id)
+    alarm = Alarm.objects.get(key=alarm_key, cleared_at=None)
+    assert alarm.message.startswith(
+        f"BACnet controller boiler-house (device {INSTANCE} at {controller.address}) not "
+        "answering: no answer within"
+    )
+
+    controller.start()
+    poll_bacnet_device(device.node_id)
+    alarm.refresh_from_db()
+    assert alarm.cleared_at is not None
+
+
+@pytest.mark.django_db
+def test_a_point_the_controller_refuses_is_alarmed_in_its_words(controller, redis_client):
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE),
+                 "--point", "analog-input,1")  # fmt: skip
+    device = BacnetDevice.objects.get(node__name="boiler-house")
+    device.points.create(key="analog-input-7", object_type="analog-input", instance=7)
+    for _ in range(2):
+        report = poll_bacnet_device(device.node_id)
+    assert report["values"] == {"analog-input-1": 61.5}  # the good point still lands
+    alarm = Alarm.objects.get(key=f"bacnet-point:{device.node_id}:analog-input-7")
+    assert "the controller answered 'object: unknown-object'" in alarm.message
+    assert not Alarm.objects.filter(key=f"bacnet-device:{device.node_id}").exists()
+
+
+@pytest.mark.django_db
+def test_the_binary_output_is_commanded_at_priority_8_read_back_and_relinquished(
+    controller, capsys
+):
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE))
+    call_command("bacnet_output", "boiler-enable", "--controller", "boiler-house",
+                 "--object", "binary-output,1")  # fmt: skip
+    actuator = Actuator.objects.get(name="boiler-enable")
+    assert (actuator.driver, actuator.bacnet_priority) == ("bacnet", 8)
+
+    call_command("bacnet_output", "boiler-enable", "--status")
+    # The controller's own time programme holds it ON at priority 16.
+    assert "is ON, held by priority 16; our priority 8 holds NULL" in capsys.readouterr().out
+
+    call_command("bacnet_output", "boiler-enable", "--off", "--reason", "Boiler service")
+    out = capsys.readouterr().out
+    assert "is OFF, held by priority 8; our priority 8 holds OFF" in out
+    off = ActuatorCommand.objects.get(reason="Commanded by hand: Boiler service")
+    assert (off.state, off.error) == (False, "")
+    assert off.sent_at is not None and off.confirmed_at is not None
+
+    call_command("bacnet_output", "boiler-enable", "--release", "--reason", "Service done")
+    assert "is ON, held by priority 16; our priority 8 holds NULL" in capsys.readouterr().out
+    released = ActuatorCommand.objects.latest("pk")
+    assert released.reason == "Released (NULL at priority 8): Service done"
+    assert released.confirmed_at is not None
+
+
+@pytest.mark.django_db
+def test_a_higher_priority_holding_the_point_is_a_fault_not_a_confirmation(controller):
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE))
+    call_command("bacnet_output", "hand-switch", "--controller", "boiler-house",
+                 "--object", "binary-output,1", "--priority", "2")  # fmt: skip
+    call_command("bacnet_output", "hand-switch", "--on", "--reason", "Hand switch at 2")
+    call_command(
+        "bacnet_output",
+        "boiler-enable",
+        "--controller",
+        "boiler-house",
+        "--object",
+        "binary-value,1",
+    )  # fmt: skip  (another object: no clash)
+    actuator = Actuator.objects.get(name="boiler-enable")
+    actuator.bacnet_object = "binary-output,1"
+    actuator.enabled = True
+    Actuator.objects.filter(name="hand-switch").update(enabled=False)
+    actuator.save()
+    with pytest.raises(CommandError, match="priority 2 holds binary-output,1 at ON"):
+        call_command("bacnet_output", "boiler-enable", "--off", "--reason", "Try at 8")
+    row = ActuatorCommand.objects.latest("pk")
+    assert row.confirmed_at is None and "not in force until it is released" in row.error
+    call_command("bacnet_output", "hand-switch", "--release", "--reason", "Hand switch back")
+
+
+@pytest.mark.django_db
+def test_a_commanded_output_needs_a_reason_and_two_actuators_may_not_share_it(controller):
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE))
+    call_command("bacnet_output", "boiler-enable", "--controller", "boiler-house",
+                 "--object", "binary-output,1")  # fmt: skip
+    with pytest.raises(CommandError, match="--reason"):
+        call_command("bacnet_output", "boiler-enable", "--on")
+    with pytest.raises(CommandError, match="already driven by actuator 'boiler-enable'"):
+        call_command("bacnet_output", "second", "--controller", "boiler-house",
+                     "--object", "binary-output,1")  # fmt: skip
+    with pytest.raises(CommandError, match="Only binary-output and binary-value"):
+        call_command("bacnet_output", "third", "--controller", "boiler-house",
+                     "--object", "analog-input,1")  # fmt: skip
+    assert not ActuatorCommand.objects.exists()
+
+
+def test_a_controller_that_is_not_there_times_out_within_its_deadline():
+    with pytest.raises(BacnetError, match="no answer within 1 s"):
+        bacnet_client.read_present_values(
+            f"{PEER_HOST}:{free_udp_port(PEER_HOST)}", ["analog-input,1"],
+            local=f"{OUR_HOST}/32:0", client_instance=4194000, timeout_s=0.5, deadline_s=1,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("analog-input,4194302", None),
+        ("analog-input,4194303", "out of range 0-4194302"),
+        ("device,1", "is not one of"),
+        ("analog-input,x", "not a number"),
+    ],
+)
+def test_object_references_are_bounded(ref, message):
+    if message is None:
+        assert bacnet_client.parse_object(ref) == ("analog-input", 4194302)
+    else:
+        with pytest.raises(ValueError, match=message):
+            bacnet_client.parse_object(ref)
+
+
+@pytest.mark.parametrize(("priority", "ok"), [(0, False), (1, True), (16, True), (17, False)])
+def test_priorities_are_bounded_to_the_array(priority, ok):
+    if ok:
+        assert bacnet_client.check_priority(priority) == priority
+    else:
+        with pytest.raises(ValueError, match="out of range 1-16"):
+            bacnet_client.check_priority(priority)
+
+
+@pytest.mark.django_db
+def test_points_per_controller_and_poll_interval_are_bounded(controller):
+    from sensors.devices.bacnet_devices import add_device, map_points
+
+    with pytest.raises(ValueError, match="below the 5 s bound"):
+        add_device("too-fast", controller.address, INSTANCE, interval=4)
+    device = add_device("big", controller.address, INSTANCE, interval=5)
+    many = [
+        bacnet_client.ObjectInfo("analog-value", n) for n in range(BACNET_MAX_POINTS_PER_DEVICE)
+    ]
+    assert len(map_points(device, many)) == BACNET_MAX_POINTS_PER_DEVICE
+    with pytest.raises(ValueError, match="at most 200"):
+        map_points(device, [bacnet_client.ObjectInfo("analog-value", 9999)])
