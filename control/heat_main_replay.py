@@ -20,8 +20,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from django.utils import timezone
-
 from control import mapper
 from control.engine.evaluator import evaluate
 from control.engine.specs import Snapshot
@@ -32,6 +30,7 @@ from control.replay import (
     ShortCycle,
     Switch,
     auto_step,
+    history_end,
     history_zone_spec,
     read_history,
     simulated_actuators,
@@ -144,11 +143,7 @@ def replay_heat_main(
     short_cycle_s: int = DEFAULT_SHORT_CYCLE_S,
     now: datetime | None = None,
 ) -> HeatMainReplayReport:
-    if end <= start:
-        raise ValueError("The replay must end after it starts.")
-    end = min(end, now or timezone.now())
-    if end <= start:
-        raise ValueError("The replay must start in the past: there is no history after now.")
+    end = history_end(start, end, now)
     zones = list(main.zones.filter(enabled=True).select_related("temperature_sensor__feed"))
     store = ThermalStore.objects.filter(heat_main=main).first()
     solars = (

@@ -134,6 +134,17 @@ def auto_step(start: datetime, end: datetime, feed_interval: int) -> int:
     return step
 
 
+def history_end(start: datetime, end: datetime, now: datetime | None) -> datetime:
+    """The end of the period replayed: history only. Past now there are no readings, so every
+    future occupancy was counted as a comfort miss and the sensor as stale."""
+    if end <= start:
+        raise ValueError("The replay must end after it starts.")
+    end = min(end, now or timezone.now())
+    if end <= start:
+        raise ValueError("The replay must start in the past: there is no history after now.")
+    return end
+
+
 def replay(
     zone: Zone,
     start: datetime,
@@ -142,13 +153,7 @@ def replay(
     short_cycle_s: int = DEFAULT_SHORT_CYCLE_S,
     now: datetime | None = None,
 ) -> ReplayReport:
-    if end <= start:
-        raise ValueError("The replay must end after it starts.")
-    # History only. Past now there are no readings, so every future occupancy was
-    # counted as a comfort miss and the sensor as stale.
-    end = min(end, now or timezone.now())
-    if end <= start:
-        raise ValueError("The replay must start in the past: there is no history after now.")
+    end = history_end(start, end, now)
     tz = ZoneInfo(settings.TIME_ZONE)
     sensor = zone.temperature_sensor
     feed = sensor.feed if sensor is not None else None

@@ -12,18 +12,11 @@ import pytest
 
 from control import mapper
 from control.engine.evaluator import evaluate
-from control.engine.specs import (
-    HEAT_MAIN,
-    THERMAL_STORE,
-    BookingSpec,
-    HeatMainSpec,
-    HeatSourceSpec,
-    Reading,
-    Snapshot,
-    ThermalStoreSpec,
-)
+from control.engine.specs import HEAT_MAIN, THERMAL_STORE, BookingSpec, Reading, Snapshot
 
-from .helpers import actuator_spec, solar_spec, valve, zone
+from .helpers import solar_spec, valve, zone
+from .test_thermal_store import MAIN, _store
+from .test_thermal_store import _relay as _base_relay
 
 TICK_S = 30
 START = datetime(2026, 4, 14, 10, 0, tzinfo=UTC)
@@ -31,24 +24,11 @@ GAS, CHARGE, DISCHARGE, SOLAR_PUMP = 31, 41, 42, 51
 RELAYS = (GAS, CHARGE, DISCHARGE, SOLAR_PUMP)
 CAPACITY = 1500 * 4.186  # kJ/K: a 1.5 m³ store as one mass
 
-STORE = ThermalStoreSpec(
-    id=1, name="Buffer", heat_main_id=1, top_name="store-top", bottom_name="store-bottom",
-    charge_start_c=55.0, charge_stop_c=70.0, discharge_min_c=60.0, charge_pump_id=CHARGE,
-    discharge_pump_id=DISCHARGE, sensor_stale_after_s=900, solar_ids=(7,),
-)  # fmt: skip
-MAIN = HeatMainSpec(
-    id=1, name="Heat main", zone_ids=(1,), flow_name="main-flow", flow_setpoint_c=75.0,
-    sources=(HeatSourceSpec(id=1, name="Gas 1", actuator_id=GAS, order=1, rotate=True,
-                            ramp_s=0),),
-    stage_up_k=5.0, stage_up_s=600, stage_down_k=5.0, stage_down_s=300, rotate_weekly=False,
-    rotate_hours=0.0, sensor_stale_after_s=900,
-)  # fmt: skip
+STORE = _store(solar_ids=(7,))
 
 
 def _relay(aid: int, name: str, kind: str, **kw):
-    base = dict(id=aid, name=name, kind=kind, min_on_s=0, min_off_s=0, is_on=False,
-                confirmed=True)  # fmt: skip
-    return actuator_spec(**{**base, **kw})
+    return replace(_base_relay(aid, name, kind), **kw)
 
 
 def run(minutes: int, store_c: float, sun_until: datetime, *, calling: bool = False, **pump):
