@@ -18,7 +18,7 @@ from control.models import (
     WeatherCompensation,
     Zone,
 )
-from core.serializers import ModelCleanSerializer
+from core.serializers import BoundedManyRelated, ModelCleanSerializer
 
 
 class SchedulePeriodSerializer(ModelCleanSerializer):
@@ -164,10 +164,20 @@ class SolarCircuitSerializer(ModelCleanSerializer):
                   "pump_kick_s"]  # fmt: skip
 
 
+MAX_HEAT_MAIN_ZONES = 2000
+
+
 class HeatMainSerializer(ModelCleanSerializer):
     """A heat main and its members (zones, ids; a PATCH with `zones` replaces them). Its sources
     and store are their own resources, listed here read-only."""
 
+    # The bench runs 500 zones on one main; a site twice that is still far below the bound.
+    zones = BoundedManyRelated(
+        child_relation=serializers.PrimaryKeyRelatedField(queryset=Zone.objects.all()),
+        max_items=MAX_HEAT_MAIN_ZONES,
+        required=False,
+        help_text=f"The zones whose demand the main serves (ids, at most {MAX_HEAT_MAIN_ZONES}).",
+    )
     sources = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     store = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 

@@ -186,3 +186,23 @@ def test_anonymous_callers_get_nothing(anon_api):
     for resource in ("heat-mains", "heat-sources", "thermal-stores"):
         assert anon_api.get(f"/api/v1/{resource}").status_code in (401, 403)
         assert anon_api.post(f"/api/v1/{resource}", {}, format="json").status_code in (401, 403)
+
+
+def test_a_main_takes_its_zones_up_to_the_bound_and_no_more(engineer_api, kit):
+    """Each zone id is a lookup: a 1 MB body of ids would be 100,000 queries in one request."""
+    from control.serializers import MAX_HEAT_MAIN_ZONES
+
+    Zone.objects.bulk_create(
+        Zone(name=f"Room {i}", slug=f"room-{i}") for i in range(MAX_HEAT_MAIN_ZONES - 2)
+    )
+    ids = list(Zone.objects.values_list("pk", flat=True))
+    assert len(ids) == MAX_HEAT_MAIN_ZONES
+    main = _main(engineer_api, kit)
+    url = f"/api/v1/heat-mains/{main['id']}"
+    response = engineer_api.patch(url, {"zones": ids}, format="json")
+    assert response.status_code == 200, response.content
+    assert HeatMain.objects.get().zones.count() == MAX_HEAT_MAIN_ZONES
+    response = engineer_api.patch(url, {"zones": [*ids, ids[0]]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["fields"]["zones"] == [f"At most {MAX_HEAT_MAIN_ZONES} items."]
+    assert HeatMain.objects.get().zones.count() == MAX_HEAT_MAIN_ZONES
