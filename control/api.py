@@ -11,6 +11,8 @@ from control.models import (
     AnalogueCommand,
     Booking,
     HeatingPlant,
+    HeatMain,
+    HeatSource,
     OutputOverride,
     Override,
     RelayBoard,
@@ -18,6 +20,7 @@ from control.models import (
     ScheduleException,
     SchedulePeriod,
     SolarCircuit,
+    ThermalStore,
     WeatherCompensation,
     Zone,
 )
@@ -26,6 +29,8 @@ from control.serializers import (
     AnalogueCommandSerializer,
     BookingSerializer,
     HeatingPlantSerializer,
+    HeatMainSerializer,
+    HeatSourceSerializer,
     OutputOverrideSerializer,
     OverrideSerializer,
     RelayBoardSerializer,
@@ -33,6 +38,7 @@ from control.serializers import (
     SchedulePeriodSerializer,
     ScheduleSerializer,
     SolarCircuitSerializer,
+    ThermalStoreSerializer,
     WeatherCompensationSerializer,
     ZoneSerializer,
 )
@@ -339,3 +345,44 @@ class HeatingPlantViewSet(viewsets.ModelViewSet):
 class SolarCircuitViewSet(viewsets.ModelViewSet):
     queryset = SolarCircuit.objects.all()
     serializer_class = SolarCircuitSerializer
+
+
+@document_viewset(
+    "control",
+    "heat main",
+    "heat mains",
+    about="A heat main: its `zones` (ids; a PATCH with `zones` replaces them), flow sensor and "
+    "set point, stage-up/down thresholds and delays, lead rotation. Its sources are "
+    "`/api/v1/heat-sources`, its store `/api/v1/thermal-stores`. Bounds as in the admin; each "
+    "refusal is a 400 naming the field.",
+)
+class HeatMainViewSet(viewsets.ModelViewSet):
+    queryset = HeatMain.objects.prefetch_related("zones", "sources").select_related("store")
+    serializer_class = HeatMainSerializer
+
+
+@document_viewset(
+    "control",
+    "heat source",
+    "heat sources",
+    about="A heat source (a boiler's relay) on a heat main, its place in the sequence, whether "
+    "it takes part in the lead rotation and its ramp time; the admin's rules (a relay no zone, "
+    "plant, solar circuit, store or other source drives), each refusal a 400 naming the field.",
+)
+class HeatSourceViewSet(viewsets.ModelViewSet):
+    queryset = HeatSource.objects.all()
+    serializer_class = HeatSourceSerializer
+
+
+@document_viewset(
+    "control",
+    "thermal store",
+    "thermal stores",
+    about="A heat main's thermal store (one per main): top and bottom sensors, charge start / "
+    "stop and discharge temperatures, charge and discharge pumps; the admin's rules (the charge "
+    "stops above where it starts, two different pumps no one else drives), each refusal a 400 "
+    "naming the field.",
+)
+class ThermalStoreViewSet(viewsets.ModelViewSet):
+    queryset = ThermalStore.objects.all().order_by("pk")
+    serializer_class = ThermalStoreSerializer

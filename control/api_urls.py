@@ -6,6 +6,8 @@ from control.api import (
     AnalogueCommandViewSet,
     BookingViewSet,
     HeatingPlantViewSet,
+    HeatMainViewSet,
+    HeatSourceViewSet,
     OutputOverrideViewSet,
     OverrideViewSet,
     RelayBoardViewSet,
@@ -13,6 +15,7 @@ from control.api import (
     SchedulePeriodViewSet,
     ScheduleViewSet,
     SolarCircuitViewSet,
+    ThermalStoreViewSet,
     WeatherCompensationViewSet,
     ZoneViewSet,
 )
@@ -31,6 +34,9 @@ router.register("weather-compensations", WeatherCompensationViewSet)
 router.register("relay-boards", RelayBoardViewSet)
 router.register("heating-plants", HeatingPlantViewSet)
 router.register("solar-circuits", SolarCircuitViewSet)
+router.register("heat-mains", HeatMainViewSet)
+router.register("heat-sources", HeatSourceViewSet)
+router.register("thermal-stores", ThermalStoreViewSet)
 router.register("analogue-commands", AnalogueCommandViewSet)
 router.register("output-overrides", OutputOverrideViewSet)
 

@@ -444,7 +444,14 @@ def heat_main_spec(
     )
 
 
-def store_spec(t: ThermalStore, *, last: LastValues | None = None) -> ThermalStoreSpec:
+def store_spec(
+    t: ThermalStore,
+    *,
+    last: LastValues | None = None,
+    solars: Iterable[SolarCircuit] = (),
+) -> ThermalStoreSpec:
+    """`solars`: the enabled solar circuits; those whose tank sensor is the store's bottom
+    sensor feed it (the sources then leave the charge to the sun, thermal_store.py)."""
     last = last or {}
     return ThermalStoreSpec(
         id=t.pk,
@@ -460,4 +467,5 @@ def store_spec(t: ThermalStore, *, last: LastValues | None = None) -> ThermalSto
         charge_pump_id=t.charge_pump_id,
         discharge_pump_id=t.discharge_pump_id,
         sensor_stale_after_s=t.sensor_stale_after_s,
+        solar_ids=tuple(s.pk for s in solars if s.tank_sensor_id == t.bottom_sensor_id),
     )

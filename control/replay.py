@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -27,7 +28,7 @@ from django.utils import timezone
 
 from control import mapper
 from control.engine.evaluator import evaluate
-from control.engine.specs import Reading, Snapshot, ZoneSpec
+from control.engine.specs import ActuatorSpec, Reading, Snapshot, ZoneSpec
 from control.engine.strategies import bookings as booking_windows
 from control.engine.strategies import schedule as schedule_windows
 from control.models import Booking, ScheduleException, Zone
@@ -35,6 +36,7 @@ from control.room_response import heat_intervals, measure_runs, rate_until
 from control.runtime import ActuatorRuntime
 from core.dates import when_text
 from feeds.store import service as feed_service
+from sensors.models import Actuator
 
 MAX_STEPS = 20_000
 DEFAULT_SHORT_CYCLE_S = 600
@@ -132,6 +134,17 @@ def auto_step(start: datetime, end: datetime, feed_interval: int) -> int:
     return step
 
 
+def history_end(start: datetime, end: datetime, now: datetime | None) -> datetime:
+    """The end of the period replayed: history only. Past now there are no readings, so every
+    future occupancy was counted as a comfort miss and the sensor as stale."""
+    if end <= start:
+        raise ValueError("The replay must end after it starts.")
+    end = min(end, now or timezone.now())
+    if end <= start:
+        raise ValueError("The replay must start in the past: there is no history after now.")
+    return end
+
+
 def replay(
     zone: Zone,
     start: datetime,
@@ -140,71 +153,18 @@ def replay(
     short_cycle_s: int = DEFAULT_SHORT_CYCLE_S,
     now: datetime | None = None,
 ) -> ReplayReport:
-    if end <= start:
-        raise ValueError("The replay must end after it starts.")
-    # History only. Past now there are no readings, so every future occupancy was
-    # counted as a comfort miss and the sensor as stale.
-    end = min(end, now or timezone.now())
-    if end <= start:
-        raise ValueError("The replay must start in the past: there is no history after now.")
+    end = history_end(start, end, now)
     tz = ZoneInfo(settings.TIME_ZONE)
     sensor = zone.temperature_sensor
     feed = sensor.feed if sensor is not None else None
     step = step_s or auto_step(start, end, feed.interval if feed else 60)
     if (end - start).total_seconds() / step > MAX_STEPS:
         raise ValueError(f"Too many steps: use a step of at least {auto_step(start, end, 60)} s.")
-    points = (
-        feed_service.read(
-            feed.pk,
-            int(start.timestamp()),
-            int(end.timestamp()),
-            step,
-            average=True,
-            timezone=settings.TIME_ZONE,
-        )
-        if feed is not None
-        else []
-    )
-    readings = _Sampler(points)
-
-    bookings = [
-        mapper.booking_spec(b)
-        for b in Booking.objects.filter(
-            zone=zone, cancelled=False, end__gt=start, start__lt=end + timedelta(days=1)
-        )
-    ]
+    readings = read_history(feed.pk if feed is not None else None, start, end, step)
     actuators = {a.pk: a for a in zone.actuators.filter(enabled=True)}
-    exceptions = None
-    if zone.schedule is not None:
-        exceptions = ScheduleException.objects.filter(
-            schedule=zone.schedule,
-            date__gte=(start - timedelta(days=1)).date(),
-            date__lte=(end + timedelta(days=1)).date(),
-        )
     site = mapper.site_settings()
-    spec = mapper.zone_spec(
-        zone,
-        site,
-        bookings=bookings,
-        actuator_ids=list(actuators),
-        exceptions=exceptions,
-        days=((start - timedelta(days=1)).date(), (end + timedelta(days=1)).date()),
-    )
-    # The feed is read in windows of `step` (or whole feed slots a little longer): a reading is
-    # that old by construction, so it is stale only when a whole window had none. With a 900 s
-    # limit, a year's 1,920 s step called a healthy sensor stale at every other window.
-    spec = replace(
-        spec, sensor_stale_after_s=max(spec.sensor_stale_after_s, readings.window_s(step))
-    )
-    # Simulated relays: off, and long enough ago that no min on/off time holds the first step.
-    sim = {
-        aid: mapper.actuator_spec(
-            # Replay switches nothing: a simulated relay does what it is told (confirmed).
-            a,
-            state=ActuatorRuntime(on=False, changed_at=start.timestamp() - 86400, confirmed=True),
-        )
-        for aid, a in actuators.items()
-    }
+    spec = history_zone_spec(zone, site, start, end, list(actuators), readings.window_s(step))
+    sim = simulated_actuators(actuators.values(), start)
     stored_rate = spec.heating_rate_min_per_k
     report = ReplayReport(zone.name, start, end, step, rate_start=stored_rate)
     runs = measure_runs(
@@ -257,14 +217,7 @@ def replay(
                     began = on_since.pop(aid)
                     if (moment - began).total_seconds() < short_cycle_s:
                         report.short_cycles.append(ShortCycle(before.name, began, moment))
-                sim[aid] = replace(
-                    before,
-                    is_on=decision.state,
-                    changed_at=float(t),
-                    last_off_at=float(t) if not decision.state else before.last_off_at,
-                    last_on_at=float(t) if decision.state else before.last_on_at,
-                    on_confirmed_at=float(t) if decision.state else before.on_confirmed_at,
-                )
+                sim[aid] = switched(before, decision.state, t)
         if any(result.decisions[a].state for a in result.decisions) or (
             not sim and result.zones[zone.pk].demand
         ):
@@ -275,7 +228,79 @@ def replay(
     return report
 
 
-class _Sampler:
+def read_history(feed_id: int | None, start: datetime, end: datetime, step: int) -> Sampler:
+    """A feed's recorded history in windows of `step` (nothing for no feed)."""
+    points = (
+        feed_service.read(
+            feed_id,
+            int(start.timestamp()),
+            int(end.timestamp()),
+            step,
+            average=True,
+            timezone=settings.TIME_ZONE,
+        )
+        if feed_id is not None
+        else []
+    )
+    return Sampler(points)
+
+
+def history_zone_spec(
+    zone: Zone,
+    site: mapper.SiteSettings,
+    start: datetime,
+    end: datetime,
+    actuator_ids: list[int],
+    window_s: int,
+) -> ZoneSpec:
+    """The zone as configured now, with its bookings and schedule exceptions over the period."""
+    bookings = [
+        mapper.booking_spec(b)
+        for b in Booking.objects.filter(
+            zone=zone, cancelled=False, end__gt=start, start__lt=end + timedelta(days=1)
+        )
+    ]
+    exceptions = None
+    if zone.schedule is not None:
+        exceptions = ScheduleException.objects.filter(
+            schedule=zone.schedule,
+            date__gte=(start - timedelta(days=1)).date(),
+            date__lte=(end + timedelta(days=1)).date(),
+        )
+    spec = mapper.zone_spec(
+        zone,
+        site,
+        bookings=bookings,
+        actuator_ids=actuator_ids,
+        exceptions=exceptions,
+        days=((start - timedelta(days=1)).date(), (end + timedelta(days=1)).date()),
+    )
+    # The feed is read in windows of `step` (or whole feed slots a little longer): a reading is
+    # that old by construction, so it is stale only when a whole window had none. With a 900 s
+    # limit, a year's 1,920 s step called a healthy sensor stale at every other window.
+    return replace(spec, sensor_stale_after_s=max(spec.sensor_stale_after_s, window_s))
+
+
+def simulated_actuators(actuators: Iterable[Actuator], start: datetime) -> dict[int, ActuatorSpec]:
+    """Simulated relays: off, and long enough ago that no min on/off time holds the first step.
+    Replay switches nothing: a simulated relay does what it is told (confirmed)."""
+    state = ActuatorRuntime(on=False, changed_at=start.timestamp() - 86400, confirmed=True)
+    return {a.pk: mapper.actuator_spec(a, state=state) for a in actuators}
+
+
+def switched(before: ActuatorSpec, state: bool, t: float) -> ActuatorSpec:
+    """A simulated relay after it switched to `state` at `t` (and read back at once)."""
+    return replace(
+        before,
+        is_on=state,
+        changed_at=float(t),
+        last_off_at=float(t) if not state else before.last_off_at,
+        last_on_at=float(t) if state else before.last_on_at,
+        on_confirmed_at=float(t) if state else before.on_confirmed_at,
+    )
+
+
+class Sampler:
     """The latest reading at or before a moment, from the windows the feed returned (each
     stamped with its start, as feeds.store.service.read gives them), whatever their alignment."""
 
@@ -312,7 +337,7 @@ def _comfort(
     start,
     end,
     tz,
-    readings: _Sampler,
+    readings: Sampler,
     preheats: dict[float, dict],
 ) -> None:
     windows = booking_windows.windows(spec.bookings, start, end, tz, spec.comfort_setpoint)

@@ -5,6 +5,8 @@ from control.models import (
     AnalogueCommand,
     Booking,
     HeatingPlant,
+    HeatMain,
+    HeatSource,
     OutputOverride,
     Override,
     RelayBoard,
@@ -12,10 +14,11 @@ from control.models import (
     ScheduleException,
     SchedulePeriod,
     SolarCircuit,
+    ThermalStore,
     WeatherCompensation,
     Zone,
 )
-from core.serializers import ModelCleanSerializer
+from core.serializers import BoundedManyRelated, ModelCleanSerializer
 
 
 class SchedulePeriodSerializer(ModelCleanSerializer):
@@ -159,6 +162,50 @@ class SolarCircuitSerializer(ModelCleanSerializer):
                   "emergency_hysteresis", "antifreeze_on", "antifreeze_off",
                   "sensor_stale_after_s", "pump_kick", "pump_kick_idle_days",
                   "pump_kick_s"]  # fmt: skip
+
+
+MAX_HEAT_MAIN_ZONES = 2000
+
+
+class HeatMainSerializer(ModelCleanSerializer):
+    """A heat main and its members (zones, ids; a PATCH with `zones` replaces them). Its sources
+    and store are their own resources, listed here read-only."""
+
+    # The bench runs 500 zones on one main; a site twice that is still far below the bound.
+    zones = BoundedManyRelated(
+        child_relation=serializers.PrimaryKeyRelatedField(queryset=Zone.objects.all()),
+        max_items=MAX_HEAT_MAIN_ZONES,
+        required=False,
+        help_text=f"The zones whose demand the main serves (ids, at most {MAX_HEAT_MAIN_ZONES}).",
+    )
+    sources = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    store = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = HeatMain
+        fields = ["id", "site", "name", "enabled", "zones", "flow_sensor", "flow_setpoint_c",
+                  "stage_up_k", "stage_up_s", "stage_down_k", "stage_down_s", "rotate_weekly",
+                  "rotate_hours", "sensor_stale_after_s", "sources", "store"]  # fmt: skip
+
+
+class HeatSourceSerializer(ModelCleanSerializer):
+    """A heat source on a heat main, with the admin's rules (HeatSource.clean: a relay no zone,
+    plant, solar circuit, store or other source drives; one source per relay)."""
+
+    class Meta:
+        model = HeatSource
+        fields = ["id", "heat_main", "name", "actuator", "order", "rotate", "ramp_s"]
+
+
+class ThermalStoreSerializer(ModelCleanSerializer):
+    """A heat main's thermal store (one per main), with the admin's rules (ThermalStore.clean:
+    the charge stops above where it starts, two different pumps no one else drives)."""
+
+    class Meta:
+        model = ThermalStore
+        fields = ["id", "heat_main", "name", "top_sensor", "bottom_sensor", "charge_start_c",
+                  "charge_stop_c", "discharge_min_c", "charge_pump", "discharge_pump",
+                  "sensor_stale_after_s"]  # fmt: skip
 
 
 class RelayBoardSerializer(ModelCleanSerializer):

@@ -176,7 +176,7 @@ def build(now: datetime, zone_ids: list[int] | None = None) -> LiveSnapshot:
         solars=solar_specs,
         memory=runtime.load_memory(),
         heat_mains=main_specs,
-        stores=tuple(mapper.store_spec(t, last=last) for t in stores),
+        stores=tuple(mapper.store_spec(t, last=last, solars=solars) for t in stores),
     )
     feeds: dict[tuple[str, int], int | None] = {
         ("zone", z.pk): z.temperature_sensor.feed_id if z.temperature_sensor else None

@@ -107,6 +107,8 @@ def decide(
         why = "; ".join(demand + ([charging] if charging else []))
         if not flow_problem:
             stages, why = _stage(tick, main, mem, stages, available, why)
+    if store is not None and store.solar:
+        why = f"{why}; {store.solar}"
     if store is not None:
         drive_pumps(tick, store, serving, decisions)
     if lost:

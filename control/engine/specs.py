@@ -343,6 +343,9 @@ class ThermalStoreSpec:
     charge_pump_id: int | None
     discharge_pump_id: int | None
     sensor_stale_after_s: int
+    # The solar circuits feeding it (their tank sensor is its bottom sensor): while one's pump
+    # runs, the sources do not charge the store (thermal_store.py).
+    solar_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,11 @@ controllers and a Siemens RVD's buffer-store function do it).
   `discharge_min_c` (and it is not charging): the store serves them, its discharge pump runs and
   the main's sources stand by.
 - **Solar thermal** feeds the store through a solar circuit whose tank sensor is the store's
-  bottom sensor (solar_circuit.py): nothing more here.
+  bottom sensor (solar_circuit.py switches its pump). While a solar pump is confirmed running
+  the sources do not charge the store ("after-heating suppression", as RESOL's controllers do
+  it): free heat first. A charge the sources had begun ends; the store still serves the main
+  when hot enough, and the zones' own demand still fires the sources, so no room waits for the
+  sun. When the solar pump stops with the top still below `charge_start_c`, the sources charge.
 - **A lost sensor** (top or bottom): no charge and no discharge (the sources serve the main
   directly) and an alarm.
 
@@ -32,6 +36,7 @@ class StorePlan:
     store: ThermalStoreSpec
     charging: str = ""  # the reason it calls for heat ("" = not charging)
     can_serve: str = ""  # the reason it may serve the main's demand ("" = it may not)
+    solar: str = ""  # why the sources do not charge it: solar is ("" = no solar pump running)
 
 
 def plan(tick: Tick, store: ThermalStoreSpec) -> StorePlan:
@@ -55,6 +60,14 @@ def plan(tick: Tick, store: ThermalStoreSpec) -> StorePlan:
         charging = False
     elif not charging and top < store.charge_start_c:
         charging = True
+    solar = _solar_charging(tick, store)
+    if solar and charging:
+        # The sun charges it: the sources' charge waits (ends; a new one starts after the sun if
+        # the top is still low).
+        solar = f"{solar}, top {top:.1f} °C: the sources do not charge it"
+        charging = False
+    elif solar:
+        solar = f"{solar}, top {top:.1f} °C"
     if charging:
         tick.memory[key] = True
         return StorePlan(
@@ -72,8 +85,24 @@ def plan(tick: Tick, store: ThermalStoreSpec) -> StorePlan:
                 f"Store '{store.name}' serves the main: top {top:.1f} °C ≥ "
                 f"{store.discharge_min_c:g} °C"
             ),
+            solar=solar,
         )
-    return StorePlan(store)
+    return StorePlan(store, solar=solar)
+
+
+def _solar_charging(tick: Tick, store: ThermalStoreSpec) -> str:
+    """Which solar circuit is charging the store ("" if none): its pump confirmed running (the
+    plant's word, not our command: a pump that never started heats nothing)."""
+    for circuit in tick.snapshot.solars:
+        if circuit.id not in store.solar_ids:
+            continue
+        pump = tick.snapshot.actuators.get(circuit.pump_id)
+        if pump is None or not pump.confirmed_open:
+            continue
+        hot = circuit.collector
+        collector = f" (collector {hot.value:.1f} °C)" if hot is not None else ""
+        return f"Store '{store.name}': solar circuit '{circuit.name}' is charging it{collector}"
+    return ""
 
 
 def drive_pumps(tick: Tick, plan: StorePlan, serving: bool, decisions: dict[int, Decision]) -> None:
@@ -82,7 +111,7 @@ def drive_pumps(tick: Tick, plan: StorePlan, serving: bool, decisions: dict[int,
     owner = f"thermal store '{s.name}'"
     idle = "Store neither charging nor serving"
     for pump_id, on, why in (
-        (s.charge_pump_id, bool(plan.charging), plan.charging or idle),
+        (s.charge_pump_id, bool(plan.charging), plan.charging or plan.solar or idle),
         (s.discharge_pump_id, serving, plan.can_serve if serving else idle),
     ):
         act = tick.snapshot.actuators.get(pump_id) if pump_id else None

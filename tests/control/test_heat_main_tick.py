@@ -170,3 +170,57 @@ def test_a_store_charges_from_the_main_then_serves_its_zone(redis_client, board,
     }
     assert drawn["store"]["kind"] == "tank" and drawn["store"]["value"] == 74.0
     assert drawn[f"actuator-{gas.pk}"]["css"] == "off"
+
+
+def test_the_sun_charging_the_store_holds_the_sources_charge_on_a_real_board(redis_client, board):
+    """A solar circuit whose tank sensor is the store's bottom: once its pump reads back running
+    on the board, the charge the gas began ends, audited with the reason; the configuration
+    cached for a database outage carries the link."""
+    from django.utils import timezone
+
+    from control.engine.specs import THERMAL_STORE
+    from control.models import SolarCircuit, ThermalStore
+
+    valve = f.relay("Hall valve", board, coil=3)
+    zone = f.zone("Hall", valve, temp=22.0, optimum_start=False)  # warm: no demand
+    flow, top, bottom, collector = (
+        f.temperature_sensor(n) for n in ("main-flow", "store-top", "store-bottom", "collector")
+    )
+    main = HeatMain.objects.create(name="Heat main", flow_sensor=flow)
+    main.zones.set([zone])
+    gas = f.relay("Gas 1", board, coil=1, kind="boiler")
+    HeatSource.objects.create(heat_main=main, name="Gas 1", actuator=gas, order=1)
+    charge = f.relay("Charge pump", board, coil=5, kind="pump")
+    ThermalStore.objects.create(
+        heat_main=main, name="Buffer", top_sensor=top, bottom_sensor=bottom, charge_pump=charge
+    )
+    solar_pump = f.relay("Solar pump", board, coil=7, kind="pump")
+    roof = SolarCircuit.objects.create(
+        name="Roof", collector_sensor=collector, tank_sensor=bottom, pump=solar_pump
+    )
+
+    def readings() -> None:
+        feed_service.log_points(
+            [(s.feed_id, int(timezone.now().timestamp()), v) for s, v in
+             ((flow, 65.0), (top, 50.0), (bottom, 45.0), (collector, 80.0))]
+        )  # fmt: skip
+
+    readings()
+    run_tick()  # the solar pump starts; it has not read back yet, so the gas charges
+    assert board.coils_state(1, 1) == [True] and board.coil(5) and board.coil(7)
+    readings()
+    run_tick()  # the solar pump read back running: the sources leave the charge to the sun
+    assert board.coil(1) is False and board.coil(5) is False and board.coil(7) is True
+    [stopped] = ActuatorCommand.objects.filter(actuator=gas, state=False)
+    assert stopped.strategy == HEAT_MAIN
+    assert stopped.reason.startswith(
+        "Standby (lead): No zone calls for heat; Store 'Buffer': solar circuit 'Roof' is "
+        "charging it (collector 80.0 °C), top 50.0 °C: the sources do not charge it"
+    )
+    [held] = ActuatorCommand.objects.filter(actuator=charge, state=False)
+    assert held.strategy == THERMAL_STORE
+    assert held.reason.startswith("Store 'Buffer': solar circuit 'Roof' is charging it")
+    from control import config_cache
+
+    cached = config_cache.rebuild(config_cache.load(), timezone.now()).snapshot
+    assert [t.solar_ids for t in cached.stores] == [(roof.pk,)]

@@ -145,9 +145,17 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         end=start + timedelta(hours=4), cancelled=True, cancelled_by="engineer",
     )  # fmt: skip
     w.ids.update(site_calendar=site_calendar.pk, calendar_entry=entry.pk, cancelled=cancelled.pk)
-    from control.models import HeatMain
+    from control.models import HeatMain, HeatSource, ThermalStore
 
-    w.ids.update(heat_main=HeatMain.objects.create(name=f"{HIDDEN} heat main").pk)
+    heat_main = HeatMain.objects.create(name=f"{HIDDEN} heat main")
+    source = HeatSource.objects.create(
+        heat_main=heat_main, name=f"{HIDDEN} gas",
+        actuator=Actuator.objects.create(name=f"{HIDDEN} gas boiler", coil=3),
+    )  # fmt: skip
+    store = ThermalStore.objects.create(
+        heat_main=heat_main, name=f"{HIDDEN} store", top_sensor=sensor, bottom_sensor=sensor
+    )
+    w.ids.update(heat_main=heat_main.pk, heat_source=source.pk, thermal_store=store.pk)
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()
