@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+from rest_framework.relations import MANY_RELATION_KWARGS
 
 
 def api_error(exc: DjangoValidationError) -> serializers.ValidationError:
@@ -26,12 +27,31 @@ def model_errors_as_api_errors() -> Iterator[None]:
         raise api_error(exc) from exc
 
 
+# Every many-to-many list of ids an API serializer accepts is bounded by this unless the
+# serializer declares its own: each id is one database lookup.
+MAX_RELATED_IDS = 2000
+
+
+class BoundedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
+    """A primary-key field whose `many=True` form holds at most MAX_RELATED_IDS ids."""
+
+    @classmethod
+    def many_init(cls, *args, **kwargs):
+        list_kwargs = {"child_relation": cls(*args, **kwargs)}
+        for key in kwargs:
+            if key in MANY_RELATION_KWARGS:
+                list_kwargs[key] = kwargs[key]
+        return BoundedManyRelated(max_items=MAX_RELATED_IDS, **list_kwargs)
+
+
 class ModelCleanSerializer(serializers.ModelSerializer):
     """A ModelSerializer whose validate() calls Model.clean() on an unsaved copy.
 
     Without this a booking ending before it starts would be refused in the admin but
     stored through the API.
     """
+
+    serializer_related_field = BoundedPrimaryKeyRelatedField
 
     def validate(self, attrs: dict) -> dict:
         attrs = super().validate(attrs)

@@ -164,3 +164,33 @@ def test_viewers_and_bookers_read_but_cannot_write(request, who, kit, engineer_a
 def test_anonymous_callers_get_nothing(anon_api):
     assert anon_api.get("/api/v1/heating-plants").status_code in (401, 403)
     assert anon_api.post("/api/v1/solar-circuits", {}, format="json").status_code in (401, 403)
+
+
+def test_a_plants_zones_and_a_zones_actuators_are_bounded(engineer_api, kit):
+    """Every id list of the API is bounded (core.serializers.MAX_RELATED_IDS): each id is a
+    database lookup, so an unbounded body of ids was a request of 100,000 queries."""
+    from core.serializers import MAX_RELATED_IDS
+
+    plant = engineer_api.post("/api/v1/heating-plants", plant_body(kit), format="json").json()
+    Zone.objects.bulk_create(
+        Zone(name=f"Room {i}", slug=f"room-{i}") for i in range(MAX_RELATED_IDS - 2)
+    )
+    ids = list(Zone.objects.values_list("pk", flat=True))
+    assert len(ids) == MAX_RELATED_IDS
+    url = f"/api/v1/heating-plants/{plant['id']}"
+    response = engineer_api.patch(url, {"zones": ids}, format="json")
+    assert response.status_code == 200, response.content
+    assert HeatingPlant.objects.get().zones.count() == MAX_RELATED_IDS
+    response = engineer_api.patch(url, {"zones": [*ids, ids[0]]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["fields"]["zones"] == [f"At most {MAX_RELATED_IDS} items."]
+    assert HeatingPlant.objects.get().zones.count() == MAX_RELATED_IDS
+
+    hall = kit["hall"]
+    response = engineer_api.patch(
+        f"/api/v1/zones/{hall.pk}",
+        {"actuators": list(range(1, MAX_RELATED_IDS + 2))},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["fields"]["actuators"] == [f"At most {MAX_RELATED_IDS} items."]
