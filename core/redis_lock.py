@@ -128,6 +128,36 @@ def release(client: redis.Redis, key: str, token: str) -> bool:
     return bool(client.register_script(_RELEASE)(keys=[key], args=[token]))
 
 
+# Many leases of one holder at once (the ingest drain holds a lease per shard it serves): one
+# round trip for all of them, each key judged on its own.
+
+
+def acquire_each(client: redis.Redis, keys: list[str], ttl_s: float, token: str) -> list[str]:
+    """Take every free lock of `keys`, as acquire(take_over=False) does each: the keys taken."""
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.set(key, token, nx=True, px=_ms(ttl_s))
+    return [key for key, ok in zip(keys, pipe.execute(), strict=True) if ok]
+
+
+def renew_each(client: redis.Redis, keys: list[str], token: str, ttl_s: float) -> list[bool]:
+    """renew() each key: per key, False if it is no longer ours."""
+    pipe = client.pipeline(transaction=False)
+    script = client.register_script(_RENEW)
+    for key in keys:
+        script(keys=[key], args=[token, _ms(ttl_s)], client=pipe)
+    return [bool(ok) for ok in pipe.execute()]
+
+
+def release_each(client: redis.Redis, keys: list[str], token: str) -> None:
+    """release() each key; another holder's are left alone."""
+    pipe = client.pipeline(transaction=False)
+    script = client.register_script(_RELEASE)
+    for key in keys:
+        script(keys=[key], args=[token], client=pipe)
+    pipe.execute()
+
+
 @contextmanager
 def held(client: redis.Redis, key: str, lease_s: int) -> Iterator[str | None]:
     """The lock for the length of a `with` block (its token; None, and the block runs without
