@@ -140,22 +140,35 @@ def acquire_each(client: redis.Redis, keys: list[str], ttl_s: float, token: str)
     return [key for key, ok in zip(keys, pipe.execute(), strict=True) if ok]
 
 
+# The same as _RENEW and _RELEASE for every key of KEYS at once: one EVALSHA, a result per key.
+_RENEW_EACH = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  out[i] = redis.call('GET', key) == ARGV[1] and redis.call('PEXPIRE', key, ARGV[2]) or 0
+end
+return out
+"""
+
+_RELEASE_EACH = """
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
+end
+return 1
+"""
+
+
 def renew_each(client: redis.Redis, keys: list[str], token: str, ttl_s: float) -> list[bool]:
-    """renew() each key: per key, False if it is no longer ours."""
-    pipe = client.pipeline(transaction=False)
-    script = client.register_script(_RENEW)
-    for key in keys:
-        script(keys=[key], args=[token, _ms(ttl_s)], client=pipe)
-    return [bool(ok) for ok in pipe.execute()]
+    """renew() each key, in one script: per key, False if it is no longer ours."""
+    if not keys:
+        return []
+    found = client.register_script(_RENEW_EACH)(keys=keys, args=[token, _ms(ttl_s)])
+    return [bool(ok) for ok in found]
 
 
 def release_each(client: redis.Redis, keys: list[str], token: str) -> None:
-    """release() each key; another holder's are left alone."""
-    pipe = client.pipeline(transaction=False)
-    script = client.register_script(_RELEASE)
-    for key in keys:
-        script(keys=[key], args=[token], client=pipe)
-    pipe.execute()
+    """release() each key, in one script; another holder's are left alone."""
+    if keys:
+        client.register_script(_RELEASE_EACH)(keys=keys, args=[token])
 
 
 @contextmanager

@@ -43,6 +43,7 @@ import uuid
 from dataclasses import dataclass
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import LockError
@@ -53,7 +54,9 @@ from sensors.ingest import stream as stream
 
 log = logging.getLogger(__name__)
 
-TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError)
+# Left pending for the next drain, never dropped: an outage, or Celery's soft time limit (a
+# drain that overran its task's time must not count the request it was in as failed).
+TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError, SoftTimeLimitExceeded)
 CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lease renewals
 NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
 # A drain looks for shards no drain holds this often (a drain that ended or died leaves them).
@@ -122,6 +125,8 @@ class Drain:
         self.consumer = consumer or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.token = self.consumer
         self.held: list[int] = []  # shards whose lease this drain holds, in order
+        self.renewed_at = 0.0  # time.monotonic() of the last renewal of every held lease
+        self.acks: dict[int, list] = {}  # node -> entries done this pass, acknowledged at its end
         self.groups: set[int] = set()  # node streams known to have the consumer group
         self.report = DrainReport()
 
@@ -151,6 +156,8 @@ class Drain:
             for shard in taken:
                 pipe.set(stream.kick_key(shard), 1, ex=stream.KICK_TTL_S)
             pipe.execute()
+            if not self.held:
+                self.renewed_at = time.monotonic()
             self.held = sorted(self.held + taken)
             self.report.shards = max(self.report.shards, len(self.held))
         return taken
@@ -159,11 +166,20 @@ class Drain:
         """Renew every held lease (one round trip); LeaseLost if any ran out: another drain may
         be working on that shard now, so this one stops without acknowledging anything."""
         keys = [stream.lease_key(k) for k in self.held]
+        renewed_at = time.monotonic()
         for shard, ok in zip(
             self.held, redis_lock.renew_each(self.client, keys, self.token, lease_s()), strict=True
         ):
             if not ok:
                 raise LeaseLost(shard)
+        self.renewed_at = renewed_at
+
+    def renew_if_due(self) -> None:
+        """renew() once a tenth of the lease has passed since the last renewal: a chunk then
+        starts with at least nine tenths of every lease left (nobody else can hold them), and a
+        pass of many small requests costs one renewal, not one per node."""
+        if time.monotonic() - self.renewed_at >= lease_s() / 10:
+            self.renew()
 
     def release(self) -> list[int]:
         """Release every held lease; the shards it held."""
@@ -188,8 +204,10 @@ class Drain:
 
     # --- a pass ---------------------------------------------------------------------------------
 
-    def run_pass(self) -> int:
-        """One pass over the held shards; the number of requests processed."""
+    def run_pass(self, deadline: float | None = None) -> int:
+        """One pass over the held shards; the number of requests processed. Past `deadline`
+        (time.monotonic()) no further node is begun: what it read stays pending to this
+        consumer, taken over in order by the next drain."""
         if not self.held:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -211,11 +229,19 @@ class Drain:
         slices: dict[int, list] = {}
         for start in range(0, len(nodes), NODES_PER_READ):
             slices.update(self._read(nodes[start : start + NODES_PER_READ]))
+        busy = [n for n in nodes if slices.get(n)]
+        pipe = self.client.pipeline(transaction=False)
+        for node_id in busy:
+            pipe.get(stream.done_key(node_id))
+        marks = dict(zip(busy, pipe.execute(), strict=True))
         done = 0
-        for node_id in nodes:
-            entries = slices.get(node_id)
-            if entries:
-                done += self._process(node_id, entries)
+        try:
+            for node_id in busy:
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                done += self._process(node_id, slices[node_id], marks[node_id])
+        finally:
+            self._acknowledge_pass()
         pipe = self.client.pipeline(transaction=False)
         forget = redis_script(_FORGET_IF_EMPTY)
         for node_id in nodes:
@@ -280,13 +306,12 @@ class Drain:
                 slices[stream.node_of(key)] = entries
         return slices
 
-    def _process(self, node_id: int, entries: list) -> int:
+    def _process(self, node_id: int, entries: list, done: bytes | None) -> int:
         from feeds.processes.run import stream_id  # with the worker's imports, not the web's
         from sensors.ingest import history_budget
         from sensors.ingest.processing import ingest_rows
 
         taken = len(entries)
-        done = self.client.get(stream.done_key(node_id))
         if done is not None:
             # Processed before its XACK when a drain died: acknowledge, do not count again.
             finished = [e for e, _ in entries if stream_id(e) <= stream_id(done)]
@@ -310,7 +335,7 @@ class Drain:
             last = index == len(entries) - 1
             if len(chunk_rows) < CHUNK_ROWS and not last:
                 continue
-            self.renew()  # still ours: nobody else is working on these entries
+            self.renew_if_due()  # still ours: nobody else is working on these entries
             try:
                 if chunk_rows:
                     # History over its site's budget is left out before any process runs on it
@@ -336,9 +361,20 @@ class Drain:
         return taken
 
     def _acknowledge(self, node_id: int, ids: list) -> None:
+        """Acknowledge at the end of the pass (_acknowledge_pass): an entry done but not yet
+        acknowledged when its drain dies is at or before its node's done mark, so the next
+        drain acknowledges it without processing it again."""
+        self.acks.setdefault(node_id, []).extend(ids)
+
+    def _acknowledge_pass(self) -> None:
+        """XACK + XDEL of every entry done this pass, one transaction."""
+        if not self.acks:
+            return
+        acks, self.acks = self.acks, {}
         pipe = self.client.pipeline(transaction=True)
-        pipe.xack(stream.stream_key(node_id), stream.GROUP, *ids)
-        pipe.xdel(stream.stream_key(node_id), *ids)
+        for node_id, ids in acks.items():
+            pipe.xack(stream.stream_key(node_id), stream.GROUP, *ids)
+            pipe.xdel(stream.stream_key(node_id), *ids)
         pipe.execute()
 
 
@@ -407,7 +443,7 @@ def _run_until_idle(drain: Drain, deadline: float) -> None:
         if now >= next_adopt:
             drain.adopt()
             next_adopt = now + ADOPT_EVERY_S
-        done = drain.run_pass()
+        done = drain.run_pass(deadline)
         if done:
             idle_until = None
             if done < slice_size():
