@@ -15,7 +15,8 @@ A pass over the held shards, for every node with entries (its shard's `ready` se
    Both take at most `BMS_INGEST_SLICE` requests per node: a flooding node waits behind
    itself, and every other node gets its slice in the same pass.
 3. Each node's slice goes to sensors.ingest.processing.ingest_rows in chunks of at most CHUNK_ROWS
-   rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer.
+   rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer (at the end of
+   the pass, one transaction for all its nodes).
 Each request is counted once: the chunk's last entry id is written to the node's `done` key in
 the same transaction as its points and process state (stream.done_key), and entries at or
 before it (a chunk done but not acknowledged when its drain died, taken over by XAUTOCLAIM)
