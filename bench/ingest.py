@@ -9,9 +9,14 @@ then runs:
              threads, a fixed 202, nothing behind it): the site should reach >= 85 % of that;
              and to gunicorn + one XADD (bench/gunicorn_xadd_floor.py), the floor of any
              design that appends a post to the stream before answering it.
+  3. fresh (--fresh-only, instead of 1 and 2): sites of N nodes x 5 values every 10 s (--fresh-nodes 300,10000: 30 and 1,000
+             requests a second), each post on its own connection, with beat running as
+             run-site.sh runs it (commits on the same worker); prints the time from each
+             post's `ok` to its value readable through /feed/data.json, p50/p95/p99/max
+             (bench/fresh_load.py), beside the figures before issue #29.
 
     .venv/bin/python bench/ingest.py [--seconds 60] [--clients 8] [--single-seconds 20]
-                                     [--single-only]
+                                     [--single-only] [--fresh-only] [--fresh-nodes 300,10000]
 
 The single phase also prints the CPU time each process group (web, worker, Redis, this
 client) spent per request: on 2 cores they share, so that says where the rate goes.
@@ -52,9 +57,11 @@ def value_of(row: int, key_index: int) -> float:
 
 
 class Services:
-    def __init__(self, env: dict, port: int, scratch: Path, workers: int, threads: int) -> None:
+    def __init__(
+        self, env: dict, port: int, scratch: Path, workers: int, threads: int, beat: bool = False
+    ) -> None:
         self.env, self.port, self.scratch = env, port, scratch
-        self.workers, self.threads = workers, threads
+        self.workers, self.threads, self.beat = workers, threads, beat
         self.procs: list[subprocess.Popen] = []
 
     def start(self) -> None:
@@ -72,7 +79,12 @@ class Services:
              "--without-gossip", "--without-mingle", "-l", "WARNING", "-n", f"bench-{os.getpid()}@%h"],
             cwd=ROOT, env=self.env, stdout=logs, stderr=subprocess.STDOUT,
         ))  # fmt: skip
-        deadline = time.monotonic() + 30
+        if self.beat:  # commits every BMS_FEED_COMMIT_INTERVAL on the same worker, as on a site
+            self.procs.append(subprocess.Popen(
+                [py, "-m", "celery", "-A", "bms", "beat", "-l", "WARNING"],
+                cwd=ROOT, env=self.env, stdout=logs, stderr=subprocess.STDOUT,
+            ))  # fmt: skip
+        deadline = time.monotonic() + 120  # a loaded 2-core machine starts slowly
         while time.monotonic() < deadline:
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
@@ -300,6 +312,80 @@ def bulk_and_verify(args, port: int, key: str, node, now: int, redis) -> bool:
     return stored_values == accepted_values and wrong == 0 and bulk["errors"] == 0
 
 
+# POST -> readable before issue #29, measured from outside on this machine kind (the issue).
+FRESH_BEFORE = {300: "p50 466 ms, p99 3,750 ms, max 4,500 ms (the issue's measurement)"}
+
+
+def fresh_site(count: int) -> list:
+    """`count` nodes of 5 inputs each, every input logged to a public 10 s feed: made in bulk
+    (10,000 nodes by the admin would take hours), then one config generation bump so every
+    web process learns the new keys."""
+    from bench.fresh_load import BenchNode
+    from feeds.models import Feed
+    from sensors import cache
+    from sensors.models import Node, Sensor
+
+    nodes, keys = [], []
+    for i in range(count):
+        node = Node(name=f"fresh-{count}-{i:05d}", interval=10)
+        keys.append(node.set_new_key())
+        nodes.append(node)
+    nodes = Node.objects.bulk_create(nodes, batch_size=2000)
+    feeds = Feed.objects.bulk_create(
+        [
+            Feed(name=f"{node.name}:p{k}", tag=node.name, interval=10, public=True)
+            for node in nodes
+            for k in range(1, 6)
+        ],
+        batch_size=2000,
+    )
+    Sensor.objects.bulk_create(
+        [
+            Sensor(node=node, key=f"p{k}", feed=feeds[5 * i + k - 1])
+            for i, node in enumerate(nodes)
+            for k in range(1, 6)
+        ],
+        batch_size=2000,
+    )
+    cache.bump_generation()
+    return [
+        BenchNode(node.name, key, feeds[5 * i].pk)
+        for i, (node, key) in enumerate(zip(nodes, keys, strict=True))
+    ]
+
+
+def fresh_phase(args, port: int, redis) -> bool:
+    """POST -> readable through /feed/data.json for each site size. True if every checked
+    value was seen and no post was refused."""
+    from bench import fresh_load
+
+    ok = True
+    for count in args.fresh_nodes:
+        nodes = fresh_site(count)
+        # Every post checked at 300 nodes (30 a second); about 30 checks a second beyond.
+        check_every = max(1, count // 300)
+        print(
+            f"fresh: {count:,} nodes x 5 values every 10 s ({count / 10:,.0f} req/s), each post "
+            f"on its own connection, for {args.fresh_seconds:.0f} s; 1 post in {check_every} "
+            "checked through /feed/data.json"
+        )
+        # One unmeasured round first, waited out: the first post of each node fills the
+        # workers' per-process caches (a database query per node), which is not freshness.
+        fresh_load.run(port, nodes, 10.0, check_every=0)
+        wait_for_drain(redis)
+        got = fresh_load.run(port, nodes, args.fresh_seconds, check_every=check_every)
+        print(
+            f"  {got['posts']:,} posts ({got['refused']} refused), post p50 {got['post_p50_ms']:.1f} ms; "
+            f"ok -> readable over {got['checked']:,} checked ({got['reads']:,} reads): "
+            f"p50 {got['p50_ms']:.0f} ms, p95 {got['p95_ms']:.0f} ms, p99 {got['p99_ms']:.0f} ms, "
+            f"max {got['max_ms']:.0f} ms; never seen {got['never_seen']}; "
+            f"a round of reads took {got['round_ms']:.1f} ms on average (the resolution)"
+        )
+        print(f"  before issue #29: {FRESH_BEFORE.get(count, 'not measured')}")
+        ok = ok and got["refused"] == 0 and got["never_seen"] == 0
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60, help="bulk phase length (60)")
@@ -315,6 +401,19 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument(
         "--single-only", action="store_true", help="skip the bulk phase (single posts only)"
+    )
+    parser.add_argument(
+        "--fresh-only", action="store_true", help="only the POST -> readable phase (with beat)"
+    )
+    parser.add_argument(
+        "--fresh-nodes",
+        type=lambda text: [int(n) for n in text.split(",") if n],
+        default=[300],
+        help="site sizes for the POST -> readable phase, nodes posting every 10 s (300; "
+        "300,10000 for 30 and 1,000 req/s; empty to skip)",
+    )
+    parser.add_argument(
+        "--fresh-seconds", type=float, default=60, help="POST -> readable phase length (60)"
     )
     args = parser.parse_args()
 
@@ -333,6 +432,8 @@ def main() -> None:
         # One node posting hundreds of requests a second is the point of the benchmark; the
         # production default (600/min per node, docs/INGEST.md) would refuse it.
         BMS_THROTTLE_INGEST="off",
+        # The freshness checks read public feeds from one address many times a second.
+        BMS_THROTTLE_PUBLIC="off",
         LOG_LEVEL="WARNING",
         ALLOWED_HOSTS="127.0.0.1,localhost",
     )
@@ -340,7 +441,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import django
 
-    services = Services(env, port, scratch, args.web_workers, args.web_threads)
+    services = Services(
+        env, port, scratch, args.web_workers, args.web_threads, beat=args.fresh_only
+    )
     try:
         from redis import Redis
 
@@ -358,6 +461,11 @@ def main() -> None:
         single_key = single_node.set_new_key()
         single_node.save()
 
+        if args.fresh_only:
+            ok = fresh_phase(args, port, redis)
+            print("verified: every checked value seen" if ok else "VERIFICATION FAILED")
+            args.keep = args.keep or not ok
+            return
         now = int(time.time())
         bulk_ok = args.single_only or bulk_and_verify(args, port, bulk_key, bulk_node, now, redis)
 

@@ -493,7 +493,8 @@ BMS_INGEST_SHARDS = env_int("BMS_INGEST_SHARDS", 8, minimum=1)
 BMS_INGEST_LEASE_S = env_float("BMS_INGEST_LEASE_S", 5.0, minimum=1.0)
 BMS_INGEST_SLICE = env_int("BMS_INGEST_SLICE", 20, minimum=1)
 BMS_INGEST_DRAIN_BUDGET_S = env_float("BMS_INGEST_DRAIN_BUDGET_S", 20.0, minimum=1.0)
-# An emptied drain waits this long for more before it ends (no Celery message per single post).
+# An emptied drain waits this long for more before it ends (no Celery message per single post),
+# blocked on its shards' bells: a request arriving meanwhile is taken at once (issue #29).
 BMS_INGEST_LINGER_S = env_float("BMS_INGEST_LINGER_S", 0.2, minimum=0.0)
 BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1)
 # /healthz (bms/health.py): anonymous callers get the result of the last check, made at most

@@ -128,6 +128,49 @@ def release(client: redis.Redis, key: str, token: str) -> bool:
     return bool(client.register_script(_RELEASE)(keys=[key], args=[token]))
 
 
+# Many leases of one holder at once (the ingest drain holds a lease per shard it serves): one
+# round trip for all of them, each key judged on its own.
+
+
+def acquire_each(client: redis.Redis, keys: list[str], ttl_s: float, token: str) -> list[str]:
+    """Take every free lock of `keys`, as acquire(take_over=False) does each: the keys taken."""
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.set(key, token, nx=True, px=_ms(ttl_s))
+    return [key for key, ok in zip(keys, pipe.execute(), strict=True) if ok]
+
+
+# The same as _RENEW and _RELEASE for every key of KEYS at once: one EVALSHA, a result per key.
+_RENEW_EACH = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  out[i] = redis.call('GET', key) == ARGV[1] and redis.call('PEXPIRE', key, ARGV[2]) or 0
+end
+return out
+"""
+
+_RELEASE_EACH = """
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
+end
+return 1
+"""
+
+
+def renew_each(client: redis.Redis, keys: list[str], token: str, ttl_s: float) -> list[bool]:
+    """renew() each key, in one script: per key, False if it is no longer ours."""
+    if not keys:
+        return []
+    found = client.register_script(_RENEW_EACH)(keys=keys, args=[token, _ms(ttl_s)])
+    return [bool(ok) for ok in found]
+
+
+def release_each(client: redis.Redis, keys: list[str], token: str) -> None:
+    """release() each key, in one script; another holder's are left alone."""
+    if keys:
+        client.register_script(_RELEASE_EACH)(keys=keys, args=[token])
+
+
 @contextmanager
 def held(client: redis.Redis, key: str, lease_s: int) -> Iterator[str | None]:
     """The lock for the length of a `with` block (its token; None, and the block runs without

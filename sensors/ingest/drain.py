@@ -1,23 +1,32 @@
-"""Step 2 of ingest, in a Celery worker: drain one shard's node streams into the feed buffer.
+"""Step 2 of ingest, in a Celery worker: drain the shards' node streams into the feed buffer.
 
-One drain at a time per shard (a lease: core/redis_lock.py, renewed as it goes), so one node's
-requests are processed in the order they were accepted, by one process: accumulating processes
-and pulse counters then see their points in time order and need no lock of their own.
+One drain at a time per shard (a lease per shard: core/redis_lock.py, renewed as it goes), so
+one node's requests are processed in the order they were accepted, by one process: accumulating
+processes and pulse counters then see their points in time order and need no lock of their own.
+A drain holds every shard it can: the one it was queued for, then every shard no other drain
+holds (looked for again every ADOPT_EVERY_S), so one drain usually serves the whole site and
+the worker's other processes stay free for commits.
 
-A pass over the shard, for every node with entries (its `ready` set):
+A pass over the held shards, for every node with entries (its shard's `ready` set):
 1. `XAUTOCLAIM ... 0` takes over, oldest first, what earlier consumers left pending: a drain
    killed mid-batch (its lease ran out: `BMS_INGEST_LEASE_S`), or this one after a transient
    error. Holding the lease means nobody else is working on them.
 2. Nodes with nothing pending read new entries with one multi-stream `XREADGROUP`.
    Both take at most `BMS_INGEST_SLICE` requests per node: a flooding node waits behind
-   itself, and every other node of the shard gets its slice in the same pass.
+   itself, and every other node gets its slice in the same pass.
 3. Each node's slice goes to sensors.ingest.processing.ingest_rows in chunks of at most CHUNK_ROWS
-   rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer.
+   rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer (at the end of
+   the pass, one transaction for all its nodes).
 Each request is counted once: the chunk's last entry id is written to the node's `done` key in
 the same transaction as its points and process state (stream.done_key), and entries at or
 before it (a chunk done but not acknowledged when its drain died, taken over by XAUTOCLAIM)
 are acknowledged without being processed again. The readings' times play no part in it: a
 late or future-dated reading is processed like any other (feeds/processes/run.py).
+
+Between passes the drain blocks on its shards' bells (`BLPOP`, stream.bell_key: the web rings a
+shard's bell in the same script as its append) rather than sleeping in turn, so a reading is in
+the buffer, where reads look, a few milliseconds after its `ok` (issue #29). The block always
+has a timeout, shorter than the lease and the Redis socket timeout: no drain waits forever.
 
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
@@ -35,6 +44,7 @@ import uuid
 from dataclasses import dataclass
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import LockError
@@ -45,10 +55,16 @@ from sensors.ingest import stream as stream
 
 log = logging.getLogger(__name__)
 
-TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError)
+# Left pending for the next drain, never dropped: an outage, or Celery's soft time limit (a
+# drain that overran its task's time must not count the request it was in as failed).
+TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError, SoftTimeLimitExceeded)
 CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lease renewals
 NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
-LINGER_POLL_S = 0.01  # a lingering drain looks for new requests this often
+# A drain looks for shards no drain holds this often (a drain that ended or died leaves them).
+ADOPT_EVERY_S = 1.0
+# The longest a drain blocks on its bells: well inside its lease (renewed before each block)
+# and the Redis client's socket timeout (core.redis), so a block never reads as a dead server.
+MAX_BLOCK_S = 1.0
 # A pass that caught up (took less than a slice) waits this long before the next one, so that
 # a steady stream of single posts is taken several requests per pass: a pass costs about six
 # Redis round trips and an ingest_rows call however few requests it takes (docs/BENCHMARKS.md,
@@ -76,6 +92,12 @@ def slice_size() -> int:
     return int(settings.BMS_INGEST_SLICE)
 
 
+def block_s(wanted_s: float) -> float:
+    """How long one wait on the bells may block: what the caller wants, but never 0 (BLPOP's
+    "forever"), never longer than a third of the lease nor MAX_BLOCK_S."""
+    return max(0.001, min(wanted_s, lease_s() / 3, MAX_BLOCK_S))
+
+
 @dataclass
 class DrainReport:
     passes: int = 0
@@ -84,7 +106,9 @@ class DrainReport:
     claimed: int = 0  # entries taken over from an earlier consumer
     already_done: int = 0  # entries processed before (redelivered): acknowledged, not redone
     dropped: int = 0
-    busy: bool = False  # another drain held the shard
+    busy: bool = False  # another drain held the shard it was queued for
+    shards: int = 0  # the most shards it held at once
+    wakes: int = 0  # waits ended by a bell (a request appended) rather than the timeout
     stopped: str = ""  # why the drain stopped early ("transient: ...", "lease lost", "budget")
 
     def as_dict(self) -> dict:
@@ -97,36 +121,108 @@ class LeaseLost(Exception):
 
 class Drain:
     def __init__(self, shard: int, consumer: str | None = None) -> None:
-        self.shard = shard
+        self.shard = shard  # the shard it was queued for; it holds others too (self.held)
         self.client = get_redis()
         self.consumer = consumer or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.token = self.consumer
+        self.held: list[int] = []  # shards whose lease this drain holds, in order
+        self.renewed_at = 0.0  # time.monotonic() of the last renewal of every held lease
+        self.acks: dict[int, list] = {}  # node -> entries done this pass, acknowledged at its end
         self.groups: set[int] = set()  # node streams known to have the consumer group
         self.report = DrainReport()
 
-    # --- the lease ------------------------------------------------------------------------------
+    # --- the leases -----------------------------------------------------------------------------
 
     # core/redis_lock.py's lock, waited out rather than taken over: a lease of seconds ends
     # sooner than asking Redis on every pass whether its holder is alive would pay for.
     def acquire(self) -> bool:
-        key = stream.lease_key(self.shard)
-        return (
-            redis_lock.acquire(self.client, key, lease_s(), take_over=False, token=self.token)
-            is not None
+        """Take the lease of its own shard and of every other shard no drain holds; True if it
+        holds its own shard. Each shard taken has its kick flag set, so the web queues no drain
+        for it while this one runs."""
+        self.adopt()
+        return self.shard in self.held
+
+    def adopt(self) -> list[int]:
+        """Take every free shard's lease (one round trip); the shards taken."""
+        wanted = [self.shard] if self.shard not in self.held else []
+        wanted += [k for k in range(stream.shards()) if k != self.shard and k not in self.held]
+        if not wanted:
+            return []
+        keys = redis_lock.acquire_each(
+            self.client, [stream.lease_key(k) for k in wanted], lease_s(), self.token
         )
+        taken = [k for k in wanted if stream.lease_key(k) in keys]
+        if taken:
+            pipe = self.client.pipeline(transaction=False)
+            for shard in taken:
+                pipe.set(stream.kick_key(shard), 1, ex=stream.KICK_TTL_S)
+            pipe.execute()
+            if not self.held:
+                self.renewed_at = time.monotonic()
+            self.held = sorted(self.held + taken)
+            self.report.shards = max(self.report.shards, len(self.held))
+        return taken
 
     def renew(self) -> None:
-        if not redis_lock.renew(self.client, stream.lease_key(self.shard), self.token, lease_s()):
-            raise LeaseLost(self.shard)
+        """Renew every held lease (one round trip); LeaseLost if any ran out: another drain may
+        be working on that shard now, so this one stops without acknowledging anything."""
+        keys = [stream.lease_key(k) for k in self.held]
+        renewed_at = time.monotonic()
+        for shard, ok in zip(
+            self.held, redis_lock.renew_each(self.client, keys, self.token, lease_s()), strict=True
+        ):
+            if not ok:
+                raise LeaseLost(shard)
+        self.renewed_at = renewed_at
 
-    def release(self) -> None:
-        redis_lock.release(self.client, stream.lease_key(self.shard), self.token)
+    def renew_if_due(self) -> None:
+        """renew() once a tenth of the lease has passed since the last renewal: a chunk then
+        starts with at least nine tenths of every lease left (nobody else can hold them), and a
+        pass of many small requests costs one renewal, not one per node."""
+        if time.monotonic() - self.renewed_at >= lease_s() / 10:
+            self.renew()
+
+    def release(self) -> list[int]:
+        """Release every held lease; the shards it held."""
+        released = self.held
+        if released:
+            keys = [stream.lease_key(k) for k in released]
+            redis_lock.release_each(self.client, keys, self.token)
+        self.held = []
+        return released
+
+    # --- waiting --------------------------------------------------------------------------------
+
+    def wait(self, wanted_s: float) -> bool:
+        """Block until a request is appended to a held shard (its bell rings) or block_s(wanted_s)
+        passes; True if a bell rang. The bells are emptied by the next pass, before it reads."""
+        if not self.held:
+            return False
+        rang = self.client.blpop([stream.bell_key(k) for k in self.held], timeout=block_s(wanted_s))
+        if rang is not None:
+            self.report.wakes += 1
+        return rang is not None
 
     # --- a pass ---------------------------------------------------------------------------------
 
-    def run_pass(self) -> int:
-        """One pass over the shard; the number of requests processed."""
-        nodes = sorted(int(n) for n in self.client.smembers(stream.ready_key(self.shard)))
+    def run_pass(self, deadline: float | None = None) -> int:
+        """One pass over the held shards; the number of requests processed. Past `deadline`
+        (time.monotonic()) no further node is begun: what it read stays pending to this
+        consumer, taken over in order by the next drain."""
+        if not self.held:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        # Bells first, then the ready sets: a request appended after the DEL rings again and
+        # the next wait returns at once; one appended before it is in the ready set read here.
+        pipe.delete(*(stream.bell_key(k) for k in self.held))
+        for shard in self.held:
+            pipe.smembers(stream.ready_key(shard))
+        ready = {  # node -> the shard whose ready set named it
+            int(n): shard
+            for shard, members in zip(self.held, pipe.execute()[1:], strict=True)
+            for n in members
+        }
+        nodes = sorted(ready)
         if not nodes:
             return 0
         self.report.passes += 1
@@ -134,16 +230,24 @@ class Drain:
         slices: dict[int, list] = {}
         for start in range(0, len(nodes), NODES_PER_READ):
             slices.update(self._read(nodes[start : start + NODES_PER_READ]))
+        busy = [n for n in nodes if slices.get(n)]
+        pipe = self.client.pipeline(transaction=False)
+        for node_id in busy:
+            pipe.get(stream.done_key(node_id))
+        marks = dict(zip(busy, pipe.execute(), strict=True))
         done = 0
-        for node_id in nodes:
-            entries = slices.get(node_id)
-            if entries:
-                done += self._process(node_id, entries)
+        try:
+            for node_id in busy:
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                done += self._process(node_id, slices[node_id], marks[node_id])
+        finally:
+            self._acknowledge_pass()
         pipe = self.client.pipeline(transaction=False)
         forget = redis_script(_FORGET_IF_EMPTY)
         for node_id in nodes:
             forget(
-                keys=[stream.stream_key(node_id), stream.ready_key(self.shard)],
+                keys=[stream.stream_key(node_id), stream.ready_key(ready[node_id])],
                 args=[node_id],
                 client=pipe,
             )
@@ -203,13 +307,12 @@ class Drain:
                 slices[stream.node_of(key)] = entries
         return slices
 
-    def _process(self, node_id: int, entries: list) -> int:
+    def _process(self, node_id: int, entries: list, done: bytes | None) -> int:
         from feeds.processes.run import stream_id  # with the worker's imports, not the web's
         from sensors.ingest import history_budget
         from sensors.ingest.processing import ingest_rows
 
         taken = len(entries)
-        done = self.client.get(stream.done_key(node_id))
         if done is not None:
             # Processed before its XACK when a drain died: acknowledge, do not count again.
             finished = [e for e, _ in entries if stream_id(e) <= stream_id(done)]
@@ -233,7 +336,7 @@ class Drain:
             last = index == len(entries) - 1
             if len(chunk_rows) < CHUNK_ROWS and not last:
                 continue
-            self.renew()  # still ours: nobody else is working on these entries
+            self.renew_if_due()  # still ours: nobody else is working on these entries
             try:
                 if chunk_rows:
                     # History over its site's budget is left out before any process runs on it
@@ -259,17 +362,29 @@ class Drain:
         return taken
 
     def _acknowledge(self, node_id: int, ids: list) -> None:
+        """Acknowledge at the end of the pass (_acknowledge_pass): an entry done but not yet
+        acknowledged when its drain dies is at or before its node's done mark, so the next
+        drain acknowledges it without processing it again."""
+        self.acks.setdefault(node_id, []).extend(ids)
+
+    def _acknowledge_pass(self) -> None:
+        """XACK + XDEL of every entry done this pass, one transaction."""
+        if not self.acks:
+            return
+        acks, self.acks = self.acks, {}
         pipe = self.client.pipeline(transaction=True)
-        pipe.xack(stream.stream_key(node_id), stream.GROUP, *ids)
-        pipe.xdel(stream.stream_key(node_id), *ids)
+        for node_id, ids in acks.items():
+            pipe.xack(stream.stream_key(node_id), stream.GROUP, *ids)
+            pipe.xdel(stream.stream_key(node_id), *ids)
         pipe.execute()
 
 
 def drain_shard(
     shard: int, budget_s: float | None = None, consumer: str | None = None
 ) -> DrainReport:
-    """Drain the shard until it is empty or budget_s has passed (then a fresh drain is queued,
-    so one task stays well inside Celery's time limit and other shards get their turn)."""
+    """Drain the shard, and every shard no other drain holds, until they have been empty for
+    linger_s() or budget_s has passed (then a fresh drain is queued, so one task stays well
+    inside Celery's time limit and the worker's other tasks get their turn)."""
     budget_s = float(settings.BMS_INGEST_DRAIN_BUDGET_S) if budget_s is None else budget_s
     drain = Drain(shard, consumer)
     deadline = time.monotonic() + budget_s
@@ -277,47 +392,59 @@ def drain_shard(
     idle_rounds = 0
     while True:
         if not drain.acquire():
-            drain.report.busy = True  # the holder looks at the ready set again when it ends
-            return drain.report
+            drain.report.busy = True  # its holder looks at the ready set again when it ends
+            if not drain.held:
+                return drain.report
         before = drain.report.requests + drain.report.dropped
         try:
             _run_until_idle(drain, deadline)
         except TRANSIENT_ERRORS as exc:
             drain.report.stopped = f"transient: {type(exc).__name__}: {exc}"
-            log.warning("ingest drain of shard %s stopped, entries kept: %s", shard, exc)
+            log.warning("ingest drain of shards %s stopped, entries kept: %s", drain.held, exc)
             _release_quietly(drain)
             return drain.report
-        except LeaseLost:
+        except LeaseLost as exc:
             drain.report.stopped = "lease lost"
             log.warning(
-                "ingest drain of shard %s lost its lease (ran past %.1f s)", shard, lease_s()
+                "ingest drain lost its lease of shard %s (ran past %.1f s)", exc.args[0], lease_s()
             )
             return drain.report
-        drain.release()
-        # Released first, then the flag, then a last look: a request appended after the last
-        # pass either is seen here or finds the flag free and queues a new drain.
-        client.delete(stream.kick_key(shard))
-        if not client.scard(stream.ready_key(shard)):
+        released = drain.release()
+        if time.monotonic() >= deadline:
+            # The kick flags stay set (the web queues nothing meanwhile); the fresh drain takes
+            # the shards over, and beat's safety net does if this message is lost.
+            drain.report.stopped = "budget"
+            stream.kick(shard)
+            return drain.report
+        # Released first, then the flags, then a last look: a request appended after the last
+        # pass either is seen here or finds its flag free and queues a new drain.
+        if not released:
+            return drain.report
+        client.delete(*(stream.kick_key(k) for k in released))
+        pipe = client.pipeline(transaction=False)
+        for k in released:
+            pipe.scard(stream.ready_key(k))
+        if not any(pipe.execute()):
             return drain.report
         idle_rounds = (
             idle_rounds + 1 if drain.report.requests + drain.report.dropped == before else 0
         )
         if idle_rounds > 2:  # ready but nothing to read: beat's next look, not a spin
             return drain.report
-        if time.monotonic() >= deadline:
-            drain.report.stopped = "budget"
-            if client.set(stream.kick_key(shard), 1, nx=True, ex=stream.KICK_TTL_S):
-                stream.kick(shard)
-            return drain.report
 
 
 def _run_until_idle(drain: Drain, deadline: float) -> None:
-    """Passes until the shard has been empty for linger_s(): while a drain lingers, the kick
-    flag stays taken, so a steady trickle of single posts is drained without one Celery message
-    per post (apply_async costs the web ~0.5 ms of CPU)."""
+    """Passes until the held shards have been empty for linger_s(), blocking on their bells in
+    between: while a drain lingers, the kick flags stay taken, so a steady trickle of single
+    posts is drained without one Celery message per post (apply_async costs the web ~0.5 ms of
+    CPU), and each post is taken as it arrives."""
     idle_until = None
-    while time.monotonic() < deadline:
-        done = drain.run_pass()
+    next_adopt = time.monotonic() + ADOPT_EVERY_S
+    while (now := time.monotonic()) < deadline:
+        if now >= next_adopt:
+            drain.adopt()
+            next_adopt = now + ADOPT_EVERY_S
+        done = drain.run_pass(deadline)
         if done:
             idle_until = None
             if done < slice_size():
@@ -328,14 +455,16 @@ def _run_until_idle(drain: Drain, deadline: float) -> None:
             idle_until = now + linger_s()
         if now >= idle_until:
             return
-        time.sleep(LINGER_POLL_S)
+        drain.renew()  # a block is shorter than a third of the lease
+        drain.wait(min(idle_until, deadline, next_adopt) - now)
 
 
 def _release_quietly(drain: Drain) -> None:
+    held = drain.held
     try:
         drain.release()
-    except redis.RedisError as exc:  # Redis away: the lease runs out by itself
-        log.warning("could not release the lease of shard %s: %s", drain.shard, exc)
+    except redis.RedisError as exc:  # Redis away: the leases run out by themselves
+        log.warning("could not release the leases of shards %s: %s", held, exc)
 
 
 def backlog() -> dict:

@@ -18,6 +18,9 @@ Keys (all on the app's Redis, core.redis):
 - `sensors:ingest:kick:<shard>`: a drain task for the shard is queued or running.
 - `sensors:ingest:lease:<shard>`: the drain that holds the shard (one at a time, so a node's
   requests are processed in order).
+- `sensors:ingest:bell:<shard>`: a list of at most one item, pushed with every append to the
+  shard: the drain holding the shard blocks on it (BLPOP with a timeout) between passes, so it
+  takes each request as it arrives instead of polling (issue #29).
 - `sensors:ingest:done:<node id>`: the id of the node's last entry whose points are in the
   feed buffer, written in the same transaction as those points and the input processes' state
   (feeds/processes/run.py). A redelivered entry at or before it is acknowledged unprocessed:
@@ -42,6 +45,7 @@ READY_PREFIX = "sensors:ingest:ready:"
 KICK_PREFIX = "sensors:ingest:kick:"
 LEASE_PREFIX = "sensors:ingest:lease:"
 DONE_PREFIX = "sensors:ingest:done:"
+BELL_PREFIX = "sensors:ingest:bell:"
 GROUP = "drain"  # the one consumer group of every node stream
 FIELD = "r"
 # A kicked drain that never ran (its worker was killed before it started) stops holding the
@@ -78,13 +82,18 @@ def lease_key(shard: int) -> str:
     return f"{LEASE_PREFIX}{int(shard)}"
 
 
+def bell_key(shard: int) -> str:
+    return f"{BELL_PREFIX}{int(shard)}"
+
+
 def done_key(node_id: int) -> str:
     return f"{DONE_PREFIX}{int(node_id)}"
 
 
 # The throttle count (core/throttle.py's COUNT_LUA) and the append in one script: an accepted
 # post costs the web one round trip. Nothing is stored when the count is over the limit.
-# KEYS: the throttle counter (or a placeholder), then per node: stream, ready set, kick flag.
+# KEYS: the throttle counter (or a placeholder), then per node: stream, ready set, kick flag,
+# bell (rung only when empty, so it holds one item at most whether or not a drain listens).
 # ARGV: the limit ('' = not charged), the counter's TTL, the kick TTL, then per node: id, rows.
 # Returns {count, kicked per node (1 = this request took the shard's kick flag)}.
 _APPEND = (
@@ -96,13 +105,14 @@ if ARGV[1] ~= '' then
   if count > tonumber(ARGV[1]) then return {count} end
 end
 local out = {count}
-for i = 0, (#KEYS - 1) / 3 - 1 do
-  local k = 2 + 3 * i
+for i = 0, (#KEYS - 1) / 4 - 1 do
+  local k = 2 + 4 * i
   local a = 4 + 2 * i
   redis.call('XADD', KEYS[k], '*', '"""
     + FIELD
     + """', ARGV[a + 1])
   redis.call('SADD', KEYS[k + 1], ARGV[a])
+  if redis.call('LLEN', KEYS[k + 3]) == 0 then redis.call('RPUSH', KEYS[k + 3], 1) end
   out[#out + 1] = redis.call('SET', KEYS[k + 2], 1, 'NX', 'EX', ARGV[3]) and 1 or 0
 end
 return out
@@ -131,7 +141,7 @@ def append_charged(
     args: list = ["" if charge is None else charge.limit, charge.ttl_s if charge else 0, KICK_TTL_S]
     for node_id, rows in batches:
         shard = shard_of(node_id)
-        keys += [stream_key(node_id), ready_key(shard), kick_key(shard)]
+        keys += [stream_key(node_id), ready_key(shard), kick_key(shard), bell_key(shard)]
         args += [int(node_id), json.dumps(rows, separators=(",", ":"))]
     script = redis_script(_APPEND)
     reply = durably(lambda client: script(keys=keys, args=args, client=client))
