@@ -521,17 +521,25 @@ def _handed_back(
         before,
         on=None,
         changed_at=before.changed_at if before.relinquished else now_s,
-        sent_at=result.sent_at if result is not None and result.written else before.sent_at,
         confirmed=False,
-        fault=fault,
-        reason=decision.reason,
-        strategy=decision.strategy,
-        decided_at=now_s,
-        owner=decision.owner,
-        released_from=decision.released_from,
-        fault_audited=bool(fault) and (before.fault_audited or audited),
         relinquished=True,
+        **_decided(before, decision, result, now_s, fault, audited),
     )
+
+
+def _decided(before, decision: Decision, result, now_s: float, fault: str, audited: bool) -> dict:
+    """The runtime fields every served actuator takes from this tick's decision and write."""
+    return {
+        "sent_at": now_s if (result and result.written) else before.sent_at,
+        "fault": fault,
+        "reason": decision.reason,
+        "strategy": decision.strategy,
+        "decided_at": now_s,
+        "owner": decision.owner,
+        "released_from": decision.released_from,
+        # The episode's audit row: written this tick, or already (see _build_commands).
+        "fault_audited": bool(fault) and (before.fault_audited or audited),
+    }
 
 
 def _driven(
@@ -561,16 +569,8 @@ def _driven(
         last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
         last_on_at=last_on_at,
         on_confirmed_at=on_confirmed_at,
-        sent_at=now_s if (result and result.written) else before.sent_at,
         confirmed=confirmed,
-        fault=fault,
-        reason=decision.reason,
-        strategy=decision.strategy,
-        decided_at=now_s,
-        owner=decision.owner,
-        released_from=decision.released_from,
-        # The episode's audit row: written this tick, or already (see _build_commands).
-        fault_audited=bool(fault) and (before.fault_audited or audited),
+        **_decided(before, decision, result, now_s, fault, audited),
     )
 
 
