@@ -166,6 +166,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     if not offline:
         faults += _node_overdue(now, alarms)
         _forget_disabled_faults()
+        _hand_back_disabled(now)
         try:
             # Last: this tick's clears have dropped what no longer stands.
             _raise_held(now)
@@ -592,6 +593,64 @@ def _forget_disabled_faults() -> None:
             state.reason = "Actuator disabled: never switched, not read back"
             changed[aid] = state
     runtime.save_actuators(changed)
+
+
+def _hand_back_disabled(now: datetime) -> None:
+    """A disabled BACnet output is never switched again, but our last write would hold its
+    point at our priority for ever, against the controller's own logic: it is relinquished
+    (audited), and tried again every keep-alive period until the controller confirms it."""
+    found = Actuator.objects.filter(enabled=False, driver=Actuator.Driver.BACNET)
+    acts = list(found.exclude(bacnet_device=None).select_related("bacnet_device__node"))
+    if not acts:
+        return
+    states = runtime.load_actuators([a.pk for a in acts])
+    now_s = now.timestamp()
+    due = [
+        a
+        for a in acts
+        if not states[a.pk].relinquished
+        # At once when disabled; then, while it fails, once per keep-alive (one row each).
+        and (
+            states[a.pk].strategy != "disabled"
+            or states[a.pk].sent_at is None
+            or now_s - states[a.pk].sent_at >= settings.BMS_CONTROL_KEEPALIVE
+        )
+    ]
+    if not due:
+        return
+    rows = {
+        a.pk: ActuatorCommand.objects.create(
+            actuator_id=a.pk,
+            state=False,
+            reason=f"Actuator disabled: NULL at priority {a.bacnet_priority}, so the "
+            f"controller's own logic has {a.bacnet_object} again",
+            strategy="disabled",
+            requested_at=now,
+        )
+        for a in due
+    }
+    results = bacnet.apply(
+        [bacnet.target_for(a, None) for a in due],
+        deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
+        timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
+    )
+    for a in due:
+        result, state = results[a.pk], states[a.pk]
+        ActuatorCommand.objects.filter(pk=rows[a.pk].pk).update(
+            sent_at=None if result.sent_at is None else datetime.fromtimestamp(result.sent_at, UTC),
+            confirmed_at=None
+            if result.confirmed_at is None
+            else datetime.fromtimestamp(result.confirmed_at, UTC),
+            error=result.error,
+        )
+        state.sent_at, state.strategy = now_s, "disabled"
+        if result.confirmed:
+            state.relinquished, state.on, state.confirmed = True, None, False
+            state.reason = rows[a.pk].reason
+        else:
+            log.warning("control: disabled BACnet output '%s' not handed back: %s", a.name,
+                        result.error)  # fmt: skip
+    runtime.save_actuators({a.pk: states[a.pk] for a in due})
 
 
 def _differs(before: runtime.ActuatorRuntime, after: runtime.ActuatorRuntime) -> bool:

@@ -176,6 +176,24 @@ def test_a_released_valve_is_relinquished_and_the_controllers_own_value_returns(
     assert ActuatorCommand.objects.filter(actuator=valve).first().strategy == "booking"
 
 
+def test_a_disabled_output_is_handed_back_once(redis_client, controller, site):
+    valve, now = site["valve"], site["now"]
+    run_tick(now)
+    assert read(controller, VALVE).ours is True
+    valve.enabled = False
+    valve.save()
+    run_tick(now + timedelta(seconds=30))
+    back = read(controller, VALVE)
+    assert (back.value, back.priority, back.ours) == (False, 16, None)
+    row = ActuatorCommand.objects.filter(actuator=valve).first()
+    assert row.reason == (
+        f"Actuator disabled: NULL at priority 8, so the controller's own logic has {VALVE} again"
+    )
+    assert row.confirmed_at is not None and row.error == ""
+    run_tick(now + timedelta(seconds=60))
+    assert ActuatorCommand.objects.filter(actuator=valve).count() == 2  # not again
+
+
 def test_our_slot_lost_by_the_controller_is_rewritten_and_audited(redis_client, controller, site):
     valve, now = site["valve"], site["now"]
     run_tick(now)
