@@ -91,6 +91,15 @@ BMS_BACNET_ADDRESS = env_str("BMS_BACNET_ADDRESS", "0.0.0.0")
 BMS_BACNET_PORT = min(65535, env_int("BMS_BACNET_PORT", 47808, minimum=1))
 BMS_BACNET_INSTANCE = min(4194302, env_int("BMS_BACNET_INSTANCE", 4194000, minimum=0))
 BMS_BACNET_POLL_DEADLINE_S = min(45.0, env_float("BMS_BACNET_POLL_DEADLINE_S", 20.0, minimum=1.0))
+# The site as a BACnet device (control/bacnet_server.py, `manage.py bacnet_server`): off unless
+# enabled; it listens on BMS_BACNET_ADDRESS at its own port (discovery binds BMS_BACNET_PORT).
+BMS_BACNET_SERVER_ENABLED = env_bool("BMS_BACNET_SERVER_ENABLED", False)
+BMS_BACNET_SERVER_PORT = min(65535, env_int("BMS_BACNET_SERVER_PORT", 47809, minimum=1))
+BMS_BACNET_SERVER_INSTANCE = min(4194302, env_int("BMS_BACNET_SERVER_INSTANCE", 4194001, minimum=0))
+BMS_BACNET_SERVER_NAME = env_str("BMS_BACNET_SERVER_NAME", "Open BMS site")[:64]
+BMS_BACNET_SERVER_REFRESH_S = min(
+    300.0, env_float("BMS_BACNET_SERVER_REFRESH_S", 10.0, minimum=2.0)
+)
 # iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
 # unless named here (host names, addresses or networks: a calendar server on the LAN).
 BMS_ICAL_ALLOWED_HOSTS = env_list("BMS_ICAL_ALLOWED_HOSTS", [])

@@ -23,14 +23,14 @@ from control.engine import specs
 from control.engine.specs import PlantSpec, Snapshot
 from core.redis import get_redis
 from feeds.store import service as feed_service
-from sensors.models import Actuator
+from sensors.models import Actuator, BacnetDevice, Node
 
 log = logging.getLogger(__name__)
 
 CONFIG_KEY = f"{runtime.PREFIX}:config-cache"
 # Bumped when the cached form changes: a copy written by another version is not read (the tick
 # then reports that it has no configuration cache, as it would before its first tick).
-CONFIG_FORMAT = 2
+CONFIG_FORMAT = 3
 PENDING_AUDIT_KEY = f"{runtime.PREFIX}:pending-audit"  # list of ActuatorCommand rows as JSON
 PENDING_ANALOGUE_KEY = f"{runtime.PREFIX}:pending-analogue"  # AnalogueCommand rows as JSON
 PENDING_ALARMS_KEY = f"{runtime.PREFIX}:pending-alarms"  # hash: alarm key -> JSON action
@@ -38,7 +38,17 @@ HELD_ALARMS_KEY = f"{runtime.PREFIX}:held-alarms"  # hash: alarm key -> JSON act
 OUTAGE_KEY = f"{runtime.PREFIX}:db-outage"  # JSON: since, last, cached_at, ticks
 
 # The driver settings the runner needs to switch an actuator without its database row.
-_DRIVER_FIELDS = ("driver", "host", "port", "device_id", "coil", "node_id")
+_DRIVER_FIELDS = (
+    "driver",
+    "host",
+    "port",
+    "device_id",
+    "coil",
+    "node_id",
+    "bacnet_device_id",
+    "bacnet_object",
+    "bacnet_priority",
+)
 _AUDIT_FIELDS = (
     "actuator_id",
     "state",
@@ -157,6 +167,7 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
             {
                 "spec": _tagged(spec, **_ACTUATOR_RUNTIME),
                 "driver": {name: getattr(actuators[aid], name) for name in _DRIVER_FIELDS},
+                "bacnet": _controller_of(actuators[aid]),
             }
             for aid, spec in snapshot.actuators.items()
         ],
@@ -181,6 +192,20 @@ def config_of(snapshot: Snapshot, actuators: dict[int, Actuator], feeds: dict) -
             }
             for s in snapshot.solars
         ],
+    }
+
+
+def _controller_of(actuator: Actuator) -> dict | None:
+    """A BACnet output's controller as its driver needs it (drivers/bacnet.py), so the output
+    is still switched, and handed back, while the database is away."""
+    device = actuator.bacnet_device if actuator.bacnet_device_id else None
+    if device is None:
+        return None
+    return {
+        "address": device.address,
+        "timeout_s": device.timeout_s,
+        "node_id": device.node_id,
+        "name": device.node.name,
     }
 
 
@@ -242,6 +267,14 @@ def rebuild(config: dict, now: datetime):
             min_off_s=spec.min_off_s,
             **a["driver"],
         )
+        if a.get("bacnet"):
+            c = a["bacnet"]
+            rows[spec.id].bacnet_device = BacnetDevice(
+                pk=rows[spec.id].bacnet_device_id,
+                address=c["address"],
+                timeout_s=c["timeout_s"],
+                node=Node(pk=c["node_id"], name=c["name"]),
+            )
         acts[spec.id] = mapper.with_runtime(spec, states[spec.id])
     plants = tuple(
         mapper.with_readings(p["spec"], last, outside=p["outside_feed_id"], flow=p["flow_feed_id"])

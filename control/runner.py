@@ -1,9 +1,11 @@
 """One control tick: snapshot -> evaluate -> send what changed -> confirm -> audit.
 
 Only changes are written, plus a keep-alive re-write every BMS_CONTROL_KEEPALIVE seconds; every
-Modbus coil the system drives is read back every tick, so a relay that rebooted is put back and
-a board that stopped answering raises its alarm within a tick. Every write is an
-ActuatorCommand row (requested before sending, then sent / confirmed / error).
+Modbus coil and BACnet output the system drives is read back every tick, so a relay that
+rebooted is put back and a board or controller that stopped answering raises its alarm within a
+tick. Every write is an ActuatorCommand row (requested before sending, then sent / confirmed /
+error). A BACnet output nothing drives is handed back to its controller (NULL at our priority)
+rather than held at an idle state, and is not read again until something drives it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from alarms.lifecycle import clear_alarm, in_startup_grace, raise_alarm
 from alarms.models import Alarm
 from control import config_cache, outputs, runtime
 from control import snapshot as snapshot_builder
-from control.drivers import modbus, node_queue
+from control.drivers import bacnet, modbus, node_queue
 from control.engine.evaluator import evaluate
 from control.engine.specs import Decision
 from control.models import ActuatorCommand, AnalogueCommand, HeatingPlant
@@ -104,6 +106,12 @@ def _tick(now: datetime) -> dict[str, Any]:
     now_s = now.timestamp()
     alarms = _relay_alarms_due(now_s)
     _sync_alarms(evaluation.alarms, may_alarm_relays=alarms[0])
+    handed_back = set()
+    for aid, decision in evaluation.decisions.items():
+        if bacnet.hands_back(live.actuators[aid], decision):
+            handed_back.add(aid)
+            reason = bacnet.release_reason(live.actuators[aid], decision)
+            evaluation.decisions[aid] = replace(decision, reason=reason)
     if offline:
         # Every reason says so: the staff pages and audit rows show why nothing new was seen.
         for aid, decision in evaluation.decisions.items():
@@ -113,7 +121,13 @@ def _tick(now: datetime) -> dict[str, Any]:
     for aid, decision in evaluation.decisions.items():
         plan[aid] = (
             decision,
-            _kind(live.runtime[aid], decision, now_s, settings.BMS_CONTROL_KEEPALIVE),
+            _kind(
+                live.runtime[aid],
+                decision,
+                now_s,
+                settings.BMS_CONTROL_KEEPALIVE,
+                released=aid in handed_back,
+            ),
         )
 
     if offline:
@@ -129,9 +143,9 @@ def _tick(now: datetime) -> dict[str, Any]:
         offline = _save_commands(commands)
     # Three-point valve pulses of the last tick end before any relay is touched again.
     faults = outputs.finish_pulses(_raise_control, _clear, alarms[0], offline)
-    results = _send(plan, live.actuators, commands, now)
-    corrected = _audit_results(plan, live.actuators, commands, results, now, offline)
-    faults += _update_runtime(plan, live, results, now_s, commands, alarms)
+    results = _send(plan, live.actuators, commands, now, handed_back)
+    corrected = _audit_results(plan, live.actuators, commands, results, now, offline, handed_back)
+    faults += _update_runtime(plan, live, results, now_s, commands, alarms, handed_back)
     weather = {p.id: p.weather for p in live.snapshot.plants if p.weather is not None}
     analogue = outputs.apply(
         evaluation.outputs,
@@ -152,6 +166,7 @@ def _tick(now: datetime) -> dict[str, Any]:
     if not offline:
         faults += _node_overdue(now, alarms)
         _forget_disabled_faults()
+        _hand_back_disabled(now)
         try:
             # Last: this tick's clears have dropped what no longer stands.
             _raise_held(now)
@@ -223,8 +238,19 @@ def _sync_alarms(current: dict[str, str], may_alarm_relays: bool = True) -> None
     runtime.set_evaluator_alarms(opened, closed)
 
 
-def _kind(state: runtime.ActuatorRuntime, decision: Decision, now_s: float, keepalive: int) -> str:
-    if state.on is None or state.on != decision.state:
+def _kind(
+    state: runtime.ActuatorRuntime,
+    decision: Decision,
+    now_s: float,
+    keepalive: int,
+    released: bool = False,
+) -> str:
+    if released:
+        # Handed back: relinquished once (and again after a fault), then the controller's.
+        if not state.relinquished:
+            return CHANGE
+        return RETRY if state.fault else VERIFY
+    if state.relinquished or state.on is None or state.on != decision.state:
         return CHANGE
     if state.fault:
         return RETRY
@@ -278,13 +304,25 @@ class _Ok:
 _OK = _Ok()
 
 
-def _send(plan, actuators: dict[int, Actuator], commands, now: datetime) -> dict[int, Any]:
+def _send(
+    plan, actuators: dict[int, Actuator], commands, now: datetime, handed_back: set[int]
+) -> dict[int, Any]:
     coil_targets = []
     queue_targets = []
+    bacnet_targets = []
     results: dict[int, Any] = {}
     for aid, (decision, kind) in plan.items():
         act = actuators[aid]
-        if act.driver == Actuator.Driver.MODBUS_COIL:
+        if act.driver == Actuator.Driver.BACNET:
+            released = aid in handed_back
+            if released and kind == VERIFY:
+                continue  # the controller's point now: not read until something drives it
+            if act.bacnet_device is None:
+                results[aid] = modbus.CoilResult(aid, error="no BACnet controller configured")
+                continue
+            state = None if released else decision.state
+            bacnet_targets.append(bacnet.target_for(act, state, write=kind != VERIFY))
+        elif act.driver == Actuator.Driver.MODBUS_COIL:
             if not act.host:
                 results[aid] = modbus.CoilResult(aid, error="no relay board host configured")
                 continue
@@ -315,11 +353,26 @@ def _send(plan, actuators: dict[int, Actuator], commands, now: datetime) -> dict
             attempts=settings.BMS_CONTROL_DEVICE_ATTEMPTS,
         )
     )
+    # After the relays: a slow controller must not delay the boiler room's own board.
+    results.update(
+        bacnet.apply(
+            bacnet_targets,
+            deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
+            timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
+        )
+    )
     node_queue.enqueue(queue_targets, now)
     return results
 
 
-def _audit_results(plan, actuators, commands, results, now: datetime, offline: str) -> int:
+# Drivers whose every write is read back by the tick itself (the node queue's is acknowledged
+# later, by the node).
+_READ_BACK = (Actuator.Driver.MODBUS_COIL, Actuator.Driver.BACNET)
+
+
+def _audit_results(
+    plan, actuators, commands, results, now: datetime, offline: str, handed_back: set[int]
+) -> int:
     def at(value: float | None) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, UTC)
 
@@ -330,9 +383,7 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
         result = results.get(aid)
         if result is None:
             continue
-        confirmed = (
-            result.confirmed_at if actuators[aid].driver == Actuator.Driver.MODBUS_COIL else None
-        )
+        confirmed = result.confirmed_at if actuators[aid].driver in _READ_BACK else None
         if offline:
             row.sent_at, row.confirmed_at, row.error = (
                 at(result.sent_at),
@@ -353,7 +404,7 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
         if (
             kind == RETRY
             and aid not in commands
-            and actuators[aid].driver == Actuator.Driver.MODBUS_COIL
+            and actuators[aid].driver in _READ_BACK
             and result is not None
             and not result.error
             and result.confirmed_at is not None
@@ -364,8 +415,9 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
                 ActuatorCommand(
                     actuator_id=aid,
                     state=decision.state,
-                    reason=f"Recovered after a fault: relay confirmed "
-                    f"{'ON' if decision.state else 'OFF'}. {decision.reason}",
+                    reason=f"Recovered after a fault: "
+                    f"{_confirmed_words(actuators[aid], decision, aid in handed_back)}. "
+                    f"{decision.reason}",
                     strategy=decision.strategy,
                     user_id=decision.user_id,
                     requested_at=now,
@@ -376,13 +428,19 @@ def _audit_results(plan, actuators, commands, results, now: datetime, offline: s
     for aid, result in results.items():
         if getattr(result, "corrected", False):
             decision, _ = plan[aid]
+            act = actuators[aid]
+            why = (
+                bacnet.correction_words(act.bacnet_priority, act.bacnet_object, result.found,
+                                        None if aid in handed_back else decision.state)
+                if act.driver == Actuator.Driver.BACNET
+                else f"Re-asserted: relay read {'ON' if not decision.state else 'OFF'}, "
+                f"should be {'ON' if decision.state else 'OFF'} (rebooted or switched by hand?). "
+            )  # fmt: skip
             extra.append(
                 ActuatorCommand(
                     actuator_id=aid,
                     state=decision.state,
-                    reason=f"Re-asserted: relay read {'ON' if not decision.state else 'OFF'}, "
-                    f"should be {'ON' if decision.state else 'OFF'} (rebooted or switched by hand?). "
-                    + decision.reason,
+                    reason=why + decision.reason,
                     strategy=decision.strategy,
                     user_id=decision.user_id,
                     requested_at=now,
@@ -414,7 +472,9 @@ def _relay_alarms_due(now_s: float) -> tuple[bool, bool]:
     return True, recheck
 
 
-def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bool, bool]) -> int:
+def _update_runtime(
+    plan, live, results, now_s: float, audited, alarms: tuple[bool, bool], handed_back: set[int]
+) -> int:
     updated: dict[int, runtime.ActuatorRuntime] = {}
     faults = 0
     may_alarm, recheck = alarms
@@ -422,60 +482,97 @@ def _update_runtime(plan, live, results, now_s: float, audited, alarms: tuple[bo
         before = live.runtime[aid]
         result = results.get(aid)
         act = live.actuators[aid]
-        switched = before.on != decision.state
-        if act.driver == Actuator.Driver.NODE_QUEUE:
-            confirmed = before.confirmed and not (result and result.written)
-            fault = result.error if result and result.error else before.fault
+        if aid in handed_back:
+            after = _handed_back(before, decision, result, now_s, aid in audited)
         else:
-            confirmed = bool(result and result.confirmed)
-            fault = result.error if result else ""
-        last_on_at = now_s if (switched and decision.state) else before.last_on_at
-        on_confirmed_at = before.on_confirmed_at
-        if decision.state and confirmed and not fault:
-            # Once per on-period: a steady ON is not a Redis write per tick.
-            if on_confirmed_at is None or (last_on_at is not None and on_confirmed_at < last_on_at):
-                on_confirmed_at = now_s
-        # From an unknown state to OFF is no switch-off for the minimum off time: nothing is
-        # known to have run (no timer holds an unknown actuator). Else a boiler first driven
-        # OFF while its zone's valve opens waited 10 min to fire.
-        from_unknown_off = before.on is None and not decision.state
-        after = runtime.ActuatorRuntime(
-            on=decision.state,
-            changed_at=now_s if switched and not from_unknown_off else before.changed_at,
-            last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
-            last_on_at=last_on_at,
-            on_confirmed_at=on_confirmed_at,
-            sent_at=now_s if (result and result.written) else before.sent_at,
-            confirmed=confirmed,
-            fault=fault,
-            reason=decision.reason,
-            strategy=decision.strategy,
-            decided_at=now_s,
-            owner=decision.owner,
-            released_from=decision.released_from,
-            # The episode's audit row: written this tick, or already (see _build_commands).
-            fault_audited=bool(fault) and (before.fault_audited or aid in audited),
-        )
+            after = _driven(before, decision, result, now_s, aid in audited, act)
         if _differs(before, after):
             updated[aid] = after  # an unchanged state is not rewritten: no Redis write per tick
+        fault = after.fault
         if fault:
             faults += 1
             if may_alarm and (not before.fault or recheck):
-                where = (
-                    f"{act.host}:{act.port} coil {act.coil}"
-                    if act.driver == Actuator.Driver.MODBUS_COIL
-                    else f"node {act.node_id}"
+                if act.driver == Actuator.Driver.MODBUS_COIL:
+                    where = f"{act.host}:{act.port} coil {act.coil}"
+                elif act.driver == Actuator.Driver.BACNET:
+                    where = bacnet.where(act)
+                else:
+                    where = f"node {act.node_id}"
+                what = (
+                    "NULL (released)" if aid in handed_back else ("ON" if decision.state else "OFF")
                 )
                 _raise(
                     alarm_key(aid),
-                    f"Actuator '{act.name}' ({where}) did not confirm "
-                    f"{'ON' if decision.state else 'OFF'}: {fault}",
+                    f"Actuator '{act.name}' ({where}) did not confirm {what}: {fault}",
                     source="relay",
                 )
-        elif before.fault and act.driver == Actuator.Driver.MODBUS_COIL:
+        elif before.fault and act.driver in _READ_BACK:
             _clear(alarm_key(aid))
     runtime.save_actuators(updated)
     return faults
+
+
+def _handed_back(
+    before: runtime.ActuatorRuntime, decision: Decision, result, now_s: float, audited: bool
+) -> runtime.ActuatorRuntime:
+    """A BACnet output released to its controller: its state is the controller's now, so it is
+    unknown to us and never confirmed (an interlock never counts it open), whatever it reads."""
+    fault = result.error if result is not None else before.fault
+    return replace(
+        before,
+        on=None,
+        changed_at=before.changed_at if before.relinquished else now_s,
+        confirmed=False,
+        relinquished=True,
+        **_decided(before, decision, result, now_s, fault, audited),
+    )
+
+
+def _decided(before, decision: Decision, result, now_s: float, fault: str, audited: bool) -> dict:
+    """The runtime fields every served actuator takes from this tick's decision and write."""
+    return {
+        "sent_at": now_s if (result and result.written) else before.sent_at,
+        "fault": fault,
+        "reason": decision.reason,
+        "strategy": decision.strategy,
+        "decided_at": now_s,
+        "owner": decision.owner,
+        "released_from": decision.released_from,
+        # The episode's audit row: written this tick, or already (see _build_commands).
+        "fault_audited": bool(fault) and (before.fault_audited or audited),
+    }
+
+
+def _driven(
+    before: runtime.ActuatorRuntime, decision: Decision, result, now_s: float, audited: bool, act
+) -> runtime.ActuatorRuntime:
+    """An actuator we drive: its state as this tick's write and read-back left it."""
+    switched = before.on != decision.state
+    if act.driver == Actuator.Driver.NODE_QUEUE:
+        confirmed = before.confirmed and not (result and result.written)
+        fault = result.error if result and result.error else before.fault
+    else:
+        confirmed = bool(result and result.confirmed)
+        fault = result.error if result else ""
+    last_on_at = now_s if (switched and decision.state) else before.last_on_at
+    on_confirmed_at = before.on_confirmed_at
+    if decision.state and confirmed and not fault:
+        # Once per on-period: a steady ON is not a Redis write per tick.
+        if on_confirmed_at is None or (last_on_at is not None and on_confirmed_at < last_on_at):
+            on_confirmed_at = now_s
+    # From an unknown state to OFF is no switch-off for the minimum off time: nothing is
+    # known to have run (no timer holds an unknown actuator). Else a boiler first driven
+    # OFF while its zone's valve opens waited 10 min to fire.
+    from_unknown_off = before.on is None and not decision.state
+    return runtime.ActuatorRuntime(
+        on=decision.state,
+        changed_at=now_s if switched and not from_unknown_off else before.changed_at,
+        last_off_at=now_s if (switched and not decision.state) else before.last_off_at,
+        last_on_at=last_on_at,
+        on_confirmed_at=on_confirmed_at,
+        confirmed=confirmed,
+        **_decided(before, decision, result, now_s, fault, audited),
+    )
 
 
 def _forget_disabled_faults() -> None:
@@ -496,6 +593,64 @@ def _forget_disabled_faults() -> None:
             state.reason = "Actuator disabled: never switched, not read back"
             changed[aid] = state
     runtime.save_actuators(changed)
+
+
+def _hand_back_disabled(now: datetime) -> None:
+    """A disabled BACnet output is never switched again, but our last write would hold its
+    point at our priority for ever, against the controller's own logic: it is relinquished
+    (audited), and tried again every keep-alive period until the controller confirms it."""
+    found = Actuator.objects.filter(enabled=False, driver=Actuator.Driver.BACNET)
+    acts = list(found.exclude(bacnet_device=None).select_related("bacnet_device__node"))
+    if not acts:
+        return
+    states = runtime.load_actuators([a.pk for a in acts])
+    now_s = now.timestamp()
+    due = [
+        a
+        for a in acts
+        if not states[a.pk].relinquished
+        # At once when disabled; then, while it fails, once per keep-alive (one row each).
+        and (
+            states[a.pk].strategy != "disabled"
+            or states[a.pk].sent_at is None
+            or now_s - states[a.pk].sent_at >= settings.BMS_CONTROL_KEEPALIVE
+        )
+    ]
+    if not due:
+        return
+    rows = {
+        a.pk: ActuatorCommand.objects.create(
+            actuator_id=a.pk,
+            state=False,
+            reason=f"Actuator disabled: NULL at priority {a.bacnet_priority}, so the "
+            f"controller's own logic has {a.bacnet_object} again",
+            strategy="disabled",
+            requested_at=now,
+        )
+        for a in due
+    }
+    results = bacnet.apply(
+        [bacnet.target_for(a, None) for a in due],
+        deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
+        timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
+    )
+    for a in due:
+        result, state = results[a.pk], states[a.pk]
+        ActuatorCommand.objects.filter(pk=rows[a.pk].pk).update(
+            sent_at=None if result.sent_at is None else datetime.fromtimestamp(result.sent_at, UTC),
+            confirmed_at=None
+            if result.confirmed_at is None
+            else datetime.fromtimestamp(result.confirmed_at, UTC),
+            error=result.error,
+        )
+        state.sent_at, state.strategy = now_s, "disabled"
+        if result.confirmed:
+            state.relinquished, state.on, state.confirmed = True, None, False
+            state.reason = rows[a.pk].reason
+        else:
+            log.warning("control: disabled BACnet output '%s' not handed back: %s", a.name,
+                        result.error)  # fmt: skip
+    runtime.save_actuators({a.pk: states[a.pk] for a in due})
 
 
 def _differs(before: runtime.ActuatorRuntime, after: runtime.ActuatorRuntime) -> bool:
@@ -526,6 +681,13 @@ def _node_overdue(now: datetime, alarms: tuple[bool, bool]) -> int:
         changed[cmd.actuator_id] = state
     runtime.save_actuators(changed)
     return len(changed)
+
+
+def _confirmed_words(act: Actuator, decision: Decision, released: bool) -> str:
+    if act.driver == Actuator.Driver.BACNET:
+        what = "NULL" if released else ("ON" if decision.state else "OFF")
+        return f"controller confirmed {what} at priority {act.bacnet_priority}"
+    return f"relay confirmed {'ON' if decision.state else 'OFF'}"
 
 
 # --- the database outage ---------------------------------------------------------------------

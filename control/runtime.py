@@ -47,6 +47,9 @@ class ActuatorRuntime:
     owner: str = ""  # who drives it: "zone 'Hall'", "heating plant 'Boiler house'"; "" = nobody
     released_from: str = ""  # not controlled: the owner it was released from
     fault_audited: bool = False  # this fault episode has its audit row (one per episode)
+    # A BACnet output handed back to its controller (NULL at our priority): its state is the
+    # controller's, not ours, so `on` is unknown and it is never confirmed (drivers/bacnet.py).
+    relinquished: bool = False
 
     @classmethod
     def from_json(cls, raw: bytes | None) -> ActuatorRuntime:

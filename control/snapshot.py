@@ -234,7 +234,9 @@ def _links(through, owner: str, member: str, owner_ids: list[int]) -> dict[int, 
 
 
 def _actuators(members, plants, solars, overrides, everything: bool) -> dict[int, Actuator]:
-    found = Actuator.objects.filter(enabled=True)
+    # A BACnet output's controller (address, timeout, name) is what its driver needs: joined
+    # here, not one query per output per tick.
+    found = Actuator.objects.filter(enabled=True).select_related("bacnet_device__node")
     if everything:
         # Disabled actuators are never switched: they are simply not in the snapshot. On a
         # full tick every other one is: one nothing drives is held at its idle

@@ -49,6 +49,8 @@ def _dt(ts: float | None) -> datetime | None:
 
 
 def _state_label(state: runtime.ActuatorRuntime) -> str:
+    if state.relinquished:
+        return "released to its controller"
     if state.on is None:
         return "unknown"
     return "ON" if state.on else "OFF"
@@ -60,6 +62,8 @@ def _owner(actuator: Actuator, state: runtime.ActuatorRuntime) -> str:
         return "disabled: never switched"
     if state.owner:
         return state.owner
+    if state.relinquished:
+        return "not controlled — handed back to its BACnet controller"
     return f"not controlled — idle state {'ON' if actuator.idle_state else 'OFF'}"
 
 

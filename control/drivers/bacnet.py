@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from control.drivers.modbus import CoilResult
+from control.engine.specs import IDLE_STATE, Decision
 from sensors.devices import bacnet_client
-from sensors.devices.bacnet_client import BacnetError, CommandState
+from sensors.devices.bacnet_client import BacnetError, CommandState, PointCommand
 from sensors.models import Actuator
 
 log = logging.getLogger(__name__)
@@ -31,9 +32,10 @@ class OutputTarget:
     priority: int
     timeout_s: float
     state: bool | None  # None: relinquish
+    write: bool = True  # False: read back only (and rewrite if our slot lost it)
 
 
-def target_for(actuator: Actuator, state: bool | None) -> OutputTarget:
+def target_for(actuator: Actuator, state: bool | None, write: bool = True) -> OutputTarget:
     device = actuator.bacnet_device
     if device is None:
         raise ValueError(f"actuator '{actuator.name}' has no BACnet controller")
@@ -44,7 +46,16 @@ def target_for(actuator: Actuator, state: bool | None) -> OutputTarget:
         actuator.bacnet_priority,
         device.timeout_s,
         state,
+        write,
     )
+
+
+def where(actuator: Actuator) -> str:
+    """The output in an engineer's words, for alarms: 'BACnet controller boiler-house
+    (127.0.0.2:47808) binary-output,1 at priority 8'."""
+    device = actuator.bacnet_device
+    name = f"BACnet controller {device.node.name} ({device.address})" if device else "no controller"
+    return f"{name} {actuator.bacnet_object} at priority {actuator.bacnet_priority}"
 
 
 def local_address() -> str:
@@ -101,9 +112,90 @@ def apply_one(target: OutputTarget) -> tuple[CoilResult, CommandState | None]:
     return result, read
 
 
-def apply(targets: list[OutputTarget]) -> dict[int, CoilResult]:
-    """One result per actuator, the targets served in turn (each bounded by its deadline)."""
-    return {t.actuator_id: apply_one(t)[0] for t in targets}
+# --- the control tick ------------------------------------------------------------------------
+
+
+def hands_back(actuator: Actuator, decision: Decision) -> bool:
+    """Nothing drives this BACnet output (its zone released it, it was never assigned): our
+    slot is relinquished so the controller's own logic has the point, instead of our holding
+    it at an idle state. An override or a minimum run time still holds it (their strategies
+    are not IDLE_STATE)."""
+    return actuator.driver == Actuator.Driver.BACNET and decision.strategy == IDLE_STATE
+
+
+def release_reason(actuator: Actuator, decision: Decision) -> str:
+    source = (
+        f"Released from {decision.released_from}" if decision.released_from else "Not controlled"
+    )
+    return (
+        f"{source}: NULL at priority {actuator.bacnet_priority}, so the controller's own logic "
+        f"has {actuator.bacnet_object} again"
+    )
+
+
+@dataclass
+class PointResult(CoilResult):
+    """A BACnet output's result as the runner reads a relay's (control/drivers/modbus.py), with
+    what the controller read back."""
+
+    read: CommandState | None = None
+    found: bool | None = None  # what our slot held when it had to be corrected
+    priority: int = 8
+
+
+def correction_words(target_priority: int, ref: str, found: bool | None, state: bool) -> str:
+    return (
+        f"Re-asserted: priority {target_priority} of {ref} held {'NULL' if found is None else words(found)}, "
+        f"should be {words(state)} (the controller restarted, or another client wrote our slot?). "
+    )
+
+
+def apply(
+    targets: list[OutputTarget], *, deadline_s: float, timeout_s: float
+) -> dict[int, PointResult]:
+    """Write, read back and judge every target: controllers side by side, each one's points in
+    turn, each request bounded by the lower of the controller's timeout and `timeout_s`, the
+    whole within `deadline_s` (sensors/devices/bacnet_client.py command_points). Never raises
+    for the network: a controller that does not answer is each of its points' fault."""
+    results = {t.actuator_id: PointResult(t.actuator_id, priority=t.priority) for t in targets}
+    if not targets:
+        return results
+    commands = [
+        PointCommand(
+            t.actuator_id, t.address, t.ref, t.priority, t.state, t.write,
+            min(t.timeout_s, timeout_s),
+        )
+        for t in targets
+    ]  # fmt: skip
+    try:
+        outcomes = bacnet_client.command_points(
+            commands,
+            local=local_address(),
+            client_instance=client_instance(),
+            deadline_s=deadline_s,
+            now=time.time,
+        )
+    except (BacnetError, ValueError) as exc:
+        for t in targets:
+            results[t.actuator_id].error = f"BACnet controller {t.address}, {t.ref}: {exc}"
+        log.warning("BACnet outputs not served: %s", exc)
+        return results
+    for t in targets:
+        outcome, result = outcomes[t.actuator_id], results[t.actuator_id]
+        result.written = outcome.written_at is not None
+        result.sent_at = outcome.written_at
+        result.corrected = outcome.corrected and not t.write
+        result.found = outcome.found
+        result.read = outcome.read
+        if outcome.read is None:
+            result.error = f"BACnet controller {t.address}, {t.ref}: {outcome.error}"
+            log.warning("%s", result.error)
+            continue
+        result.actual = outcome.read.value
+        result.error = judge(t, outcome.read)
+        result.confirmed = not result.error
+        result.confirmed_at = time.time() if result.confirmed else None
+    return results
 
 
 def release(actuator: Actuator) -> tuple[CoilResult, CommandState | None]:

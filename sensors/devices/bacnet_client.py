@@ -396,3 +396,118 @@ def read_command_state(
         return await _command_state(app, Address(address), oid, priority, timeout_s)
 
     return _run(local, client_instance, timeout_s * 3, job)
+
+
+# --- the control tick: many points of many controllers, one deadline --------------------------
+
+
+@dataclass(frozen=True)
+class PointCommand:
+    """One commandable point as the control tick wants it: `state` at `priority` (None: our
+    slot NULL). `write` False only reads it back, and rewrites it if our slot lost it (the
+    controller restarted and cleared its priority array, someone wrote our slot)."""
+
+    key: int  # the caller's id for it (an actuator id)
+    address: str
+    ref: str
+    priority: int
+    state: bool | None
+    write: bool = True
+    timeout_s: float = 3.0  # per request to this controller
+
+
+@dataclass
+class PointOutcome:
+    read: CommandState | None = None
+    written_at: float | None = None  # unix s of the last write, None when nothing was written
+    corrected: bool = False  # not planned: our slot held something else, so it was rewritten
+    found: bool | None = None  # what our slot held when it had to be corrected (None: NULL)
+    error: str = ""
+
+
+def command_points(
+    commands: list[PointCommand],
+    *,
+    local: str,
+    client_instance: int,
+    deadline_s: float,
+    now: Callable[[], float],
+) -> dict[int, PointOutcome]:
+    """Serve `commands`: each controller's points in turn (a small controller serves one
+    request at a time), the controllers side by side, all on one application and within
+    `deadline_s` whole. A controller that lets one request time out is not asked again this
+    time: a dead controller costs one timeout, and the others are not held up by it."""
+    groups: dict[str, list[PointCommand]] = {}
+    for command in commands:
+        kind, _ = parse_object(command.ref)
+        if kind not in COMMANDABLE_BINARY:
+            raise ValueError(
+                f"{command.ref}: only {' and '.join(COMMANDABLE_BINARY)} are commanded"
+            )
+        check_priority(command.priority)
+        groups.setdefault(command.address, []).append(command)
+    outcomes = {c.key: PointOutcome() for c in commands}
+    if not groups:
+        return outcomes
+    deadline_s = min(max(deadline_s, 0.1), MAX_DEADLINE_S)
+
+    async def serve(app: NormalApplication, address: str, points: list[PointCommand]) -> None:
+        where = Address(address)
+        for index, point in enumerate(points):
+            outcome = outcomes[point.key]
+            try:
+                await _serve_point(app, where, point, outcome, now)
+            except TimeoutError:
+                words = f"no answer within {point.timeout_s:g} s"
+                for rest in points[index:]:
+                    outcomes[rest.key].error = outcomes[rest.key].error or words
+                return
+            except (ErrorRejectAbortNack, ExecutionError) as exc:
+                outcome.error = _words(exc)
+            except (TypeError, ValueError) as exc:  # a present value that is not binary
+                outcome.error = f"answered something unusable ({exc})"
+
+    async def job(app: NormalApplication) -> None:
+        tasks = [asyncio.ensure_future(serve(app, a, p)) for a, p in groups.items()]
+        done, pending = await asyncio.wait(tasks, timeout=deadline_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        for outcome in outcomes.values():
+            if outcome.read is None and not outcome.error:
+                outcome.error = f"no answer within the tick's deadline ({deadline_s:g} s)"
+
+    # The job bounds itself; _run's own deadline is a backstop a little past it.
+    _run(local, client_instance, deadline_s + 1.0, job)
+    return outcomes
+
+
+async def _serve_point(
+    app: NormalApplication,
+    where: Address,
+    point: PointCommand,
+    outcome: PointOutcome,
+    now: Callable[[], float],
+) -> None:
+    kind, number = parse_object(point.ref)
+    oid = ObjectIdentifier((kind, number))
+
+    async def write() -> None:
+        value = (
+            Null(()) if point.state is None else BinaryPV("active" if point.state else "inactive")
+        )
+        await asyncio.wait_for(
+            app.write_property(where, oid, "present-value", value, priority=point.priority),
+            point.timeout_s,
+        )
+        outcome.written_at = now()
+
+    if point.write:
+        await write()
+    read = await _command_state(app, where, oid, point.priority, point.timeout_s)
+    if not point.write and read.ours != point.state:
+        outcome.corrected, outcome.found = True, read.ours
+        await write()
+        read = await _command_state(app, where, oid, point.priority, point.timeout_s)
+    outcome.read = read

@@ -7,8 +7,9 @@ Runs under its own Python (bac-py needs 3.13; scripts/setup.sh makes .venv-bacne
 
 Objects: analog-input 1 "Boiler flow temperature" (°C) and binary-output 1 "Boiler enable",
 which the controller's own time programme holds ACTIVE at priority 16, so a write at priority 8
-wins over it and relinquishing priority 8 gives the controller its point back. Prints `ready`
-once it listens; stops on SIGTERM.
+wins over it and relinquishing priority 8 gives the controller its point back; binary-output 2
+"Hall valve", which its programme holds INACTIVE at priority 16. Prints `ready` once it listens;
+stops on SIGTERM.
 
 Loopback has no broadcast domain, so `--broadcast-to HOST:PORT` stands in for the plant LAN:
 what the controller broadcasts (its I-Am) is delivered there, to the client under test, and
@@ -78,6 +79,11 @@ async def serve(args: argparse.Namespace) -> None:
         app.object_db.add(enable)
         # The controller's own logic: its time programme says ON, at the lowest priority.
         enable.write_property(PropertyIdentifier.PRESENT_VALUE, BinaryPV.ACTIVE, priority=16)
+        valve = BinaryOutputObject(
+            instance_number=2, object_name="Hall valve", description="Hall radiator circuit valve"
+        )
+        app.object_db.add(valve)
+        valve.write_property(PropertyIdentifier.PRESENT_VALUE, BinaryPV.INACTIVE, priority=16)
         DefaultServerHandlers(app, app.object_db, device).register()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -6,11 +6,6 @@ alarm clear."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -22,59 +17,10 @@ from sensors.devices import bacnet_client
 from sensors.devices.bacnet_client import BacnetError
 from sensors.models import BACNET_MAX_POINTS_PER_DEVICE, Actuator, BacnetDevice, Sensor
 from sensors.tasks import poll_bacnet_device, poll_bacnet_devices
+from tests.sensors import bacnet_peer
+from tests.sensors.bacnet_peer import INSTANCE, OUR_HOST, PEER_HOST, free_udp_port
 
-ROOT = Path(__file__).resolve().parents[2]
-PEER_PYTHON = ROOT / ".venv-bacnet-peer" / "bin" / "python"
-CONTROLLER = Path(__file__).with_name("bacnet_controller.py")
-PEER_HOST, OUR_HOST = "127.0.0.2", "127.0.0.3"
-INSTANCE = 2601
-
-
-def free_udp_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-class Controller:
-    """The simulated boiler-house controller, started and stopped as a real process."""
-
-    def __init__(self, port: int, broadcast_to: str) -> None:
-        self.port, self.broadcast_to = port, broadcast_to
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{PEER_HOST}:{self.port}"
-
-    def start(self) -> None:
-        if not PEER_PYTHON.exists():
-            pytest.fail(
-                "No .venv-bacnet-peer: run `source scripts/setup.sh; bms_setup --for-tests`"
-            )
-        self.process = subprocess.Popen(
-            [str(PEER_PYTHON), str(CONTROLLER), "--interface", PEER_HOST, "--port",
-             str(self.port), "--instance", str(INSTANCE), "--broadcast-to", self.broadcast_to],
-            stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
-        )  # fmt: skip
-        assert self.process.stdout.readline().strip() == "ready"
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
-@pytest.fixture
-def controller(settings):
-    our_port = free_udp_port(OUR_HOST)
-    settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
-    settings.BMS_BACNET_PORT = our_port
-    peer = Controller(free_udp_port(PEER_HOST), f"{OUR_HOST}:{our_port}")
-    peer.start()
-    yield peer
-    peer.stop()
+controller = bacnet_peer.controller  # the fixture: the controller as a real process
 
 
 def test_discovery_finds_the_controller_and_its_range_filter_excludes_it(controller, settings):

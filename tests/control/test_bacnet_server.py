@@ -1,0 +1,110 @@
+"""The site as a BACnet device (control/bacnet_server.py), read from an independent client:
+bac-py (tests/control/bacnet_peer_client.py) in its own process and Python, on its own loopback
+address, reads a zone's objects as a head-end would, and is refused a write."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from control.bacnet_server import MAX_ZONES, SiteDevice, ZonePoint, zone_points
+from control.models import Booking
+from control.runner import run_tick
+from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, PEER_PYTHON, free_udp_port
+
+from . import factories as f
+
+CLIENT = str(Path(__file__).with_name("bacnet_peer_client.py"))
+
+
+def peer(server: str, *args: str) -> list[dict]:
+    """What the independent client read and wrote, one answer per request."""
+    if not PEER_PYTHON.exists():
+        pytest.fail("No .venv-bacnet-peer: run `source scripts/setup.sh; bms_setup --for-tests`")
+    done = subprocess.run(
+        [str(PEER_PYTHON), CLIENT, server, "--interface", PEER_HOST, *args],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.fixture
+def device():
+    port = free_udp_port(OUR_HOST)
+    site = SiteDevice(f"{OUR_HOST}/32:{port}", 4194001, "Test site")
+    site.start()
+    site.address = f"{OUR_HOST}:{port}"
+    yield site
+    site.stop()
+
+
+@pytest.mark.django_db
+def test_a_head_end_reads_a_zones_objects_and_is_refused_a_write(redis_client, device):
+    zone = f.zone("Hall", temp=18.5)
+    now = timezone.now()
+    Booking.objects.create(
+        zone=zone, title="Yoga", start=now - timedelta(minutes=1), end=now + timedelta(hours=1)
+    )
+    run_tick(now)
+    assert device.update(zone_points()) == 1
+
+    n = zone.pk
+    answers = peer(
+        device.address,
+        "--read", f"analog-input,{n}", "--read", f"analog-input,{n}:object-name",
+        "--read", f"analog-value,{n}", "--read", f"binary-value,{n}",
+        "--read", f"binary-input,{n}", "--write", f"analog-value,{n}=25",
+    )  # fmt: skip
+    values = [a.get("value") for a in answers[:5]]
+    assert values[0] == pytest.approx(18.5)
+    assert values[1] == "Hall temperature"
+    assert values[2] == pytest.approx(20.0)  # the booking's setpoint
+    assert values[3:] == [1, 1]  # occupied (booked) and calling for heat: BinaryPV active
+    assert answers[5] == {"write": f"analog-value,{n}", "error": "property: write_access_denied"}
+    # Refused before it touched anything: the setpoint reads as before.
+    assert peer(device.address, "--read", f"analog-value,{n}")[0]["value"] == pytest.approx(20.0)
+
+
+@pytest.mark.django_db
+def test_a_zone_without_a_reading_shows_no_sensor_and_a_removed_zone_leaves(redis_client, device):
+    hall, store = f.zone("Hall"), f.zone("Store")
+    device.update(zone_points())
+    reliability = peer(device.address, "--read", f"analog-input,{hall.pk}:reliability")
+    assert reliability[0]["value"] == 1  # BACnetReliability 1: no-sensor
+    store_id = store.pk
+    store.delete()
+    device.update(zone_points())
+    gone = peer(device.address, "--read", f"analog-input,{store_id}")
+    assert gone[0]["error"] == "object: unknown_object"
+
+
+def test_the_zones_served_are_bounded(device):
+    many = [ZonePoint(n, f"Zone {n}", 20.0, 21.0, False, False) for n in range(1, MAX_ZONES + 2)]
+    assert device.update(many) == MAX_ZONES
+    last = peer(device.address, "--read", f"analog-input,{MAX_ZONES}", "--read",
+                f"analog-input,{MAX_ZONES + 1}")  # fmt: skip
+    assert last[0]["value"] == pytest.approx(20.0)
+    assert last[1]["error"] == "object: unknown_object"
+
+
+def test_the_server_is_off_unless_configured(settings):
+    settings.BMS_BACNET_SERVER_ENABLED = False
+    with pytest.raises(CommandError, match="BMS_BACNET_SERVER_ENABLED=1"):
+        call_command("bacnet_server", "--once")
+
+
+@pytest.mark.django_db
+def test_the_command_serves_the_zones_once_configured(redis_client, settings, capsys):
+    f.zone("Hall", temp=19.0)
+    settings.BMS_BACNET_SERVER_ENABLED = True
+    settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
+    settings.BMS_BACNET_SERVER_PORT = free_udp_port(OUR_HOST)
+    call_command("bacnet_server", "--once")
+    out = capsys.readouterr().out
+    assert "writes refused" in out and "1 zones served" in out
