@@ -668,8 +668,14 @@ class Actuator(models.Model):
         related_name="actuators",
         help_text="For the node command queue driver.",
     )
-    min_on_s = models.PositiveIntegerField(default=600, help_text="Minimum run time (s).")
-    min_off_s = models.PositiveIntegerField(default=600, help_text="Minimum off time (s).")
+    # Anti-short-cycle: at most an hour either way (a longer minimum off time would hold a
+    # boiler off through a whole pre-heat; frost protection still overrides it).
+    min_on_s = models.PositiveIntegerField(
+        default=600, validators=[MaxValueValidator(3600)], help_text="Minimum run time (s)."
+    )
+    min_off_s = models.PositiveIntegerField(
+        default=600, validators=[MaxValueValidator(3600)], help_text="Minimum off time (s)."
+    )
     feedback_sensor = models.ForeignKey(
         Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

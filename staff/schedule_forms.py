@@ -23,7 +23,7 @@ NEW_CALENDAR = "new"
 SETPOINT_MIN, SETPOINT_MAX = 5.0, 30.0
 
 
-def _reason() -> forms.CharField:
+def reason_field() -> forms.CharField:
     return forms.CharField(
         max_length=200,
         label="Why (for the audit)",
@@ -63,7 +63,7 @@ class ScheduleForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         label="Rooms following this schedule",
     )
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, schedule: Schedule | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -189,7 +189,7 @@ class CalendarForm(forms.Form):
     subdivision = forms.CharField(
         max_length=8, required=False, help_text="Region, e.g. WLS (Wales), SCT, ENG, NIR."
     )
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, calendar: SiteCalendar | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -240,7 +240,7 @@ class EntryForm(forms.Form):
     )
     start = forms.TimeField(widget=iso_time_input(), required=False, label="Occupied from")
     end = forms.TimeField(widget=iso_time_input(), required=False, label="to")
-    reason = _reason()
+    reason = reason_field()
 
 
 class HolidaysForm(forms.Form):
@@ -248,7 +248,7 @@ class HolidaysForm(forms.Form):
 
     year = forms.IntegerField(min_value=2000, max_value=2100)
     days = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, offered: list[tuple[str, str]], **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -258,7 +258,7 @@ class HolidaysForm(forms.Form):
 class RoomsForm(forms.Form):
     """Where each room is in the metering tree: field zone_<id> -> a tree node or none."""
 
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, zones: list[Zone], nodes: list[MeterNode], **kwargs) -> None:
         super().__init__(*args, **kwargs)
