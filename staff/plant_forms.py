@@ -92,9 +92,19 @@ CURVE_OUTSIDE_C = (-15, -10, -5, 0, 5, 10, 15)
 CURVE_ROOM_C = 20.0
 
 
-class _ActuatorChoice(forms.ModelChoiceField):
-    def label_from_instance(self, obj: Actuator) -> str:
+def thing_words(obj: Any) -> str:
+    """A relay or sensor as a person picks it: "Boiler (boiler)", "Outside (t1 on node 'Roof')"."""
+    if isinstance(obj, Actuator):
         return f"{obj.name} ({obj.get_kind_display().lower()})"
+    if isinstance(obj, Sensor):
+        where = f"{obj.key} on node '{obj.node.name}'"
+        return f"{obj.name} ({where})" if obj.name else where
+    return str(obj)
+
+
+class _ThingChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return thing_words(obj)
 
 
 class _PlainErrors:
@@ -131,7 +141,9 @@ class PlantForm(_PlainErrors, HeatingPlantForm):
 
     class Meta(HeatingPlantForm.Meta):
         fields = list(PLANT_WORDS)
-        field_classes = {"boiler": _ActuatorChoice, "pump": _ActuatorChoice}
+        field_classes = {
+            name: _ThingChoice for name in ("boiler", "pump", "outside_sensor", "flow_sensor")
+        }
         widgets = {"zones": forms.CheckboxSelectMultiple}
 
     def __init__(self, *args, **kwargs) -> None:
@@ -177,7 +189,7 @@ class WeatherForm(_PlainErrors, forms.ModelForm):
     class Meta:
         model = WeatherCompensation
         fields = list(WEATHER_WORDS)
-        field_classes = {"open_actuator": _ActuatorChoice, "close_actuator": _ActuatorChoice}
+        field_classes = {"open_actuator": _ThingChoice, "close_actuator": _ThingChoice}
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("prefix", "weather")
@@ -191,7 +203,7 @@ class SolarForm(_PlainErrors, forms.ModelForm):
     class Meta:
         model = SolarCircuit
         fields = list(SOLAR_WORDS)
-        field_classes = {"pump": _ActuatorChoice}
+        field_classes = {name: _ThingChoice for name in ("pump", "collector_sensor", "tank_sensor")}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -227,11 +239,13 @@ def snapshot(instance: Any, words: dict[str, str]) -> dict[str, str]:
         field = instance._meta.get_field(name)
         if field.many_to_many:
             rows = getattr(instance, name).all() if instance.pk is not None else []
-            said[name] = ", ".join(str(o) for o in rows)
+            said[name] = ", ".join(thing_words(o) for o in rows)
             continue
         value = getattr(instance, name)
         if value is None or value == "":
             said[name] = ""
+        elif field.is_relation:
+            said[name] = thing_words(value)
         elif field.choices:
             said[name] = str(dict(field.choices).get(value, value))
         elif isinstance(value, bool):

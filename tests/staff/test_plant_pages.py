@@ -91,7 +91,7 @@ def test_an_engineer_changes_the_heating_curve_and_it_is_audited(engineer, kit):
     )
     shown = client_for(engineer).get(f"/staff/plants/{plant.pk}/").content.decode()
     assert "Colder rooms this winter" in shown and "1.5 → 1.2" in shown
-    # The curve table: 20 + 1.2 × (20 − outside), between 20 and 75 °C (control/engine/weather).
+    # The curve table: 20 + 1.2 × (20 − outside), between 20 and 75 °C (control/engine/weather.py).
     assert "<td>-10 °C</td>" in shown and "<td>56.0 °C</td>" in shown
 
 
