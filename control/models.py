@@ -78,18 +78,23 @@ class SchedulePeriod(models.Model):
             )  # fmt: skip
         if self.schedule_id is None:
             return
-        # Across midnight a period meets the next day's (and Sunday's meets Monday's): compare
-        # on the week as a circle.
-        week = 7 * 1440
-        start, end = self.week_minutes()
         for other in SchedulePeriod.objects.filter(schedule_id=self.schedule_id).exclude(
             pk=self.pk
         ):
-            o_start, o_end = other.week_minutes()
-            if any(start < o_end + shift and o_start + shift < end for shift in (-week, 0, week)):
-                raise ValidationError(
-                    f"This period overlaps {other} on the same schedule; periods must not overlap."
-                )
+            if self.overlaps(other):
+                raise ValidationError(self.overlap_message(other))
+
+    def overlaps(self, other: SchedulePeriod) -> bool:
+        """Whether the two periods share a minute of the week. Across midnight a period meets
+        the next day's (and Sunday's meets Monday's): compared on the week as a circle. Also
+        used by the staff schedule form on periods not yet saved."""
+        week = 7 * 1440
+        start, end = self.week_minutes()
+        o_start, o_end = other.week_minutes()
+        return any(start < o_end + shift and o_start + shift < end for shift in (-week, 0, week))
+
+    def overlap_message(self, other: SchedulePeriod) -> str:
+        return f"This period overlaps {other} on the same schedule; periods must not overlap."
 
 
 class ScheduleException(models.Model):
