@@ -405,3 +405,27 @@ def test_the_schedule_form_shows_every_error_at_once(engineer, lecture_block):
     assert "must not end when it starts" in errors["d1_1_end"][0]
     assert "No room is placed in 'Empty barn'" in errors["building"][0]
     assert not Schedule.objects.exists() and not ProgrammeChange.objects.exists()
+
+
+def test_the_holiday_picker_follows_the_year_worked_on(engineer, lecture_block):
+    """A closure added for next year brings the page, and its public holidays, to that year;
+    removing a day keeps the page on the removed day's year (#28 leftover)."""
+    calendar = SiteCalendar.objects.create(name="CAT holidays", country="GB", subdivision="WLS")
+    c = client_for(engineer)
+    page = c.post(
+        f"/staff/calendars/{calendar.pk}/?year=2026",
+        {"first_day": "2027-12-24", "description": "Christmas Eve closure", "reason": "Plan"},
+    )
+    assert page.status_code == 302 and page["Location"].endswith("?year=2027")
+    html = c.get(page["Location"]).content.decode()
+    assert "GB-WLS, 2027</h2>" in html and 'value="2027-12-27"' in html  # 2027's Christmas
+    page = c.post(
+        f"/staff/calendars/{calendar.pk}/",
+        {"add_holidays": "1", "year": "2028", "days": ["2028-12-25"], "reason": "Bank holidays"},
+    )
+    assert page.status_code == 302 and page["Location"].endswith("?year=2028")
+    entry = calendar.entries.get(first_day=date(2027, 12, 24))
+    page = c.post(
+        f"/staff/calendars/{calendar.pk}/entries/{entry.pk}/delete/", {"reason": "Open after all"}
+    )
+    assert page.status_code == 302 and page["Location"].endswith("?year=2027")
