@@ -57,6 +57,20 @@ def _weather(plant: HeatingPlant | None) -> WeatherCompensation | None:
         return None
 
 
+def _record(request: HttpRequest, subject: str, said: list[str], created: bool, form) -> None:
+    """Audit a save (who, what, why) and tell the engineer what was recorded."""
+    change = ("created: " if created else "") + ("; ".join(said) or "no change")
+    audit(request.user, subject, change, form.cleaned_data["reason"])
+    messages.success(request, f"Saved {subject}: control uses it from the next tick.")
+    messages.info(request, f"Recorded: {change}")
+
+
+def _changes_of(subject: str | None) -> list[ProgrammeChange]:
+    if subject is None:
+        return []
+    return list(ProgrammeChange.objects.filter(subject=subject)[:RECENT_CHANGES])
+
+
 @staff_page
 def plant_list(request: HttpRequest) -> HttpResponse:
     plants = HeatingPlant.objects.select_related("boiler", "pump", "weather").prefetch_related(
@@ -115,20 +129,12 @@ def plant_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
                             weather_before, snapshot(curve, WEATHER_WORDS), WEATHER_WORDS
                         )
                     ]
-                change = ("created: " if plant is None else "") + ("; ".join(said) or "no change")
-                audit(request.user, plant_subject(saved), change, form.cleaned_data["reason"])
-            messages.success(
-                request, f"Saved heating plant '{saved.name}': control uses it from the next tick."
-            )
-            messages.info(request, f"Recorded: {change}")
+                _record(request, plant_subject(saved), said, plant is None, form)
             return redirect("staff-plant-edit", pk=saved.pk)
         status = 400
     elif may_edit:
         form = PlantForm(instance=plant or HeatingPlant())
         weather_form = WeatherForm(instance=weather or WeatherCompensation())
-    changes_here = ProgrammeChange.objects.none()
-    if plant is not None:
-        changes_here = ProgrammeChange.objects.filter(subject=plant_subject(plant))
     return render(
         request,
         "staff/plant_edit.html",
@@ -144,7 +150,7 @@ def plant_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "weather_rows": read_only_rows(weather, WEATHER_WORDS) if weather else [],
             "curve": curve_table(weather) if weather else [],
             "curve_room_c": CURVE_ROOM_C,
-            "changes": changes_here[:RECENT_CHANGES],
+            "changes": _changes_of(plant_subject(plant) if plant else None),
         },
         status=status,
     )
@@ -171,19 +177,11 @@ def solar_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             with transaction.atomic():
                 saved = form.save()
                 said = changes(before, snapshot(saved, SOLAR_WORDS), SOLAR_WORDS)
-                change = ("created: " if circuit is None else "") + ("; ".join(said) or "no change")
-                audit(request.user, solar_subject(saved), change, form.cleaned_data["reason"])
-            messages.success(
-                request, f"Saved solar circuit '{saved.name}': control uses it from the next tick."
-            )
-            messages.info(request, f"Recorded: {change}")
+                _record(request, solar_subject(saved), said, circuit is None, form)
             return redirect("staff-solar-edit", pk=saved.pk)
         status = 400
     elif may_edit:
         form = SolarForm(instance=circuit or SolarCircuit())
-    changes_here = ProgrammeChange.objects.none()
-    if circuit is not None:
-        changes_here = ProgrammeChange.objects.filter(subject=solar_subject(circuit))
     return render(
         request,
         "staff/solar_edit.html",
@@ -193,7 +191,7 @@ def solar_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "form": form,
             "may_edit": may_edit,
             "rows": read_only_rows(circuit, SOLAR_WORDS) if circuit else [],
-            "changes": changes_here[:RECENT_CHANGES],
+            "changes": _changes_of(solar_subject(circuit) if circuit else None),
         },
         status=status,
     )

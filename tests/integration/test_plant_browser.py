@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import Group, User
 from playwright.sync_api import expect
 
 from control.models import HeatingPlant, ProgrammeChange, SolarCircuit, WeatherCompensation
@@ -16,19 +15,13 @@ from core.roles import ENGINEERS, VIEWERS
 from sensors.models import Actuator
 from tests.browser import logged_in_page
 from tests.control import factories as f
-from tests.integration.test_schedule_browser import _db
+from tests.integration.test_schedule_browser import PASSWORD, _db, _user
 from tests.integration.test_staff_ux_browser import shoot
 from tests.live_http import KioskServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "browser-test-pw"
 VIEWPORT = {"width": 1400, "height": 1000}
-
-
-def _user(name: str, group: str) -> None:
-    user = User.objects.create_user(name, password=PASSWORD, is_staff=True)
-    user.groups.add(Group.objects.get(name=group))
 
 
 @pytest.fixture

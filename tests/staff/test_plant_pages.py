@@ -163,7 +163,9 @@ def test_weather_compensation_without_an_outside_sensor_is_refused_in_words(engi
     assert HeatingPlant.objects.get().outside_sensor is not None
 
 
-def test_a_new_plant_with_a_new_heating_curve(engineer, kit):
+def new_plant_post(kit: dict, register_address: int) -> dict:
+    """A new plant, 'Workshop', with its own boiler, the kit's sensors and a heating curve
+    whose output is this holding register of the kit's output module."""
     boiler = relay("Boiler 2", "boiler", 5)
     data = posted(PlantForm(instance=HeatingPlant()), WeatherForm())
     data.update(
@@ -173,9 +175,13 @@ def test_a_new_plant_with_a_new_heating_curve(engineer, kit):
         flow_sensor=str(kit["plant"].flow_sensor_id),
         add_weather="1",
         reason="Workshop boiler fitted",
-        **{"weather-register_host": "10.0.0.9", "weather-register_address": "7"},
+        **{"weather-register_host": "10.0.0.9", "weather-register_address": str(register_address)},
     )
-    page = client_for(engineer).post("/staff/plants/new/", data)
+    return data
+
+
+def test_a_new_plant_with_a_new_heating_curve(engineer, kit):
+    page = client_for(engineer).post("/staff/plants/new/", new_plant_post(kit, 7))
     assert page.status_code == 302, page.content.decode()[:3000]
     plant = HeatingPlant.objects.get(name="Workshop")
     assert plant.weather.register_address == 7
@@ -184,18 +190,7 @@ def test_a_new_plant_with_a_new_heating_curve(engineer, kit):
 
 
 def test_a_second_output_on_the_same_register_is_refused(engineer, kit):
-    boiler = relay("Boiler 2", "boiler", 5)
-    data = posted(PlantForm(instance=HeatingPlant()), WeatherForm())
-    data.update(
-        name="Workshop",
-        boiler=str(boiler.pk),
-        outside_sensor=str(kit["plant"].outside_sensor_id),
-        flow_sensor=str(kit["plant"].flow_sensor_id),
-        add_weather="1",
-        reason="Workshop boiler fitted",
-        **{"weather-register_host": "10.0.0.9", "weather-register_address": "0"},
-    )
-    page = client_for(engineer).post("/staff/plants/new/", data)
+    page = client_for(engineer).post("/staff/plants/new/", new_plant_post(kit, 0))
     assert page.status_code == 400
     assert "two writers would fight" in page.content.decode()
     assert HeatingPlant.objects.count() == 1
