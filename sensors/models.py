@@ -623,6 +623,9 @@ def unresolved_note(host: BoardHost) -> str:
 ACTUATOR_CHECKS: list = []
 
 
+MAX_MIN_TIME_S = 12 * 3600  # an actuator's minimum run or off time (anti-short-cycle)
+
+
 class Actuator(models.Model):
     class Kind(models.TextChoices):
         BOILER = "boiler"
@@ -668,13 +671,18 @@ class Actuator(models.Model):
         related_name="actuators",
         help_text="For the node command queue driver.",
     )
-    # Anti-short-cycle: at most an hour either way (a longer minimum off time would hold a
-    # boiler off through a whole pre-heat; frost protection still overrides it).
+    # Anti-short-cycle, bounded: a biomass boiler runs hours at a time (the demo's: 2 h), but a
+    # minimum beyond half a day is a typing slip that would hold plant on or off all day
+    # (safety strategies still override it).
     min_on_s = models.PositiveIntegerField(
-        default=600, validators=[MaxValueValidator(3600)], help_text="Minimum run time (s)."
+        default=600,
+        validators=[MaxValueValidator(MAX_MIN_TIME_S)],
+        help_text="Minimum run time (s).",
     )
     min_off_s = models.PositiveIntegerField(
-        default=600, validators=[MaxValueValidator(3600)], help_text="Minimum off time (s)."
+        default=600,
+        validators=[MaxValueValidator(MAX_MIN_TIME_S)],
+        help_text="Minimum off time (s).",
     )
     feedback_sensor = models.ForeignKey(
         Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

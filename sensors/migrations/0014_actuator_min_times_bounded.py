@@ -14,11 +14,11 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='actuator',
             name='min_off_s',
-            field=models.PositiveIntegerField(default=600, help_text='Minimum off time (s).', validators=[django.core.validators.MaxValueValidator(3600)]),
+            field=models.PositiveIntegerField(default=600, help_text='Minimum off time (s).', validators=[django.core.validators.MaxValueValidator(43200)]),
         ),
         migrations.AlterField(
             model_name='actuator',
             name='min_on_s',
-            field=models.PositiveIntegerField(default=600, help_text='Minimum run time (s).', validators=[django.core.validators.MaxValueValidator(3600)]),
+            field=models.PositiveIntegerField(default=600, help_text='Minimum run time (s).', validators=[django.core.validators.MaxValueValidator(43200)]),
         ),
     ]

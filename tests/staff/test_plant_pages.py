@@ -97,17 +97,19 @@ def test_an_engineer_changes_the_heating_curve_and_it_is_audited(engineer, kit):
 
 def test_rooms_and_the_boilers_minimum_times_are_set_from_the_plant_page(engineer, kit):
     plant, office = kit["plant"], kit["office"]
-    data = plant_post(plant, min_on_s="3600", index_zone=str(office.pk))
+    data = plant_post(plant, min_on_s="43200", index_zone=str(office.pk))
     data["zones"] = [str(kit["hall"].pk), str(office.pk)]
     page = client_for(engineer).post(f"/staff/plants/{plant.pk}/", data)
     assert page.status_code == 302, page.content.decode()[:3000]
     plant.refresh_from_db()
     assert {z.name for z in plant.zones.all()} == {"Hall", "Office"}
     assert plant.index_zone == office
-    assert Actuator.objects.get(name="Boiler").min_on_s == 3600  # the bound itself is allowed
+    assert (
+        Actuator.objects.get(name="Boiler").min_on_s == 43200
+    )  # the bound itself (12 h) is allowed
     change = ProgrammeChange.objects.get().change
     assert "Rooms it heats Hall → Hall, Office" in change
-    assert "Boiler minimum run time (s) 600 → 3600" in change
+    assert "Boiler minimum run time (s) 600 → 43200" in change
 
 
 @pytest.mark.parametrize(
@@ -116,7 +118,7 @@ def test_rooms_and_the_boilers_minimum_times_are_set_from_the_plant_page(enginee
         ({"weather-slope": "4.1"}, "weather-slope", "less than or equal to 4.0"),
         ({"weather-flow_max_c": "19"}, "weather-flow_max_c", "greater than or equal to 20"),
         ({"weather-flow_limit_c": "70"}, "weather-flow_limit_c", "must be above the highest flow"),
-        ({"min_on_s": "3601"}, "min_on_s", "less than or equal to 3600"),
+        ({"min_on_s": "43201"}, "min_on_s", "less than or equal to 43200"),
         ({"reason": ""}, "reason", "This field is required."),
         ({"pump": "boiler"}, "pump", "The pump must be a different actuator from the boiler."),
     ],
