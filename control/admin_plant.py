@@ -8,12 +8,12 @@ Also helpers for the lead's admins (list_display / readonly fields):
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
 from control import runtime
+from control.forms import HeatingPlantForm
 from control.models import (
     AnalogueCommand,
     HeatingPlant,
@@ -53,20 +53,6 @@ def actuator_state_and_why(actuator) -> str:
     elif not state.confirmed:
         label += " (unconfirmed)"
     return f"{label} — {state.reason}"
-
-
-class HeatingPlantForm(forms.ModelForm):
-    class Meta:
-        model = HeatingPlant
-        fields = "__all__"
-
-    def clean(self):
-        cleaned = super().clean()
-        zones = cleaned.get("zones")
-        if zones is not None:
-            # The model's clean() (control/plant_rules.py) checks against the zones being saved.
-            self.instance.member_zone_ids = {z.pk for z in zones}
-        return cleaned
 
 
 @admin.register(HeatingPlant)

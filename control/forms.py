@@ -1,4 +1,5 @@
-"""Forms of the staff pages: bookings (create / move), overrides, replay."""
+"""Forms of the staff pages: bookings (create / move), overrides, replay; the heating plant's
+form, shared by the admin and the staff plant page (staff/plant_forms.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from control.models import MAX_OVERRIDE, Booking, WeatherCompensation, Zone
+from control.models import MAX_OVERRIDE, Booking, HeatingPlant, WeatherCompensation, Zone
 from sensors.models import Actuator
 
 
@@ -178,3 +179,19 @@ class ReplayForm(forms.Form):
         if not self.errors and (data["end"] - data["start"]).days > 92:
             raise ValidationError({"end": "Replay at most 3 months at a time."})
         return data
+
+
+class HeatingPlantForm(forms.ModelForm):
+    """A heating plant with its members: the admin's form, and the base of the staff page's."""
+
+    class Meta:
+        model = HeatingPlant
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        zones = cleaned.get("zones")
+        if zones is not None:
+            # The model's clean() (control/plant_rules.py) checks against the zones being saved.
+            self.instance.member_zone_ids = {z.pk for z in zones}
+        return cleaned

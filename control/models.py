@@ -78,18 +78,23 @@ class SchedulePeriod(models.Model):
             )  # fmt: skip
         if self.schedule_id is None:
             return
-        # Across midnight a period meets the next day's (and Sunday's meets Monday's): compare
-        # on the week as a circle.
-        week = 7 * 1440
-        start, end = self.week_minutes()
         for other in SchedulePeriod.objects.filter(schedule_id=self.schedule_id).exclude(
             pk=self.pk
         ):
-            o_start, o_end = other.week_minutes()
-            if any(start < o_end + shift and o_start + shift < end for shift in (-week, 0, week)):
-                raise ValidationError(
-                    f"This period overlaps {other} on the same schedule; periods must not overlap."
-                )
+            if self.overlaps(other):
+                raise ValidationError(self.overlap_message(other))
+
+    def overlaps(self, other: SchedulePeriod) -> bool:
+        """Whether the two periods share a minute of the week. Across midnight a period meets
+        the next day's (and Sunday's meets Monday's): compared on the week as a circle. Also
+        used by the staff schedule form on periods not yet saved."""
+        week = 7 * 1440
+        start, end = self.week_minutes()
+        o_start, o_end = other.week_minutes()
+        return any(start < o_end + shift and o_start + shift < end for shift in (-week, 0, week))
+
+    def overlap_message(self, other: SchedulePeriod) -> str:
+        return f"This period overlaps {other} on the same schedule; periods must not overlap."
 
 
 class ScheduleException(models.Model):
@@ -914,19 +919,45 @@ class SolarCircuit(models.Model):
     collector_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
     tank_sensor = models.ForeignKey(Sensor, on_delete=models.PROTECT, related_name="+")
     pump = models.ForeignKey(Actuator, on_delete=models.PROTECT, related_name="+")
-    delta_on = models.FloatField(default=6.0, help_text="Pump on at collector − tank ≥ this (K).")
-    delta_off = models.FloatField(default=4.0, help_text="Pump off at collector − tank ≤ this (K).")
-    tank_max = models.FloatField(default=60.0, help_text="Tank maximum (°C).")
-    tank_hysteresis = models.FloatField(default=2.0, validators=[MinValueValidator(0.1)])
+    # Bounds as RESOL DeltaSol sets them (ΔT on 1–20 K, tank maximum 4–95 °C, collector
+    # emergency stop 80–200 °C), so the staff page, the admin and the API refuse alike.
+    delta_on = models.FloatField(
+        default=6.0,
+        validators=[MinValueValidator(1), MaxValueValidator(20)],
+        help_text="Pump on at collector − tank ≥ this (K).",
+    )
+    delta_off = models.FloatField(
+        default=4.0,
+        validators=[MinValueValidator(0.5), MaxValueValidator(19.5)],
+        help_text="Pump off at collector − tank ≤ this (K).",
+    )
+    tank_max = models.FloatField(
+        default=60.0,
+        validators=[MinValueValidator(4), MaxValueValidator(95)],
+        help_text="Tank maximum (°C).",
+    )
+    tank_hysteresis = models.FloatField(
+        default=2.0, validators=[MinValueValidator(0.1), MaxValueValidator(20)]
+    )
     collector_emergency = models.FloatField(
-        default=130.0, help_text="Collector emergency stop (°C)."
+        default=130.0,
+        validators=[MinValueValidator(80), MaxValueValidator(200)],
+        help_text="Collector emergency stop (°C).",
     )
-    emergency_hysteresis = models.FloatField(default=10.0, validators=[MinValueValidator(1)])
+    emergency_hysteresis = models.FloatField(
+        default=10.0, validators=[MinValueValidator(1), MaxValueValidator(50)]
+    )
     antifreeze_on = models.FloatField(
-        default=4.0, help_text="Collector antifreeze below (°C): circulate tank heat."
+        default=4.0,
+        validators=[MinValueValidator(-40), MaxValueValidator(8)],
+        help_text="Collector antifreeze below (°C): circulate tank heat.",
     )
-    antifreeze_off = models.FloatField(default=5.0)
-    sensor_stale_after_s = models.PositiveIntegerField(default=900)
+    antifreeze_off = models.FloatField(
+        default=5.0, validators=[MinValueValidator(-39), MaxValueValidator(9)]
+    )
+    sensor_stale_after_s = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(30), MaxValueValidator(86400)]
+    )
     pump_kick = models.BooleanField(default=True)
     pump_kick_idle_days = models.PositiveIntegerField(
         default=7, validators=[MinValueValidator(1), MaxValueValidator(60)]
@@ -1105,8 +1136,9 @@ class CalendarEntry(models.Model):
 
 
 class ProgrammeChange(models.Model):
-    """The audit of a change to a schedule, a calendar or which rooms follow a schedule, made
-    on the staff pages: who, when, what and why (the rows themselves keep no history)."""
+    """The audit of a change made on the staff pages to a schedule, a calendar, which rooms
+    follow a schedule, a heating plant (with its weather compensation) or a solar circuit:
+    who, when, what and why (the rows themselves keep no history)."""
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     by = models.CharField(max_length=150)

@@ -300,16 +300,30 @@ def _calendar_context(request, zone: Zone, monday: date, form, tz: ZoneInfo) -> 
     blocks = calendar.week_blocks(zone, monday, tz)
     hours = calendar.hours_to_draw(blocks)
     placed = calendar.place(blocks, hours)
-    today = timezone.now().astimezone(tz).date()
+    now = timezone.now().astimezone(tz)
+    today = now.date()
     start = datetime.combine(monday, datetime.min.time(), tzinfo=tz)
     end = start + timedelta(days=7)
     closures = calendar.day_exceptions(zone, monday)
+    # How much of today's column has passed (%): shaded, and a click there books nothing (a
+    # start in the past is refused anyway); days before today are not clickable at all.
+    drawn_from, drawn = hours[0] * 60, len(hours) * 60
+    now_minutes = now.hour * 60 + now.minute
+    past_pct = min(100.0, max(0.0, (now_minutes - drawn_from) / drawn * 100))
     return {
         "zone": zone,
         "days": [
-            {"date": day, "items": items, "today": day == today, "note": _day_note(closures, day)}
+            {
+                "date": day,
+                "items": items,
+                "today": day == today,
+                "past": day < today,
+                "note": _day_note(closures, day),
+            }
             for day, items in placed.items()
         ],
+        "now_minutes": now_minutes,
+        "past_pct": past_pct,
         "undo": _undoable(request, zone),
         "hours": list(hours),
         "monday": monday,

@@ -700,6 +700,9 @@ class BacnetPoint(models.Model):
 ACTUATOR_CHECKS: list = []
 
 
+MAX_MIN_TIME_S = 12 * 3600  # an actuator's minimum run or off time (anti-short-cycle)
+
+
 class Actuator(models.Model):
     class Kind(models.TextChoices):
         BOILER = "boiler"
@@ -765,8 +768,19 @@ class Actuator(models.Model):
         help_text="Priority-array slot we write (1 highest … 16 lowest; 8 is 'manual operator'). "
         "Released, it is set to NULL so the controller's own logic takes over.",
     )
-    min_on_s = models.PositiveIntegerField(default=600, help_text="Minimum run time (s).")
-    min_off_s = models.PositiveIntegerField(default=600, help_text="Minimum off time (s).")
+    # Anti-short-cycle, bounded: a biomass boiler runs hours at a time (the demo's: 2 h), but a
+    # minimum beyond half a day is a typing slip that would hold plant on or off all day
+    # (safety strategies still override it).
+    min_on_s = models.PositiveIntegerField(
+        default=600,
+        validators=[MaxValueValidator(MAX_MIN_TIME_S)],
+        help_text="Minimum run time (s).",
+    )
+    min_off_s = models.PositiveIntegerField(
+        default=600,
+        validators=[MaxValueValidator(MAX_MIN_TIME_S)],
+        help_text="Minimum off time (s).",
+    )
     feedback_sensor = models.ForeignKey(
         Sensor, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -107,12 +108,16 @@ def calendar_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         if not may_edit:
             raise PermissionDenied(ONLY_ENGINEERS)
+        # The page comes back on the year just worked on (#28 leftover: the holiday picker
+        # went back to this year after a closure was added for the next).
         if "add_holidays" in request.POST:
             done, holiday_form = _add_holidays(request, calendar)
+            worked_on = holiday_form.cleaned_data["year"] if done else year
         else:
             done, entry_form = _add_entry(request, calendar)
+            worked_on = entry_form.cleaned_data["first_day"].year if done else year
         if done:
-            return redirect(f"{request.path}?year={year}")
+            return redirect(f"{request.path}?year={worked_on}")
         status = 400
     return render(
         request,
@@ -211,4 +216,4 @@ def entry_delete(request: HttpRequest, pk: int, entry_pk: int) -> HttpResponse:
     audit(request.user, _subject(calendar), f"{entry} removed", reason)
     entry.delete()
     messages.success(request, f"Removed: {entry}")
-    return redirect("staff-calendar", pk=calendar.pk)
+    return redirect(f"{reverse('staff-calendar', args=[calendar.pk])}?year={entry.first_day.year}")

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from control.forms import iso_date_input, iso_time_input
 from control.models import CALENDAR_ENTRY_MAX_DAYS, Schedule, SchedulePeriod, SiteCalendar, Zone
 from energy.models import MeterNode
+from staff.models import zones_in
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 # Rows a day offers on the page: enough for a morning and an evening with a gap, and a lunch
@@ -23,7 +24,7 @@ NEW_CALENDAR = "new"
 SETPOINT_MIN, SETPOINT_MAX = 5.0, 30.0
 
 
-def _reason() -> forms.CharField:
+def reason_field() -> forms.CharField:
     return forms.CharField(
         max_length=200,
         label="Why (for the audit)",
@@ -63,7 +64,7 @@ class ScheduleForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         label="Rooms following this schedule",
     )
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, schedule: Schedule | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -140,6 +141,10 @@ class ScheduleForm(forms.Form):
     def clean(self) -> dict:
         data = super().clean()
         periods: list[tuple[int, time, time, float | None]] = []
+        # Every error at once (#28): the period rules of the model (SchedulePeriod.clean: no
+        # zero-length period, no overlap) are checked here on the form's own periods, beside
+        # the field, with the name and closure errors, not one kind after another on save.
+        made: list[SchedulePeriod] = []
         for day in range(7):
             for row in range(self.rows):
                 prefix = f"d{day}_{row}"
@@ -150,8 +155,15 @@ class ScheduleForm(forms.Form):
                     missing = f"{prefix}_start" if start is None else f"{prefix}_end"
                     self.add_error(missing, f"{WEEKDAYS[day]}: give both a start and an end.")
                     continue
+                period = SchedulePeriod(weekday=day, start=start, end=end)
+                if self._period_problem(period, made, prefix):
+                    continue
+                made.append(period)
                 periods.append((day, start, end, data.get(f"{prefix}_setpoint")))
         data["periods"] = periods
+        building = data.get("building")
+        if building is not None and not zones_in(building):
+            self.add_error("building", empty_building(building))
         first, last = data.get("closure_first"), data.get("closure_last")
         described = data.get("closure_description", "")
         if first or last or described:
@@ -171,6 +183,21 @@ class ScheduleForm(forms.Form):
                     )
         return data
 
+    def _period_problem(
+        self, period: SchedulePeriod, made: list[SchedulePeriod], prefix: str
+    ) -> bool:
+        day = WEEKDAYS[period.weekday]
+        try:
+            period.clean()  # no schedule yet: the rules of the period alone
+        except ValidationError as exc:
+            self.add_error(f"{prefix}_end", f"{day}: {' '.join(exc.messages)}")
+            return True
+        for earlier in made:
+            if period.overlaps(earlier):
+                self.add_error(f"{prefix}_start", f"{day}: {period.overlap_message(earlier)}")
+                return True
+        return False
+
     def new_periods(self, schedule: Schedule) -> list[SchedulePeriod]:
         return [
             SchedulePeriod(schedule=schedule, weekday=day, start=start, end=end, setpoint=setpoint)
@@ -189,7 +216,7 @@ class CalendarForm(forms.Form):
     subdivision = forms.CharField(
         max_length=8, required=False, help_text="Region, e.g. WLS (Wales), SCT, ENG, NIR."
     )
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, calendar: SiteCalendar | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -240,7 +267,7 @@ class EntryForm(forms.Form):
     )
     start = forms.TimeField(widget=iso_time_input(), required=False, label="Occupied from")
     end = forms.TimeField(widget=iso_time_input(), required=False, label="to")
-    reason = _reason()
+    reason = reason_field()
 
 
 class HolidaysForm(forms.Form):
@@ -248,7 +275,7 @@ class HolidaysForm(forms.Form):
 
     year = forms.IntegerField(min_value=2000, max_value=2100)
     days = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, offered: list[tuple[str, str]], **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -258,7 +285,7 @@ class HolidaysForm(forms.Form):
 class RoomsForm(forms.Form):
     """Where each room is in the metering tree: field zone_<id> -> a tree node or none."""
 
-    reason = _reason()
+    reason = reason_field()
 
     def __init__(self, *args, zones: list[Zone], nodes: list[MeterNode], **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -271,6 +298,10 @@ class RoomsForm(forms.Form):
 
     def rows(self) -> list[tuple[Zone, forms.BoundField]]:
         return [(zone, self[f"zone_{zone.pk}"]) for zone in self.zones]
+
+
+def empty_building(building: MeterNode) -> str:
+    return f"No room is placed in '{building.name}' yet: place rooms on the Rooms page first."
 
 
 def _node_label(node: MeterNode) -> str:

@@ -28,7 +28,13 @@ from core.pages import staff_page
 from core.permissions import is_engineer
 from energy.models import MeterNode
 from staff.models import ZonePlace, zones_in
-from staff.schedule_forms import NEW_CALENDAR, WEEKDAYS, RoomsForm, ScheduleForm
+from staff.schedule_forms import (
+    NEW_CALENDAR,
+    WEEKDAYS,
+    RoomsForm,
+    ScheduleForm,
+    empty_building,
+)
 
 RECENT_CHANGES = 30  # audit rows shown on a page (the admin lists them all)
 ONLY_ENGINEERS = "Only engineers may change schedules and calendars."
@@ -225,9 +231,7 @@ def _apply_to_zones(
     if building is not None:
         in_building = zones_in(building)
         if not in_building:
-            raise ValidationError(
-                f"No room is placed in '{building.name}' yet: place rooms on the Rooms page first."
-            )
+            raise ValidationError(empty_building(building))
         chosen |= set(in_building)
     before = set(Zone.objects.filter(schedule=schedule))
     # A room follows one schedule: one taken from another is said in the message and audited

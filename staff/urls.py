@@ -2,7 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from staff import calendars, input_views, schedules
+from staff import calendars, input_views, plants, schedules
 from staff import export as staff_export
 from staff import help as staff_help
 from staff import views as staff_views
@@ -36,6 +36,11 @@ urlpatterns = [
     path("staff/schedules/new/", schedules.schedule_edit, name="staff-schedule-new"),
     path("staff/schedules/rooms/", schedules.rooms, name="staff-rooms"),
     path("staff/schedules/<int:pk>/", schedules.schedule_edit, name="staff-schedule-edit"),
+    path("staff/plants/", plants.plant_list, name="staff-plants"),
+    path("staff/plants/new/", plants.plant_edit, name="staff-plant-new"),
+    path("staff/plants/<int:pk>/", plants.plant_edit, name="staff-plant-edit"),
+    path("staff/plants/solar/new/", plants.solar_edit, name="staff-solar-new"),
+    path("staff/plants/solar/<int:pk>/", plants.solar_edit, name="staff-solar-edit"),
     path("staff/calendars/", calendars.calendar_list, name="staff-calendars"),
     path("staff/calendars/<int:pk>/", calendars.calendar_detail, name="staff-calendar"),
     path(

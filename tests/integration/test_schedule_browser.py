@@ -182,6 +182,18 @@ def test_booker_books_a_free_slot_is_refused_the_past_cancels_and_undoes(server,
             expect(page.get_by_text("This is in the past")).to_be_visible()
             assert not _db(Booking.objects.exists)
 
+            # Past time in the grid books nothing: Monday, and Thursday (today) before 10:00.
+            page.goto(f"{server.url}/staff/bookings/hall/")
+            expect(page.locator(".week .day.bookable")).to_have_count(4)  # Thursday–Sunday
+            for day_index, at in ((0, time(14, 10)), (3, time(9, 10))):
+                x, y = _slot_y(page, day_index, at)
+                page.mouse.click(x, y)
+                expect(form.locator("input[name=day]")).to_have_value("2026-12-03")
+                expect(form.locator("input[name=start]")).to_have_value("")
+            x, y = _slot_y(page, 3, time(15, 10))  # later today: offered
+            page.mouse.click(x, y)
+            expect(form.locator("input[name=start]")).to_have_value("15:00")
+
             # A click on Friday 14:10 in the week grid fills in Friday 14:00–15:00.
             page.goto(f"{server.url}/staff/bookings/hall/")
             x, y = _slot_y(page, 4, time(14, 10))

@@ -72,6 +72,9 @@ STAFF_PAGES = {
     "/staff/schedules/new/": "New schedule",
     "/staff/schedules/rooms/": "Rooms in buildings",
     "/staff/calendars/": "Site calendars",
+    "/staff/plants/": "Heating plants and solar circuits",
+    "/staff/plants/new/": "New heating plant",
+    "/staff/plants/solar/new/": "New solar circuit",
 }
 
 

@@ -182,7 +182,7 @@ def test_overlapping_periods_are_refused_and_leave_the_stored_week(engineer, lec
         week_post(name="Office", d0_1_start="16:00", d0_1_end="18:00"),
     )
     assert page.status_code == 400
-    assert "overlaps" in " ".join(page.context["form"].non_field_errors())
+    assert "overlaps" in " ".join(page.context["form"].errors["d0_1_start"])
     assert [(p.weekday, p.start) for p in schedule.periods.all()] == [(0, time(9))]
     assert not ProgrammeChange.objects.exists()
 
@@ -205,7 +205,7 @@ def test_a_building_with_no_rooms_placed_is_refused_by_name(engineer, lecture_bl
     empty = MeterNode.objects.create(site=site, name="Empty hall", kind="building")
     page = client_for(engineer).post("/staff/schedules/new/", week_post(building=empty.pk))
     assert page.status_code == 400
-    assert "Empty hall" in " ".join(page.context["form"].non_field_errors())
+    assert "Empty hall" in " ".join(page.context["form"].errors["building"])  # beside the field
     assert not Schedule.objects.exists()
 
 
@@ -379,3 +379,53 @@ def test_a_calendar_with_a_known_region_is_created_and_audited(engineer):
     calendar = SiteCalendar.objects.get()
     assert (calendar.country, calendar.subdivision) == ("GB", "WLS")
     assert ProgrammeChange.objects.get().subject == "calendar 'Holidays'"
+
+
+def test_the_schedule_form_shows_every_error_at_once(engineer, lecture_block):
+    """A field error, a period rule of the model and a closure error in one answer (#28): the
+    overlap and the zero-length period used to wait until the form's other errors were fixed."""
+    site = lecture_block["building"].site
+    empty = MeterNode.objects.create(site=site, name="Empty barn", kind="building")
+    page = client_for(engineer).post(
+        "/staff/schedules/new/",
+        week_post(
+            name="",
+            d0_1_start="16:00",
+            d0_1_end="18:00",
+            d1_1_start="19:00",
+            d1_1_end="19:00",
+            closure_first="2026-12-21",
+            building=empty.pk,
+        ),
+    )
+    assert page.status_code == 400
+    errors = page.context["form"].errors
+    assert set(errors) == {"name", "d0_1_start", "d1_1_end", "closure_description", "building"}
+    assert "overlaps Monday 08:00–17:00" in errors["d0_1_start"][0]
+    assert "must not end when it starts" in errors["d1_1_end"][0]
+    assert "No room is placed in 'Empty barn'" in errors["building"][0]
+    assert not Schedule.objects.exists() and not ProgrammeChange.objects.exists()
+
+
+def test_the_holiday_picker_follows_the_year_worked_on(engineer, lecture_block):
+    """A closure added for next year brings the page, and its public holidays, to that year;
+    removing a day keeps the page on the removed day's year (#28 leftover)."""
+    calendar = SiteCalendar.objects.create(name="CAT holidays", country="GB", subdivision="WLS")
+    c = client_for(engineer)
+    page = c.post(
+        f"/staff/calendars/{calendar.pk}/?year=2026",
+        {"first_day": "2027-12-24", "description": "Christmas Eve closure", "reason": "Plan"},
+    )
+    assert page.status_code == 302 and page["Location"].endswith("?year=2027")
+    html = c.get(page["Location"]).content.decode()
+    assert "GB-WLS, 2027</h2>" in html and 'value="2027-12-27"' in html  # 2027's Christmas
+    page = c.post(
+        f"/staff/calendars/{calendar.pk}/",
+        {"add_holidays": "1", "year": "2028", "days": ["2028-12-25"], "reason": "Bank holidays"},
+    )
+    assert page.status_code == 302 and page["Location"].endswith("?year=2028")
+    entry = calendar.entries.get(first_day=date(2027, 12, 24))
+    page = c.post(
+        f"/staff/calendars/{calendar.pk}/entries/{entry.pk}/delete/", {"reason": "Open after all"}
+    )
+    assert page.status_code == 302 and page["Location"].endswith("?year=2027")

@@ -1,6 +1,7 @@
 // Booking calendar: a click on an empty time of a day fills the new-booking form with that day
 // and the half hour clicked (one hour long) and puts the cursor in the title, so booking a free
-// slot is click, type a title, Book. Clicks on a booking keep going to the booking.
+// slot is click, type a title, Book. Clicks on a booking keep going to the booking. Past days
+// are not bookable (no class), and today's time already past does nothing.
 (function () {
   "use strict";
   var form = document.getElementById("new-booking");
@@ -20,6 +21,8 @@
       var span = parseInt(day.dataset.hours, 10) * 60;
       var at = first + ((event.clientY - box.top) / box.height) * span;
       var start = Math.max(first, Math.floor(at / 30) * 30);
+      // Today's half hours that have begun are past: a start there would be refused.
+      if (day.dataset.nowMinutes && start < parseInt(day.dataset.nowMinutes, 10)) return;
       form.querySelector("[name=day]").value = day.dataset.date;
       form.querySelector("[name=start]").value = hhmm(start);
       form.querySelector("[name=end]").value = hhmm(start + 60);

@@ -1,0 +1,271 @@
+"""Forms of the heating plant and solar circuit pages (staff/plants.py), in plain words.
+
+The rules are the models' own, the ones the admin and the API run: a ModelForm calls each
+model's full_clean() (field bounds, HeatingPlant.clean with the zones being saved as
+control/plant_rules.py wants them, WeatherCompensation.clean, SolarCircuit.clean, the actuator
+claims of control/claims.py). Nothing here repeats a rule; only the words are the page's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+
+from control.engine.weather import heating_curve
+from control.forms import HeatingPlantForm
+from control.models import SolarCircuit, WeatherCompensation, Zone
+from sensors.models import Actuator, Sensor
+from staff.schedule_forms import reason_field
+
+PLANT_WORDS: dict[str, str] = {
+    "name": "Name",
+    "enabled": "In use (the control tick drives it)",
+    "boiler": "Boiler (its relay)",
+    "pump": "Circulation pump (its relay)",
+    "zones": "Rooms it heats",
+    "index_zone": "Index room (its valves stay open when there is no bypass)",
+    "has_bypass": "The circuit has a bypass: the pump may run with every room valve closed",
+    "pump_overrun_s": "Pump runs on after the boiler stops (s)",
+    "pump_kick": "Exercise the pump when it stands idle",
+    "pump_kick_idle_days": "Exercise it after this many idle days",
+    "pump_kick_s": "Exercise it for (s)",
+    "outside_sensor": "Outside temperature sensor",
+    "frost_outside_c": "Frost protection below this outside temperature (°C)",
+    "flow_sensor": "Flow temperature sensor",
+    "flow_frost_c": "Frost protection below this flow temperature (°C)",
+    "sensor_stale_after_s": "A reading older than this counts as lost (s)",
+}
+# The boiler's own minimum run and rest times (anti-short-cycle) live on its actuator.
+BOILER_WORDS: dict[str, str] = {
+    "min_on_s": "Boiler minimum run time (s)",
+    "min_off_s": "Boiler minimum rest time between runs (s)",
+}
+WEATHER_WORDS: dict[str, str] = {
+    "enabled": "Weather compensation in use",
+    "mode": "What it drives",
+    "slope": "Curve slope (K of flow per K colder outside)",
+    "shift_k": "Curve shift, up or down (K)",
+    "room_influence": "Room influence (K of flow per K the index room is cold; 0: none)",
+    "flow_min_c": "Lowest flow temperature (°C)",
+    "flow_max_c": "Highest flow temperature (°C)",
+    "flow_limit_c": "Flow over-temperature limit: the valve closes (°C)",
+    "kp": "Mixing valve gain (% per K)",
+    "ti_s": "Mixing valve integral time (s)",
+    "output": "Output",
+    "register_host": "Output module address",
+    "register_port": "Output module port",
+    "register_device_id": "Output module unit number",
+    "register_address": "Output register (counted from 0)",
+    "raw_min": "Raw counts at 0 V / 4 mA",
+    "raw_max": "Raw counts at 10 V / 20 mA",
+    "scale_low": "Value at the bottom of the scale (% or °C)",
+    "scale_high": "Value at the top of the scale (% or °C)",
+    "open_actuator": "Valve open relay",
+    "close_actuator": "Valve close relay",
+    "run_time_s": "Valve full stroke time (s)",
+    "min_pulse_s": "Shortest valve pulse (s)",
+}
+SOLAR_WORDS: dict[str, str] = {
+    "name": "Name",
+    "enabled": "In use (the control tick drives it)",
+    "collector_sensor": "Collector temperature sensor",
+    "tank_sensor": "Tank temperature sensor",
+    "pump": "Solar pump (its relay)",
+    "delta_on": "Pump on when the collector is this much warmer than the tank (K)",
+    "delta_off": "Pump off when the difference falls to (K)",
+    "tank_max": "Tank top temperature: the pump stops (°C)",
+    "tank_hysteresis": "It restarts this far below the tank top (K)",
+    "collector_emergency": "Collector emergency stop (°C)",
+    "emergency_hysteresis": "It restarts this far below the emergency stop (K)",
+    "antifreeze_on": "Collector frost protection below (°C): tank heat is circulated",
+    "antifreeze_off": "Collector frost protection ends at (°C)",
+    "sensor_stale_after_s": "A reading older than this counts as lost (s)",
+    "pump_kick": "Exercise the pump when it stands idle",
+    "pump_kick_idle_days": "Exercise it after this many idle days",
+    "pump_kick_s": "Exercise it for (s)",
+}
+# Outside temperatures of the curve's table, and the room set point it is drawn for (the
+# tick uses the warmest calling room's target; 20 °C is the usual comfort set point).
+CURVE_OUTSIDE_C = (-15, -10, -5, 0, 5, 10, 15)
+CURVE_ROOM_C = 20.0
+
+
+def thing_words(obj: Any) -> str:
+    """A relay or sensor as a person picks it: "Boiler (boiler)", "Outside (t1 on node 'Roof')"."""
+    if isinstance(obj, Actuator):
+        return f"{obj.name} ({obj.get_kind_display().lower()})"
+    if isinstance(obj, Sensor):
+        where = f"{obj.key} on node '{obj.node.name}'"
+        return f"{obj.name} ({where})" if obj.name else where
+    return str(obj)
+
+
+class _ThingChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return thing_words(obj)
+
+
+class _PlainErrors:
+    """Model rules that name a field this form does not show (WeatherCompensation.clean's
+    `plant`) are shown above the form instead: Django would raise ValueError on them."""
+
+    def add_error(self, field: str | None, error: Any) -> None:
+        if isinstance(error, ValidationError) and hasattr(error, "error_dict"):
+            unknown = [f for f in error.error_dict if f not in self.fields]  # type: ignore[attr-defined]
+            if unknown:
+                moved = error.error_dict
+                for name in unknown:
+                    moved.setdefault(NON_FIELD_ERRORS, []).extend(moved.pop(name))
+        super().add_error(field, error)  # type: ignore[misc]
+
+
+def _worded(form: forms.BaseForm, words: dict[str, str]) -> None:
+    for name, label in words.items():
+        if name in form.fields:
+            form.fields[name].label = label
+            form.fields[name].help_text = ""  # the model's help names units the label already says
+
+
+def _sensors() -> Any:
+    return Sensor.objects.select_related("node").order_by("node__name", "key")
+
+
+class PlantForm(_PlainErrors, HeatingPlantForm):
+    """A heating plant; the boiler's anti-short-cycle times ride along (saved on the boiler)."""
+
+    min_on_s = forms.IntegerField(min_value=0, label=BOILER_WORDS["min_on_s"])
+    min_off_s = forms.IntegerField(min_value=0, label=BOILER_WORDS["min_off_s"])
+    reason = reason_field()
+
+    class Meta(HeatingPlantForm.Meta):
+        fields = list(PLANT_WORDS)
+        field_classes = {
+            name: _ThingChoice for name in ("boiler", "pump", "outside_sensor", "flow_sensor")
+        }
+        widgets = {"zones": forms.CheckboxSelectMultiple}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _worded(self, PLANT_WORDS)
+        for name in ("outside_sensor", "flow_sensor"):
+            self.fields[name].queryset = _sensors()
+        self.fields["zones"].queryset = Zone.objects.order_by("name")
+        self.fields["index_zone"].empty_label = "(the first room by name)"
+        boiler = self.instance.boiler if self.instance.boiler_id else None
+        for name in BOILER_WORDS:
+            self.fields[name].initial = getattr(boiler, name) if boiler else 600
+
+    def clean(self) -> dict:
+        data = super().clean()
+        for name in BOILER_WORDS:
+            if data.get(name) is None:
+                continue
+            # The bound is the actuator's own (sensors.models.Actuator), as in its admin and API.
+            try:
+                Actuator._meta.get_field(name).run_validators(data[name])
+            except ValidationError as exc:
+                self.add_error(name, exc)
+        return data
+
+    def save_boiler_times(self) -> list[str]:
+        """Set the boiler's minimum run and rest times; what changed, in words."""
+        boiler: Actuator = self.instance.boiler
+        said = []
+        for name, label in BOILER_WORDS.items():
+            value = self.cleaned_data[name]
+            if getattr(boiler, name) != value:
+                said.append(f"{label} {getattr(boiler, name)} → {value}")
+                setattr(boiler, name, value)
+        if said:
+            boiler.save(update_fields=list(BOILER_WORDS))
+        return said
+
+
+class WeatherForm(_PlainErrors, forms.ModelForm):
+    """The plant's heating curve and its output (WeatherCompensation.clean's rules)."""
+
+    class Meta:
+        model = WeatherCompensation
+        fields = list(WEATHER_WORDS)
+        field_classes = {"open_actuator": _ThingChoice, "close_actuator": _ThingChoice}
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("prefix", "weather")
+        super().__init__(*args, **kwargs)
+        _worded(self, WEATHER_WORDS)
+
+
+class SolarForm(_PlainErrors, forms.ModelForm):
+    reason = reason_field()
+
+    class Meta:
+        model = SolarCircuit
+        fields = list(SOLAR_WORDS)
+        field_classes = {name: _ThingChoice for name in ("pump", "collector_sensor", "tank_sensor")}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _worded(self, SOLAR_WORDS)
+        for name in ("collector_sensor", "tank_sensor"):
+            self.fields[name].queryset = _sensors()
+
+
+def curve_table(weather: WeatherCompensation) -> list[tuple[int, float]]:
+    """(outside °C, flow °C) of the curve for a room at CURVE_ROOM_C, with the engine's own
+    function (control/engine/weather.py), so the table is what the tick will ask for."""
+    return [
+        (
+            outside,
+            heating_curve(
+                outside,
+                CURVE_ROOM_C,
+                weather.slope,
+                weather.shift_k,
+                weather.flow_min_c,
+                weather.flow_max_c,
+            ),
+        )
+        for outside in CURVE_OUTSIDE_C
+    ]
+
+
+def snapshot(instance: Any, words: dict[str, str]) -> dict[str, str]:
+    """Each field's stored value in words: a relay or sensor by name, a choice by its label,
+    yes/no, a number as typed; the rooms by name."""
+    said = {}
+    for name in words:
+        field = instance._meta.get_field(name)
+        if field.many_to_many:
+            rows = getattr(instance, name).all() if instance.pk is not None else []
+            said[name] = ", ".join(thing_words(o) for o in rows)
+            continue
+        value = getattr(instance, name)
+        if value is None or value == "":
+            said[name] = ""
+        elif field.is_relation:
+            said[name] = thing_words(value)
+        elif field.choices:
+            said[name] = str(dict(field.choices).get(value, value))
+        elif isinstance(value, bool):
+            said[name] = "yes" if value else "no"
+        elif isinstance(value, float):
+            said[name] = f"{value:g}"
+        else:
+            said[name] = str(value)
+    return said
+
+
+def changes(before: dict[str, str], after: dict[str, str], words: dict[str, str]) -> list[str]:
+    """'Label old → new' for each field whose value changed."""
+    return [
+        f"{label} {before.get(name) or '—'} → {after.get(name) or '—'}"
+        for name, label in words.items()
+        if before.get(name) != after.get(name)
+    ]
+
+
+def read_only_rows(instance: Any, words: dict[str, str]) -> list[tuple[str, str]]:
+    shown = snapshot(instance, words)
+    return [(label, shown[name] or "—") for name, label in words.items()]
