@@ -135,8 +135,10 @@ def _sensors() -> Any:
 class PlantForm(_PlainErrors, HeatingPlantForm):
     """A heating plant; the boiler's anti-short-cycle times ride along (saved on the boiler)."""
 
-    min_on_s = forms.IntegerField(min_value=0, label=BOILER_WORDS["min_on_s"])
-    min_off_s = forms.IntegerField(min_value=0, label=BOILER_WORDS["min_off_s"])
+    # Not required: a new plant does not know its boiler yet, and a blank keeps the boiler's
+    # own times rather than overwriting them with a default nobody typed.
+    min_on_s = forms.IntegerField(min_value=0, required=False, label=BOILER_WORDS["min_on_s"])
+    min_off_s = forms.IntegerField(min_value=0, required=False, label=BOILER_WORDS["min_off_s"])
     reason = reason_field()
 
     class Meta(HeatingPlantForm.Meta):
@@ -155,7 +157,8 @@ class PlantForm(_PlainErrors, HeatingPlantForm):
         self.fields["index_zone"].empty_label = "(the first room by name)"
         boiler = self.instance.boiler if self.instance.boiler_id else None
         for name in BOILER_WORDS:
-            self.fields[name].initial = getattr(boiler, name) if boiler else 600
+            self.fields[name].initial = getattr(boiler, name) if boiler else None
+            self.fields[name].help_text = "" if boiler else "Blank keeps the boiler's own."
 
     def clean(self) -> dict:
         data = super().clean()
@@ -175,7 +178,7 @@ class PlantForm(_PlainErrors, HeatingPlantForm):
         said = []
         for name, label in BOILER_WORDS.items():
             value = self.cleaned_data[name]
-            if getattr(boiler, name) != value:
+            if value is not None and getattr(boiler, name) != value:
                 said.append(f"{label} {getattr(boiler, name)} → {value}")
                 setattr(boiler, name, value)
         if said:

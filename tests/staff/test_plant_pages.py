@@ -191,6 +191,19 @@ def test_a_new_plant_with_a_new_heating_curve(engineer, kit):
     assert change.subject == "heating plant 'Workshop'" and change.change.startswith("created: ")
 
 
+def test_a_new_plant_keeps_its_boilers_own_minimum_times(engineer, kit):
+    """A new plant's form cannot know the boiler before it is chosen: blank times keep the
+    boiler's own (a biomass boiler's 2 h run was overwritten with 600 s)."""
+    data = new_plant_post(kit, 7)
+    boiler = Actuator.objects.get(name="Boiler 2")
+    Actuator.objects.filter(pk=boiler.pk).update(min_on_s=7200, min_off_s=1800)
+    assert "min_on_s" not in data and "min_off_s" not in data
+    page = client_for(engineer).post("/staff/plants/new/", data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    boiler.refresh_from_db()
+    assert (boiler.min_on_s, boiler.min_off_s) == (7200, 1800)
+
+
 def test_a_second_output_on_the_same_register_is_refused(engineer, kit):
     page = client_for(engineer).post("/staff/plants/new/", new_plant_post(kit, 0))
     assert page.status_code == 400
