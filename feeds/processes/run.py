@@ -12,8 +12,9 @@ feeds/processes/steps.py says what each does, docs/FEEDS.md has the table):
 
 Stateful processes keep state per (input, step) in Redis. A reading at or before the last one
 a step processed (late, repeated, or after a future-dated one) is handled as emoncms does: no
-time elapsed, so nothing is added (steps.LATE), the value is passed on and the later steps run;
-a reading whose contribution is lost is listed in the report (`late`) for the caller to record.
+time elapsed, so nothing is added, and power_to_kwh and its kin move their clock back to it
+(steps.LATE); the value is passed on and the later steps run. A reading older than the step's
+last is listed in the report (`late`) for the caller to record.
 Redelivery is not this rule's business: the caller passes a `mark` (its Redis Stream entry id)
 written in the same transaction as the state and points, and a batch whose mark is already
 there is not run again. Without state (a new step, or Redis lost its data) steps carry on from
@@ -84,6 +85,9 @@ class Late:
     process: str
     t: int
     last_t: int
+    # True: the step counted nothing for it and moved its clock back to it, as emoncms does
+    # (steps.CLOCK_BACK); False: the step did not count it at all.
+    moved_back: bool = False
 
 
 def state_field(index: int, step: dict) -> str:
@@ -318,12 +322,13 @@ class ProcessRunner:
                         current, new_state, emits, dropped = ps.LATE[name](
                             b, step, state, t, current
                         )
+                        moved_back = new_state is not None and "t" in new_state
                         if new_state is not None:
-                            new_state["t"] = state["t"]  # the clock stays at the newest
+                            new_state.setdefault("t", state["t"])  # else the clock stays
                         if dropped:
                             late = True
                             if len(report.late) < SHOWN_LATE:
-                                report.late.append(Late(input_key, name, t, state["t"]))
+                                report.late.append(Late(input_key, name, t, state["t"], moved_back))
                     else:
                         result = ps.STATEFUL[name](b, step, state, t, current)
                         if result is None:
