@@ -10,8 +10,9 @@ text, and a process list that reads another input of the same post (`add_input`)
 
 Feeds of stateless steps agree slot for slot; the one documented exception is text that is not
 a number (docs/INGEST.md: emoncms stores 0, we skip it). `power_to_kwh` agrees slot for slot
-too, through the future-dated row and the late ones after it: both move the step's clock back
-to a late reading and count on from it. The counter steps agree up to the first late reading
+too, through a bulk row six minutes ahead and the late rows after it: both move the step's
+clock back to a late reading and count on from it, and both files draw the join line before the
+future row as it arrived. The counter steps agree up to the first late reading
 (but for one counter's first increment, below); from there each system follows its own
 documented rule for a reading at or before the step's last one (docs/FEEDS.md, "Differences
 found by running emoncms"): emoncms moves the step's clock back to it and writes there, we keep
@@ -395,15 +396,15 @@ def test_one_stream_through_emoncms_and_us_gives_the_same_phpfina_files(emoncms,
             assert departures(ours_, ours_wanted) == [], (name, "ours")
         rules_differ = {t for t, *_ in departures(ours_wanted, their_wanted)}
         if name in SAME_RULE:
-            # Every point the step wrote is the same in both files. The join padding before the
-            # future row is not yet: emoncms draws it when the row arrives (from t0+60) and the
-            # late rows overwrite it; our commit draws it over the block in slot order (from the
-            # last late row, t0+110). FEEDS.md lists it.
+            # The same rule, and the same file: every point the step wrote is the same float32,
+            # and the join padding before the future row too (drawn as it arrived, from
+            # t0+60, and overwritten by the late rows), but for the last bit of a float32 in
+            # the line (emoncms adds a step per slot, we interpolate each).
             assert rules_differ == set(), name
+            assert departures(ours_, theirs_) == [], name
             written = {t - t % INTERVAL for t, _v in ours_rules[name]}
-            found = differences(ours_, theirs_)
-            assert not written & set(found), (name, found)
-            assert set(found) <= set(range(t0 + 120, future_slot, INTERVAL)), (name, found)
+            assert {t: ours_[t] for t in written} == {t: theirs_[t] for t in written}, name
+            assert set(differences(ours_, theirs_)) <= set(range(t0 + 120, future_slot, 10))
             continue
         assert rules_differ, name  # the stream does exercise the difference
         agree = {t: p for t, p in differences(ours_, theirs_).items() if t not in rules_differ}
