@@ -539,6 +539,10 @@ LATE: dict[str, Callable[..., LateResult]] = {
     "min_value": _late_extreme(lambda v, best: v < best),
 }
 assert LATE.keys() == STATEFUL.keys()
+# How many of its latest reading times a clock-back step remembers (run.py), to tell a row
+# sent again from a late one: a resent emonhub batch of up to this many rows is not counted
+# twice. JSON of 64 times is under 1 KB of the step's Redis state.
+SEEN = 64
 # The steps whose clock a late reading moves back (within its day or slot), as emoncms's does.
 CLOCK_BACK = frozenset(
     {"power_to_kwh", "power_to_kwhd", "power_to_kwh_15m", "power_to_kwh_custom", "input_ontime"}

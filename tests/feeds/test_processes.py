@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from feeds.processes import steps as ps
 from feeds.processes.run import ProcessRunner, validate_steps
 
 LONDON = ZoneInfo("Europe/London")
@@ -114,10 +116,11 @@ def test_daily_max_and_min(runner):
     assert {t for _f, t, _v in out[:4]} == {midnight(2024, 1, 5)}
 
 
-def test_a_batch_run_again_without_its_entry_is_taken_as_late_readings(runner):
-    """The redelivery guard is the stream entry (next test), not the readings' times: run
-    again without its mark, a batch is late readings, and power_to_kwh does with them what
-    emoncms's does: its clock moves back to the first and it counts the batch a second time."""
+def test_a_batch_sent_again_is_not_counted_twice(runner):
+    """A gateway that got no `ok` sends the same rows again, as a new request (so the stream
+    entry's mark does not catch it). power_to_kwh remembers the times it counted and passes
+    them by (emoncms would move its clock back and count the batch again); wh_accumulator
+    never uses an older count."""
     steps = [
         {"process": "log_to_feed", "feed": 1},
         {"process": "power_to_kwh", "feed": 2},
@@ -127,16 +130,30 @@ def test_a_batch_run_again_without_its_entry_is_taken_as_late_readings(runner):
     runner.run(batch)
     first = runner.buffer.last_values([2, 3])
     report = runner.run(batch)
-    kwh = [(t, v) for f, t, v, _j in report.logged if f == 2]
-    assert kwh[0] == (110, pytest.approx(first[2][1]))  # the total, written at the late time
-    assert kwh[-1] == (150, pytest.approx(2 * first[2][1]))
-    # wh_accumulator never uses an older count: its total stays.
-    assert runner.buffer.last_values([3]) == {3: first[3]} and first[3][1] == 144.0
-    assert report.replayed == 4  # the last reading is at the very second: nothing late there
-    assert [(x.process, x.t, x.moved_back) for x in report.late] == [
-        ("power_to_kwh", 110, True),
-        *(("wh_accumulator", 100 + 10 * i, False) for i in range(1, 5)),
+    assert report.duplicates == 5
+    assert [f for f, *_ in report.logged] == [1] * 5  # only the stateless log, again
+    assert runner.buffer.last_values([2, 3]) == first and first[3][1] == 144.0
+    assert [(x.process, x.t) for x in report.late] == [
+        ("wh_accumulator", 100 + 10 * i) for i in range(1, 5)
     ]
+
+
+def test_a_resent_batch_is_recognised_up_to_seen_rows(runner):
+    """The memory is bounded (steps.SEEN times per step): a resend of SEEN rows is passed by
+    whole; of one more, its oldest row is no longer known and is a late reading (emoncms's
+    rule: the clock moves back to it)."""
+    steps = [{"process": "power_to_kwh", "feed": 2}]
+    rows = [("k", steps, 1000 + 10 * i, 3600.0) for i in range(ps.SEEN + 1)]
+    runner.run(rows)
+    total = runner.buffer.last_values([2])[2]
+    at_bound = runner.run(rows[1:])
+    assert at_bound.duplicates == ps.SEEN and at_bound.late == [] and at_bound.logged == []
+    assert runner.buffer.last_values([2])[2] == total
+    over = runner.run(rows)
+    assert over.duplicates == ps.SEEN
+    assert [(x.t, x.moved_back) for x in over.late] == [(1000, True)]
+    state = json.loads(runner.redis.hget(runner.state_key("k"), "0:power_to_kwh:2"))
+    assert state["t"] == 1000 and len(state["seen"]) == ps.SEEN
 
 
 def pending(runner, feed: int) -> list[tuple[int, float]]:

@@ -172,6 +172,28 @@ def test_a_future_dated_row_does_not_freeze_the_steps_after_power_to_kwh(db, red
     )
 
 
+def test_a_batch_the_hub_sends_again_is_not_counted_twice(db, redis_client, client):
+    """emonhub that got no `ok` (its answer lost) sends the same rows again, in a new request:
+    a new stream entry, so the entry mark does not catch it. Since power_to_kwh moves its
+    clock back to a late reading (as emoncms's), the resent rows would be counted a second
+    time (emoncms's would); the step remembers the times it counted and passes them by."""
+    node, key, feeds = energy_node()
+    t = int(time.time()) - 600
+    first = [[t + 10 * i, node.node_id, {"power1": 3600}] for i in range(5)]
+    bulk(client, key, first)
+    drain(node)
+    bulk(client, key, [[t + 50, node.node_id, {"power1": 3600}]])
+    drain(node)
+    bulk(client, key, first)  # the same rows again
+    drain(node)
+    bulk(client, key, [[t + 60, node.node_id, {"power1": 3600}]])
+    drain(node)
+    kwh = dict(points(feeds["kwh"]))
+    assert kwh[t + 60] == pytest.approx(0.06)  # 60 s at 3.6 kW, counted once
+    assert max(kwh.values()) == pytest.approx(0.06)
+    assert input_errors.summary(input_errors.node_subject(node.pk)) == {}
+
+
 def test_a_redelivered_entry_is_not_counted_twice(db, redis_client):
     """A drain killed after its chunk's points were buffered but before XACK: the next drain
     takes the entries over (XAUTOCLAIM) and must not count the first ones again, even an
