@@ -103,13 +103,20 @@ def bench_commit(redis_client, base: Path) -> None:
 
     buffer = FeedBuffer(redis_client)
     print("\n2. commit throughput, buffer -> files (fsync'd)")
-    for feeds, per_feed in ((20, 100_000), (2000, 1_000)):
-        directory = base / f"commit-{feeds}"
+    # joined: power_to_kwh's points every 20 s on a 10 s feed, each drawing a one-slot line
+    # (phpfina.join_lines, in arrival order), one in 50 sent late after a later one.
+    for feeds, per_feed, joined in ((20, 100_000, False), (2000, 1_000, False),
+                                    (20, 100_000, True)):  # fmt: skip
+        directory = base / f"commit-{feeds}-{joined}"
         directory.mkdir()
         redis_client.flushdb()
         pipe = redis_client.pipeline(transaction=False)
         for feed_id in range(1, feeds + 1):
-            rows = [(feed_id, START + 10 * i, float(i % 1000), False) for i in range(per_feed)]
+            step = 20 if joined else 10
+            rows = [(feed_id, START + step * i, float(i % 1000), joined) for i in range(per_feed)]
+            if joined:
+                for i in range(50, per_feed, 50):
+                    rows[i - 1], rows[i] = rows[i], rows[i - 1]
             buffer.add(rows, pipe)
         pipe.execute()
         total = feeds * per_feed
@@ -117,7 +124,8 @@ def bench_commit(redis_client, base: Path) -> None:
         report = buffer.commit(directory, dict.fromkeys(range(1, feeds + 1), 10), now=2e9)
         seconds = time.perf_counter() - t0
         assert report.points == total and not redis_client.keys("feeds:buf:*"), report
-        print(f"   {feeds:5d} feeds x {per_feed:7,d} values = {total:,}: {seconds:.3f} s "
+        kind = " joined, 20 s, 2% late" if joined else ""
+        print(f"   {feeds:5d} feeds x {per_feed:7,d} values{kind} = {total:,}: {seconds:.3f} s "
               f"= {total / seconds:,.0f} values/s")  # fmt: skip
 
 

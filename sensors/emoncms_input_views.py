@@ -109,7 +109,10 @@ class InputGet(EmoncmsApiView):
         "processList}}}`; `/input/get/<node>` (or `?node=`): that node's `{name: {...}}`; "
         "`/input/get/<node>/<name>` (or `&name=`): one `{time, value, processList}`. A node "
         'or input that does not exist: 404 "Node does not exist" / "Node variable does not '
-        'exist" (emoncms answers those strings with 200).' + KEYS + STAFF_READ,
+        'exist" (emoncms answers those strings with 200). Node names are unique per site: '
+        "a name two sites share needs `site=` (else 400 naming `site` and the sites); "
+        "without it, the whole listing labels such nodes `<site slug>/<name>`." + KEYS
+        + STAFF_READ,
         parameters=[
             OpenApiParameter("node", OpenApiTypes.STR, Q),
             OpenApiParameter("name", OpenApiTypes.STR, Q),
@@ -132,9 +135,20 @@ class InputGet(EmoncmsApiView):
         for value, field in ((node, "node"), (name, "name")):
             if value is not None and len(value) > MAX_NAME_CHARS:
                 return emoncms_error(f"{field}: at most {MAX_NAME_CHARS} characters", 400, field)
-        inputs = emoncms_inputs.by_node(_found(request), with_values=True)
+        sensors = _found(request)
+        inputs = emoncms_inputs.by_node(sensors, with_values=True)
         if node is None:
             return Response(inputs or [])
+        sites = emoncms_inputs.sites_of_node(sensors, _clean_name(node))
+        if len(sites) > 1:
+            # Names are unique per site, and a staff key reads every site: emoncms's one user
+            # has one node of a name, so say which ones there are rather than pick one.
+            return emoncms_error(
+                f"node {_clean_name(node)!r} is in {len(sites)} sites ({', '.join(sites)}): "
+                "choose one with site=<slug>",
+                400,
+                "site",
+            )
         found = inputs.get(_clean_name(node))
         if found is None:
             return emoncms_error("Node does not exist", 404, "node")

@@ -43,6 +43,13 @@ def node_labels(nodes: Iterable[Node]) -> dict[int, str]:
     }
 
 
+def sites_of_node(found: list[Sensor], name: str) -> list[str]:
+    """The slugs of the sites whose node `name` has inputs among `found` (sorted)."""
+    return sorted(
+        {s.node.site.slug if s.node.site else "(no site)" for s in found if s.node.name == name}
+    )
+
+
 def sensors(site_slug: str | None = None) -> QuerySet[Sensor]:
     found = Sensor.objects.select_related("node", "node__site").order_by("node__name", "key")
     return found.filter(node__site__slug=site_slug) if site_slug else found

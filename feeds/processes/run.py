@@ -12,8 +12,11 @@ feeds/processes/steps.py says what each does, docs/FEEDS.md has the table):
 
 Stateful processes keep state per (input, step) in Redis. A reading at or before the last one
 a step processed (late, repeated, or after a future-dated one) is handled as emoncms does: no
-time elapsed, so nothing is added (steps.LATE), the value is passed on and the later steps run;
-a reading whose contribution is lost is listed in the report (`late`) for the caller to record.
+time elapsed, so nothing is added, and power_to_kwh and its kin move their clock back to it
+(steps.LATE); the value is passed on and the later steps run. A reading older than the step's
+last is listed in the report (`late`) for the caller to record. Those steps remember the times
+of their last steps.SEEN readings, so a row a gateway sends again (no `ok` reached it) is not
+counted a second time once the clock has moved back (emoncms would count it again).
 Redelivery is not this rule's business: the caller passes a `mark` (its Redis Stream entry id)
 written in the same transaction as the state and points, and a batch whose mark is already
 there is not run again. Without state (a new step, or Redis lost its data) steps carry on from
@@ -84,6 +87,9 @@ class Late:
     process: str
     t: int
     last_t: int
+    # True: the step counted nothing for it and moved its clock back to it, as emoncms does
+    # (steps.CLOCK_BACK); False: the step did not count it at all.
+    moved_back: bool = False
 
 
 def state_field(index: int, step: dict) -> str:
@@ -97,6 +103,7 @@ class RunReport:
     points: int = 0
     skipped_bad_values: int = 0
     replayed: int = 0  # readings a stateful step could not count (late): see `late`
+    duplicates: int = 0  # readings a clock-back step had counted already (a resent row)
     late: list[Late] = field(default_factory=list)
     already_done: bool = False  # the mark was there: the batch ran before, nothing was done
     invalid_steps: int = 0
@@ -313,17 +320,25 @@ class ProcessRunner:
                 if current is not None:
                     fld = state_field(index, step)
                     state = states.setdefault(input_key, {}).get(fld)
-                    if state is not None and t <= state["t"]:
+                    if state is not None and t in state.get("seen", ()):
+                        # A reading this step counted already: a gateway resending rows it
+                        # got no `ok` for comes as a new stream entry, so the mark does not
+                        # catch it. emoncms would move its clock back and count them again;
+                        # the value passes on and nothing changes.
+                        new_state, emits = None, []
+                        report.duplicates += 1
+                    elif state is not None and t <= state["t"]:
                         # At or before the last reading it processed: emoncms's elapsed <= 0.
                         current, new_state, emits, dropped = ps.LATE[name](
                             b, step, state, t, current
                         )
+                        moved_back = new_state is not None and "t" in new_state
                         if new_state is not None:
-                            new_state["t"] = state["t"]  # the clock stays at the newest
+                            new_state.setdefault("t", state["t"])  # else the clock stays
                         if dropped:
                             late = True
                             if len(report.late) < SHOWN_LATE:
-                                report.late.append(Late(input_key, name, t, state["t"]))
+                                report.late.append(Late(input_key, name, t, state["t"], moved_back))
                     else:
                         result = ps.STATEFUL[name](b, step, state, t, current)
                         if result is None:
@@ -331,6 +346,11 @@ class ProcessRunner:
                         else:
                             current, new_state, emits = result
                             new_state["t"] = t
+                    if new_state is not None and name in ps.CLOCK_BACK and new_state["t"] == t:
+                        # The latest SEEN times (not the last processed): a row the clock
+                        # moved back to never pushes out the newer rows a resend repeats.
+                        seen = state.get("seen", []) if state is not None else []
+                        new_state["seen"] = sorted({*seen, t})[-ps.SEEN :]
                     if new_state is not None:
                         states[input_key][fld] = new_state
                         changed.setdefault(input_key, {})[fld] = new_state

@@ -432,18 +432,52 @@ STATEFUL: dict[str, Callable] = {
 
 # --- a reading at or before the step's last one (late, repeated or after a future-dated one) ---
 #
-# emoncms runs every step on every reading: power_to_kwh and its kin compute the time elapsed
-# and add nothing when it is not positive, and pass the value on. So do these, and the steps
-# after them always run. Unlike emoncms they keep their clock at the newest reading (emoncms
-# moves the feed's last time back to the late one, and the next reading then counts that
-# interval again) and write no point for it (emoncms rewrites an earlier slot of a kWh feed
-# with today's total). A reading whose contribution is lost says so (dropped=True): the caller
-# records it in the node's input errors.
+# emoncms runs every step on every reading, and the list after it always runs. Its
+# power_to_kwh and kin compute the time elapsed since the feed's last time, add nothing when it
+# is not positive, write the total at the reading's time and set the feed's time to it
+# (feed->post's set_timevalue), so the clock moves back to the late reading and the next
+# reading counts from there. The time-integrating steps do the same (_late_clock_back): after a
+# future-dated reading the kWh keeps counting at once (it used to stop until the clock caught
+# up with the future time), as emoncms's does. Redelivery is not told by a reading's time but
+# by its stream entry (run.py, `mark`), so moving the clock back never counts a request twice.
+#
+# Within its own day (slot) only: emoncms given a reading of an earlier day computes "a new
+# day" and overwrites that day's figure with this reading's increment, 0; we keep the day's
+# figure and do not count the reading (dropped). The counter steps (kwh_to_kwhd, the
+# accumulators, pulse_diff...) do not move back: an older count is not used, the next newer one
+# carries its rise, so nothing is lost or counted twice.
 #
 # Each takes (batch, step, state, t, value) with t <= state["t"] and returns (value passed on,
-# new state or None for unchanged, points to log, dropped).
+# new state or None for unchanged, points to log, dropped); a new state with a "t" moves the
+# step's clock there, else it stays at state["t"]. dropped: the caller records the reading in
+# the node's input errors (a lost contribution, or a clock moved back).
 
 LateResult = tuple[float | None, dict | None, Emits, bool]
+
+
+def _late_clock_back(fn: Callable[..., StateResult], same_period: Callable[..., bool]):
+    """Run the step as emoncms does with a negative elapsed time, and move its clock back."""
+
+    def run(b: Batch, step, state, t, value) -> LateResult:
+        if not same_period(b, step, state, t):
+            return value, None, [], True  # an earlier day's (slot's) figure is not rewritten
+        current, new_state, emits = fn(b, step, state, t, value)
+        new_state["t"] = t
+        return current, new_state, emits, t < state["t"]
+
+    return run
+
+
+def _any_time(b: Batch, step, state, t) -> bool:
+    return True
+
+
+def _same_day(b: Batch, step, state, t) -> bool:
+    return b.clock.day(t)[0] == state["day"]
+
+
+def _same_slot(minutes_of: Callable[[dict], int]):
+    return lambda b, step, state, t: b.clock.slot(t, minutes_of(step))[0] == state["slot"]
 
 
 def _late_adds_nothing(passed: Callable[[dict, float], float | None]):
@@ -483,11 +517,15 @@ def _late_extreme(better: Callable[[float, float], bool]):
 
 
 LATE: dict[str, Callable[..., LateResult]] = {
-    "power_to_kwh": _late_adds_nothing(lambda s, v: v),
-    "power_to_kwhd": _late_adds_nothing(lambda s, v: v),
-    "power_to_kwh_15m": _late_adds_nothing(lambda s, v: v),
-    "power_to_kwh_custom": _late_adds_nothing(lambda s, v: v),
-    "input_ontime": _late_adds_nothing(lambda s, v: v),
+    "power_to_kwh": _late_clock_back(_power_to_kwh, _any_time),
+    "power_to_kwhd": _late_clock_back(_power_to_kwhd, _same_day),
+    "power_to_kwh_15m": _late_clock_back(STATEFUL["power_to_kwh_15m"], _same_slot(lambda s: 15)),
+    "power_to_kwh_custom": _late_clock_back(
+        STATEFUL["power_to_kwh_custom"], _same_slot(lambda s: int(s["minutes"]))
+    ),
+    # emoncms adds the (negative) elapsed time: the on-time falls back by what the future-dated
+    # reading added ahead, and the readings after count it again.
+    "input_ontime": _late_clock_back(_input_ontime, _same_day),
     # emoncms: a kWh below the last is an error and the last is passed on.
     "kwh_to_kwhd": _late_adds_nothing(lambda s, v: max(v, s["kwh"])),
     "ratechange": _late_adds_nothing(lambda s, v: None),
@@ -501,3 +539,11 @@ LATE: dict[str, Callable[..., LateResult]] = {
     "min_value": _late_extreme(lambda v, best: v < best),
 }
 assert LATE.keys() == STATEFUL.keys()
+# How many of its latest reading times a clock-back step remembers (run.py), to tell a row
+# sent again from a late one: a resent emonhub batch of up to this many rows is not counted
+# twice. JSON of 64 times is under 1 KB of the step's Redis state.
+SEEN = 64
+# The steps whose clock a late reading moves back (within its day or slot), as emoncms's does.
+CLOCK_BACK = frozenset(
+    {"power_to_kwh", "power_to_kwhd", "power_to_kwh_15m", "power_to_kwh_custom", "input_ontime"}
+)

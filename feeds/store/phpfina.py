@@ -329,6 +329,9 @@ class WritePlan:
     start_time: int
     grow: int
     refused: list[tuple[int, str]]
+    # The kept points in arrival order (slot, float32 value, join), before "last arrival wins":
+    # which of them extend the file, and so draw a join line, depends on that order.
+    arrival: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def plan_points(
@@ -403,6 +406,7 @@ def plan_points(
             slots += grow
             n += grow
 
+    arrival = (slots, v.astype(VALUE_DTYPE), j)
     # Last arrival wins per slot: unique on the reversed arrays finds each slot's last index.
     rev_unique, rev_index = np.unique(slots[::-1], return_index=True)
     pick = len(slots) - 1 - rev_index
@@ -418,8 +422,11 @@ def plan_points(
         if len(too_far):
             cut = p[too_far[0]]  # this and every later point pad at least as much
             refuse(t[cut:], f"gap of more than {max_gap_slots} slots")
+            first_refused = slots[cut]
             slots, v, j = slots[:cut], v[:cut], j[:cut]
-    return WritePlan(slots, v, j, start, grow, refused)
+            kept = arrival[0] < first_refused
+            arrival = (arrival[0][kept], arrival[1][kept], arrival[2][kept])
+    return WritePlan(slots, v, j, start, grow, refused, arrival)
 
 
 def write_points(
@@ -488,7 +495,7 @@ def write_points(
         if inside.any():
             _write_inside(fd, slots[inside], v[inside])
         if past.any():
-            _write_past_end(fd, n, slots[past], v[past], j[past])
+            _write_past_end(fd, n, slots[past], v[past], plan.arrival)
         if data_fsync:
             os.fsync(fd)
     finally:
@@ -533,31 +540,78 @@ def _write_inside(fd: int, slots: np.ndarray, values: np.ndarray) -> None:
 
 
 def _write_past_end(
-    fd: int, n: int, slots: np.ndarray, values: np.ndarray, join: np.ndarray
+    fd: int,
+    n: int,
+    slots: np.ndarray,
+    values: np.ndarray,
+    arrival: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
 ) -> None:
-    """Extend the file to the last slot in one pwrite: NaN padding, or a line where asked."""
+    """Extend the file to the last slot in one pwrite: NaN padding, or a line where asked.
+    `slots`/`values`: what each slot past the end ends up holding; `arrival`: the block in
+    arrival order, which decides the lines (see join_lines)."""
     length = int(slots[-1]) - n + 1
     buf = np.full(length, np.nan, dtype=VALUE_DTYPE)
-    idx = slots - n
-    buf[idx] = values
-    if join.any():
-        # Known points: the file's last value (index -1) if it has one, then the new ones.
-        xp, fp = idx.astype(np.float64), values.astype(np.float64)
-        anchor = np.empty(0, dtype=VALUE_DTYPE)
+    if arrival is not None and arrival[2].any():
+        end_value = None
         if n > 0:
-            anchor = np.frombuffer(os.pread(fd, VALUE_SIZE, (n - 1) * VALUE_SIZE), VALUE_DTYPE)
-        if len(anchor) and not np.isnan(anchor[0]):
-            xp = np.concatenate(([-1.0], xp))
-            fp = np.concatenate((anchor.astype(np.float64), fp))
-        holes = np.flatnonzero(np.isnan(buf))
-        if len(holes):
-            nxt = np.searchsorted(idx, holes)  # the known point each hole leads up to
-            has_prev = holes > xp[0]
-            fill = join[nxt] & has_prev
-            if fill.any():
-                h = holes[fill]
-                buf[h] = np.interp(h.astype(np.float64), xp, fp).astype(VALUE_DTYPE)
+            end_value = float(
+                np.frombuffer(os.pread(fd, VALUE_SIZE, (n - 1) * VALUE_SIZE), VALUE_DTYPE)[0]
+            )
+        lines = join_lines(*arrival, n - 1, end_value)
+        lengths = lines.b - lines.a
+        if lengths.sum() > 0:
+            # Every slot of every line at once; np.interp's own arithmetic (slope * (x - x0)
+            # + y0), so reads (_Lines.at) see the same float32.
+            k = np.repeat(np.arange(len(lengths)), lengths)
+            holes = (
+                lines.a[k]
+                + np.arange(int(lengths.sum()))
+                - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            )
+            slope = (lines.v1 - lines.v0) / (lines.s1 - lines.s0)
+            filled = slope[k] * (holes - lines.s0[k]) + lines.v0[k]
+            buf[holes - n] = filled.astype(VALUE_DTYPE)
+    buf[slots - n] = values  # the points themselves, over any line drawn before they came
     os.pwrite(fd, buf.tobytes(), n * VALUE_SIZE)
+
+
+def join_lines(
+    slots: np.ndarray,
+    values: np.ndarray,
+    join: np.ndarray,
+    end_slot: int,
+    end_value: float | None,
+) -> _Lines:
+    """The join lines a block of points (arrival order) draws past a file ending at
+    `end_slot` (-1: empty) whose last value is `end_value` (None or NaN: none).
+
+    As emoncms's PHPFina writes one post at a time: a point extends the file when its slot is
+    past every slot written before it (the file's and the block's earlier points); a join
+    point that extends draws a straight line over the gap from the file's last slot *as it is
+    when the point arrives* (a point that came before it, even one that rewrote that slot);
+    a point at or before the file's last slot is written in place and draws nothing, so a late
+    point after a future-dated one overwrites the line the future one drew. So the file does
+    not depend on how points are grouped into commits."""
+    count = len(slots)
+    empty = np.empty(0, dtype=np.int64)
+    if count == 0:
+        return _Lines(empty, empty, empty, np.empty(0), empty, np.empty(0))
+    prior = np.maximum.accumulate(np.r_[end_slot, slots])[:-1]  # the file's last slot then
+    ext = np.flatnonzero((slots > prior) & join & (slots - prior > 1))
+    s0 = prior[ext]
+    # The value slot s0 holds when point ext arrives: the last earlier arrival at s0.
+    keys = np.sort(slots.astype(np.int64) * (count + 1) + np.arange(count))
+    pos = np.searchsorted(keys, s0 * (count + 1) + ext) - 1
+    found = (pos >= 0) & (keys[np.maximum(pos, 0)] // (count + 1) == s0)
+    v0 = np.full(len(ext), np.nan)
+    v0[found] = values[keys[pos[found]] % (count + 1)]
+    at_end = ~found & (s0 == end_slot)  # nothing of the block there yet: the file's value
+    if end_value is not None:
+        v0[at_end] = end_value
+    keep = ~np.isnan(v0)  # emoncms: NaN + a step is NaN, no line
+    ext, s0, v0 = ext[keep], s0[keep], v0[keep]
+    s1 = slots[ext].astype(np.int64)
+    return _Lines(s0 + 1, s1, s0.astype(np.int64), v0, s1, values[ext].astype(np.float64))
 
 
 def write(
@@ -860,6 +914,26 @@ class _Lines:
             out[i] = np.interp(x, [self.s0[kk], self.s1[kk]], [self.v0[kk], self.v1[kk]])
         return out.astype(VALUE_DTYPE).astype(np.float64)
 
+    def without(self, taken: np.ndarray) -> _Lines:
+        """These lines cut around the slots in `taken` (sorted): a point there is no line's."""
+        inside = np.searchsorted(taken, self.b) - np.searchsorted(taken, self.a)
+        if not inside.any():
+            return self
+        parts: list[tuple[int, int, int]] = []  # (line, a, b)
+        for k in range(len(self.a)):
+            a, b = int(self.a[k]), int(self.b[k])
+            cuts = taken[np.searchsorted(taken, a) : np.searchsorted(taken, b)].tolist()
+            for point in [*cuts, b]:
+                if a < point:
+                    parts.append((k, a, point))
+                a = point + 1
+        k = np.array([p[0] for p in parts], dtype=np.int64)
+        return _Lines(
+            np.array([p[1] for p in parts], dtype=np.int64),
+            np.array([p[2] for p in parts], dtype=np.int64),
+            self.s0[k], self.v0[k], self.s1[k], self.v1[k],
+        )  # fmt: skip
+
     def sums(self, k: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Sum over slots [p, q) of lines `k`, in closed form (no array the length of a gap)."""
         slope = (self.v1[k] - self.v0[k]) / (self.s1[k] - self.s0[k])
@@ -871,31 +945,17 @@ def _join_lines(
     data: np.ndarray, first: int, slots: np.ndarray, values: np.ndarray, join: np.ndarray,
     lo: int, hi: int,
 ) -> _Lines:  # fmt: skip
-    """The straight-line fill a commit will write for buffered join points, within [lo, hi):
-    what _write_past_end does, so a read sees the line before the commit.
-
-    Only points past the file's end are joined (the commit rewrites earlier slots in place),
-    from the file's last value when it has one, else from the previous buffered point.
-    """
-    end = first + len(data)  # the slot after the file's last
-    past = slots >= end
-    empty = np.empty(0, dtype=np.int64)
-    if not join[past].any():
-        return _Lines(empty, empty, empty, np.empty(0), empty, np.empty(0))
-    s, v, j = slots[past], values[past], join[past]
-    order = np.argsort(s, kind="stable")  # arrival order kept among equal slots: last wins
-    s, v, j = s[order], v[order], j[order]
-    last = np.r_[s[1:] != s[:-1], True]
-    s, v, j = s[last], v[last], j[last]
-    if len(data) > 0 and not np.isnan(data[-1]):
-        s, v, j = np.r_[end - 1, s], np.r_[float(data[-1]), v], np.r_[False, j]
-    k = np.flatnonzero(j[1:] & (np.diff(s) > 1))
-    a = np.maximum(s[k] + 1, lo)
-    b = np.minimum(s[k + 1], hi)
+    """The straight-line fill a commit will write for buffered points (arrival order), within
+    [lo, hi): join_lines, as _write_past_end draws it, so a read sees the line before the
+    commit. Cut around the buffered points' own slots (a late point inside a line), so a
+    line never shares a slot with a point."""
+    end_value = float(data[-1]) if len(data) > 0 else None
+    lines = join_lines(slots, values, join, first + len(data) - 1, end_value)
+    a, b = np.maximum(lines.a, lo), np.minimum(lines.b, hi)
     keep = a < b
-    k = k[keep]
-    return _Lines(a[keep], b[keep], s[k], v[k].astype(np.float64), s[k + 1],
-                  v[k + 1].astype(np.float64))  # fmt: skip
+    pieces = _Lines(a[keep], b[keep], lines.s0[keep], lines.v0[keep], lines.s1[keep],
+                    lines.v1[keep])  # fmt: skip
+    return pieces.without(np.unique(slots))
 
 
 def _merge_buffered(

@@ -133,6 +133,9 @@ class Report:
     inputs_adopted: int = 0  # posted here before the import (auto-created), given emoncms's list
     inputs_kept: int = 0
     nodes_created: int = 0
+    # "node 10 -> 'emontx' (radio id 10)": an emoncms node whose inputs went into a node this
+    # site already had, by radio id or by name; no new node was made for it
+    nodes_merged: list[str] = field(default_factory=list)
     inputs_continued: int = 0  # given emoncms's last reading (continuity.py)
     new_nodes: list[Node] = field(default_factory=list)  # created by this run
     problems: list[str] = field(default_factory=list)
@@ -144,7 +147,8 @@ class Report:
             f"feeds: {self.feeds_imported} imported, {self.feeds_kept} already here; "
             f"inputs: {self.inputs_created} created, {self.inputs_adopted} adopted, "
             f"{self.inputs_kept} already here; "
-            f"nodes: {self.nodes_created} created; not brought over: {len(self.problems)}; "
+            f"nodes: {self.nodes_created} created, {len(self.nodes_merged)} merged into "
+            f"existing nodes; not brought over: {len(self.problems)}; "
             f"feeds renamed: {len(self.feeds_renamed)}; inputs carrying on from emoncms's last "
             f"reading: {self.inputs_continued}"
         )
@@ -502,6 +506,23 @@ def from_http(
 # --- bringing it in ------------------------------------------------------------------------------
 
 
+def other_sites_of_source(source: str, site: Site | None) -> list[str]:
+    """The sites (names) other than `site` whose inputs an import under `source` made. A
+    second building's backup imported under the first's source name would find every emoncms
+    id "already here" (EmoncmsOrigin is keyed by source and id, feeds and input ids are the
+    same numbers in both emonPis) and bring nothing; the caller refuses it, naming them."""
+    made = EmoncmsOrigin.objects.filter(
+        source=source, kind=EmoncmsOrigin.Kind.INPUT, sensor__isnull=False
+    )
+    made = (
+        made.exclude(sensor__node__site=site)
+        if site is not None
+        else made.exclude(sensor__node__site__isnull=True)
+    )
+    names = made.values_list("sensor__node__site__name", flat=True).distinct()
+    return sorted(name or "(no site)" for name in names)
+
+
 def import_site(
     emon: EmonSite, *, site: Site | None, source: str, feed_dir: FeedDir, buffer
 ) -> Report:
@@ -684,7 +705,7 @@ def _radio_id(name: str) -> int | None:
     return int(name) if name.isascii() and name.isdigit() and int(name) <= 255 else None
 
 
-def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
+def _node_for(nodeid: str, site: Site | None, source: str, report: Report) -> Node | None:
     """This site's node for an emoncms node id: names and radio ids are per site, so another
     site's node of the same name is never touched (it is another building's)."""
     name = emoncms_name(nodeid).strip()
@@ -698,14 +719,20 @@ def _node_for(nodeid: str, site: Site | None, report: Report) -> Node | None:
         if radio is not None and node.node_id is None and not here.filter(node_id=radio).exists():
             node.node_id = radio  # posts by radio id (sendnames = 0) find it from now on
             node.save(update_fields=["node_id"])
+        made_by_this_source = EmoncmsOrigin.objects.filter(source=source, sensor__node=node)
+        if not made_by_this_source.exists():  # not this import run again: say where it went
+            report.nodes_merged.append(
+                f"node {name} -> the existing node '{node.name}' (same name), no new node made"
+            )
         return node
     if radio is not None:
         holder = here.filter(node_id=radio).first()
         if holder is not None:
-            # The device posting as radio id `name` is already here under another name.
-            report.problems.append(
-                f"node {name}: radio id {radio} is node '{holder.name}' here; its inputs are "
-                f"imported into '{holder.name}'"
+            # The device posting as radio id `name` is already here under another name: one
+            # device, so one node (a second one could not take the radio id anyway).
+            report.nodes_merged.append(
+                f"node {name} -> the existing node '{holder.name}' (radio id {radio}): its "
+                f"inputs are imported into '{holder.name}', no node '{name}' was made"
             )
             return holder
     # No key of its own: a gateway key of the site posts for it, as for a node a gateway
@@ -730,7 +757,7 @@ def _import_inputs(
             report.problems.append(f"input {inp.id} {inp.name[:40]!r}: not a usable input name")
             continue
         if inp.nodeid not in nodes:
-            nodes[inp.nodeid] = _node_for(inp.nodeid, site, report)
+            nodes[inp.nodeid] = _node_for(inp.nodeid, site, source, report)
         node = nodes[inp.nodeid]
         if node is None:
             continue

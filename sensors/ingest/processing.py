@@ -335,13 +335,21 @@ def _record_late(node_id: int, run) -> None:
             None,
             f"input {late.input_key.partition(':')[2]}",
             f"reading at {late.t} is before the last one {late.process} processed "
-            f"({late.last_t}): not counted by it, the later steps ran",
+            f"({late.last_t}): {_late_outcome(late)}, the later steps ran",
         )
         for late in run.late
     ]
     input_errors.record(
         input_errors.node_subject(node_id), f"Node '{name}'", skipped, count=run.replayed
     )
+
+
+def _late_outcome(late) -> str:
+    if late.moved_back:
+        # emoncms's rule: the next reading counts from this one, so an interval a future-dated
+        # reading already covered is counted again. Staff should know the sender's clock jumped.
+        return "its clock moved back to it, as emoncms's does (the time up to the later one may count twice)"
+    return "not counted by it"
 
 
 def _late_count(key: str, t: int, last_t: int) -> Skipped:

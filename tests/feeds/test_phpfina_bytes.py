@@ -71,6 +71,49 @@ def test_a_block_keeps_the_last_arrival_for_a_slot_and_sorts_slots(tmp_path):
     assert dat_bytes(tmp_path) == TWO + NAN + THREE
 
 
+def test_a_future_join_point_then_late_ones_write_what_emoncms_writes_post_by_post(tmp_path):
+    """emoncms's PHPFina writes each post as it comes: the future point (slot 4) draws its line
+    from the file's last slot (1.0 at slot 0), and the late points after it are inside the
+    file by then, so they overwrite their slots and draw nothing. Slot 3 stays on the line
+    1 -> 5 (4.0); drawn over the block in slot order it was on 4 -> 5 (4.5)."""
+    phpfina.write(tmp_path, 1, 10, 1_000_000, 1.0, now=NOW)
+    phpfina.write_points(
+        tmp_path, 1, 10, [1_000_040, 1_000_010, 1_000_020], [5.0, 4.0, 4.0], [True] * 3, now=NOW
+    )
+    assert dat_bytes(tmp_path) == ONE + FOUR + FOUR + FOUR + FIVE
+
+
+def test_a_join_line_starts_from_the_last_slot_as_rewritten_before_the_point_came(tmp_path):
+    """A point that rewrites the file's last slot before a join point arrives moves the line's
+    start, as emoncms reads the last slot when the join point is written."""
+    phpfina.write(tmp_path, 1, 10, 1_000_000, 1.0, now=NOW)
+    phpfina.write_points(
+        tmp_path, 1, 10, [1_000_000, 1_000_030], [3.0, 4.0], [False, True], now=NOW
+    )
+    assert dat_bytes(tmp_path) == THREE + bytes(np.array([10 / 3, 11 / 3], "<f4")) + FOUR
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_block_writes_the_file_its_points_write_one_at_a_time(tmp_path, seed):
+    """However the points are grouped into commits, the file is the same (and so the same as
+    emoncms's, which writes one post at a time): points in any order, joined or not."""
+    rng = np.random.default_rng(seed)
+    count = 40
+    t = 1_000_000 + 10 * rng.integers(0, 60, count) + rng.integers(0, 10, count)
+    t[0] = 1_000_000  # the first point fixes start_time both ways (no prepend here)
+    v = rng.normal(10, 5, count).astype("<f4").astype(float)
+    j = rng.random(count) < 0.6
+    one, block = tmp_path / "one", tmp_path / "block"
+    one.mkdir()
+    block.mkdir()
+    for ti, vi, ji in zip(t.tolist(), v.tolist(), j.tolist(), strict=True):
+        phpfina.write_points(one, 1, 10, [ti], [vi], [ji], now=NOW)
+    phpfina.write_points(block, 1, 10, t, v, j, now=NOW)
+    assert meta_bytes(block) == meta_bytes(one)
+    assert dat_bytes(block) == dat_bytes(one)
+    assert j.any() and (np.diff(t) < 0).any()  # the draw has joins and late points
+
+
 def test_the_meta_is_not_rewritten_after_the_first_write(tmp_path):
     phpfina.write(tmp_path, 1, 10, 1_000_000, 1.0, now=NOW)
     before = (tmp_path / "1.meta").stat().st_mtime_ns, (tmp_path / "1.meta").stat().st_ino

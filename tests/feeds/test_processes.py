@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from feeds.processes import steps as ps
 from feeds.processes.run import ProcessRunner, validate_steps
 
 LONDON = ZoneInfo("Europe/London")
@@ -114,26 +116,117 @@ def test_daily_max_and_min(runner):
     assert {t for _f, t, _v in out[:4]} == {midnight(2024, 1, 5)}
 
 
-def test_a_replayed_batch_counts_nothing_twice(runner):
+def test_a_batch_sent_again_is_not_counted_twice(runner):
+    """A gateway that got no `ok` sends the same rows again, as a new request (so the stream
+    entry's mark does not catch it). power_to_kwh remembers the times it counted and passes
+    them by (emoncms would move its clock back and count the batch again); wh_accumulator
+    never uses an older count."""
     steps = [
         {"process": "log_to_feed", "feed": 1},
         {"process": "power_to_kwh", "feed": 2},
         {"process": "wh_accumulator", "feed": 3},
     ]
-    batch = [("k", steps, 100 + 10 * i, 360.0 * i) for i in range(1, 6)]
+    batch = [("k", steps, 100 + 10 * i, 36.0 * i) for i in range(1, 6)]
     runner.run(batch)
-    after_first = runner.buffer.last_values([1, 2, 3])
-    report = runner.run(batch)  # the same readings again, without a mark
-    # Each is at or before the steps' last reading: no time elapsed, nothing added (emoncms);
-    # the last one is at that very second, so nothing of it is lost either.
-    assert report.replayed == 4
+    first = runner.buffer.last_values([2, 3])
+    report = runner.run(batch)
+    assert report.duplicates == 5
+    assert [f for f, *_ in report.logged] == [1] * 5  # only the stateless log, again
+    assert runner.buffer.last_values([2, 3]) == first and first[3][1] == 144.0
     assert [(x.process, x.t) for x in report.late] == [
-        (process, 100 + 10 * i)
-        for i in (1, 2, 3, 4)
-        for process in ("power_to_kwh", "wh_accumulator")
+        ("wh_accumulator", 100 + 10 * i) for i in range(1, 5)
     ]
-    assert report.logged == [(1, 100 + 10 * i, 360.0 * i, False) for i in range(1, 6)]
-    assert runner.buffer.last_values([1, 2, 3]) == after_first
+
+
+def test_a_resent_batch_is_recognised_up_to_seen_rows(runner):
+    """The memory is bounded (steps.SEEN times per step): a resend of SEEN rows is passed by
+    whole; of one more, its oldest row is no longer known and is a late reading (emoncms's
+    rule: the clock moves back to it)."""
+    steps = [{"process": "power_to_kwh", "feed": 2}]
+    rows = [("k", steps, 1000 + 10 * i, 3600.0) for i in range(ps.SEEN + 1)]
+    runner.run(rows)
+    total = runner.buffer.last_values([2])[2]
+    at_bound = runner.run(rows[1:])
+    assert at_bound.duplicates == ps.SEEN and at_bound.late == [] and at_bound.logged == []
+    assert runner.buffer.last_values([2])[2] == total
+    over = runner.run(rows)
+    assert over.duplicates == ps.SEEN
+    assert [(x.t, x.moved_back) for x in over.late] == [(1000, True)]
+    state = json.loads(runner.redis.hget(runner.state_key("k"), "0:power_to_kwh:2"))
+    assert state["t"] == 1000 and len(state["seen"]) == ps.SEEN
+
+
+def pending(runner, feed: int) -> list[tuple[int, float]]:
+    """A feed's buffered points in the order they were written."""
+    records = runner.buffer.pending(feed)
+    return list(zip(records["t"].tolist(), records["v"].tolist(), strict=True))
+
+
+def emoncms_power_to_kwh(readings: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """emoncms's power_to_kwh (process_processlist.php) onto an empty feed: the elapsed time
+    since the feed's last time counts when 0 < elapsed < 7200, the total is posted at the
+    reading's time and the feed's time becomes the reading's (feed->post, set_timevalue)."""
+    last_t, kwh, out = None, 0.0, []
+    for t, watts in readings:
+        elapsed = t - (t if last_t is None else last_t)
+        if 0 < elapsed < 7200:
+            kwh += elapsed * watts / 3_600_000.0
+        out.append((t, kwh))
+        last_t = t
+    return out
+
+
+def test_a_future_reading_then_real_ones_keep_the_kwh_counting_as_emoncms(runner):
+    """A bulk row six minutes ahead, then the real readings: the kWh counts on at once, point
+    for point as emoncms's power_to_kwh (it used to stay still until the clock passed the
+    future row, up to BMS_INGEST_MAX_FUTURE_S). The steps after it see every reading."""
+    steps = [
+        {"process": "power_to_kwh", "feed": 2},
+        {"process": "log_to_feed", "feed": 3},
+    ]
+    t0 = 1_700_000_000
+    readings = [(t0, 3600.0), (t0 + 10, 3600.0), (t0 + 10 + 360, 1800.0)]
+    readings += [(t0 + 20 + 10 * i, 3600.0) for i in range(10)]
+    for i, (t, watts) in enumerate(readings):  # one stream entry per request, as ingest's
+        runner.run([("k", steps, t, watts)], mark=("test:done", f"{t0 * 1000 + i}-0"))
+    kwh = pending(runner, 2)
+    assert kwh == [(t, pytest.approx(v, rel=1e-6)) for t, v in emoncms_power_to_kwh(readings)]
+    assert kwh[-1] == (t0 + 110, pytest.approx(0.01 + 0.18 + 0.09))  # 9 more 10 s at 3.6 kW
+    assert [t for t, _v in pending(runner, 3)] == [t for t, _w in readings]
+
+
+def test_an_earlier_days_figure_is_not_rewritten_by_a_late_reading(runner):
+    """emoncms's power_to_kwhd given a reading of the day before its last would write 0 over
+    that day's figure (elapsed < 0 in "a new day"); here it is not counted and the day kept."""
+    steps = [{"process": "power_to_kwhd", "feed": 6}]
+    before_midnight = midnight(2024, 1, 6) - 30
+    items = [
+        ("k", steps, before_midnight - 20, 3600.0),
+        ("k", steps, before_midnight - 10, 3600.0),  # day 5: 0.01 kWh
+        ("k", steps, midnight(2024, 1, 6) + 300, 3600.0),  # ahead, into day 6
+    ]
+    for i, item in enumerate(items):
+        runner.run([item], mark=("test:day", f"{i + 1}-0"))
+    report = runner.run([("k", steps, before_midnight, 3600.0)], mark=("test:day", "9-0"))
+    assert report.logged == []
+    assert [(x.t, x.moved_back) for x in report.late] == [(before_midnight, False)]
+    same_day = runner.run(
+        [("k", steps, midnight(2024, 1, 6) + 100, 3600.0)], mark=("test:day", "10-0")
+    )
+    [(_f, t, v, _j)] = same_day.logged  # within day 6: the clock moves back, nothing added
+    # 340 s at 3.6 kW: the future reading put the interval across midnight in day 6 (emoncms)
+    assert t == midnight(2024, 1, 6) and v == pytest.approx(0.34)
+
+
+def test_input_ontime_falls_back_by_what_a_future_reading_added(runner):
+    """emoncms adds the (negative) elapsed time of a late reading: the on-time loses what the
+    future one counted ahead and the readings after count it for real."""
+    steps = [{"process": "input_ontime", "feed": 7}]
+    day = midnight(2024, 1, 5) + 3600
+    times = [day, day + 10, day + 370, day + 20, day + 30]
+    for i, t in enumerate(times):
+        runner.run([("k", steps, t, 1.0)], mark=("test:on", f"{i + 1}-0"))
+    assert [v for _t, v in pending(runner, 7)][-4:] == [10.0, 370.0, 20.0, 30.0]
 
 
 def test_a_batch_whose_mark_is_there_is_not_run_again(runner):

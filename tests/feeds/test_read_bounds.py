@@ -68,7 +68,12 @@ READS = [
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("chunk", [None, 7])
-def test_buffered_points_read_as_the_commit_will_write_them(tmp_path, monkeypatch, seed, chunk):
+@pytest.mark.parametrize("arrival", ["in time order", "shuffled"])
+def test_buffered_points_read_as_the_commit_will_write_them(
+    tmp_path, monkeypatch, seed, chunk, arrival
+):
+    """Shuffled: points past the end arrive out of order (a future-dated one, then late ones),
+    so join lines are drawn as they arrive and late points land inside them."""
     # chunk 7: every window longer than 7 slots goes through the chunk-by-chunk reduction.
     if chunk is not None:
         monkeypatch.setattr(phpfina, "READ_CHUNK_SLOTS", chunk)
@@ -87,6 +92,8 @@ def test_buffered_points_read_as_the_commit_will_write_them(tmp_path, monkeypatc
         start - 10 * rng.integers(1, 50, 3),
         start + 15_000 + 10 * np.sort(rng.integers(0, 400, k // 2)),
     ])  # fmt: skip
+    if arrival == "shuffled":
+        t = rng.permutation(t)
     v = rng.normal(50, 5, len(t)).astype("<f4").astype(float)  # as the buffer stores them
     j = rng.random(len(t)) < 0.5
     overlay = (t, v, j)

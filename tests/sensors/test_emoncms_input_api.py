@@ -128,15 +128,39 @@ def test_getinputs_is_ids_and_process_lists_by_node(viewer, plant):
     assert body["emontx"]["temp"] == {"id": str(plant["temp"].pk), "processList": ""}
 
 
-def test_nodes_of_two_sites_with_one_name_are_both_listed(viewer, plant, monkeypatch):
-    """Node names are becoming unique per site: emoncms keys inputs by node name, so two
-    sites' nodes of one name are told apart by their site's slug rather than one hiding the
-    other (the model still forbids it today, so the labels are checked directly)."""
-    a = Node(name="emontx", site=plant["home"])
-    b = Node(name="emontx", site=plant["school"])
-    a.pk, b.pk = 1, 2
-    assert emoncms_inputs.node_labels([a, b]) == {1: "home/emontx", 2: "school/emontx"}
-    assert emoncms_inputs.node_labels([a]) == {1: "emontx"}
+def test_nodes_of_two_sites_with_one_name_are_both_listed(viewer, engineer, plant, redis_client):
+    """Node names are unique per site (sensors/0011): two sites may each have an "emontx".
+    emoncms keys inputs by node name under one user; a staff key here reads every site, so
+    the listing tells the two apart by site slug, `site=` answers with that site's node only,
+    and a bare `/input/get/emontx` says which sites have one (400 naming `site`) rather than
+    answering with either."""
+    school = Node(name="emontx", site=plant["school"])
+    school.set_new_key()
+    school.save()
+    Sensor.objects.create(node=school, key="power1")
+    redis_client.hset(node_state.last_key(school.pk), mapping={"power1": f"{T + 9} 42.0"})
+    for client in (keyed(viewer), keyed(engineer)):  # two keys, two users
+        listed = {(r["nodeid"], r["name"]) for r in get(client, "/input/list.json").json()}
+        assert {("home/emontx", "power1"), ("school/emontx", "power1")} <= listed
+        assert ("emontx", "power1") not in listed
+        everything = get(client, "/input/get").json()
+        assert everything["school/emontx"]["power1"]["value"] == 42.0
+        assert everything["home/emontx"]["power1"]["value"] == 1520.5
+        for site, value in (("home", 1520.5), ("school", 42.0)):
+            one = get(client, "/input/get/emontx/power1", site=site).json()
+            assert one["value"] == value, site
+            assert get(client, "/input/get/emontx", site=site).json()["power1"]["value"] == value
+            rows = get(client, "/input/list.json", site=site).json()
+            power = [r["value"] for r in rows if (r["nodeid"], r["name"]) == ("emontx", "power1")]
+            assert power == [value], site
+            assert {r["nodeid"] for r in rows} == {"emontx"} | (
+                {"boiler"} if site == "school" else set()
+            )
+        for path in ("/input/get/emontx", "/input/get/emontx/power1"):
+            answer = get(client, path)
+            refused(answer, 400, "node 'emontx' is in 2 sites (home, school)")
+            assert answer.json()["fields"] == {"site": [answer.json()["message"]]}
+        assert get(client, "/input/get/boiler").json()["flow"]["value"] == 21.25  # one site's
 
 
 # --- key rules: input_controller.php: read block, then `$session["write"]` block --------------

@@ -135,7 +135,8 @@ def energy_node():
 
 def test_a_future_dated_row_does_not_freeze_the_steps_after_power_to_kwh(db, redis_client, client):
     """One bulk row 6 minutes ahead used to stop every feed after power_to_kwh for 6 minutes,
-    silently. Now each later reading reaches them, and staff see what was not counted."""
+    silently, and then the kWh for as long. Now each later reading reaches them and the kWh
+    keeps counting as emoncms's does; staff see that the sender's clock jumped back."""
     node, key, feeds = energy_node()
     t = int(time.time()) - 600
     watts = {"power1": 3600}
@@ -151,17 +152,46 @@ def test_a_future_dated_row_does_not_freeze_the_steps_after_power_to_kwh(db, red
     for name in ("power", "after", "scaled"):
         assert [p[0] for p in points(feeds[name])] == sorted([*normal, t + 380]), name
     assert points(feeds["scaled"])[-1] == (t + 380, 7200.0)
-    # power_to_kwh counted t..t+10 and t+10..t+380 (as emoncms); the readings between were
-    # not after its last one: they add nothing, and are not counted twice later.
-    kwh = points(feeds["kwh"])
-    assert [p[0] for p in kwh] == [t, t + 10, t + 380]
-    assert kwh[-1][1] == pytest.approx(0.38)
+    # power_to_kwh counted t..t+10 and t+10..t+380, as emoncms's does. The next reading (t+20)
+    # is before that: nothing added, its total written at t+20 and the clock moved back to it,
+    # so the readings after it keep counting, 10 s at 3600 W each: 0.01 kWh (emoncms's
+    # feed->post sets the feed's time to the reading's, and its power_to_kwh counts from it).
+    kwh = dict(points(feeds["kwh"]))
+    assert sorted(kwh) == sorted([*normal, t + 380])
+    assert kwh[t + 10] == pytest.approx(0.01)
+    assert kwh[t + 380] == pytest.approx(0.38)
+    assert kwh[t + 20] == pytest.approx(0.38)
+    assert [kwh[row[0]] for row in later[1:]] == [
+        pytest.approx(0.38 + 0.01 * i) for i in range(1, len(later))
+    ]
     record = input_errors.summary(input_errors.node_subject(node.pk))
-    assert int(record["count"]) == 5
+    assert int(record["count"]) == 1  # only the reading that moved the clock back
     assert (
-        f"input power1: reading at {t + 60} is before the last one power_to_kwh processed "
-        f"({t + 380})" in record["last"]
+        f"input power1: reading at {t + 20} is before the last one power_to_kwh processed "
+        f"({t + 380}): its clock moved back to it" in record["last"]
     )
+
+
+def test_a_batch_the_hub_sends_again_is_not_counted_twice(db, redis_client, client):
+    """emonhub that got no `ok` (its answer lost) sends the same rows again, in a new request:
+    a new stream entry, so the entry mark does not catch it. Since power_to_kwh moves its
+    clock back to a late reading (as emoncms's), the resent rows would be counted a second
+    time (emoncms's would); the step remembers the times it counted and passes them by."""
+    node, key, feeds = energy_node()
+    t = int(time.time()) - 600
+    first = [[t + 10 * i, node.node_id, {"power1": 3600}] for i in range(5)]
+    bulk(client, key, first)
+    drain(node)
+    bulk(client, key, [[t + 50, node.node_id, {"power1": 3600}]])
+    drain(node)
+    bulk(client, key, first)  # the same rows again
+    drain(node)
+    bulk(client, key, [[t + 60, node.node_id, {"power1": 3600}]])
+    drain(node)
+    kwh = dict(points(feeds["kwh"]))
+    assert kwh[t + 60] == pytest.approx(0.06)  # 60 s at 3.6 kW, counted once
+    assert max(kwh.values()) == pytest.approx(0.06)
+    assert input_errors.summary(input_errors.node_subject(node.pk)) == {}
 
 
 def test_a_redelivered_entry_is_not_counted_twice(db, redis_client):

@@ -206,3 +206,31 @@ def test_an_xml_dump_is_refused_with_the_reason(database, tmp_path, feed_dir):
     with pytest.raises(CommandError, match=r"an XML dump \(mysqldump --xml\)"):
         run(archive_of(sql, tmp_path / "emoncms", tmp_path / "backup.tar.gz"))
     assert not Sensor.objects.exists()
+
+
+@pytest.mark.django_db
+def test_node_10_merging_into_the_sites_radio_id_10_is_reported_as_a_merge(
+    database, tmp_path, feed_dir, redis_client
+):
+    """The dump's node `10` is radio id 10; the site already has `emontx` on radio id 10 (emonhub
+    posted here first). Its inputs go into `emontx` and the report says so plainly, naming it,
+    instead of a "not brought over" line beside "nodes: N created" that read as a new node."""
+    from sensors.models import Node
+
+    home = Site.objects.create(name="Home", slug="home")
+    Node.objects.create(name="emontx", node_id=10, site=home, key_prefix="x", key_hash="y")
+    archive = archive_of(
+        dumped(database, "mysqldump", []), tmp_path / "emoncms", tmp_path / "b.tgz"
+    )
+    out = run(archive)
+    assert (
+        "  merged into an existing node: node 10 -> the existing node 'emontx' (radio id 10): its "
+        "inputs are imported into 'emontx', no node '10' was made"
+    ) in out, out
+    assert "nodes: 3 created, 1 merged into existing nodes;" in out, out
+    assert "not brought over: node 10" not in out, out
+    assert not Node.objects.filter(site=home, name="10").exists()
+    assert Sensor.objects.get(node__name="emontx", key="1").node.node_id == 10
+    again = run(archive)  # run again: the same merge, said the same way, nothing new
+    assert "nodes: 0 created, 1 merged into existing nodes;" in again, again
+    assert "merged into an existing node: node 10 -> the existing node 'emontx'" in again

@@ -97,3 +97,27 @@ def test_when_every_renamed_form_is_taken_the_feed_is_a_report_line(
     ), out
     assert "feeds: 2 imported" in out and "input 1 emontx1:power1: step 2 4:2" in out, out
     assert Feed.objects.filter(tag="emontx1", name__startswith="use_kwh").count() == 3
+
+
+def test_a_second_sites_backup_under_the_first_ones_source_name_is_refused_saying_why(
+    archive, feed_dir, site, redis_client
+):
+    """Feed and input ids repeat between emonPis, and a run is recognised by source name and
+    emoncms id: the barn's backup under the house's source name found every id "already here"
+    and imported nothing, reporting success. Now it is refused with the reason, nothing done."""
+    from django.core.management.base import CommandError
+
+    run(archive, "--site", site.slug)  # the default source name, "emoncms"
+    barn = Site.objects.create(name="Barn", slug="barn")
+    feeds, sensors = Feed.objects.count(), Sensor.objects.count()
+    with pytest.raises(CommandError) as refused:
+        run(archive, "--site", barn.slug)
+    assert str(refused.value) == (
+        f"source name 'emoncms' was imported into {site.name}; this import goes to Barn: give it "
+        "its own --source-name (one per emoncms), nothing was imported"
+    )
+    assert (Feed.objects.count(), Sensor.objects.count()) == (feeds, sensors)
+    # Run again into its own site, it is the same run as before: allowed, nothing doubles.
+    assert "feeds: 0 imported, 3 already here" in run(archive, "--site", site.slug)
+    out = run(archive, "--site", barn.slug, "--source-name", "barn")  # as the message says
+    assert "feeds: 3 imported" in out and "feeds renamed: 3" in out, out

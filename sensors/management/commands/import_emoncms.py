@@ -81,6 +81,15 @@ class Command(BaseCommand):
 
     def _site(self, opts: dict, *, archive: Path | None = None, url: str | None = None) -> None:
         site = self._pick_site(opts["site"])
+        taken = emoncms_site.other_sites_of_source(opts["source_name"], site)
+        if taken:
+            # Feed and input ids repeat between emonPis: under one source name the second
+            # would be "already here" and nothing of it imported.
+            raise CommandError(
+                f"source name '{opts['source_name']}' was imported into {', '.join(taken)}; "
+                f"this import goes to {site.name if site else 'no site'}: give it its own "
+                "--source-name (one per emoncms), nothing was imported"
+            )
         feed_dir = Path(settings.BMS_FEED_DIR)
         feed_dir.mkdir(parents=True, exist_ok=True)
         max_bytes = int(opts["max_gb"] * 1024**3)
@@ -109,6 +118,8 @@ class Command(BaseCommand):
         finally:
             emoncms_site.remove_staging(staging)
         self.stdout.write(report.summary())
+        for line in report.nodes_merged:
+            self.stdout.write(f"  merged into an existing node: {line}")
         for line in report.feeds_renamed:
             self.stdout.write(f"  renamed, the name was taken: {line}")
         for line in report.problems:
