@@ -182,7 +182,15 @@ def _pieces_left(lo, hi, a, b, size, owner):
     return owner[keep], plo[keep], phi[keep]
 
 
-_UPTO_15 = np.arange(15)  # a piece left over at a level holds at most 15 of its blocks
+def _runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The indices of runs [a, b) laid end to end (only what is asked, so a gather reads no
+    more), which runs are non-empty, and where each non-empty one starts (for reduceat)."""
+    lengths = np.maximum(b - a, 0)
+    has = lengths > 0
+    lengths = lengths[has]
+    starts = np.cumsum(lengths) - lengths
+    idx = np.arange(int(lengths.sum())) + np.repeat(a[has] - starts, lengths)
+    return has, idx, starts
 
 
 def add_sum_count(
@@ -218,19 +226,20 @@ def add_sum_count(
         if len(owner) == 0:
             return
         ja, jb = -(-plo // size), phi // size  # whole blocks [ja, jb): at most 15
-        j = ja[:, None] + _UPTO_15
-        inside = j < jb[:, None]
-        j = np.where(inside, j, 0)
-        np.add.at(sums, owner, np.where(inside, level_sums[j], 0.0).sum(axis=1))
-        np.add.at(counts, owner, np.where(inside, level_counts[j], 0).sum(axis=1))
+        has, idx, starts = _runs(ja, jb)
+        if len(idx):
+            np.add.at(sums, owner[has], np.add.reduceat(level_sums[idx], starts))
+            np.add.at(counts, owner[has], np.add.reduceat(level_counts[idx], starts))
         owner, plo, phi = _pieces_left(plo, phi, ja, jb, size, owner)
     if len(owner):  # under 16 slots each: from the file itself
-        i = plo[:, None] + _UPTO_15
-        inside = i < phi[:, None]
-        v = np.asarray(data)[np.where(inside, i, plo[:, None])]
-        ok = inside & ~np.isnan(v)
-        np.add.at(sums, owner, np.where(ok, v, np.float32(0)).sum(axis=1, dtype=np.float64))
-        np.add.at(counts, owner, ok.sum(axis=1))
+        has, idx, starts = _runs(plo, phi)
+        v = np.asarray(data)[idx].astype(np.float64)
+        nan = np.isnan(v)
+        v[nan] = 0.0
+        np.add.at(sums, owner[has], np.add.reduceat(v, starts))
+        np.add.at(
+            counts, owner[has], (phi - plo)[has] - np.add.reduceat(nan, starts, dtype=np.int64)
+        )
 
 
 # --- writing ---------------------------------------------------------------------------------
