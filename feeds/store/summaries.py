@@ -30,6 +30,7 @@ Like phpfina.py this module knows nothing of Django: callers pass the directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from dataclasses import dataclass
@@ -285,6 +286,9 @@ class Updater:
                 or (h.stamp != stamp)
             ):
                 h = Header(interval, start_time, 0, 0, stamp)  # start again from slot 0
+                for size in LEVELS:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.truncate(level_path(directory, feed_id, size), 0)
             if first_slot < h.done * SUPER_SLOTS:
                 h = Header(h.interval, h.start_time, h.done, 1, h.stamp)
             os.pwrite(fd, pack_header(h), 0)
@@ -341,6 +345,23 @@ class Updater:
         finally:
             for fd in fds:
                 os.close(fd)
+
+
+def matches_dat(directory: str | os.PathLike, feed_id: int) -> bool | None:
+    """Whether the feed's summary, if a read would use it, holds exactly the records its .dat
+    gives (None: a read would not use it). For tests and for checking a site by hand."""
+    meta_raw = (Path(directory) / f"{int(feed_id)}.meta").read_bytes()
+    interval, start_time = struct.unpack("<4I", meta_raw)[2:]
+    dat = Path(directory) / f"{int(feed_id)}.dat"
+    summary = open_valid(directory, feed_id, interval, start_time, os.stat(dat))
+    if summary is None:
+        return None
+    values = np.fromfile(dat, dtype=VALUE_DTYPE, count=summary.slots)
+    want = superblock_records(values)
+    return all(
+        np.array_equal(sums, level["sum"]) and np.array_equal(counts, level["count"])
+        for (sums, counts), level in zip(summary.levels, want, strict=True)
+    )
 
 
 def build(directory: str | os.PathLike, feed_id: int) -> int:
