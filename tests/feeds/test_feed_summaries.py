@@ -252,3 +252,25 @@ def test_the_raw_path_holds_a_chunk_not_the_range(tmp_path, monkeypatch):
     chunk = phpfina.READ_CHUNK_SLOTS
     buffers = phpfina.scratch.buffers(0)
     assert buffers.size <= 2 * (chunk + 1)
+
+
+@pytest.mark.django_db
+def test_the_command_builds_every_feeds_summary_and_names_a_missing_id(feed_dir, redis_client):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    from feeds.models import Feed
+
+    long_feed = Feed.objects.create(name="long", interval=10)
+    short_feed = Feed.objects.create(name="short", interval=10)
+    make_feed(feed_dir, gappy(np.random.default_rng(12), 5 * SUPER + 7), feed_id=long_feed.id)
+    make_feed(feed_dir, np.ones(100), feed_id=short_feed.id)
+    out = StringIO()
+    call_command("build_feed_summaries", stdout=out)
+    assert f"feed {long_feed.id}: 20,480 slots summarised" in out.getvalue()
+    assert "1 feed(s) summarised" in out.getvalue()
+    assert summaries.matches_dat(feed_dir, long_feed.id) is True
+    assert not summaries.summary_path(feed_dir, short_feed.id).exists()
+    with pytest.raises(CommandError, match="no feed with id 999999"):
+        call_command("build_feed_summaries", "999999", stdout=StringIO())
