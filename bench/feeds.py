@@ -31,6 +31,7 @@ import resource
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +128,7 @@ def bench_read(feed_dir: Path, repeat: int, years: tuple[int, ...] = (1, 10)) ->
                 t0 = time.perf_counter()
                 summaries.build(feed_dir, feed.id)
                 built = time.perf_counter() - t0
-                size = summaries.summary_path(feed_dir, feed.id).stat().st_size
+                size = sum(p.stat().st_size for p in summaries.paths(feed_dir, feed.id))
                 print(
                     f"      summary built in {built:.2f} s: {size / 1e6:.1f} MB beside a "
                     f"{dat.stat().st_size / 1e6:.1f} MB .dat ({size / dat.stat().st_size:.1%})"
@@ -140,6 +141,13 @@ def bench_read(feed_dir: Path, repeat: int, years: tuple[int, ...] = (1, 10)) ->
                 print(
                     f"      {label:22s} {name:52s} {med:7.2f} ms ({p95:.2f}), {faults:.0f} faults"
                 )
+            tracemalloc.start()  # what one read allocates beyond the thread's reused buffers
+            emoncms_engine()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            print(
+                f"      {label:22s} peak allocation of one emoncms-engine read: {peak / 1e6:.2f} MB"
+            )
 
 
 def bench_commit(redis_client, base: Path) -> None:

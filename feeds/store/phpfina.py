@@ -747,9 +747,11 @@ def _raw_sum_count(
         if not nonempty.any():
             continue
         idx = np.column_stack((a, b)).ravel()  # [a0, b0, a1, b1, ...]: every other is a window
-        # NaN count per window, in int32 (a reduceat that casts copies the whole chunk).
-        np.copyto(buf.index[: n + 1], marks)
-        nans = np.add.reduceat(buf.index[: n + 1], idx, dtype=np.int32)[::2]
+        if (j - i) * 256 < n:  # long windows: count each one's NaNs (fast on bools), no copy
+            nans = np.array([np.count_nonzero(marks[x:y]) for x, y in zip(a, b, strict=True)])
+        else:  # many short ones: one pass, in int32 (a reduceat that casts copies the chunk)
+            np.copyto(buf.index[: n + 1], marks)
+            nans = np.add.reduceat(buf.index[: n + 1], idx, dtype=np.int32)[::2]
         np.copyto(values, 0.0, where=marks)
         # One sum per window with reduceat: exact where differences of a running sum lose
         # digits; float64 as emoncms's PHP adds them.
