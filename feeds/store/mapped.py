@@ -16,27 +16,32 @@ from collections import OrderedDict
 
 import numpy as np
 
-MAX_MAPPINGS = 256  # files kept mapped per process (least recently read dropped first)
+# Files kept mapped per process, least recently read dropped first. Each mapping holds a file
+# descriptor (Python's mmap keeps one), so this also bounds the descriptors it holds.
+MAX_MAPPINGS = 128
 
 _lock = threading.Lock()
 _maps: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _key_of: dict[str, tuple] = {}  # path -> its current key, so an old version is dropped at once
 
 
-def file_array(path: str | os.PathLike, dtype: np.dtype, st: os.stat_result) -> np.ndarray:
-    """The file as a read-only array of `dtype`, `st` (an os.stat of it) deciding its length;
-    the cached mapping when the file has not changed since it was mapped."""
+def file_array(path: str | os.PathLike, dtype: np.dtype) -> tuple[np.ndarray, os.stat_result]:
+    """The file as a read-only array of `dtype` and the stat it was mapped at (opened first,
+    then stat'ed, so the two are the same file even if it is replaced meanwhile); the cached
+    mapping when the file has not changed since. FileNotFoundError when it is not there."""
     name = os.fspath(path)
-    key = (name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, np.dtype(dtype).str)
-    with _lock:
-        hit = _maps.get(key)
-        if hit is not None:
-            _maps.move_to_end(key)
-            return hit
-    count = st.st_size // np.dtype(dtype).itemsize
-    if count == 0:
-        return np.empty(0, dtype=dtype)
-    array = np.memmap(name, dtype=dtype, mode="r", shape=(count,))
+    with open(name, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        key = (name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, np.dtype(dtype).str)
+        with _lock:
+            hit = _maps.get(key)
+            if hit is not None:
+                _maps.move_to_end(key)
+                return hit, st
+        count = st.st_size // np.dtype(dtype).itemsize
+        if count == 0:
+            return np.empty(0, dtype=dtype), st
+        array = np.memmap(fh, dtype=dtype, mode="r", shape=(count,))
     with _lock:
         old = _key_of.pop(name, None)
         if old is not None:
@@ -47,7 +52,7 @@ def file_array(path: str | os.PathLike, dtype: np.dtype, st: os.stat_result) -> 
             gone, _ = _maps.popitem(last=False)
             if _key_of.get(gone[0]) == gone:
                 del _key_of[gone[0]]
-    return array
+    return array, st
 
 
 def forget(path: str | os.PathLike) -> None:

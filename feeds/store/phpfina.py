@@ -606,14 +606,20 @@ def write(
 def open_data(directory: str | os.PathLike, feed_id: int) -> np.ndarray:
     """The whole .dat as a read-only float32 array (a memmap, kept mapped while the file is
     unchanged: feeds/store/mapped.py; empty array when no data)."""
-    path = dat_path(directory, feed_id)
+    return _map_dat(directory, feed_id)[0]
+
+
+def _map_dat(
+    directory: str | os.PathLike, feed_id: int
+) -> tuple[np.ndarray, os.stat_result | None]:
+    """The .dat mapped and the stat it was mapped at (None: no .dat)."""
     try:
-        st = os.stat(path)
+        data, st = mapped.file_array(dat_path(directory, feed_id), VALUE_DTYPE)
     except FileNotFoundError:
-        return np.empty(0, dtype=VALUE_DTYPE)
+        return np.empty(0, dtype=VALUE_DTYPE), None
     if st.st_size % VALUE_SIZE:
         raise CorruptFeed(f"{feed_id}.dat is {st.st_size} bytes, not a multiple of {VALUE_SIZE}")
-    return mapped.file_array(path, VALUE_DTYPE, st)
+    return data, st
 
 
 def open_feed(directory: str | os.PathLike, feed_id: int) -> tuple[Meta | None, np.ndarray]:
@@ -633,16 +639,9 @@ def _open_feed_summarised(
         meta = _current_meta(directory, feed_id)
         if meta is None:
             return None, np.empty(0, dtype=VALUE_DTYPE), None
-        path = dat_path(directory, feed_id)
-        try:  # stat under the lock: the inode mapped is the one stamped (a prepend renames)
-            st = os.stat(path)
-        except FileNotFoundError:
-            return meta, np.empty(0, dtype=VALUE_DTYPE), None
-        if st.st_size % VALUE_SIZE:
-            raise CorruptFeed(f"{feed_id}.dat is {st.st_size} bytes, not a multiple of 4")
-        data = mapped.file_array(path, VALUE_DTYPE, st)
+        data, st = _map_dat(directory, feed_id)  # the stat of the very file mapped
         summary = None
-        if len(data) >= summaries.SUPER_SLOTS:
+        if st is not None and len(data) >= summaries.SUPER_SLOTS:
             summary = summaries.open_valid(directory, feed_id, meta.interval, meta.start_time, st)
         return meta, data, summary
 

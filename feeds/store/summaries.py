@@ -158,14 +158,13 @@ def open_valid(
     levels = []
     for size in LEVELS:
         count = h.done * (SUPER_SLOTS // size)
-        path = level_path(directory, feed_id, size)
         try:
-            st = os.stat(path)
+            level, st = mapped.file_array(level_path(directory, feed_id, size), RECORD_DTYPE)
         except FileNotFoundError:
             return None
         if st.st_size < count * RECORD_SIZE:
             return None
-        level = mapped.file_array(path, RECORD_DTYPE, st)[:count].view(np.ndarray)
+        level = level[:count].view(np.ndarray)
         levels.append((level["sum"], level["count"]))  # gathers from a field are fast
     return Summary(tuple(levels))
 

@@ -6,6 +6,7 @@ a summary that is served wrong; and the raw path's memory does not follow the ra
 
 from __future__ import annotations
 
+import os
 import shutil
 import tracemalloc
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from feeds.emoncms import read as emoncms_read
-from feeds.store import phpfina, summaries
+from feeds.store import mapped, phpfina, summaries
 
 START = 1_600_000_000  # a multiple of 10
 SUPER = summaries.SUPER_SLOTS
@@ -274,3 +275,25 @@ def test_the_command_builds_every_feeds_summary_and_names_a_missing_id(feed_dir,
     assert not summaries.summary_path(feed_dir, short_feed.id).exists()
     with pytest.raises(CommandError, match="no feed with id 999999"):
         call_command("build_feed_summaries", "999999", stdout=StringIO())
+
+
+def test_a_kept_mapping_never_hides_a_replaced_or_rewritten_dat(tmp_path):
+    make_feed(tmp_path, np.ones(1000))
+    assert phpfina.read(tmp_path, 1, START, START, 10) == [[START * 1000, 1.0]]
+    replacement = tmp_path / "new.dat"
+    replacement.write_bytes(np.full(1000, 2.0, "<f4").tobytes())  # same size, a new inode
+    os.replace(replacement, tmp_path / "1.dat")
+    assert phpfina.read(tmp_path, 1, START, START, 10) == [[START * 1000, 2.0]]
+    phpfina.write_points(tmp_path, 1, 10, [START], [3.0], now=2e9, fsync=False)  # in place
+    assert phpfina.read(tmp_path, 1, START, START, 10) == [[START * 1000, 3.0]]
+
+
+def test_kept_mappings_and_their_descriptors_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(mapped, "MAX_MAPPINGS", 8)
+    for feed_id in range(1, 31):
+        make_feed(tmp_path, np.ones(10), feed_id=feed_id)
+    before = len(os.listdir("/proc/self/fd"))
+    for feed_id in range(1, 31):
+        assert phpfina.read(tmp_path, feed_id, START, START, 10) == [[START * 1000, 1.0]]
+    assert len(mapped._maps) <= 8
+    assert len(os.listdir("/proc/self/fd")) - before <= 8
