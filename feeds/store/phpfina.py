@@ -488,7 +488,7 @@ def write_points(
     # superblock has none. After a prepend it no longer matches (new inode): begin resets it.
     summary = None
     if max(n, int(slots[-1]) + 1) >= summaries.SUPER_SLOTS:
-        summary = summaries.Updater.begin(
+        summary = summaries.Updater.begin_or_drop(
             directory, feed_id, meta.interval, meta.start_time, int(slots[0])
         )
     fd = os.open(dat_path(directory, feed_id), os.O_RDWR | os.O_CREAT, 0o644)
@@ -502,7 +502,7 @@ def write_points(
             os.fsync(fd)
         if summary is not None:
             summary, updating = None, summary
-            updating.finish(fd, slots)
+            updating.finish_or_leave(fd, slots)
     finally:
         if summary is not None:  # the write failed: a dirty summary is rebuilt, not trusted
             summary.abandon()

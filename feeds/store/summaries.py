@@ -31,6 +31,7 @@ Like phpfina.py this module knows nothing of Django: callers pass the directory.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import struct
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from feeds.store import mapped
+
+log = logging.getLogger(__name__)
 
 MAGIC = b"BMSSUM1\0"
 HEADER_FORMAT = "<8s4I2Q2q8x"
@@ -295,6 +298,34 @@ class Updater:
             os.close(fd)
             raise
         return cls(directory, feed_id, fd, h)
+
+    @classmethod
+    def begin_or_drop(
+        cls,
+        directory: str | os.PathLike,
+        feed_id: int,
+        interval: int,
+        start_time: int,
+        first_slot: int,
+    ) -> Updater | None:
+        """`begin`, but a summary is a cache: if it cannot be marked (a full disk, a bad
+        file), it is removed so it cannot be trusted, and the write goes on without it."""
+        try:
+            return cls.begin(directory, feed_id, interval, start_time, first_slot)
+        except OSError as exc:
+            log.warning("feed %s: summary dropped, the write goes on without it: %s", feed_id, exc)
+            with contextlib.suppress(OSError):  # unlinking works on a full disk
+                remove(directory, feed_id)
+            return None
+
+    def finish_or_leave(self, dat_fd: int, slots: np.ndarray) -> None:
+        """`finish`, but a failure leaves the summary as it is: dirty, or stamped for the .dat
+        as it was before this write, so reads ignore it and the next write rebuilds it; the
+        write itself has succeeded and is not failed for its cache."""
+        try:
+            self.finish(dat_fd, slots)
+        except OSError as exc:
+            log.warning("feed %s: summary left stale, to be rebuilt: %s", self.feed_id, exc)
 
     def finish(self, dat_fd: int, slots: np.ndarray, done: int | None = None) -> None:
         """After the write: `slots` written (sorted); `done`: superblocks known to be right

@@ -297,3 +297,25 @@ def test_kept_mappings_and_their_descriptors_are_bounded(tmp_path, monkeypatch):
         assert phpfina.read(tmp_path, feed_id, START, START, 10) == [[START * 1000, 1.0]]
     assert len(mapped._maps) <= 8
     assert len(os.listdir("/proc/self/fd")) - before <= 8
+
+
+def test_a_summary_that_cannot_be_updated_never_fails_the_write_nor_is_trusted(
+    tmp_path, monkeypatch
+):
+    make_feed(tmp_path, np.ones(4 * SUPER))
+    summaries.build(tmp_path, 1)
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(summaries.Updater, "_recompute", full_disk)
+    report = phpfina.write_points(tmp_path, 1, 10, [START + 10 * 5], [9.0], now=2e9, fsync=False)
+    assert report.written == 1 and phpfina.open_data(tmp_path, 1)[5] == 9.0
+    assert summaries.matches_dat(tmp_path, 1) is None  # dirty: reads use the .dat
+
+    monkeypatch.setattr(summaries.Updater, "begin", full_disk)
+    report = phpfina.write_points(tmp_path, 1, 10, [START + 10 * 6], [8.0], now=2e9, fsync=False)
+    assert report.written == 1 and phpfina.open_data(tmp_path, 1)[6] == 8.0
+    assert not any(p.exists() for p in summaries.paths(tmp_path, 1))  # dropped, not trusted
+    view = phpfina.open_view(tmp_path, 1)
+    assert phpfina.window_values(view, np.array([0, 16]), "average")[0] == pytest.approx(31 / 16)
