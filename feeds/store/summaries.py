@@ -185,6 +185,12 @@ def _pieces_left(lo, hi, a, b, size, owner):
     return owner[keep], plo[keep], phi[keep]
 
 
+def _add(sums, counts, owner, s, c) -> None:
+    """sums[owner] += s, counts[owner] += c, owners repeated (bincount: np.add.at is slower)."""
+    sums += np.bincount(owner, weights=s, minlength=len(sums))
+    counts += np.bincount(owner, weights=c, minlength=len(counts)).astype(np.int64)
+
+
 def _runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The indices of runs [a, b) laid end to end (only what is asked, so a gather reads no
     more), which runs are non-empty, and where each non-empty one starts (for reduceat)."""
@@ -231,18 +237,16 @@ def add_sum_count(
         ja, jb = -(-plo // size), phi // size  # whole blocks [ja, jb): at most 15
         has, idx, starts = _runs(ja, jb)
         if len(idx):
-            np.add.at(sums, owner[has], np.add.reduceat(level_sums[idx], starts))
-            np.add.at(counts, owner[has], np.add.reduceat(level_counts[idx], starts))
+            _add(sums, counts, owner[has], np.add.reduceat(level_sums[idx], starts),
+                 np.add.reduceat(level_counts[idx], starts))  # fmt: skip
         owner, plo, phi = _pieces_left(plo, phi, ja, jb, size, owner)
     if len(owner):  # under 16 slots each: from the file itself
         has, idx, starts = _runs(plo, phi)
         v = np.asarray(data)[idx].astype(np.float64)
         nan = np.isnan(v)
         v[nan] = 0.0
-        np.add.at(sums, owner[has], np.add.reduceat(v, starts))
-        np.add.at(
-            counts, owner[has], (phi - plo)[has] - np.add.reduceat(nan, starts, dtype=np.int64)
-        )
+        _add(sums, counts, owner[has], np.add.reduceat(v, starts),
+             (phi - plo)[has] - np.add.reduceat(nan, starts, dtype=np.int64))  # fmt: skip
 
 
 # --- writing ---------------------------------------------------------------------------------
