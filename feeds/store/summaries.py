@@ -280,7 +280,7 @@ class Updater:
     ) -> Updater:
         fd = os.open(summary_path(directory, feed_id), os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            h = unpack_header(os.pread(fd, HEADER_SIZE, 0))
+            h = before = unpack_header(os.pread(fd, HEADER_SIZE, 0))
             try:
                 stamp = dat_stamp(os.stat(Path(directory) / f"{int(feed_id)}.dat"))
             except FileNotFoundError:
@@ -297,7 +297,8 @@ class Updater:
                         os.truncate(level_path(directory, feed_id, size), 0)
             if first_slot < h.done * SUPER_SLOTS:
                 h = Header(h.interval, h.start_time, h.done, 1, h.stamp)
-            os.pwrite(fd, pack_header(h), 0)
+            if h != before:  # an append after the summarised slots changes nothing yet
+                os.pwrite(fd, pack_header(h), 0)
         except BaseException:
             os.close(fd)
             raise
@@ -339,9 +340,9 @@ class Updater:
             st = os.fstat(dat_fd)
             whole = st.st_size // VALUE_DTYPE.itemsize // SUPER_SLOTS
             done = min(h.done if done is None else done, whole)
-            touched = np.unique(slots[slots < done * SUPER_SLOTS] // SUPER_SLOTS)
-            for run in np.split(touched, np.flatnonzero(np.diff(touched) > 1) + 1):
-                if len(run):
+            if len(slots) and slots[0] < done * SUPER_SLOTS:  # (sorted) summarised slots written
+                touched = np.unique(slots[slots < done * SUPER_SLOTS] // SUPER_SLOTS)
+                for run in np.split(touched, np.flatnonzero(np.diff(touched) > 1) + 1):
                     self._recompute(dat_fd, int(run[0]), int(run[-1]) + 1)
             new = min(whole, done + CATCH_UP_SUPERBLOCKS)
             if new > done:
@@ -352,7 +353,7 @@ class Updater:
                         level_path(self.directory, self.feed_id, size),
                         new * (SUPER_SLOTS // size) * RECORD_SIZE,
                     )
-            h = Header(h.interval, h.start_time, new, 0, dat_stamp(os.fstat(dat_fd)))
+            h = Header(h.interval, h.start_time, new, 0, dat_stamp(st))  # nothing wrote since
             os.pwrite(self.fd, pack_header(h), 0)
         finally:
             os.close(self.fd)
