@@ -4,8 +4,8 @@
              1 % lost), in-process (the emoncms engine feeds/emoncms/read.py and the API engine
              feeds.store.phpfina.read) and through /feed/data.json (Django test client, anonymous,
              public feed, full middleware and DRF stack), without and with the feed's summary
-             (feeds/store/summaries.py), beside a one-pass numpy sum over the .dat measured in
-             the same run. Target: about 1 ms in-process, a few ms served, at any range.
+             (feeds/store/summaries.py), and served by gunicorn (one worker: its CPU and page
+             faults a read), beside a one-pass numpy sum over the .dat measured in the same run. Target: about 1 ms in-process, a few ms served, at any range.
   2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
              Target >= 1,000,000 values/s.
   2b. shards: the same commit split over 1, 2 and 4 shard writers (feeds/store/shards.py), each a
@@ -26,9 +26,12 @@ Scratch data dir, SQLite file and the Redis db given by --redis-db (flushed!).
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import resource
+import socket
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -88,7 +91,72 @@ def numpy_floor(path: Path) -> float:
     return float(np.memmap(path, dtype="<f4", mode="r").sum())
 
 
-def bench_read(feed_dir: Path, repeat: int, years: tuple[int, ...] = (1, 10)) -> None:
+class Gunicorn:
+    """The site under gunicorn as scripts/run-site.sh starts it, one worker (so its page faults
+    and CPU are one process's), on a free port; reads timed from a keep-alive client."""
+
+    def __init__(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        gunicorn = Path(sys.executable).parent / "gunicorn"
+        self.proc = subprocess.Popen(
+            [str(gunicorn), "-c", "python:bms.gunicorn_conf", "bms.wsgi:application",
+             "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4",
+             "--timeout", "60", "--log-level", "warning"],
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                self.conn.request("GET", "/healthz", headers={"Host": "localhost"})
+                self.conn.getresponse().read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("gunicorn did not start") from None
+                time.sleep(0.3)
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        self.worker = int(children.split()[0])
+
+    def worker_counters(self) -> tuple[int, float]:
+        """The worker's minor page faults and CPU seconds so far (/proc/<pid>/stat)."""
+        fields = Path(f"/proc/{self.worker}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[7]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def get(self, url: str) -> bytes:
+        self.conn.request("GET", url, headers={"Host": "localhost"})
+        response = self.conn.getresponse()
+        body = response.read()
+        assert response.status == 200, (response.status, body[:200])
+        return body
+
+    def time(self, url: str, repeat: int) -> tuple[float, float, float, float]:
+        """Median and p95 wall ms, the worker's CPU ms and minor faults a read (means)."""
+        self.conn.close()  # gunicorn closes a connection idle for 2 s: a fresh one
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        self.get(url)
+        faults0, cpu0 = self.worker_counters()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            self.get(url)
+            times.append((time.perf_counter() - t0) * 1000)
+        faults1, cpu1 = self.worker_counters()
+        times.sort()
+        return (statistics.median(times), times[int(len(times) * 0.95) - 1],
+                (cpu1 - cpu0) * 1000 / repeat, (faults1 - faults0) / repeat)  # fmt: skip
+
+    def stop(self) -> None:
+        self.conn.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def bench_read(
+    feed_dir: Path, repeat: int, server: Gunicorn, years: tuple[int, ...] = (1, 10)
+) -> None:
     from django.test import Client
 
     from feeds.emoncms import read as emoncms_read
@@ -145,6 +213,9 @@ def bench_read(feed_dir: Path, repeat: int, years: tuple[int, ...] = (1, 10)) ->
                 med, p95, cpu, faults = median_ms(fn, repeat)
                 print(f"      {label:22s} {name:52s} {med:7.2f} ms ({p95:.2f}), CPU {cpu:.2f} ms, "
                       f"{faults:.0f} faults")  # fmt: skip
+            med, p95, cpu, faults = server.time(url, repeat)
+            print(f"      {label:22s} {'served by gunicorn (1 worker; its CPU and faults)':52s} "
+                  f"{med:7.2f} ms ({p95:.2f}), CPU {cpu:.2f} ms, {faults:.0f} faults")  # fmt: skip
             tracemalloc.start()  # what one read allocates beyond the thread's reused buffers
             emoncms_engine()
             peak = tracemalloc.get_traced_memory()[1]
@@ -295,7 +366,11 @@ def main() -> None:
     print(f"data dir {base}; Redis db {args.redis_db}; numpy {np.__version__}")
     try:
         if args.only in (None, "read"):
-            bench_read(Path(settings.BMS_FEED_DIR), args.repeat, tuple(args.years))
+            server = Gunicorn()
+            try:
+                bench_read(Path(settings.BMS_FEED_DIR), args.repeat, server, tuple(args.years))
+            finally:
+                server.stop()
         if args.only in (None, "commit"):
             bench_commit(redis_client, base)
         if args.only in (None, "shards"):
