@@ -292,9 +292,11 @@ class Updater:
                 or (h.stamp != stamp)
             ):
                 h = Header(interval, start_time, 0, 0, stamp)  # start again from slot 0
+                # Unlinked, never truncated: a read in flight keeps its mapping of the old
+                # files (touching a truncated mapping is SIGBUS); _recompute makes new ones.
                 for size in LEVELS:
                     with contextlib.suppress(FileNotFoundError):
-                        os.truncate(level_path(directory, feed_id, size), 0)
+                        os.unlink(level_path(directory, feed_id, size))
             if first_slot < h.done * SUPER_SLOTS:
                 h = Header(h.interval, h.start_time, h.done, 1, h.stamp)
             if h != before:  # an append after the summarised slots changes nothing yet
@@ -347,12 +349,6 @@ class Updater:
             new = min(whole, done + CATCH_UP_SUPERBLOCKS)
             if new > done:
                 self._recompute(dat_fd, done, new)
-            if new < h.done:  # the .dat is shorter than the summary was: cut the levels
-                for size in LEVELS:
-                    os.truncate(
-                        level_path(self.directory, self.feed_id, size),
-                        new * (SUPER_SLOTS // size) * RECORD_SIZE,
-                    )
             h = Header(h.interval, h.start_time, new, 0, dat_stamp(st))  # nothing wrote since
             os.pwrite(self.fd, pack_header(h), 0)
         finally:

@@ -319,3 +319,17 @@ def test_a_summary_that_cannot_be_updated_never_fails_the_write_nor_is_trusted(
     assert not any(p.exists() for p in summaries.paths(tmp_path, 1))  # dropped, not trusted
     view = phpfina.open_view(tmp_path, 1)
     assert phpfina.window_values(view, np.array([0, 16]), "average")[0] == pytest.approx(31 / 16)
+
+
+def test_a_read_in_flight_keeps_its_summary_while_a_write_starts_it_again(tmp_path):
+    values = gappy(np.random.default_rng(13), 8 * SUPER)
+    make_feed(tmp_path, values)
+    summaries.build(tmp_path, 1)
+    view = phpfina.open_view(tmp_path, 1)  # a read has mapped the summary...
+    assert view.summary is not None
+    # ...when a prepend rebuilds the .dat and the write starts the summary again.
+    phpfina.write_points(tmp_path, 1, 10, [START - 10 * SUPER], [1.0], now=2e9, fsync=False)
+    assert phpfina.read_meta(tmp_path, 1).start_time == START - 10 * SUPER
+    bounds = np.array([0, 3 * SUPER + 5, 8 * SUPER])
+    # The read in flight finishes on what it mapped (no SIGBUS from a truncated file).
+    assert_same(phpfina.window_values(view, bounds, "average"), reference_means(values, bounds))
