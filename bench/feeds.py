@@ -1,8 +1,11 @@
 """Feed store benchmark. Prints its figures; see docs/BENCHMARKS.md "Feed store".
 
-  1. read:   1000 averaged points across one year of 10 s data (3,153,600 slots), in-process
-             (feeds.store.phpfina.read) and through /feed/data.json (Django test client, anonymous,
-             public feed, full middleware and DRF stack). Targets: median <= 5 ms / <= 25 ms.
+  1. read:   1000 averaged points across 1 and 10 years of 10 s data (3,153,600 slots a year,
+             1 % lost), in-process (the emoncms engine feeds/emoncms/read.py and the API engine
+             feeds.store.phpfina.read) and through /feed/data.json (Django test client, anonymous,
+             public feed, full middleware and DRF stack), without and with the feed's summary
+             (feeds/store/summaries.py), and served by gunicorn (one worker: its CPU and page
+             faults a read), beside a one-pass numpy sum over the .dat measured in the same run. Target: about 1 ms in-process, a few ms served, at any range.
   2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
              Target >= 1,000,000 values/s.
   2b. shards: the same commit split over 1, 2 and 4 shard writers (feeds/store/shards.py), each a
@@ -17,16 +20,21 @@
 
 Scratch data dir, SQLite file and the Redis db given by --redis-db (flushed!).
 
-    .venv/bin/python bench/feeds.py [--redis-db 11] [--repeat 200]
+    .venv/bin/python bench/feeds.py [--redis-db 11] [--repeat 50] [--years 1 10] [--only read]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
+import resource
+import socket
 import statistics
+import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +55,8 @@ def write_bytes() -> int:
     raise RuntimeError("no write_bytes in /proc/self/io")
 
 
-def year_of_data(gappy: bool) -> np.ndarray:
-    rng = np.random.default_rng(1)
+def year_of_data(gappy: bool, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
     t = np.arange(YEAR_SLOTS)
     data = (2000 + 1500 * np.sin(t * 2 * np.pi / 8640) + rng.normal(0, 50, YEAR_SLOTS)).astype(
         "<f4"
@@ -60,42 +68,161 @@ def year_of_data(gappy: bool) -> np.ndarray:
     return data
 
 
-def median_ms(fn, repeat: int) -> tuple[float, float]:
+def median_ms(fn, repeat: int) -> tuple[float, float, float, float]:
+    """Median and p95 wall milliseconds of `fn`, its median CPU milliseconds (what it costs
+    whatever else the machine runs: this machine is shared) and minor page faults of a call."""
     fn()  # warm the page cache and imports
-    times = []
+    times, cpu, faults = [], [], []
     for _ in range(repeat):
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     times.sort()
-    return statistics.median(times), times[int(len(times) * 0.95) - 1]
+    return (statistics.median(times), times[int(len(times) * 0.95) - 1],
+            statistics.median(cpu), statistics.median(faults))  # fmt: skip
 
 
-def bench_read(feed_dir: Path, repeat: int) -> None:
+def numpy_floor(path: Path) -> float:
+    """One numpy pass over the .dat as a read would open it: map the file, sum it."""
+    return float(np.memmap(path, dtype="<f4", mode="r").sum())
+
+
+class Gunicorn:
+    """The site under gunicorn as scripts/run-site.sh starts it, one worker (so its page faults
+    and CPU are one process's), on a free port; reads timed from a keep-alive client."""
+
+    def __init__(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        gunicorn = Path(sys.executable).parent / "gunicorn"
+        self.proc = subprocess.Popen(
+            [str(gunicorn), "-c", "python:bms.gunicorn_conf", "bms.wsgi:application",
+             "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4",
+             "--timeout", "60", "--log-level", "warning"],
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                self.conn.request("GET", "/healthz", headers={"Host": "localhost"})
+                self.conn.getresponse().read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("gunicorn did not start") from None
+                time.sleep(0.3)
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        self.worker = int(children.split()[0])
+
+    def worker_counters(self) -> tuple[int, float]:
+        """The worker's minor page faults and CPU seconds so far (/proc/<pid>/stat)."""
+        fields = Path(f"/proc/{self.worker}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[7]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def get(self, url: str) -> bytes:
+        self.conn.request("GET", url, headers={"Host": "localhost"})
+        response = self.conn.getresponse()
+        body = response.read()
+        assert response.status == 200, (response.status, body[:200])
+        return body
+
+    def time(self, url: str, repeat: int) -> tuple[float, float, float, float]:
+        """Median and p95 wall ms, the worker's CPU ms and minor faults a read (means)."""
+        self.conn.close()  # gunicorn closes a connection idle for 2 s: a fresh one
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        self.get(url)
+        faults0, cpu0 = self.worker_counters()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            self.get(url)
+            times.append((time.perf_counter() - t0) * 1000)
+        faults1, cpu1 = self.worker_counters()
+        times.sort()
+        return (statistics.median(times), times[int(len(times) * 0.95) - 1],
+                (cpu1 - cpu0) * 1000 / repeat, (faults1 - faults0) / repeat)  # fmt: skip
+
+    def stop(self) -> None:
+        self.conn.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def bench_read(
+    feed_dir: Path, repeat: int, server: Gunicorn, years: tuple[int, ...] = (1, 10)
+) -> None:
     from django.test import Client
 
+    from feeds.emoncms import read as emoncms_read
     from feeds.models import Feed
-    from feeds.store import phpfina
+    from feeds.store import phpfina, summaries
 
     client = Client()
-    end = START + YEAR_SLOTS * 10 - 10
-    interval = (end - START) // 1000
-    print(f"\n1. read: 1000 averaged points over a year of 10 s data ({YEAR_SLOTS:,} slots)")
-    for label, gappy in (("20 outages", False), ("20 outages + 1 % random gaps", True)):
-        feed = Feed.objects.create(name=f"year {label}", interval=10, public=True)
+    print(f"\n1. read: 1000 averaged points over 1 and 10 years of 10 s data, 20 outages a year "
+          f"+ 1 % of readings lost at random; {os.cpu_count()} cores, load "
+          f"{os.getloadavg()[0]:.1f}; wall median (p95), CPU median, minor page faults a read")  # fmt: skip
+    for n_years in years:
+        feed = Feed.objects.create(name=f"{n_years} years", interval=10, public=True)
+        dat = feed_dir / f"{feed.id}.dat"
         (feed_dir / f"{feed.id}.meta").write_bytes(phpfina.pack_meta(10, START))
-        year_of_data(gappy).tofile(feed_dir / f"{feed.id}.dat")
-        points = phpfina.read(feed_dir, feed.id, START, end, interval, average=True)
+        with open(dat, "wb") as fh:
+            for k in range(n_years):
+                fh.write(year_of_data(True, seed=1 + k).tobytes())
+        end = START + n_years * YEAR_SLOTS * 10 - 10
+        interval = (end - START) // 1000
         url = f"/feed/data.json?id={feed.id}&start={START}&end={end}&interval={interval}&average=1"
-        response = client.get(url)
-        assert response.status_code == 200 and len(response.json()) == len(points), response
-        med, p95 = median_ms(
-            lambda f=feed: phpfina.read(feed_dir, f.id, START, end, interval, average=True),
-            repeat,
-        )
-        hmed, hp95 = median_ms(lambda u=url: client.get(u), repeat)
-        print(f"   {label:30s} {len(points)} points: in-process median {med:.2f} ms "
-              f"(p95 {p95:.2f}), /feed/data.json median {hmed:.2f} ms (p95 {hp95:.2f})")  # fmt: skip
+        req = emoncms_read.Request(START, end, interval, average=True)
+
+        def emoncms_engine(f=feed, r=req):
+            return emoncms_read.read(feed_dir, f.id, r)
+
+        def api_engine(f=feed, e=end, i=interval):
+            return phpfina.read(feed_dir, f.id, START, e, i, average=True)
+
+        def served(u=url):
+            response = client.get(u)
+            assert response.status_code == 200, response
+            return response
+
+        floor = median_ms(lambda p=dat: numpy_floor(p), repeat)
+        print(f"   {n_years:2d} year(s), {n_years * YEAR_SLOTS:,} slots; one-pass numpy sum over "
+              f"the .dat (floor): {floor[0]:.2f} ms ({floor[1]:.2f}), CPU {floor[2]:.2f} ms, "
+              f"{floor[3]:.0f} faults")  # fmt: skip
+        for label in ("raw path (no summary)", "with summaries"):
+            if label.startswith("raw"):
+                summaries.remove(feed_dir, feed.id)
+            else:
+                t0 = time.perf_counter()
+                summaries.build(feed_dir, feed.id)
+                built = time.perf_counter() - t0
+                size = sum(p.stat().st_size for p in summaries.paths(feed_dir, feed.id))
+                print(
+                    f"      summary built in {built:.2f} s: {size / 1e6:.1f} MB beside a "
+                    f"{dat.stat().st_size / 1e6:.1f} MB .dat ({size / dat.stat().st_size:.1%})"
+                )
+            assert len(served().json()) == len(emoncms_engine()[0]) == 1001
+            for name, fn in (("in-process, emoncms engine (feeds/emoncms/read.py)", emoncms_engine),
+                             ("in-process, API engine (phpfina.read)", api_engine),
+                             ("served, /feed/data.json (Django test client)", served)):  # fmt: skip
+                med, p95, cpu, faults = median_ms(fn, repeat)
+                print(f"      {label:22s} {name:52s} {med:7.2f} ms ({p95:.2f}), CPU {cpu:.2f} ms, "
+                      f"{faults:.0f} faults")  # fmt: skip
+            med, p95, cpu, faults = server.time(url, repeat)
+            print(f"      {label:22s} {'served by gunicorn (1 worker; its CPU and faults)':52s} "
+                  f"{med:7.2f} ms ({p95:.2f}), CPU {cpu:.2f} ms, {faults:.0f} faults")  # fmt: skip
+            tracemalloc.start()  # what one read allocates beyond the thread's reused buffers
+            emoncms_engine()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            print(
+                f"      {label:22s} peak allocation of one emoncms-engine read: {peak / 1e6:.2f} MB"
+            )
 
 
 def bench_commit(redis_client, base: Path) -> None:
@@ -229,7 +356,8 @@ def bench_write_load(redis_client, base: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--redis-db", type=int, default=11, help="Redis db to use (flushed)")
-    parser.add_argument("--repeat", type=int, default=200, help="reads timed per case")
+    parser.add_argument("--repeat", type=int, default=50, help="reads timed per case")
+    parser.add_argument("--years", type=int, nargs="+", default=[1, 10], help="read ranges")
     parser.add_argument("--only", choices=["read", "commit", "shards", "load"], help="run one part")
     args = parser.parse_args()
 
@@ -246,7 +374,11 @@ def main() -> None:
     print(f"data dir {base}; Redis db {args.redis_db}; numpy {np.__version__}")
     try:
         if args.only in (None, "read"):
-            bench_read(Path(settings.BMS_FEED_DIR), args.repeat)
+            server = Gunicorn()
+            try:
+                bench_read(Path(settings.BMS_FEED_DIR), args.repeat, server, tuple(args.years))
+            finally:
+                server.stop()
         if args.only in (None, "commit"):
             bench_commit(redis_client, base)
         if args.only in (None, "shards"):

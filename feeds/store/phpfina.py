@@ -29,6 +29,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
+from feeds.store import mapped, scratch, summaries
+
 META_FORMAT = "<4I"
 META_SIZE = struct.calcsize(META_FORMAT)  # 16
 VALUE_FORMAT = "<f"
@@ -489,6 +491,13 @@ def write_points(
     n += plan.grow
     slots, v, j, past = plan.slots, plan.values, plan.join, plan.slots >= n
 
+    # The summary (feeds/store/summaries.py) follows every write; a feed shorter than one
+    # superblock has none. After a prepend it no longer matches (new inode): begin resets it.
+    summary = None
+    if max(n, int(slots[-1]) + 1) >= summaries.SUPER_SLOTS:
+        summary = summaries.Updater.begin_or_drop(
+            directory, feed_id, meta.interval, meta.start_time, int(slots[0])
+        )
     fd = os.open(dat_path(directory, feed_id), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         inside = ~past
@@ -498,7 +507,12 @@ def write_points(
             _write_past_end(fd, n, slots[past], v[past], plan.arrival)
         if data_fsync:
             os.fsync(fd)
+        if summary is not None:
+            summary, updating = None, summary
+            updating.finish_or_leave(fd, slots)
     finally:
+        if summary is not None:  # the write failed: a dirty summary is rebuilt, not trusted
+            summary.abandon()
         os.close(fd)
     report.written = int(len(slots))
     return report
@@ -644,23 +658,46 @@ def write(
 
 
 def open_data(directory: str | os.PathLike, feed_id: int) -> np.ndarray:
-    """The whole .dat as a read-only float32 array (a memmap; empty array when no data)."""
-    n = npoints(directory, feed_id)
-    if n == 0:
-        return np.empty(0, dtype=VALUE_DTYPE)
-    return np.memmap(dat_path(directory, feed_id), dtype=VALUE_DTYPE, mode="r", shape=(n,))
+    """The whole .dat as a read-only float32 array (a memmap, kept mapped while the file is
+    unchanged: feeds/store/mapped.py; empty array when no data)."""
+    return _map_dat(directory, feed_id)[0]
+
+
+def _map_dat(
+    directory: str | os.PathLike, feed_id: int
+) -> tuple[np.ndarray, os.stat_result | None]:
+    """The .dat mapped and the stat it was mapped at (None: no .dat)."""
+    try:
+        data, st = mapped.file_array(dat_path(directory, feed_id), VALUE_DTYPE)
+    except FileNotFoundError:
+        return np.empty(0, dtype=VALUE_DTYPE), None
+    if st.st_size % VALUE_SIZE:
+        raise CorruptFeed(f"{feed_id}.dat is {st.st_size} bytes, not a multiple of {VALUE_SIZE}")
+    return data, st
 
 
 def open_feed(directory: str | os.PathLike, feed_id: int) -> tuple[Meta | None, np.ndarray]:
     """The meta and the data as one consistent pair, even while a prepend switches them
     (see _prepend): (None, empty) when the feed has no files."""
+    meta, data, _summary = _open_feed_summarised(directory, feed_id)
+    return meta, data
+
+
+def _open_feed_summarised(
+    directory: str | os.PathLike, feed_id: int
+) -> tuple[Meta | None, np.ndarray, summaries.Summary | None]:
+    """open_feed, and the feed's summary when it matches this meta and .dat (None if not)."""
     if not os.path.isdir(directory):
-        return None, np.empty(0, dtype=VALUE_DTYPE)
+        return None, np.empty(0, dtype=VALUE_DTYPE), None
     with _DirectoryLock(directory, exclusive=False):
         meta = _current_meta(directory, feed_id)
         if meta is None:
-            return None, np.empty(0, dtype=VALUE_DTYPE)
-        return meta, open_data(directory, feed_id)
+            return None, np.empty(0, dtype=VALUE_DTYPE), None
+        data, st = _map_dat(directory, feed_id)  # the stat of the very file mapped
+        summary = None
+        if st is not None and len(data) >= summaries.SUPER_SLOTS:
+            summary = summaries.open_valid(directory, feed_id, meta.interval, meta.start_time, st)
+        return meta, data, summary
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -696,93 +733,18 @@ def calendar_bounds(start: int, end: int, interval: str, tz_name: str) -> np.nda
     return np.asarray(out, dtype=np.int64)
 
 
-def _window_stats(
-    data: np.ndarray, first: int, bounds: np.ndarray, mode: str, uniform: bool
-) -> np.ndarray:
-    """One figure per window [bounds[i], bounds[i+1]) of slots; slots outside data are NaN.
-
-    mode: "average" (mean of non-NaN), "sample" (the window's first slot), "last" (last non-NaN).
-    """
-    m = len(bounds) - 1
-    out = np.full(m, np.nan, dtype=np.float64)
-    if m <= 0 or len(data) == 0:
-        return out
-    length = len(data)
-    if mode == "sample":
-        rel = bounds[:-1] - first
-        ok = (rel >= 0) & (rel < length) & (bounds[1:] > bounds[:-1])
-        out[ok] = data[rel[ok]]
-        return out
-    if mode == "average" and uniform and m > 2:
-        k = int(bounds[1] - bounds[0])
-        if k > 1:
-            # Windows wholly inside the data: a reshape and one sum per row (the fast path).
-            ia = int(max(0, math.ceil((first - bounds[0]) / k)))
-            ib = int(min(m, (first + length - bounds[0]) // k))
-            if ib - ia > 0:
-                lo = int(bounds[0] + ia * k - first)
-                block = np.asarray(data[lo : lo + (ib - ia) * k]).reshape(ib - ia, k)
-                sums = block.sum(axis=1, dtype=np.float32).astype(np.float64)
-                mid = sums / k
-                gappy = np.flatnonzero(np.isnan(sums))
-                if len(gappy):
-                    # Rows with a gap: zero the NaNs in a copy and count them with bincount
-                    # (several times faster than nansum plus a per-row count_nonzero).
-                    rows = block[gappy]
-                    nan_at = np.flatnonzero(np.isnan(rows))
-                    rows.reshape(-1)[nan_at] = 0.0
-                    counts = k - np.bincount(nan_at // k, minlength=len(gappy))
-                    row_sums = rows.sum(axis=1, dtype=np.float32).astype(np.float64)
-                    with np.errstate(invalid="ignore", divide="ignore"):
-                        mid[gappy] = np.where(counts > 0, row_sums / counts, np.nan)
-                out[ia:ib] = mid
-                if ia > 0:
-                    out[:ia] = _window_stats(data, first, bounds[: ia + 1], mode, False)
-                if ib < m:
-                    out[ib:] = _window_stats(data, first, bounds[ib:], mode, False)
-                return out
-    lo = np.clip(bounds[:-1] - first, 0, length)
-    hi = np.clip(bounds[1:] - first, 0, length)
-    hi = np.maximum(hi, lo)
-    base, top = int(lo[0]), int(hi[-1])
-    if top <= base:
-        return out
-    seg = np.asarray(data[base:top])
-    valid = ~np.isnan(seg)
-    lo, hi = lo - base, hi - base
-    if mode == "average":
-        # One sum per window with reduceat (the windows are contiguous): about 4x faster than
-        # differences of a running sum over the segment, and exact where that loses digits.
-        nonempty = hi > lo  # reduceat answers an empty window with its first element
-        if nonempty.any():
-            starts = lo[nonempty]
-            zeroed = np.where(valid, seg.astype(np.float64), 0.0)
-            sums = np.add.reduceat(zeroed, starts)
-            counts = np.add.reduceat(valid.astype(np.int64), starts)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[nonempty] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    elif mode == "last":
-        idx = np.flatnonzero(valid)
-        if len(idx):
-            pos = np.searchsorted(idx, hi) - 1
-            ok = pos >= 0
-            ok[ok] &= idx[pos[ok]] >= lo[ok]
-            out[ok] = seg[idx[pos[ok]]]
-    else:
-        raise FeedError(f"unknown mode {mode!r}")
-    return out
-
-
 # --- bounded reads -----------------------------------------------------------------------------
 #
-# A read's memory must follow the points it returns and the data that exists, never the length
-# of the window asked for (`interval=4294967295` once allocated a NaN array over the
-# whole window, gigabytes). So: windows are evaluated over the file clipped to them, in groups
-# of at most READ_CHUNK_SLOTS slots (a window larger than that is reduced chunk by chunk), and
-# buffered points are merged sparsely, window by window, never onto a dense copy of the window.
+# A read's memory must follow the points it returns, never the length of the range asked for
+# (`interval=4294967295` once allocated a NaN array over the whole window, gigabytes; a 10-year
+# average once allocated float64 temporaries over every slot). So: the summarised part of the
+# file is added up from its summary (feeds/store/summaries.py); the rest is copied
+# READ_CHUNK_SLOTS slots at a time into this thread's reused buffers (feeds/store/scratch.py),
+# in groups of windows (a window larger than a chunk is reduced chunk by chunk); buffered points
+# are merged sparsely, window by window, never onto a dense copy of the window.
 
-# At most this many slots are held (with their float64 sums) at once: about 25 MB.
-READ_CHUNK_SLOTS = 1 << 20
+# At most this many slots are copied at once: 1.7 MB of buffers a thread, reused.
+READ_CHUNK_SLOTS = 1 << 17
 
 
 def _clip(data: np.ndarray, first: int, lo_s: np.ndarray, hi_s: np.ndarray):
@@ -793,42 +755,86 @@ def _clip(data: np.ndarray, first: int, lo_s: np.ndarray, hi_s: np.ndarray):
     return lo, hi
 
 
-def _groups(lo: np.ndarray, hi: np.ndarray):
-    """(i, j): runs of windows (sorted, disjoint) spanning at most READ_CHUNK_SLOTS slots of
-    data, or a single window that alone spans more (the caller reduces it chunk by chunk)."""
-    chunk = READ_CHUNK_SLOTS
-    i, m = 0, len(lo)
-    while i < m:
-        j = max(int(np.searchsorted(hi, lo[i] + chunk, side="right")), i + 1)
-        yield i, j
-        i = j
+def _chunks(lo: np.ndarray, hi: np.ndarray):
+    """(c0, c1, i, j): spans [c0, c1) of at most READ_CHUNK_SLOTS slots of data and the
+    windows [i, j) that meet them (windows sorted, disjoint), skipping the data after the last
+    one and between windows; a window longer than a chunk meets several chunks in turn."""
+    nonempty = np.flatnonzero(hi > lo)
+    k, pos = 0, 0
+    while k < len(nonempty):
+        i = int(nonempty[k])
+        c0 = max(int(lo[i]), pos)
+        if hi[i] <= c0:  # read to its end already
+            k += 1
+            continue
+        c1 = min(c0 + READ_CHUNK_SLOTS, int(hi[-1]))
+        j = int(np.searchsorted(lo, c1, side="left"))  # the windows starting before c1
+        yield c0, c1, i, j
+        pos = c1
+        # The next window to read: the last one if it runs on past c1, else the one after.
+        k = int(np.searchsorted(nonempty, j - 1 if hi[j - 1] > c1 else j))
+
+
+def _load(data: np.ndarray, c0: int, c1: int) -> scratch.Buffers:
+    """Slots [c0, c1) in this thread's buffers: values (float64, NaN kept) and NaN marks; the
+    element after them is 0 / False so a reduceat may end there."""
+    n = c1 - c0
+    buf = scratch.buffers(n)
+    np.copyto(buf.values[:n], data[c0:c1])
+    buf.values[n] = 0.0
+    np.isnan(buf.values[: n + 1], out=buf.marks[: n + 1])
+    return buf
+
+
+def _raw_sum_count(
+    data: np.ndarray, lo: np.ndarray, hi: np.ndarray, sums: np.ndarray, counts: np.ndarray
+) -> None:
+    """Add to sums/counts the sum and count of the non-NaN slots of data[lo:hi] per window."""
+    for c0, c1, i, j in _chunks(lo, hi):
+        n = c1 - c0
+        buf = _load(data, c0, c1)
+        values, marks = buf.values[: n + 1], buf.marks[: n + 1]
+        a = np.clip(lo[i:j], c0, c1) - c0
+        b = np.clip(hi[i:j], c0, c1) - c0
+        nonempty = b > a  # reduceat answers an empty window with its first element
+        if not nonempty.any():
+            continue
+        idx = np.column_stack((a, b)).ravel()  # [a0, b0, a1, b1, ...]: every other is a window
+        if (j - i) * 256 < n:  # long windows: count each one's NaNs (fast on bools), no copy
+            nans = np.array([np.count_nonzero(marks[x:y]) for x, y in zip(a, b, strict=True)])
+        else:  # many short ones: one pass, in int32 (a reduceat that casts copies the chunk)
+            np.copyto(buf.index[: n + 1], marks)
+            nans = np.add.reduceat(buf.index[: n + 1], idx, dtype=np.int32)[::2]
+        np.copyto(values, 0.0, where=marks)
+        # One sum per window with reduceat: exact where differences of a running sum lose
+        # digits; float64 as emoncms's PHP adds them.
+        s = np.add.reduceat(values, idx)[::2]
+        sums[i:j] += np.where(nonempty, s, 0.0)
+        counts[i:j] += np.where(nonempty, (b - a) - nans, 0)
 
 
 def _sum_count(
-    data: np.ndarray, first: int, lo_s: np.ndarray, hi_s: np.ndarray
+    data: np.ndarray,
+    first: int,
+    lo_s: np.ndarray,
+    hi_s: np.ndarray,
+    summary: summaries.Summary | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sum and count of the non-NaN slots of each window [lo_s, hi_s) (sorted, disjoint)."""
+    """Sum and count of the non-NaN slots of each window [lo_s, hi_s) (sorted, disjoint): the
+    summarised slots from the summary, the others from the file."""
     lo, hi = _clip(data, first, lo_s, hi_s)
     sums = np.zeros(len(lo), dtype=np.float64)
     counts = np.zeros(len(lo), dtype=np.int64)
-    for i, j in _groups(lo, hi):
-        base, top = int(lo[i]), int(hi[j - 1])
-        if top <= base:
-            continue
-        if top - base > READ_CHUNK_SLOTS:  # one huge window: reduce it a chunk at a time
-            for c in range(base, top, READ_CHUNK_SLOTS):
-                seg = np.asarray(data[c : min(c + READ_CHUNK_SLOTS, top)])
-                valid = ~np.isnan(seg)
-                sums[i] += float(seg[valid].sum(dtype=np.float64))
-                counts[i] += int(np.count_nonzero(valid))
-            continue
-        seg = np.asarray(data[base:top])
-        valid = ~np.isnan(seg)
-        cs = np.concatenate(([0.0], np.cumsum(np.where(valid, seg, 0.0), dtype=np.float64)))
-        cn = np.concatenate(([0], np.cumsum(valid, dtype=np.int64)))
-        a, b = lo[i:j] - base, hi[i:j] - base
-        sums[i:j] = cs[b] - cs[a]
-        counts[i:j] = cn[b] - cn[a]
+    if len(lo) == 0:
+        return sums, counts
+    covered = min(summary.slots, len(data)) if summary is not None else 0
+    if covered and lo[0] < covered:
+        summaries.add_sum_count(
+            summary, data, np.minimum(lo, covered), np.minimum(hi, covered), sums, counts
+        )
+        lo = np.maximum(lo, covered)
+        hi = np.maximum(hi, lo)
+    _raw_sum_count(data, lo, hi, sums, counts)
     return sums, counts
 
 
@@ -839,53 +845,54 @@ def _last_valid(
     lo, hi = _clip(data, first, lo_s, hi_s)
     slots = np.full(len(lo), -1, dtype=np.int64)
     values = np.full(len(lo), np.nan, dtype=np.float64)
-    for i, j in _groups(lo, hi):
-        base, top = int(lo[i]), int(hi[j - 1])
-        if top <= base:
-            continue
-        if top - base > READ_CHUNK_SLOTS:  # one huge window: scan back from its end
-            for c in range(top, base, -READ_CHUNK_SLOTS):
-                c0 = max(base, c - READ_CHUNK_SLOTS)
-                found = np.flatnonzero(~np.isnan(np.asarray(data[c0:c])))
-                if len(found):
-                    slots[i] = c0 + int(found[-1])
-                    values[i] = float(data[slots[i]])
-                    break
-            continue
-        idx = np.flatnonzero(~np.isnan(np.asarray(data[base:top]))) + base
-        if len(idx):
-            pos = np.searchsorted(idx, hi[i:j]) - 1
-            ok = pos >= 0
-            ok[ok] &= idx[pos[ok]] >= lo[i:j][ok]
-            slots[i:j][ok] = idx[pos[ok]]
-            values[i:j][ok] = data[idx[pos[ok]]]
+    for c0, c1, i, j in _chunks(lo, hi):
+        n = c1 - c0
+        buf = _load(data, c0, c1)
+        # The index of the last recorded slot at or before each slot (-1: none yet).
+        last = buf.index[:n]
+        np.copyto(last, buf.arange[:n])
+        np.copyto(last, -1, where=buf.marks[:n])
+        np.maximum.accumulate(last, out=last)
+        a = np.clip(lo[i:j], c0, c1) - c0
+        b = np.clip(hi[i:j], c0, c1) - c0
+        ok = b > a
+        at = np.where(ok, last[np.maximum(b - 1, 0)], -1)
+        ok &= at >= a  # a later chunk of the same window overrides: it is later
+        slots[i:j][ok] = c0 + at[ok]
+        values[i:j][ok] = buf.values[at[ok]]
     found = slots >= 0
     slots[found] += first
     return slots, values
 
 
 def _file_stats(
-    data: np.ndarray, first: int, bounds: np.ndarray, mode: str, uniform: bool
+    data: np.ndarray,
+    first: int,
+    bounds: np.ndarray,
+    mode: str,
+    summary: summaries.Summary | None = None,
 ) -> np.ndarray:
-    """`_window_stats` over the file, in groups of at most READ_CHUNK_SLOTS slots, so memory
-    follows the slots read, however long the windows are."""
+    """One figure per window [bounds[i], bounds[i+1]) of slots; slots outside data are NaN.
+
+    mode: "average" (mean of non-NaN), "sample" (the window's first slot), "last" (last non-NaN).
+    Memory follows the windows and READ_CHUNK_SLOTS, however long the windows are.
+    """
     m = len(bounds) - 1
     out = np.full(max(m, 0), np.nan, dtype=np.float64)
     if m <= 0 or len(data) == 0:
         return out
     if mode == "sample":  # one slot per window: nothing to hold
-        return _window_stats(data, first, bounds, mode, uniform)
-    lo, hi = _clip(data, first, bounds[:-1], bounds[1:])
-    for i, j in _groups(lo, hi):
-        if hi[j - 1] <= lo[i]:
-            continue
-        if hi[j - 1] - lo[i] <= READ_CHUNK_SLOTS:
-            out[i:j] = _window_stats(data, first, bounds[i : j + 1], mode, uniform)
-        elif mode == "average":
-            s, c = _sum_count(data, first, bounds[i : i + 1], bounds[i + 1 : i + 2])
-            out[i] = s[0] / c[0] if c[0] else np.nan
-        else:
-            out[i] = _last_valid(data, first, bounds[i : i + 1], bounds[i + 1 : i + 2])[1][0]
+        rel = bounds[:-1] - first
+        ok = (rel >= 0) & (rel < len(data)) & (bounds[1:] > bounds[:-1])
+        out[ok] = data[rel[ok]]
+    elif mode == "average":
+        sums, counts = _sum_count(data, first, bounds[:-1], bounds[1:], summary)
+        has = counts > 0
+        out[has] = sums[has] / counts[has]
+    elif mode == "last":
+        out[:] = _last_valid(data, first, bounds[:-1], bounds[1:])[1]
+    else:
+        raise FeedError(f"unknown mode {mode!r}")
     return out
 
 
@@ -967,6 +974,7 @@ def _merge_buffered(
     vals: np.ndarray,
     lines: _Lines,
     mode: str,
+    summary: summaries.Summary | None = None,
 ) -> None:
     """Recompute in place the windows that hold buffered points or join lines, as if they
     were in the file. Memory: the points, the lines and the windows, never a window's slots."""
@@ -999,7 +1007,7 @@ def _merge_buffered(
     at = np.searchsorted(wins, pw)  # position of each point's window in `wins`
     lat = np.searchsorted(wins, lw)
     if mode == "average":
-        sums, counts = _sum_count(data, first, lo_b[wins], hi_b[wins])
+        sums, counts = _sum_count(data, first, lo_b[wins], hi_b[wins], summary)
         counts = counts.astype(np.float64)
         # A point on a recorded slot replaces it: take the file's value out first.
         rel = slots - first
@@ -1054,6 +1062,7 @@ class View:
     times: np.ndarray | None = None
     values: np.ndarray | None = None
     join: np.ndarray | None = None
+    summary: summaries.Summary | None = None  # of the file's slots, when it matches the file
 
 
 def open_view(
@@ -1065,7 +1074,7 @@ def open_view(
 ) -> View | None:
     """The feed as reads see it (see View); None when it has no files, no interval and nothing
     buffered. `overlay`: (times, values[, join flags]) in arrival order."""
-    meta, data = open_feed(directory, feed_id)
+    meta, data, summary = _open_feed_summarised(directory, feed_id)
     if meta is not None:
         fi, st = meta.interval, meta.start_time
     else:
@@ -1100,16 +1109,15 @@ def open_view(
                 st -= first * fi
     if fi <= 0:
         return None
-    return View(fi, st, first, data, ov_t, ov_v, ov_j)
+    return View(fi, st, first, data, ov_t, ov_v, ov_j, summary)
 
 
-def window_values(view: View, bounds: np.ndarray, mode: str, uniform: bool = False) -> np.ndarray:
+def window_values(view: View, bounds: np.ndarray, mode: str) -> np.ndarray:
     """One figure per window [bounds[i], bounds[i+1]) of slots (sorted; slot 0 at the view's
     start_time), file and buffered points merged: mode "average" (mean of the recorded slots),
-    "sample" (the window's first slot) or "last" (its last recorded slot). NaN: none.
-    `uniform`: all windows are the same length (allows a float32 fast path for averages)."""
+    "sample" (the window's first slot) or "last" (its last recorded slot). NaN: none."""
     data, first, st, fi = view.data, view.first, view.start_time, view.interval
-    stats = _file_stats(data, first, bounds, mode, uniform)
+    stats = _file_stats(data, first, bounds, mode, view.summary)
     if view.times is not None:
         slots = (view.times - st) // fi
         keep = slots >= 0  # too far before start_time: the commit will refuse them, so do we
@@ -1120,7 +1128,7 @@ def window_values(view: View, bounds: np.ndarray, mode: str, uniform: bool = Fal
         else:
             lines = _join_lines(data, first, slots, ov_v, np.zeros(len(slots), dtype=bool), 0, 0)
         slots, vals = _last_wins(slots, ov_v)
-        _merge_buffered(stats, data, first, bounds, slots, vals, lines, mode)
+        _merge_buffered(stats, data, first, bounds, slots, vals, lines, mode, view.summary)
     return stats
 
 
@@ -1171,7 +1179,6 @@ def read(
         if delta:  # one window before the first, for its starting value
             prev = calendar_bounds(int(times[0]) - 1, int(times[0]) - 1, interval, timezone)
             times = np.concatenate(([prev[0]], times))
-        uniform = False
     else:
         if interval < 1:
             raise BadReadRequest("interval", "must be at least 1 second")
@@ -1182,11 +1189,10 @@ def read(
             raise TooManyPoints(f"{count} points requested, at most {max_points}")
         first_t = t0 - out_iv if delta else t0
         times = first_t + out_iv * np.arange(count + 1 + (1 if delta else 0), dtype=np.int64)
-        uniform = True
     # Slot bounds: the first slot whose time is at or after each window edge.
     bounds = -((st - times) // fi)
     mode = "last" if delta else ("average" if average else "sample")
-    stats = window_values(view, bounds, mode, uniform)
+    stats = window_values(view, bounds, mode)
 
     if delta:
         prev_idx = np.where(~np.isnan(stats), np.arange(len(stats)), 0)

@@ -26,8 +26,10 @@ from pathlib import Path
 RECORD_NAME = "shards.json"
 MAX_SHARDS = 64  # a queue, a worker and a lock each: more is a configuration mistake
 COMMIT_QUEUE = "commit"
-# A feed's files and the leftovers of an interrupted write (feeds/store/phpfina.py): all move together.
-FEED_FILE = re.compile(r"^(\d+)\.(dat|meta)(\.tmp|\.new)?$")
+# A feed's files, its summaries (feeds/store/summaries.py: moved along, then rebuilt, as the
+# move changes the .dat's ctime) and the leftovers of an interrupted write (feeds/store/phpfina.py):
+# all move together.
+FEED_FILE = re.compile(r"^(\d+)\.(dat|meta|sum|sum16|sum256|sum4096)(\.tmp|\.new)?$")
 
 
 class LayoutError(ValueError):

@@ -153,3 +153,32 @@ def test_a_leftover_file_in_the_way_stops_the_move_before_anything_moves(feed_di
 def test_the_shard_count_is_bounded(feed_dir, to):
     with pytest.raises(CommandError, match="shards must be"):
         call_command("reshard_feeds", "--to", to)
+
+
+def test_a_feeds_summary_moves_with_it_and_is_rebuilt_by_its_next_write(
+    settings, feed_dir, redis_client
+):
+    import numpy as np
+
+    from feeds.store import phpfina, summaries
+
+    feed = Feed.objects.create(name="long", interval=10)
+    slots = 3 * summaries.SUPER_SLOTS
+    start = T0 - 10 * slots
+    (feed_dir / f"{feed.id}.meta").write_bytes(phpfina.pack_meta(10, start))
+    (feed_dir / f"{feed.id}.dat").write_bytes(np.arange(slots, dtype="<f4").tobytes())
+    summaries.build(feed_dir, feed.id)
+    call_command("reshard_feeds", "--to", "2")
+    moved = feed_dir / f"shard-{feed.id % 2}"
+    assert {p.name for p in feed_dir.iterdir() if p.name.startswith(f"{feed.id}.")} == set()
+    assert all(p.parent == moved and p.exists() for p in summaries.paths(moved, feed.id))
+    # The move changed the .dat's ctime: a read does not trust the summary until a write
+    # has rebuilt it, and reads are right all along.
+    assert summaries.matches_dat(moved, feed.id) is None
+    settings.BMS_FEED_SHARDS = 2
+    service.log_points([(feed.id, T0, 1.0)])
+    service.commit_all(now=NOW)
+    assert summaries.matches_dat(moved, feed.id) is True
+    view = phpfina.open_view(moved, feed.id)
+    assert view.summary is not None
+    assert phpfina.window_values(view, np.array([0, slots]), "average")[0] == (slots - 1) / 2
