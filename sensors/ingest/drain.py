@@ -51,6 +51,7 @@ from redis.exceptions import LockError
 
 from core import redis_lock
 from core.redis import get_redis, redis_script
+from sensors.cache import check_generation
 from sensors.ingest import stream as stream
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,10 @@ class Drain:
         self.renewed_at = 0.0  # time.monotonic() of the last renewal of every held lease
         self.acks: dict[int, list] = {}  # node -> entries done this pass, acknowledged at its end
         self.groups: set[int] = set()  # node streams known to have the consumer group
+        # Per pass (run_pass): no request of it reaches back past its site's charge, so no
+        # node's rows need history_budget.admit; the nodes' state, sent once at its end.
+        self.history_checked = False
+        self.node_state = None  # a processing.NodeStateWrites during a pass
         self.report = DrainReport()
 
     # --- the leases -----------------------------------------------------------------------------
@@ -231,18 +236,29 @@ class Drain:
         for start in range(0, len(nodes), NODES_PER_READ):
             slices.update(self._read(nodes[start : start + NODES_PER_READ]))
         busy = [n for n in nodes if slices.get(n)]
+        # Once a pass, not once a node (#29): the config generation, and whether any request
+        # reaches back further than its site was charged for (history_budget.admit).
+        check_generation()
         pipe = self.client.pipeline(transaction=False)
         for node_id in busy:
             pipe.get(stream.done_key(node_id))
         marks = dict(zip(busy, pipe.execute(), strict=True))
+        parsed = {n: self._parse(n, slices[n]) for n in busy}
+        self.history_checked = not self._any_history(parsed, marks)
+        from sensors.ingest.processing import NodeStateWrites  # the worker's import
+
+        self.node_state = NodeStateWrites()
         done = 0
         try:
             for node_id in busy:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                done += self._process(node_id, slices[node_id], marks[node_id])
+                done += self._process(node_id, parsed[node_id], marks[node_id])
         finally:
-            self._acknowledge_pass()
+            try:
+                self.node_state.flush()  # the nodes' state: one pipeline for the pass
+            finally:
+                self._acknowledge_pass()
         pipe = self.client.pipeline(transaction=False)
         forget = redis_script(_FORGET_IF_EMPTY)
         for node_id in nodes:
@@ -307,6 +323,43 @@ class Drain:
                 slices[stream.node_of(key)] = entries
         return slices
 
+    def _parse(self, node_id: int, entries: list) -> list[tuple[bytes, list | None]]:
+        """(entry id, rows) of each entry; None for an unreadable one (logged, and dropped
+        with its chunk by _process)."""
+        parsed: list[tuple[bytes, list | None]] = []
+        for entry_id, fields in entries:
+            try:
+                rows = json.loads(fields[stream.FIELD.encode()])
+            except (KeyError, ValueError) as exc:
+                log.error(
+                    "ingest entry %s of node %s is unreadable, dropped: %s", entry_id, node_id, exc
+                )
+                rows = None
+            parsed.append((entry_id, rows))
+        return parsed
+
+    def _any_history(self, parsed: dict[int, list], marks: dict) -> bool:
+        """Whether any request of the pass may reach back further than its site was charged
+        for: one Redis round trip for the pass. Live readings never do, and then no node's
+        rows go through history_budget.admit. (A file's charged reach only moves back, so a
+        request that does not reach back now does not later in the pass.)"""
+        from feeds.processes.run import stream_id
+        from sensors.ingest import history_budget
+
+        earliest: dict[int, tuple[float, set[str]]] = {}
+        for node_id, entries in parsed.items():
+            done = marks.get(node_id)
+            rows = [
+                row
+                for entry_id, entry_rows in entries
+                if entry_rows and (done is None or stream_id(entry_id) > stream_id(done))
+                for row in entry_rows
+            ]
+            if rows:
+                keys = {key for _t, values in rows for key in values}
+                earliest[node_id] = (min(row[0] for row in rows), keys)
+        return bool(earliest) and history_budget.reaches_back(earliest, time.time())
+
     def _process(self, node_id: int, entries: list, done: bytes | None) -> int:
         from feeds.processes.run import stream_id  # with the worker's imports, not the web's
         from sensors.ingest import history_budget
@@ -319,16 +372,11 @@ class Drain:
             if finished:
                 self._acknowledge(node_id, finished)
                 self.report.already_done += len(finished)
-                entries = [(e, f) for e, f in entries if stream_id(e) > stream_id(done)]
+                entries = [(e, r) for e, r in entries if stream_id(e) > stream_id(done)]
         chunk_ids: list = []
         chunk_rows: list[list] = []
-        for index, (entry_id, fields) in enumerate(entries):
-            try:
-                rows = json.loads(fields[stream.FIELD.encode()])
-            except (KeyError, ValueError) as exc:
-                log.error(
-                    "ingest entry %s of node %s is unreadable, dropped: %s", entry_id, node_id, exc
-                )
+        for index, (entry_id, rows) in enumerate(entries):
+            if rows is None:
                 self.report.dropped += 1
                 rows = []
             chunk_ids.append(entry_id)
@@ -338,14 +386,21 @@ class Drain:
                 continue
             self.renew_if_due()  # still ours: nobody else is working on these entries
             try:
-                if chunk_rows:
+                if chunk_rows and not self.history_checked:
                     # History over its site's budget is left out before any process runs on it
                     # (the web refused it before `ok`; this is for MQTT and older entries).
                     chunk_rows = history_budget.admit(node_id, chunk_rows, time.time())
                 if chunk_rows:
                     last_id = chunk_ids[-1]
                     entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
-                    if ingest_rows(node_id, chunk_rows, entry=entry).already_done:
+                    ran = ingest_rows(
+                        node_id,
+                        chunk_rows,
+                        entry=entry,
+                        check_config=False,  # read once for the pass (run_pass)
+                        node_state=self.node_state,
+                    )
+                    if ran.already_done:
                         self.report.already_done += len(chunk_ids)
             except TRANSIENT_ERRORS:
                 raise  # left pending; the next drain takes them over
