@@ -28,6 +28,14 @@ shard's bell in the same script as its append) rather than sleeping in turn, so 
 the buffer, where reads look, a few milliseconds after its `ok` (issue #29). The block always
 has a timeout, shorter than the lease and the Redis socket timeout: no drain waits forever.
 
+Falling behind: one drain runs in one worker process and gets that process's CPU. A pass that
+took longer than BMS_INGEST_BEHIND_S, or left requests waiting (a node's slice was full), makes
+the drain release the upper half of its shards (never the one it was queued for) and queue a
+drain for each: the worker's other process takes them. It does not take them back for SHED_HOLD_S
+(then it adopts them again if nobody did, so a worker with one free process loses nothing but
+those seconds). Releasing is the usual release between passes: whatever it read and did not
+process stays pending, taken over in order by the shards' next holder (XAUTOCLAIM).
+
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
 Any other failure of a request is logged and the request dropped, as a failed Celery task was.
@@ -41,6 +49,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
@@ -72,6 +81,14 @@ MAX_BLOCK_S = 1.0
 # "Streams": 0.5 ms of worker CPU per post when every pass took one). Adds at most this much
 # to a reading's way to its feed.
 GATHER_S = 0.005
+# A drain that released shards because it fell behind leaves them to another drain this long
+# before it may take them again (a Celery task is picked up in milliseconds by a free process).
+SHED_HOLD_S = 2.0
+
+
+def behind_s() -> float:
+    return float(settings.BMS_INGEST_BEHIND_S)
+
 
 # The node leaves the shard's ready set once its stream is empty; atomic against the web's
 # MULTI (XADD + SADD), so a request appended meanwhile keeps its node ready.
@@ -111,6 +128,7 @@ class DrainReport:
     shards: int = 0  # the most shards it held at once
     wakes: int = 0  # waits ended by a bell (a request appended) rather than the timeout
     stopped: str = ""  # why the drain stopped early ("transient: ...", "lease lost", "budget")
+    shed: int = 0  # shards it released to another drain because it fell behind
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -121,7 +139,9 @@ class LeaseLost(Exception):
 
 
 class Drain:
-    def __init__(self, shard: int, consumer: str | None = None) -> None:
+    def __init__(
+        self, shard: int, consumer: str | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.shard = shard  # the shard it was queued for; it holds others too (self.held)
         self.client = get_redis()
         self.consumer = consumer or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -135,6 +155,11 @@ class Drain:
         self.history_checked = False
         self.node_state = None  # a processing.NodeStateWrites during a pass
         self.report = DrainReport()
+        # Times the passes and the shards it shed (tests pass a controlled clock).
+        self.clock = clock
+        self.last_pass_s = 0.0  # how long the last pass with work took
+        self.full_slices = 0  # nodes of the last pass that had a full slice (more waiting)
+        self.shed_until: dict[int, float] = {}  # shard -> when this drain may adopt it again
 
     # --- the leases -----------------------------------------------------------------------------
 
@@ -149,8 +174,13 @@ class Drain:
 
     def adopt(self) -> list[int]:
         """Take every free shard's lease (one round trip); the shards taken."""
+        now = self.clock()
         wanted = [self.shard] if self.shard not in self.held else []
-        wanted += [k for k in range(stream.shards()) if k != self.shard and k not in self.held]
+        wanted += [
+            k
+            for k in range(stream.shards())
+            if k != self.shard and k not in self.held and self.shed_until.get(k, 0.0) <= now
+        ]
         if not wanted:
             return []
         keys = redis_lock.acquire_each(
@@ -196,6 +226,38 @@ class Drain:
         self.held = []
         return released
 
+    def behind(self) -> bool:
+        """Whether the last pass fell behind: it took longer than behind_s(), or a node had
+        more requests than a slice (they wait for the next pass)."""
+        return self.last_pass_s >= behind_s() or self.full_slices > 0
+
+    def shed_if_behind(self) -> list[int]:
+        """Behind, holding more than one shard, and not shed within SHED_HOLD_S: release the
+        upper half of the held shards (never the one it was queued for) and queue a drain for
+        each, so another worker process takes them; the shards released."""
+        now = self.clock()
+        if len(self.held) < 2 or not self.behind():
+            return []
+        if any(until > now for until in self.shed_until.values()):
+            return []  # shed recently: let the other drain show what it takes first
+        others = [k for k in self.held if k != self.shard]
+        shed = others[len(others) - len(self.held) // 2 :]
+        redis_lock.release_each(self.client, [stream.lease_key(k) for k in shed], self.token)
+        self.held = [k for k in self.held if k not in shed]
+        for shard in shed:
+            self.shed_until[shard] = now + SHED_HOLD_S
+            # The kick flag stays set (it was set when adopted): this message is the drain it
+            # stands for, and beat's safety net queues another if the message is lost.
+            stream.kick(shard)
+        self.report.shed += len(shed)
+        log.info(
+            "ingest drain fell behind (pass %.3f s, %d full slices): shards %s handed over",
+            self.last_pass_s,
+            self.full_slices,
+            shed,
+        )
+        return shed
+
     # --- waiting --------------------------------------------------------------------------------
 
     def wait(self, wanted_s: float) -> bool:
@@ -214,6 +276,7 @@ class Drain:
         """One pass over the held shards; the number of requests processed. Past `deadline`
         (time.monotonic()) no further node is begun: what it read stays pending to this
         consumer, taken over in order by the next drain."""
+        self.last_pass_s, self.full_slices = 0.0, 0  # a pass with nothing to do is not behind
         if not self.held:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -230,12 +293,14 @@ class Drain:
         nodes = sorted(ready)
         if not nodes:
             return 0
+        started = self.clock()
         self.report.passes += 1
         self._ensure_groups(nodes)
         slices: dict[int, list] = {}
         for start in range(0, len(nodes), NODES_PER_READ):
             slices.update(self._read(nodes[start : start + NODES_PER_READ]))
         busy = [n for n in nodes if slices.get(n)]
+        self.full_slices = sum(1 for n in busy if len(slices[n]) >= slice_size())
         # Once a pass, not once a node (#29): the config generation, and whether any request
         # reaches back further than its site was charged for (history_budget.admit).
         check_generation()
@@ -268,6 +333,7 @@ class Drain:
                 client=pipe,
             )
         pipe.execute()
+        self.last_pass_s = self.clock() - started
         return done
 
     def _ensure_groups(self, nodes: list[int]) -> None:
@@ -500,6 +566,7 @@ def _run_until_idle(drain: Drain, deadline: float) -> None:
             drain.adopt()
             next_adopt = now + ADOPT_EVERY_S
         done = drain.run_pass(deadline)
+        drain.shed_if_behind()
         if done:
             idle_until = None
             if done < slice_size():
