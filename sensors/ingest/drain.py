@@ -31,9 +31,10 @@ has a timeout, shorter than the lease and the Redis socket timeout: no drain wai
 Falling behind: one drain runs in one worker process and gets that process's CPU. A pass that
 took longer than BMS_INGEST_BEHIND_S, or left requests waiting (a node's slice was full), makes
 the drain release the upper half of its shards (never the one it was queued for) and queue a
-drain for each: the worker's other process takes them. It does not take them back for SHED_HOLD_S
-(then it adopts them again if nobody did, so a worker with one free process loses nothing but
-those seconds). Releasing is the usual release between passes: whatever it read and did not
+drain for each: the worker's other process takes them. Only a drain holding every shard hands
+over (with `-c 2`, a second drain is all there is room for). It does not take them back for
+SHED_HOLD_S (then it adopts them again if nobody did, so a worker whose other process is busy
+loses nothing but that second). Releasing is the usual release between passes: whatever it read and did not
 process stays pending, taken over in order by the shards' next holder (XAUTOCLAIM).
 
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
@@ -83,7 +84,7 @@ MAX_BLOCK_S = 1.0
 GATHER_S = 0.005
 # A drain that released shards because it fell behind leaves them to another drain this long
 # before it may take them again (a Celery task is picked up in milliseconds by a free process).
-SHED_HOLD_S = 2.0
+SHED_HOLD_S = 1.0
 
 
 def behind_s() -> float:
@@ -232,11 +233,15 @@ class Drain:
         return self.last_pass_s >= behind_s() or self.full_slices > 0
 
     def shed_if_behind(self) -> list[int]:
-        """Behind, holding more than one shard, and not shed within SHED_HOLD_S: release the
-        upper half of the held shards (never the one it was queued for) and queue a drain for
-        each, so another worker process takes them; the shards released."""
+        """Behind, holding every shard (the only drain), and not shed within SHED_HOLD_S:
+        release the upper half of the held shards (never the one it was queued for) and queue
+        a drain for each, so the worker's other process takes them; the shards released.
+
+        Only the only drain hands over: a drain already sharing the shards with another would
+        queue drains that no free process runs (both are busy draining), leaving its shards to
+        nobody until it took them back."""
         now = self.clock()
-        if len(self.held) < 2 or not self.behind():
+        if len(self.held) < 2 or len(self.held) < stream.shards() or not self.behind():
             return []
         if any(until > now for until in self.shed_until.values()):
             return []  # shed recently: let the other drain show what it takes first
