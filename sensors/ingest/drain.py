@@ -31,7 +31,7 @@ has a timeout, shorter than the lease and the Redis socket timeout: no drain wai
 Falling behind: one drain runs in one worker process and gets that process's CPU. A pass that
 took longer than BMS_INGEST_BEHIND_S, or left requests waiting (a node's slice was full), makes
 the drain release the upper half of its shards (never the one it was queued for) and queue a
-drain for each: the worker's other process takes them. Only a drain holding every shard hands
+drain for them: the worker's other process takes them. Only a drain holding every shard hands
 over (with `-c 2`, a second drain is all there is room for). It does not take them back for
 SHED_HOLD_S (then it adopts them again if nobody did, so a worker whose other process is busy
 loses nothing but that second). Releasing is the usual release between passes: whatever it read and did not
@@ -235,7 +235,7 @@ class Drain:
     def shed_if_behind(self) -> list[int]:
         """Behind, holding every shard (the only drain), and not shed within SHED_HOLD_S:
         release the upper half of the held shards (never the one it was queued for) and queue
-        a drain for each, so the worker's other process takes them; the shards released.
+        one drain for them, so the worker's other process takes them; the shards released.
 
         Only the only drain hands over: a drain already sharing the shards with another would
         queue drains that no free process runs (both are busy draining), leaving its shards to
@@ -251,9 +251,10 @@ class Drain:
         self.held = [k for k in self.held if k not in shed]
         for shard in shed:
             self.shed_until[shard] = now + SHED_HOLD_S
-            # The kick flag stays set (it was set when adopted): this message is the drain it
-            # stands for, and beat's safety net queues another if the message is lost.
-            stream.kick(shard)
+        # One drain for them all (it adopts every free shard); the kick flags stay set (set
+        # when adopted): this message is the drain they stand for, and beat's safety net
+        # queues another if it is lost.
+        stream.kick(shed[0])
         self.report.shed += len(shed)
         log.info(
             "ingest drain fell behind (pass %.3f s, %d full slices): shards %s handed over",
