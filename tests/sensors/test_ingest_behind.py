@@ -12,7 +12,7 @@ from billiard.pool import SIG_SOFT_TIMEOUT, soft_timeout_sighandler
 
 from feeds.processes.run import ProcessRunner
 from sensors.ingest import stream as stream
-from sensors.ingest.drain import SHED_HOLD_S, Drain, drain_shard
+from sensors.ingest.drain import SHED_HOLD_S, Drain, behind_s, drain_shard
 from tests.sensors.test_ingest_fresh import node_with, points, rows
 
 
@@ -80,7 +80,7 @@ def test_a_slow_pass_is_behind_by_the_drains_clock(db, redis_client, four_shards
     assert not drain.behind() and drain.shed_if_behind() == []  # a quick pass keeps its shards
 
     def slow_ingest(*args, **kwargs):
-        clock.now += 0.5  # the pass takes half a second on the drain's clock
+        clock.now += behind_s()  # the pass takes that long on the drain's clock
         return ingest(*args, **kwargs)
 
     ingest = ProcessRunner.run
@@ -90,7 +90,7 @@ def test_a_slow_pass_is_behind_by_the_drains_clock(db, redis_client, four_shards
         assert drain.run_pass() == 1
     finally:
         ProcessRunner.run = ingest
-    assert drain.last_pass_s == pytest.approx(0.5) and drain.full_slices == 0
+    assert drain.last_pass_s == pytest.approx(behind_s()) and drain.full_slices == 0
     assert drain.behind()
     assert drain.shed_if_behind() == [2, 3]
     drain.release()
