@@ -34,8 +34,9 @@ the drain release the upper half of its shards (never the one it was queued for)
 drain for them: the worker's other process takes them. Only a drain holding every shard hands
 over (with `-c 2`, a second drain is all there is room for). It does not take them back for
 SHED_HOLD_S (then it adopts them again if nobody did, so a worker whose other process is busy
-loses nothing but that second). Releasing is the usual release between passes: whatever it read and did not
-process stays pending, taken over in order by the shards' next holder (XAUTOCLAIM).
+loses nothing but that second). Releasing is the usual release between passes: whatever it
+read and did not process stays pending, taken over in order by the shards' next holder
+(XAUTOCLAIM).
 
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
@@ -153,7 +154,7 @@ class Drain:
         self.groups: set[int] = set()  # node streams known to have the consumer group
         # Per pass (run_pass): no request of it reaches back past its site's charge, so no
         # node's rows need history_budget.admit; the nodes' state, sent once at its end.
-        self.history_checked = False
+        self.all_live = False
         self.node_state = None  # a processing.NodeStateWrites during a pass
         self.report = DrainReport()
         # Times the passes and the shards it shed (tests pass a controlled clock).
@@ -315,7 +316,7 @@ class Drain:
             pipe.get(stream.done_key(node_id))
         marks = dict(zip(busy, pipe.execute(), strict=True))
         parsed = {n: self._parse(n, slices[n]) for n in busy}
-        self.history_checked = not self._any_history(parsed, marks)
+        self.all_live = not self._any_history(parsed, marks)
         from sensors.ingest.processing import NodeStateWrites  # the worker's import
 
         self.node_state = NodeStateWrites()
@@ -458,7 +459,7 @@ class Drain:
                 continue
             self.renew_if_due()  # still ours: nobody else is working on these entries
             try:
-                if chunk_rows and not self.history_checked:
+                if chunk_rows and not self.all_live:
                     # History over its site's budget is left out before any process runs on it
                     # (the web refused it before `ok`; this is for MQTT and older entries).
                     chunk_rows = history_budget.admit(node_id, chunk_rows, time.time())
