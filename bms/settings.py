@@ -505,6 +505,12 @@ BMS_INGEST_DRAIN_BUDGET_S = env_float("BMS_INGEST_DRAIN_BUDGET_S", 20.0, minimum
 # An emptied drain waits this long for more before it ends (no Celery message per single post),
 # blocked on its shards' bells: a request arriving meanwhile is taken at once (issue #29).
 BMS_INGEST_LINGER_S = env_float("BMS_INGEST_LINGER_S", 0.2, minimum=0.0)
+# A drain whose pass took this long, or left a node's requests waiting (a full slice), hands
+# half its shards to a drain of another worker process (sensors/ingest/drain.py, "Falling
+# behind"): one drain gets one process's CPU. 1 s: at 0.1 s (the freshness aim) a loaded
+# machine handed over at 30 req/s and the hand-overs' Celery round trips made p99 worse
+# (docs/BENCHMARKS.md, "POST -> readable").
+BMS_INGEST_BEHIND_S = env_float("BMS_INGEST_BEHIND_S", 1.0, minimum=0.001)
 BMS_INGEST_BACKLOG_ALARM = env_int("BMS_INGEST_BACKLOG_ALARM", 20_000, minimum=1)
 # /healthz (bms/health.py): anonymous callers get the result of the last check, made at most
 # this often per web process; staff and the local monitor get a fresh one. The checks cost

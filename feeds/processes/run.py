@@ -113,16 +113,19 @@ class RunReport:
     published: list[tuple[str, int, float | None]] = field(default_factory=list)
 
 
-# Every state hash (KEYS but the last) and the last value of the feeds in ARGV (from the hash
-# KEYS[-1]), in one round trip on the WATCHing connection.
+# The first ARGV[1] KEYS: state hashes (HGETALL each); the next: the hash of the feeds' last
+# values, read for the feeds in ARGV[2..]; a last KEY, if any: the batch's mark (GET). One
+# round trip on the WATCHing connection (the mark read here, not by a GET of its own: #29).
 _READ_STATES = """
+local n = tonumber(ARGV[1])
 local out = {}
-for i = 1, #KEYS - 1 do out[i] = redis.call('HGETALL', KEYS[i]) end
-if #ARGV > 0 then
-  out[#KEYS] = redis.call('HMGET', KEYS[#KEYS], unpack(ARGV))
+for i = 1, n do out[i] = redis.call('HGETALL', KEYS[i]) end
+if #ARGV > 1 then
+  out[n + 1] = redis.call('HMGET', KEYS[n + 1], unpack(ARGV, 2))
 else
-  out[#KEYS] = {}
+  out[n + 1] = {}
 end
+if #KEYS > n + 1 then out[n + 2] = redis.call('GET', KEYS[n + 2]) end
 return out
 """
 
@@ -178,7 +181,8 @@ class ProcessRunner:
         if mark is not None:
             return self._run_atomically(batch, state_keys, feeds, inputs, mark)
         if not state_keys:  # no state, nothing to race on
-            states, feed_last = self._load(self.redis, [], feeds) if feeds else ({}, {})
+            loaded = self._load(self.redis, [], feeds) if feeds else None
+            states, feed_last = loaded or ({}, {})
             report, _changed = self._run_batch(batch, states, feed_last, inputs)
             if report.logged:
                 self.buffer.add(report.logged)
@@ -211,12 +215,11 @@ class ProcessRunner:
             for _attempt in range(MAX_ATTEMPTS):
                 try:
                     pipe.watch(*watched)
-                    if mark is not None:
-                        done = pipe.get(mark[0])
-                        if done is not None and stream_id(done) >= stream_id(mark[1]):
-                            pipe.reset()
-                            return RunReport(already_done=True)
-                    states, feed_last = self._load(pipe, state_keys, feeds)
+                    loaded = self._load(pipe, state_keys, feeds, mark)
+                    if loaded is None:  # the mark holds this entry or a later one
+                        pipe.reset()
+                        return RunReport(already_done=True)
+                    states, feed_last = loaded
                     report, changed = self._run_batch(batch, states, feed_last, inputs)
                     pipe.multi()
                     self.buffer.add(report.logged, pipe)
@@ -236,19 +239,27 @@ class ProcessRunner:
             f"process state of {len(watched)} key(s) changed under {MAX_ATTEMPTS} attempts"
         )
 
-    def _load(self, client, state_keys: list[str], feeds: list[int]) -> tuple[dict, dict]:
+    def _load(
+        self, client, state_keys: list[str], feeds: list[int], mark: tuple[str, str] | None = None
+    ) -> tuple[dict, dict] | None:
         """(input_key -> field -> state, feed -> (t, value)) in one round trip on `client`;
-        feeds Redis has no last value of are read from their files."""
-        raw = self._read_states(keys=[*state_keys, self.buffer.last_key], args=feeds, client=client)
+        feeds Redis has no last value of are read from their files. With a `mark` (key, entry
+        id): None if the key holds that entry or a later one (the batch ran before)."""
+        keys = [*state_keys, self.buffer.last_key, *([mark[0]] if mark else [])]
+        raw = self._read_states(keys=keys, args=[len(state_keys), *feeds], client=client)
+        if mark is not None:
+            done = raw[-1] if len(raw) > len(state_keys) + 1 else None
+            if done is not None and stream_id(done) >= stream_id(mark[1]):
+                return None
         prefix = self.state_key("")
         states = {
             key.removeprefix(prefix): {
                 f.decode(): json.loads(v) for f, v in zip(flat[::2], flat[1::2], strict=True)
             }
-            for key, flat in zip(state_keys, raw[:-1], strict=True)
+            for key, flat in zip(state_keys, raw, strict=False)
         }
         feed_last = {}
-        for feed, cur in zip(feeds, raw[-1], strict=True):
+        for feed, cur in zip(feeds, raw[len(state_keys)], strict=True):
             if cur:
                 t, v = cur.split(b" ", 1)
                 feed_last[feed] = (int(t), float(v))

@@ -28,6 +28,16 @@ shard's bell in the same script as its append) rather than sleeping in turn, so 
 the buffer, where reads look, a few milliseconds after its `ok` (issue #29). The block always
 has a timeout, shorter than the lease and the Redis socket timeout: no drain waits forever.
 
+Falling behind: one drain runs in one worker process and gets that process's CPU. A pass that
+took longer than BMS_INGEST_BEHIND_S, or left requests waiting (a node's slice was full), makes
+the drain release the upper half of its shards (never the one it was queued for) and queue a
+drain for them: the worker's other process takes them. Only a drain holding every shard hands
+over (with `-c 2`, a second drain is all there is room for). It does not take them back for
+SHED_HOLD_S (then it adopts them again if nobody did, so a worker whose other process is busy
+loses nothing but that second). Releasing is the usual release between passes: whatever it
+read and did not process stays pending, taken over in order by the shards' next holder
+(XAUTOCLAIM).
+
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
 Any other failure of a request is logged and the request dropped, as a failed Celery task was.
@@ -41,6 +51,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
@@ -51,6 +62,7 @@ from redis.exceptions import LockError
 
 from core import redis_lock
 from core.redis import get_redis, redis_script
+from sensors.cache import check_generation
 from sensors.ingest import stream as stream
 
 log = logging.getLogger(__name__)
@@ -71,6 +83,14 @@ MAX_BLOCK_S = 1.0
 # "Streams": 0.5 ms of worker CPU per post when every pass took one). Adds at most this much
 # to a reading's way to its feed.
 GATHER_S = 0.005
+# A drain that released shards because it fell behind leaves them to another drain this long
+# before it may take them again (a Celery task is picked up in milliseconds by a free process).
+SHED_HOLD_S = 1.0
+
+
+def behind_s() -> float:
+    return float(settings.BMS_INGEST_BEHIND_S)
+
 
 # The node leaves the shard's ready set once its stream is empty; atomic against the web's
 # MULTI (XADD + SADD), so a request appended meanwhile keeps its node ready.
@@ -110,6 +130,7 @@ class DrainReport:
     shards: int = 0  # the most shards it held at once
     wakes: int = 0  # waits ended by a bell (a request appended) rather than the timeout
     stopped: str = ""  # why the drain stopped early ("transient: ...", "lease lost", "budget")
+    shed: int = 0  # shards it released to another drain because it fell behind
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -120,7 +141,9 @@ class LeaseLost(Exception):
 
 
 class Drain:
-    def __init__(self, shard: int, consumer: str | None = None) -> None:
+    def __init__(
+        self, shard: int, consumer: str | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.shard = shard  # the shard it was queued for; it holds others too (self.held)
         self.client = get_redis()
         self.consumer = consumer or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -129,7 +152,16 @@ class Drain:
         self.renewed_at = 0.0  # time.monotonic() of the last renewal of every held lease
         self.acks: dict[int, list] = {}  # node -> entries done this pass, acknowledged at its end
         self.groups: set[int] = set()  # node streams known to have the consumer group
+        # Per pass (run_pass): no request of it reaches back past its site's charge, so no
+        # node's rows need history_budget.admit; the nodes' state, sent once at its end.
+        self.all_live = False
+        self.node_state = None  # a processing.NodeStateWrites during a pass
         self.report = DrainReport()
+        # Times the passes and the shards it shed (tests pass a controlled clock).
+        self.clock = clock
+        self.last_pass_s = 0.0  # how long the last pass with work took
+        self.full_slices = 0  # nodes of the last pass that had a full slice (more waiting)
+        self.shed_until: dict[int, float] = {}  # shard -> when this drain may adopt it again
 
     # --- the leases -----------------------------------------------------------------------------
 
@@ -144,8 +176,13 @@ class Drain:
 
     def adopt(self) -> list[int]:
         """Take every free shard's lease (one round trip); the shards taken."""
+        now = self.clock()
         wanted = [self.shard] if self.shard not in self.held else []
-        wanted += [k for k in range(stream.shards()) if k != self.shard and k not in self.held]
+        wanted += [
+            k
+            for k in range(stream.shards())
+            if k != self.shard and k not in self.held and self.shed_until.get(k, 0.0) <= now
+        ]
         if not wanted:
             return []
         keys = redis_lock.acquire_each(
@@ -191,6 +228,43 @@ class Drain:
         self.held = []
         return released
 
+    def behind(self) -> bool:
+        """Whether the last pass fell behind: it took longer than behind_s(), or a node had
+        more requests than a slice (they wait for the next pass)."""
+        return self.last_pass_s >= behind_s() or self.full_slices > 0
+
+    def shed_if_behind(self) -> list[int]:
+        """Behind, holding every shard (the only drain), and not shed within SHED_HOLD_S:
+        release the upper half of the held shards (never the one it was queued for) and queue
+        one drain for them, so the worker's other process takes them; the shards released.
+
+        Only the only drain hands over: a drain already sharing the shards with another would
+        queue drains that no free process runs (both are busy draining), leaving its shards to
+        nobody until it took them back."""
+        now = self.clock()
+        if len(self.held) < 2 or len(self.held) < stream.shards() or not self.behind():
+            return []
+        if any(until > now for until in self.shed_until.values()):
+            return []  # shed recently: let the other drain show what it takes first
+        others = [k for k in self.held if k != self.shard]
+        shed = others[len(others) - len(self.held) // 2 :]
+        redis_lock.release_each(self.client, [stream.lease_key(k) for k in shed], self.token)
+        self.held = [k for k in self.held if k not in shed]
+        for shard in shed:
+            self.shed_until[shard] = now + SHED_HOLD_S
+        # One drain for them all (it adopts every free shard); the kick flags stay set (set
+        # when adopted): this message is the drain they stand for, and beat's safety net
+        # queues another if it is lost.
+        stream.kick(shed[0])
+        self.report.shed += len(shed)
+        log.info(
+            "ingest drain fell behind (pass %.3f s, %d full slices): shards %s handed over",
+            self.last_pass_s,
+            self.full_slices,
+            shed,
+        )
+        return shed
+
     # --- waiting --------------------------------------------------------------------------------
 
     def wait(self, wanted_s: float) -> bool:
@@ -209,6 +283,7 @@ class Drain:
         """One pass over the held shards; the number of requests processed. Past `deadline`
         (time.monotonic()) no further node is begun: what it read stays pending to this
         consumer, taken over in order by the next drain."""
+        self.last_pass_s, self.full_slices = 0.0, 0  # a pass with nothing to do is not behind
         if not self.held:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -225,24 +300,37 @@ class Drain:
         nodes = sorted(ready)
         if not nodes:
             return 0
+        started = self.clock()
         self.report.passes += 1
         self._ensure_groups(nodes)
         slices: dict[int, list] = {}
         for start in range(0, len(nodes), NODES_PER_READ):
             slices.update(self._read(nodes[start : start + NODES_PER_READ]))
         busy = [n for n in nodes if slices.get(n)]
+        self.full_slices = sum(1 for n in busy if len(slices[n]) >= slice_size())
+        # Once a pass, not once a node (#29): the config generation, and whether any request
+        # reaches back further than its site was charged for (history_budget.admit).
+        check_generation()
         pipe = self.client.pipeline(transaction=False)
         for node_id in busy:
             pipe.get(stream.done_key(node_id))
         marks = dict(zip(busy, pipe.execute(), strict=True))
+        parsed = {n: self._parse(n, slices[n]) for n in busy}
+        self.all_live = not self._any_history(parsed, marks)
+        from sensors.ingest.processing import NodeStateWrites  # the worker's import
+
+        self.node_state = NodeStateWrites()
         done = 0
         try:
             for node_id in busy:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                done += self._process(node_id, slices[node_id], marks[node_id])
+                done += self._process(node_id, parsed[node_id], marks[node_id])
         finally:
-            self._acknowledge_pass()
+            try:
+                self.node_state.flush()  # the nodes' state: one pipeline for the pass
+            finally:
+                self._acknowledge_pass()
         pipe = self.client.pipeline(transaction=False)
         forget = redis_script(_FORGET_IF_EMPTY)
         for node_id in nodes:
@@ -252,6 +340,7 @@ class Drain:
                 client=pipe,
             )
         pipe.execute()
+        self.last_pass_s = self.clock() - started
         return done
 
     def _ensure_groups(self, nodes: list[int]) -> None:
@@ -307,6 +396,43 @@ class Drain:
                 slices[stream.node_of(key)] = entries
         return slices
 
+    def _parse(self, node_id: int, entries: list) -> list[tuple[bytes, list | None]]:
+        """(entry id, rows) of each entry; None for an unreadable one (logged, and dropped
+        with its chunk by _process)."""
+        parsed: list[tuple[bytes, list | None]] = []
+        for entry_id, fields in entries:
+            try:
+                rows = json.loads(fields[stream.FIELD.encode()])
+            except (KeyError, ValueError) as exc:
+                log.error(
+                    "ingest entry %s of node %s is unreadable, dropped: %s", entry_id, node_id, exc
+                )
+                rows = None
+            parsed.append((entry_id, rows))
+        return parsed
+
+    def _any_history(self, parsed: dict[int, list], marks: dict) -> bool:
+        """Whether any request of the pass may reach back further than its site was charged
+        for: one Redis round trip for the pass. Live readings never do, and then no node's
+        rows go through history_budget.admit. (A file's charged reach only moves back, so a
+        request that does not reach back now does not later in the pass.)"""
+        from feeds.processes.run import stream_id
+        from sensors.ingest import history_budget
+
+        earliest: dict[int, tuple[float, set[str]]] = {}
+        for node_id, entries in parsed.items():
+            done = marks.get(node_id)
+            rows = [
+                row
+                for entry_id, entry_rows in entries
+                if entry_rows and (done is None or stream_id(entry_id) > stream_id(done))
+                for row in entry_rows
+            ]
+            if rows:
+                keys = {key for _t, values in rows for key in values}
+                earliest[node_id] = (min(row[0] for row in rows), keys)
+        return bool(earliest) and history_budget.reaches_back(earliest, time.time())
+
     def _process(self, node_id: int, entries: list, done: bytes | None) -> int:
         from feeds.processes.run import stream_id  # with the worker's imports, not the web's
         from sensors.ingest import history_budget
@@ -319,16 +445,11 @@ class Drain:
             if finished:
                 self._acknowledge(node_id, finished)
                 self.report.already_done += len(finished)
-                entries = [(e, f) for e, f in entries if stream_id(e) > stream_id(done)]
+                entries = [(e, r) for e, r in entries if stream_id(e) > stream_id(done)]
         chunk_ids: list = []
         chunk_rows: list[list] = []
-        for index, (entry_id, fields) in enumerate(entries):
-            try:
-                rows = json.loads(fields[stream.FIELD.encode()])
-            except (KeyError, ValueError) as exc:
-                log.error(
-                    "ingest entry %s of node %s is unreadable, dropped: %s", entry_id, node_id, exc
-                )
+        for index, (entry_id, rows) in enumerate(entries):
+            if rows is None:
                 self.report.dropped += 1
                 rows = []
             chunk_ids.append(entry_id)
@@ -338,14 +459,21 @@ class Drain:
                 continue
             self.renew_if_due()  # still ours: nobody else is working on these entries
             try:
-                if chunk_rows:
+                if chunk_rows and not self.all_live:
                     # History over its site's budget is left out before any process runs on it
                     # (the web refused it before `ok`; this is for MQTT and older entries).
                     chunk_rows = history_budget.admit(node_id, chunk_rows, time.time())
                 if chunk_rows:
                     last_id = chunk_ids[-1]
                     entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
-                    if ingest_rows(node_id, chunk_rows, entry=entry).already_done:
+                    ran = ingest_rows(
+                        node_id,
+                        chunk_rows,
+                        entry=entry,
+                        check_config=False,  # read once for the pass (run_pass)
+                        node_state=self.node_state,
+                    )
+                    if ran.already_done:
                         self.report.already_done += len(chunk_ids)
             except TRANSIENT_ERRORS:
                 raise  # left pending; the next drain takes them over
@@ -445,6 +573,7 @@ def _run_until_idle(drain: Drain, deadline: float) -> None:
             drain.adopt()
             next_adopt = now + ADOPT_EVERY_S
         done = drain.run_pass(deadline)
+        drain.shed_if_behind()
         if done:
             idle_until = None
             if done < slice_size():

@@ -8,7 +8,8 @@ process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
 the bound of sensors/ingest/input_budget.py: beyond it a new key's readings are skipped (with an alarm).
 
 Per batch: one cached sensor map, one Redis pipeline for pulse state, one call to
-feeds.store.service.process_inputs (which pipelines the feed buffer), one pipeline for node state.
+feeds.store.service.process_inputs (which pipelines the feed buffer), one pipeline for node state
+(a drain's pass: one for all its nodes, NodeStateWrites).
 """
 
 from __future__ import annotations
@@ -209,14 +210,25 @@ def _pulse_value(
 
 
 def ingest_rows(
-    node_id: int, rows: list[list], now: float | None = None, entry: str | None = None
+    node_id: int,
+    rows: list[list],
+    now: float | None = None,
+    entry: str | None = None,
+    *,
+    check_config: bool = True,
+    node_state: NodeStateWrites | None = None,
 ) -> IngestReport:
     """Process a node's rows. `entry`: the id of the last stream entry the rows came from
     (sensors/ingest/drain.py); it is recorded with the points, and rows of an entry already
-    recorded are not processed again (a drain killed before its XACK, the entry redelivered)."""
+    recorded are not processed again (a drain killed before its XACK, the entry redelivered).
+
+    A drain's pass reads the config generation once for all its nodes (`check_config=False`
+    here) and sends the nodes' state in one pipeline at its end (`node_state`, flushed by the
+    caller): two Redis round trips a pass instead of two a node (#29)."""
     now = time.time() if now is None else now
     report = IngestReport(rows=len(rows))
-    check_generation()
+    if check_config:
+        check_generation()
     specs = sensor_map(node_id)
     keys = {key for _, values in rows for key in values}
     unseen = keys - specs.keys()
@@ -243,7 +255,7 @@ def ingest_rows(
     # redelivered request is recognised by its stream entry (`entry`); a count not newer than
     # the state is dropped by pulse_step.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
-    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report, entry)
+    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report, entry, node_state)
 
 
 def _convert_and_process(
@@ -254,9 +266,12 @@ def _convert_and_process(
     pulse_specs: list[SensorSpec],
     report: IngestReport,
     entry: str | None = None,
+    node_state: NodeStateWrites | None = None,
 ) -> IngestReport:
     from feeds.store import service  # the feed store; imported late so web never loads numpy paths
 
+    if node_state is not None and node_id in node_state:
+        node_state.flush()  # its pulse counters as the node's last chunk left them
     pulse_states, pulse_saved = _load_pulse_states(pulse_specs) if pulse_specs else ({}, {})
     items: list[tuple[str, list[dict], int, float, int]] = []
     last: dict[str, tuple[int, float]] = {}
@@ -301,6 +316,8 @@ def _convert_and_process(
     if items:
         used = [specs[k] for k in {item_key.partition(":")[2] for item_key, *_ in items}]
         refs = set().union(*(process_catalog.input_ids(spec.steps) for spec in used))
+        if refs and node_state is not None:
+            node_state.flush()  # *_input steps read other nodes' last values: this pass's
         run = service.process_inputs(
             items,
             input_last=input_values(refs) if refs else None,
@@ -318,9 +335,12 @@ def _convert_and_process(
             _record_late(node_id, run)
     if late_counts:
         _record_late_counts(node_id, late_counts)
-    _store_node_state(
+    writes = NodeStateWrites() if node_state is None else node_state
+    writes.queue(
         node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys), pulse_saved
     )
+    if node_state is None:
+        writes.flush()
     if latest_checked:
         _range_alarms(node_id, latest_checked, out_of_range)
     return report
@@ -395,54 +415,85 @@ def _outside(spec: SensorSpec, value: float) -> bool:
     )
 
 
-def _store_node_state(
-    node_id: int,
-    now: float,
-    last: dict[str, tuple[int, float]],
-    pulse_states: dict[int, cv.PulseState | None],
-    pulse_specs: list[SensorSpec],
-    skipped_inputs: bool = False,
-    pulse_saved: dict[int, int] | None = None,
-) -> None:
-    pulse_saved = pulse_saved or {}
-    to_save = {
-        spec.id: ps
-        for spec in pulse_specs
-        if (ps := pulse_states.get(spec.id)) is not None
-        and ps.t - pulse_saved.get(spec.id, 0) >= PULSE_SAVE_S
-    }
-    if to_save:  # before Redis says "saved", so a failed write is retried next batch
-        _save_pulse_states(to_save)
-    pipe = get_redis().pipeline(transaction=False)
-    pipe.hset(state.SEEN_KEY, str(node_id), int(now))
-    if last:
-        pipe.hset(state.last_key(node_id), mapping={k: f"{t} {v!r}" for k, (t, v) in last.items()})
-    for spec in pulse_specs:
-        ps = pulse_states.get(spec.id)
-        if ps is not None:
-            saved = ps.t if spec.id in to_save else pulse_saved.get(spec.id, 0)
+class NodeStateWrites:
+    """The node-state writes of one or many ingest_rows calls (when each node was heard, its
+    inputs' last values, its pulse counters), sent in one pipeline by flush(). A drain's pass
+    flushes once at its end; a node processed again in the same pass (another chunk), or a
+    batch whose *_input steps read last values, flushes first, so nothing reads a state
+    older than what this process already computed."""
+
+    def __init__(self) -> None:
+        self._pipe = get_redis().pipeline(transaction=False)
+        self._nodes: list[tuple[int, bool]] = []  # (node id, whether its capped flag is read)
+
+    def __contains__(self, node_id: int) -> bool:
+        return any(n == node_id for n, _ in self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def queue(
+        self,
+        node_id: int,
+        now: float,
+        last: dict[str, tuple[int, float]],
+        pulse_states: dict[int, cv.PulseState | None],
+        pulse_specs: list[SensorSpec],
+        skipped_inputs: bool = False,
+        pulse_saved: dict[int, int] | None = None,
+    ) -> None:
+        pulse_saved = pulse_saved or {}
+        to_save = {
+            spec.id: ps
+            for spec in pulse_specs
+            if (ps := pulse_states.get(spec.id)) is not None
+            and ps.t - pulse_saved.get(spec.id, 0) >= PULSE_SAVE_S
+        }
+        if to_save:  # before Redis says "saved", so a failed write is retried next batch
+            _save_pulse_states(to_save)
+        pipe = self._pipe
+        pipe.hset(state.SEEN_KEY, str(node_id), int(now))
+        if last:
             pipe.hset(
-                state.pulse_key(spec.id),
-                mapping={
-                    "t": ps.t,
-                    "count": ps.count,
-                    "total": repr(ps.total),
-                    "pending": "" if ps.pending is None else ps.pending,
-                    "saved": saved,
-                },
+                state.last_key(node_id), mapping={k: f"{t} {v!r}" for k, (t, v) in last.items()}
             )
-    if not skipped_inputs:
-        pipe.hdel(input_budget.CAPPED_NODES, str(node_id))
-    pipe.srem(state.SILENT_KEY, str(node_id))
-    results = pipe.execute()
-    was_silent = results[-1]
-    was_capped = 0 if skipped_inputs else results[-2]
-    if was_silent:
-        # The node is back: close its silent alarm now rather than at the next check.
-        clear_alarm(f"node-silent:{node_id}")
-    if was_capped:
-        # A batch with no input beyond the bound: the condition may have ended for the site.
-        input_budget.node_back_in_bounds(node_id)
+        for spec in pulse_specs:
+            ps = pulse_states.get(spec.id)
+            if ps is not None:
+                saved = ps.t if spec.id in to_save else pulse_saved.get(spec.id, 0)
+                pipe.hset(
+                    state.pulse_key(spec.id),
+                    mapping={
+                        "t": ps.t,
+                        "count": ps.count,
+                        "total": repr(ps.total),
+                        "pending": "" if ps.pending is None else ps.pending,
+                        "saved": saved,
+                    },
+                )
+        if not skipped_inputs:
+            pipe.hdel(input_budget.CAPPED_NODES, str(node_id))
+        pipe.srem(state.SILENT_KEY, str(node_id))
+        pipe.echo("node")  # the end of this node's replies, found again by flush()
+        self._nodes.append((node_id, not skipped_inputs))
+
+    def flush(self) -> None:
+        """Send every queued write (one round trip); then close the alarms of nodes that came
+        back (heard again, or a batch with no input beyond the bound)."""
+        if not self._nodes:
+            return
+        nodes, self._nodes = self._nodes, []
+        results = self._pipe.execute()
+        ends = [i for i, r in enumerate(results) if r == b"node"]
+        for (node_id, capped_read), end in zip(nodes, ends, strict=True):
+            was_silent = results[end - 1]
+            was_capped = results[end - 2] if capped_read else 0
+            if was_silent:
+                # The node is back: close its silent alarm now rather than at the next check.
+                clear_alarm(f"node-silent:{node_id}")
+            if was_capped:
+                # A batch with no input beyond the bound: the condition may have ended.
+                input_budget.node_back_in_bounds(node_id)
 
 
 def range_message(sensor_id: int, spec: SensorSpec, value: float) -> str:
