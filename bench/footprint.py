@@ -86,12 +86,20 @@ def role(pid: int, parent_of: dict[int, int], top: int) -> str:
         return "beat"
     if "celery" in line and " worker" in line:
         queues = argv[argv.index("-Q") + 1] if "-Q" in argv else "?"
-        return f"worker {queues}: " + ("pool child" if child else "main")
+        beat = " + beat thread" if b"BMS_BEAT_THREAD=1" in environ(pid) else ""
+        return f"worker {queues}: " + ("pool child" if child else "main" + beat)
     if "simulate_site" in line:
         return "demo simulator"
     if role(parent_of.get(pid, 0), parent_of, top) == "demo simulator":
         return "demo simulator: child"
     return os.path.basename(argv[0]) or "?"
+
+
+def environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
 
 
 def sample(top: int) -> dict[int, tuple[str, int, int]]:

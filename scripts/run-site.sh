@@ -63,19 +63,16 @@ else
   WEB_WORKERS="${BMS_WEB_WORKERS:-3}"; WEB_THREADS="${BMS_WEB_THREADS:-4}"
   INGEST_CONCURRENCY="${BMS_INGEST_CONCURRENCY:-2}"; BEAT_IN_WORKER="${BMS_BEAT_IN_WORKER:-0}"
 fi
-BEAT_ARGS=(-l INFO --pidfile "$VAR/celerybeat.pid")
-EMBEDDED_BEAT=()
-# Beat forked by the ingest worker (`celery worker -B`): its own process still, sharing the
-# worker's loaded code instead of loading its own copy.
-[ "$BEAT_IN_WORKER" = 1 ] && EMBEDDED_BEAT=(-B)
+# BEAT_IN_WORKER=1: beat is a thread of the ingest worker's main process (bms/celery.py,
+# BeatThread) instead of a process with its own copy of Django and the tasks.
 
 rm -f "$VAR/celerybeat.pid"
 start web "$VENV/bin/gunicorn" -c python:bms.gunicorn_conf bms.wsgi:application --bind "$BIND:$PORT" \
   --workers "$WEB_WORKERS" --threads "$WEB_THREADS" --timeout 30
 # Control gets its own worker so a flood of readings never delays the boiler.
 start worker-control "$VENV/bin/celery" -A bms worker -Q control -c 1 -n control@%h -l INFO
-start worker-ingest "$VENV/bin/celery" -A bms worker -Q ingest,commit -c "$INGEST_CONCURRENCY" \
-  -n ingest@%h -l INFO "${EMBEDDED_BEAT[@]}"
+start worker-ingest env BMS_BEAT_THREAD="$BEAT_IN_WORKER" "$VENV/bin/celery" -A bms worker \
+  -Q ingest,commit -c "$INGEST_CONCURRENCY" -n ingest@%h -l INFO
 # Sharded feed writers (BMS_FEED_SHARDS > 1, docs/DEPLOYMENT.md): one writer per shard queue.
 SHARDS="${BMS_FEED_SHARDS:-1}"
 if [ "$SHARDS" -gt 1 ]; then
@@ -83,7 +80,7 @@ if [ "$SHARDS" -gt 1 ]; then
     start "worker-commit-$k" "$VENV/bin/celery" -A bms worker -Q "commit-$k" -c 1 -n "commit$k@%h" -l INFO
   done
 fi
-[ "$BEAT_IN_WORKER" = 1 ] || start beat "$VENV/bin/celery" -A bms beat "${BEAT_ARGS[@]}"
+[ "$BEAT_IN_WORKER" = 1 ] || start beat "$VENV/bin/celery" -A bms beat -l INFO --pidfile "$VAR/celerybeat.pid"
 
 for _ in $(seq 1 100); do
   curl -fsS -o /dev/null "$URL/admin/login/" 2>/dev/null && break
