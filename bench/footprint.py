@@ -24,7 +24,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,28 +32,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
+from ingest import free_port, process_tree  # bench/, the script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 BANNER = "Open BMS is running."
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def process_tree(pid: int) -> list[int]:
-    """A process and all its descendants (gunicorn's and Celery's workers are children)."""
-    pids, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        pids.append(current)
-        try:
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        todo += [int(c) for c in children]
-    return pids
 
 
 def memory_kb(pid: int) -> tuple[int, int] | None:
