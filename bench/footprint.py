@@ -61,6 +61,8 @@ def role(pid: int, parent_of: dict[int, int], top: int) -> str:
     if pid == top:
         return "run-site.sh (bash)"
     child = parent_of.get(pid) != top  # forked by one of the script's own processes
+    if "bms.worker_group" in line:
+        return group_role(pid, argv, parent_of, top)
     if "gunicorn" in line:
         return "web: gunicorn worker" if child else "web: gunicorn master"
     if " beat" in line:
@@ -74,6 +76,27 @@ def role(pid: int, parent_of: dict[int, int], top: int) -> str:
     if role(parent_of.get(pid, 0), parent_of, top) == "demo simulator":
         return "demo simulator: child"
     return os.path.basename(argv[0]) or "?"
+
+
+def group_role(pid: int, argv: list[str], parent_of: dict[int, int], top: int) -> str:
+    """bms/worker_group.py: the parent, the workers it forked (in the order of its command
+    line's groups) and their pool children all carry the parent's command line."""
+    if parent_of.get(pid) == top:
+        return "worker group: parent"
+    parent = parent_of.get(pid, 0)
+    if parent_of.get(parent) != top:  # a pool child of one of the workers
+        name = group_role(parent, argv, parent_of, top)
+        if name.startswith("web"):
+            return "web: gunicorn worker"
+        return name.replace("main + beat thread", "main").replace("main", "pool child")
+    siblings = sorted(p for p, q in parent_of.items() if q == parent)
+    words = argv[argv.index("bms.worker_group") + 1 :]
+    options = " ".join(words).split(" -- ")[siblings.index(pid)].split()
+    if "gunicorn" in options:
+        return "web: gunicorn master"
+    queues = options[options.index("-Q") + 1] if "-Q" in options else "?"
+    beat = " + beat thread" if "BMS_BEAT_THREAD=1" in options else ""
+    return f"worker {queues}: main{beat}"
 
 
 def environ(pid: int) -> bytes:

@@ -59,20 +59,30 @@ start() {  # start NAME COMMAND...: run in the background, log to $LOGS/NAME.log
 if [ "${BMS_SMALL_BOX:-}" = 1 ]; then
   WEB_WORKERS="${BMS_WEB_WORKERS:-1}"; WEB_THREADS="${BMS_WEB_THREADS:-8}"
   INGEST_CONCURRENCY="${BMS_INGEST_CONCURRENCY:-1}"; BEAT_IN_WORKER="${BMS_BEAT_IN_WORKER:-1}"
+  WORKER_GROUP="${BMS_WORKER_GROUP:-1}"
 else
   WEB_WORKERS="${BMS_WEB_WORKERS:-3}"; WEB_THREADS="${BMS_WEB_THREADS:-4}"
   INGEST_CONCURRENCY="${BMS_INGEST_CONCURRENCY:-2}"; BEAT_IN_WORKER="${BMS_BEAT_IN_WORKER:-0}"
+  WORKER_GROUP="${BMS_WORKER_GROUP:-0}"
 fi
 # BEAT_IN_WORKER=1: beat is a thread of the ingest worker's main process (bms/celery.py,
 # BeatThread) instead of a process with its own copy of Django and the tasks.
+# WORKER_GROUP=1: gunicorn and the control and ingest workers are forked from one process that
+# loaded the code once (bms/worker_group.py); each is still its own process, queues and pool.
+CONTROL=(-Q control -c 1 -n control@%h -l INFO)
+INGEST=(-Q ingest,commit -c "$INGEST_CONCURRENCY" -n ingest@%h -l INFO)
 
 rm -f "$VAR/celerybeat.pid"
-start web "$VENV/bin/gunicorn" -c python:bms.gunicorn_conf bms.wsgi:application --bind "$BIND:$PORT" \
-  --workers "$WEB_WORKERS" --threads "$WEB_THREADS" --timeout 30
+WEB=(bms.wsgi:application --bind "$BIND:$PORT" --workers "$WEB_WORKERS" --threads "$WEB_THREADS" --timeout 30)
 # Control gets its own worker so a flood of readings never delays the boiler.
-start worker-control "$VENV/bin/celery" -A bms worker -Q control -c 1 -n control@%h -l INFO
-start worker-ingest env BMS_BEAT_THREAD="$BEAT_IN_WORKER" "$VENV/bin/celery" -A bms worker \
-  -Q ingest,commit -c "$INGEST_CONCURRENCY" -n ingest@%h -l INFO
+if [ "$WORKER_GROUP" = 1 ]; then
+  start site "$PY" -m bms.worker_group gunicorn -c python:bms.gunicorn_conf "${WEB[@]}" \
+    -- "${CONTROL[@]}" -- BMS_BEAT_THREAD="$BEAT_IN_WORKER" "${INGEST[@]}"
+else
+  start web "$VENV/bin/gunicorn" -c python:bms.gunicorn_conf "${WEB[@]}"
+  start worker-control "$VENV/bin/celery" -A bms worker "${CONTROL[@]}"
+  start worker-ingest env BMS_BEAT_THREAD="$BEAT_IN_WORKER" "$VENV/bin/celery" -A bms worker "${INGEST[@]}"
+fi
 # Sharded feed writers (BMS_FEED_SHARDS > 1, docs/DEPLOYMENT.md): one writer per shard queue.
 SHARDS="${BMS_FEED_SHARDS:-1}"
 if [ "$SHARDS" -gt 1 ]; then
