@@ -16,15 +16,23 @@ with --sources N (default 4) a heat main of N sources in lead/lag sequence (and,
 sources, a thermal store) is fed by every zone.
 Target: one tick for 500 zones / 1,000 actuators < 1 s.
 
-    .venv/bin/python bench/control.py [--zones 500] [--boards 16] [--weather 8] [--sources 4] [--runs 5]
+Each run ends with the cost per zone: the steady tick's CPU and the evaluator's (this thread's
+CPU time, median of its passes: what a loaded machine does not inflate). With several sizes
+(`--zones 500,1000,2000,5000`) each runs on a scratch site of its own, one after the other, and a
+table of the per-zone costs follows: flat rows mean the tick grows linearly with the site.
+Boards hold at most 125 valve coils (+3 spares), so large sites get more boards.
+
+    .venv/bin/python bench/control.py [--zones 500] [--boards N] [--weather 8] [--sources 4] [--runs 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import statistics
+import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -45,13 +53,40 @@ def serve_boards(ports: list[int], coils: int, ready, stop) -> None:
         b.stop()
 
 
+# A board carries at most this many valve coils (and 3 spares for the plants): 1,000 zones on
+# 16 boards is 125 each; larger sites get more boards rather than 600-coil boards.
+MAX_VALVES_PER_BOARD = 125
+MIN_BOARDS = 16  # the 500-zone figures in docs/BENCHMARKS.md are on 16 boards
+RESULT = "RESULT "  # the line a run prints its figures on, for a run of several sizes
+
+
+def zone_counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("zone counts are positive integers, comma-separated")
+    return counts
+
+
+def boards_for(zones: int) -> int:
+    return max(MIN_BOARDS, -(-2 * zones // MAX_VALVES_PER_BOARD))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--zones", type=int, default=500)
     parser.add_argument(
-        "--boards", type=int, default=16, help="relay boards the actuators are spread over"
+        "--zones",
+        type=zone_counts,
+        default=[500],
+        help="zones (two valves each); several, comma-separated, run one after the other",
+    )
+    parser.add_argument(
+        "--boards",
+        type=int,
+        default=0,
+        help=f"relay boards the actuators are spread over (default: at least {MIN_BOARDS}, "
+        f"at most {MAX_VALVES_PER_BOARD} valves a board)",
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
@@ -71,6 +106,11 @@ def main() -> None:
         help="after the runs, profile N steady ticks with cProfile and print the top functions",
     )
     args = parser.parse_args()
+    if len(args.zones) > 1:
+        run_sizes(args)
+        return
+    args.zones = args.zones[0]
+    args.boards = args.boards or boards_for(args.zones)
 
     scratch_site.start("bms-bench-control-", args.redis_url, LOG_LEVEL="ERROR")
     from control.drivers.simulated_board import free_port
@@ -88,10 +128,39 @@ def main() -> None:
     server.start()
     ready.wait(30)
     try:
-        run(args, ports, per_board)
+        figures = run(args, ports, per_board)
     finally:
         stop.set()
         server.join(10)
+    print(RESULT + json.dumps(figures))
+
+
+def run_sizes(args) -> None:
+    """Each size in a process of its own (a fresh scratch site and database), then the table."""
+    rows = []
+    for zones in args.zones:
+        command = [sys.executable, __file__, "--zones", str(zones), "--runs", str(args.runs)]
+        command += ["--weather", str(args.weather), "--sources", str(args.sources)]
+        command += ["--redis-url", args.redis_url] + (
+            ["--boards", str(args.boards)] * bool(args.boards)
+        )
+        print(f"--- {zones} zones", flush=True)
+        out = subprocess.run(command, capture_output=True, text=True, check=False)
+        lines = out.stdout.splitlines()
+        print("\n".join(line for line in lines if not line.startswith(RESULT)), flush=True)
+        results = [line[len(RESULT) :] for line in lines if line.startswith(RESULT)]
+        if out.returncode or not results:
+            sys.exit(f"{zones} zones failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+        rows.append(json.loads(results[-1]))
+    print("\nper zone, as the site grows (CPU: the machine's load does not inflate it):")
+    print(f"{'zones':>6} {'actuators':>9} {'boards':>6} {'steady tick CPU':>16} "
+          f"{'per zone':>9} {'evaluator CPU':>14} {'per zone':>9}")  # fmt: skip
+    for r in rows:
+        print(
+            f"{r['zones']:>6} {r['actuators']:>9} {r['boards']:>6} "
+            f"{r['steady_cpu_ms']:>13.0f} ms {r['steady_cpu_ms'] * 1000 / r['zones']:>6.0f} µs "
+            f"{r['evaluator_cpu_ms']:>11.1f} ms {r['evaluator_cpu_ms'] * 1000 / r['zones']:>6.1f} µs"
+        )
 
 
 def build_weather_plants(n: int, zones, ports: list[int], per_board: int) -> list:
@@ -247,7 +316,7 @@ def build_site(zones_n: int, ports: list[int], per_board: int):
     return zones, feeds
 
 
-def run(args, ports, per_board) -> None:
+def run(args, ports, per_board) -> dict:
     from control import snapshot as snapshot_builder
     from control.drivers import three_point
     from control.engine.evaluator import evaluate
@@ -299,7 +368,8 @@ def run(args, ports, per_board) -> None:
         f"{first['written']} written, {audited} commands audited"
     )
 
-    def timed(label: str, prepare=None) -> None:
+    def timed(label: str, prepare=None) -> float:
+        """Runs and prints the case; the median CPU ms of its ticks."""
         totals = []
         cpu = []
         report = {}
@@ -321,8 +391,9 @@ def run(args, ports, per_board) -> None:
             f"{report.get('outputs', 0)} outputs, {report.get('pulses', 0)} pulses, "
             f"snapshot {report['snapshot_ms']:.0f} ms, evaluate {report['evaluate_ms']:.0f} ms)"
         )
+        return statistics.median(cpu)
 
-    timed("steady tick (no change, every coil read back)", fresh_temps)
+    steady_cpu = timed("steady tick (no change, every coil read back)", fresh_temps)
 
     flip = {"on": False}
 
@@ -354,15 +425,39 @@ def run(args, ports, per_board) -> None:
     from django.utils import timezone
 
     live = snapshot_builder.build(timezone.now())
-    rounds = max(3, args.runs)
-    started = time.perf_counter()
-    for _ in range(rounds):
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile(time.thread_time)
+        profiler.enable()
         evaluate(live.snapshot)
-    per_site = (time.perf_counter() - started) / rounds
+        profiler.disable()
+        print("profile of the evaluator alone (own CPU time, top 15):")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    # This thread's CPU time: the relay pool's threads and the machine's other processes do
+    # not count (on a loaded 2-core machine wall time was 2-4x the CPU).
+    passes = []
+    for _ in range(max(3, args.runs)):
+        started = time.thread_time()
+        evaluate(live.snapshot)
+        passes.append(time.thread_time() - started)
+    per_site = statistics.median(passes)
     print(
-        f"evaluator alone: {per_site * 1000:.1f} ms for {args.zones} zones = "
-        f"{per_site / args.zones * 1e6:.0f} µs per zone"
+        f"evaluator alone: {per_site * 1000:.1f} ms CPU for {args.zones} zones = "
+        f"{per_site / args.zones * 1e6:.1f} µs per zone (median of {len(passes)} passes)"
     )
+    print(
+        f"per zone: steady tick {steady_cpu * 1000 / args.zones:.0f} µs CPU, "
+        f"evaluator {per_site / args.zones * 1e6:.1f} µs CPU"
+    )
+    return {
+        "zones": args.zones,
+        "actuators": n_act,
+        "boards": len(ports),
+        "steady_cpu_ms": steady_cpu,
+        "evaluator_cpu_ms": per_site * 1000,
+    }
 
 
 if __name__ == "__main__":

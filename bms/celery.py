@@ -7,17 +7,24 @@ switches plant). Run the control queue on its own worker so ingest never delays 
 from __future__ import annotations
 
 import atexit
+import gc
 import logging
 import os
 import threading
 import time
 
-from celery import Celery
-from celery.signals import beat_init, worker_ready
+from celery import Celery, bootsteps
+from celery.signals import beat_init, worker_init, worker_ready
 
 from alarms.heartbeat import BEAT_HEARTBEAT_KEY, BEAT_STOPPED_KEY, HEARTBEAT_EVERY_S
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bms.settings")
+# Celery's Django fixup runs Django's system checks in every worker and beat at start and
+# ignores what they find; running them imports the whole URL conf and every view (DRF, the
+# schema generator, markdown, the holiday tables): about 30 MB in each process for nothing.
+# The checks run where they can stop a start: `manage.py migrate` (scripts/run-site.sh, the
+# docker web role) and `manage.py check`.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("bms")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -117,3 +124,36 @@ def _start_beat_watch(sender=None, **_kwargs) -> None:
     from alarms import watchdog
 
     _start_watch(watchdog.check_beat, "beat")
+
+
+@worker_init.connect
+def _freeze_before_fork(**_kwargs) -> None:
+    """The worker's main process has imported Django and every task; its pool children are forked
+    from it next. Freezing what is there now keeps the children's garbage collector from
+    writing into those objects, so their pages stay shared with the main process instead of
+    being copied into each child (docs/BENCHMARKS.md, "Footprint")."""
+    gc.freeze()
+
+
+class BeatThread(bootsteps.StartStopStep):
+    """BMS_BEAT_THREAD=1 in a worker's environment: beat runs as a thread of that worker's main
+    process (the small-box shape of scripts/run-site.sh, docs/DEPLOYMENT.md "Memory") instead
+    of a process of its own, which costs a whole copy of Django and the tasks (70-100 MB).
+    Still one beat: RedBeat's lock, the heartbeat and the worker watch work as in a beat
+    process (beat_init). It wakes at least every second (Celery's embedded thread), so it
+    stops with the worker."""
+
+    label = "Beat (thread)"
+    conditional = True
+
+    def __init__(self, worker, **kwargs) -> None:
+        self.enabled = os.environ.get("BMS_BEAT_THREAD") == "1"
+        super().__init__(worker, **kwargs)
+
+    def create(self, worker):
+        from celery.beat import EmbeddedService
+
+        return EmbeddedService(worker.app, thread=True)
+
+
+app.steps["worker"].add(BeatThread)

@@ -1,8 +1,14 @@
 """gunicorn settings every deployment uses (`gunicorn -c python:bms.gunicorn_conf ...`:
-docker/entrypoint.sh, scripts/run-site.sh). Command-line options still override these."""
+docker/entrypoint.sh, scripts/run-site.sh). Command-line options still override these.
+
+The application is loaded once, in the master, and the workers are forked from it: each worker
+importing Django, numpy and the apps on its own cost 110-140 MB of private memory a worker;
+forked, they share those pages with the master (docs/BENCHMARKS.md, "Footprint"). A worker
+that dies or times out is forked again from the loaded master, so it is also back sooner."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from gunicorn.glogging import Logger
@@ -28,3 +34,17 @@ class GunicornLogger(Logger):
 
 # Node keys travel in query strings (emoncms `apikey=`): mask them in the access log.
 logger_class = GunicornLogger
+
+
+preload_app = True
+
+
+def when_ready(server) -> None:
+    """In the master, the application loaded, before the first worker is forked."""
+    from django.db import connections
+
+    # A connection the loading opened must not be shared by the forked workers.
+    connections.close_all()
+    # Objects from the import stay in the permanent generation: a worker's collector never
+    # writes into them, so their pages stay shared instead of being copied per worker.
+    gc.freeze()

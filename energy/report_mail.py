@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.mail import EmailMessage
 
-from energy import monthly, report, report_pdf
+from energy import monthly, report
 from energy.models import MeterNode, ReportRecipient
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,10 @@ def message(rep: monthly.MonthlyReport, to: list[str]) -> EmailMessage:
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=to,
     )
+    # Imported here: reportlab and PIL are 8 MB in every Celery process (beat and the control
+    # worker too, which load this module with the tasks), for one task run once a month.
+    from energy import report_pdf
+
     mail.attach(rep.filename("pdf"), report_pdf.render(rep), "application/pdf")
     mail.attach(rep.filename("csv"), monthly.to_csv(rep), "text/csv")
     return mail

@@ -238,8 +238,7 @@ def _next(available: list[int], by_id: dict[int, HeatSourceSpec], stages: int) -
 
 
 def _names(tick: Tick, zone_ids: list[int]) -> str:
-    names = {z.id: z.name for z in tick.snapshot.zones}
-    listed = ", ".join(names.get(z, str(z)) for z in zone_ids[:5])
+    listed = ", ".join(z.name if (z := tick.zones.get(zid)) else str(zid) for zid in zone_ids[:5])
     return listed + (f" and {len(zone_ids) - 5} more" if len(zone_ids) > 5 else "")
 
 

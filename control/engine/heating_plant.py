@@ -78,7 +78,7 @@ def _frost_from(
 
 def zone_valves(tick: Tick, zone_id: int) -> list[ActuatorSpec]:
     """The valves (and radiator valves) of a zone that the snapshot knows."""
-    zone = next((z for z in tick.snapshot.zones if z.id == zone_id), None)
+    zone = tick.zones.get(zone_id)
     if zone is None:
         return []
     acts = (tick.snapshot.actuators.get(aid) for aid in zone.actuator_ids)
@@ -99,9 +99,7 @@ def _takes_heat(tick: Tick, zone_id: int, decisions: dict) -> str:
     return "valve not yet confirmed open"
 
 
-def _frost_words(
-    tick: Tick, plant: PlantSpec, calling: list[tuple[int, ZoneResult]], names: dict
-) -> str:
+def _frost_words(tick: Tick, plant: PlantSpec, calling: list[tuple[int, ZoneResult]]) -> str:
     """Why a boiler fired for frost, in the words of the frost that fired it: the plant's own
     (flow, then outside) when it is active, else the rooms below their frost limit. An engineer
     reading "Heat demand from Room C" went looking for a booking that did not exist."""
@@ -112,7 +110,9 @@ def _frost_words(
     if frosty and outside is not None:
         return f"Frost protection: outside {outside:.1f} °C (below {plant.frost_outside_c:g} °C)"
     rooms = [
-        f"{names[zid]} {r.temperature:.1f} °C" if r.temperature is not None else names[zid]
+        f"{tick.zones[zid].name} {r.temperature:.1f} °C"
+        if r.temperature is not None
+        else tick.zones[zid].name
         for zid, r in calling
         if r.mode == FROST
     ]
@@ -128,17 +128,16 @@ def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisio
         if zid in results and results[zid].demand:
             why_not = _takes_heat(tick, zid, decisions)
             (waiting if why_not else calling).append((zid, results[zid], why_not))
-    names = {z.id: z.name for z in tick.snapshot.zones}
     if calling:
-        listed = ", ".join(names[zid] for zid, _, _ in calling[:5])
+        listed = ", ".join(tick.zones[zid].name for zid, _, _ in calling[:5])
         more = f" and {len(calling) - 5} more" if len(calling) > 5 else ""
         strategy = FROST if any(r.mode == FROST for _, r, _ in calling) else HEATING_PLANT
         why = f"Heat demand from {listed}{more}"
         if strategy == FROST:
-            why = f"{_frost_words(tick, plant, [(z, r) for z, r, _ in calling], names)} — {why}"
+            why = f"{_frost_words(tick, plant, [(z, r) for z, r, _ in calling])} — {why}"
         proposal = Decision(boiler.id, True, why, strategy)
     elif waiting:
-        listed = "; ".join(f"{names[zid]}: {why}" for zid, _, why in waiting[:5])
+        listed = "; ".join(f"{tick.zones[zid].name}: {why}" for zid, _, why in waiting[:5])
         proposal = Decision(boiler.id, False, f"No zone can take heat ({listed})", HEATING_PLANT)
     else:
         proposal = Decision(boiler.id, False, "No zone calls for heat", HEATING_PLANT)
@@ -215,7 +214,7 @@ def _keep_a_circuit_open(tick: Tick, plant: PlantSpec, decisions: dict, why: str
 
     False (and alarm `plant-circuit:<id>`) when no circuit can be shown open or opened: every
     valve left is in fault or held shut."""
-    zones = {z.id: z for z in tick.snapshot.zones}
+    zones = tick.zones
     valves: list[ActuatorSpec] = []
     zone_of: dict[int, int] = {}
     for zid in plant.zone_ids:

@@ -24,6 +24,7 @@ from control.engine.specs import (
     OutputDecision,
     PlantSpec,
     Snapshot,
+    ZoneSpec,
 )
 from control.engine.strategies import (
     anti_short_cycle,
@@ -44,6 +45,9 @@ class Tick:
         self.now_s = snapshot.now.timestamp()
         self.tz = tz
         self.remembered = snapshot.memory
+        # Zones by id, built once: plants and heat mains look a zone up for each of theirs, and
+        # a scan of the zone list there made the evaluation grow as zones squared.
+        self.zones: dict[int, ZoneSpec] = {z.id: z for z in snapshot.zones}
         self.memory = memory
         self.events = events
         self.alarms: dict[str, str] = {}
