@@ -216,19 +216,17 @@ def _tick(now: datetime) -> dict[str, Any]:
     return report
 
 
-# Evaluator alarms that follow from relay faults: held back during the start-up grace, as
-# the relay alarms are (a board that answers a little after the worker starts is no alarm).
-RELAY_DERIVED = ("zone-valves:", "plant-circuit:")
-
-
 def _sync_alarms(current: dict[str, str], may_alarm_relays: bool = True) -> None:
     """Raise what the evaluator reports (a lost sensor, ...) once, clear what has ended.
-    Which ones are open is kept in Redis, so a steady state costs no database query."""
+    Which ones are open is kept in Redis, so a steady state costs no database query.
+
+    During the start-up grace no new one is opened: every evaluator alarm says that something
+    has not reported or confirmed (a sensor with no reading yet, a valve or heat source whose
+    board has not answered), which right after a restart is the restart, not a fault. The tick
+    still acts on it (sensor fallback, frost, held stages); an alarm open from before stays."""
     was_open = runtime.open_evaluator_alarms()
     if not may_alarm_relays:
-        current = {
-            k: v for k, v in current.items() if k in was_open or not k.startswith(RELAY_DERIVED)
-        }
+        current = {k: v for k, v in current.items() if k in was_open}
     opened = set(current) - was_open
     closed = was_open - set(current)
     for key in sorted(opened):

@@ -71,3 +71,19 @@ def test_grace_zero_alarms_on_the_first_tick(dead_board, settings):
     _board, valve = dead_board
     run_tick(at(5))
     assert Alarm.objects.filter(key=f"relay:{valve.pk}", cleared_at__isnull=True).exists()
+
+
+def test_a_sensor_with_no_reading_yet_is_alarmed_only_after_the_grace(redis_client, settings):
+    """Right after a restart a sensor may not have posted yet (the demo's heat-main flow sensor
+    raised a critical alarm 6 s after every restart): the tick uses its fallback at once, the
+    alarm waits for the grace, and one still without a reading after it is alarmed."""
+    settings.BMS_ALARM_STARTUP_GRACE = 120
+    with RelayBoard(coils=8) as board:
+        valve = f.relay("Hall valve", board, coil=2)
+        f.zone("Hall", valve)  # its sensor has never posted
+        run_tick(at(5))
+        run_tick(at(60))
+        assert not Alarm.objects.filter(key__startswith="zone-sensor:").exists()
+        run_tick(at(125))
+        alarm = Alarm.objects.get(key__startswith="zone-sensor:", cleared_at__isnull=True)
+        assert "No reading" in alarm.message
