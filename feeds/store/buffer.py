@@ -110,15 +110,17 @@ return out
 
 # Settle many feeds after their blocks are written, atomically and only while the token holds
 # the lock (-1 otherwise, nothing done). KEYS: lock, dirty set, written hash, refused hash,
-# refused:last hash, then one buffer key per feed; ARGV: token, then per feed: what to do
-# ('T' trim the first n bytes, which were written and fsync'd; 'M' mark n bytes written;
-# 'E' forget the feed if its buffer is empty; '' nothing), its id, n, points refused and
-# "t reason" of the latest. Refusals are counted here, with the trim or mark, so a commit
-# killed before it counts them once when the records are written again, never twice.
+# refused:last hash, then one buffer key per feed; ARGV: token, the number of feeds, then per
+# feed: what to do ('T' trim the first n bytes, which were written and fsync'd; 'M' mark n
+# bytes written; 'E' forget the feed if its buffer is empty), its id and n; then per feed with
+# refusals: its id, points refused and "t reason" of the latest. Refusals are counted here,
+# with the trim or mark, so a commit killed before it counts them once when the records are
+# written again, never twice.
 _SETTLE = """
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local feeds = tonumber(ARGV[2])
 for i = 6, #KEYS do
-  local j = 2 + (i - 6) * 5
+  local j = 3 + (i - 6) * 3
   local op, feed, n = ARGV[j], ARGV[j + 1], tonumber(ARGV[j + 2])
   if op == 'T' then
     redis.call('HDEL', KEYS[3], feed)
@@ -137,10 +139,10 @@ for i = 6, #KEYS do
       redis.call('HDEL', KEYS[3], feed)
     end
   end
-  if tonumber(ARGV[j + 3]) > 0 then
-    redis.call('HINCRBY', KEYS[4], feed, ARGV[j + 3])
-    redis.call('HSET', KEYS[5], feed, ARGV[j + 4])
-  end
+end
+for j = 3 + feeds * 3, #ARGV, 3 do
+  redis.call('HINCRBY', KEYS[4], ARGV[j], ARGV[j + 1])
+  redis.call('HSET', KEYS[5], ARGV[j], ARGV[j + 2])
 end
 return 1
 """
@@ -467,10 +469,12 @@ class FeedBuffer:
         """Trim, mark or forget each feed of a batch and count its refusals: one round trip."""
         if not settle:
             return
-        args: list = [self._token or ""]
-        for feed_id, op, end, refused in settle:
-            latest = f"{refused[-1][0]} {refused[-1][1]}" if refused else ""
-            args += [op, feed_id, end, len(refused), latest]
+        args: list = [self._token or "", len(settle)]
+        for feed_id, op, end, _ in settle:
+            args += [op, feed_id, end]
+        for feed_id, _, _, refused in settle:
+            if refused:
+                args += [feed_id, len(refused), f"{refused[-1][0]} {refused[-1][1]}"]
         done = self._settle(
             keys=[self.lock_key, self.dirty_key, self.written_key, self.refused_key,
                   self.refused_last_key, *(self.key(f) for f, *_ in settle)],
