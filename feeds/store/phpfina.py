@@ -517,6 +517,53 @@ def write_points(
     return report
 
 
+def append_in_place(
+    directory: str | os.PathLike, feed_id: int, times: np.ndarray, values: np.ndarray, *, now: float
+) -> int | None:
+    """The usual block, written as write_points would write it, with a tenth of its work: or
+    None, having written nothing, when the block is not that (then call write_points).
+
+    The usual block: the feed has files and data, and the points fill exactly the next slots
+    after its end, one a slot in order, each a finite float32, none more than MAX_FUTURE_S
+    ahead of `now`. write_points would refuse none, pad nothing (so `join` and the padding
+    bounds play no part), keep the meta and pwrite the values at the end: this does only that
+    pwrite (and the crash-recovery check before it). A commit of 10,000 feeds of a few points
+    each spends most of its time on write_points' general steps otherwise (issue #29).
+    `times` are whole seconds (uint32 records of the write buffer), `values` float32."""
+    if len(times) == 0:
+        return None
+    exists = os.path.exists
+    if exists(_file(directory, feed_id, ".meta.tmp")) or exists(
+        _file(directory, feed_id, ".dat.tmp")
+    ):
+        return None  # a prepend to finish first (_recover)
+    meta = read_meta(directory, feed_id)
+    if meta is None:
+        return None
+    try:
+        fd = os.open(_file(directory, feed_id, ".dat"), os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        n = size // VALUE_SIZE
+        if n == 0 or size % VALUE_SIZE:
+            return None  # a new feed fixes its start_time; a torn file raises CorruptFeed there
+        t = np.asarray(times, dtype=np.int64)
+        slots = (t - meta.start_time) // meta.interval
+        if int(slots[0]) != n or int(t.max()) > now + MAX_FUTURE_S or int(t.min()) < 0:
+            return None
+        if len(slots) > 1 and not bool((np.diff(slots) == 1).all()):
+            return None
+        v = np.asarray(values, dtype=VALUE_DTYPE)
+        if not bool(np.isfinite(v).all()):
+            return None
+        os.pwrite(fd, v.tobytes(), n * VALUE_SIZE)
+    finally:
+        os.close(fd)
+    return len(v)
+
+
 def sync_data(directory: str | os.PathLike, feed_id: int) -> bool:
     """fsync a feed's .dat: every earlier write to it is on disk when this returns.
 
