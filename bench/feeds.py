@@ -8,6 +8,10 @@
              faults a read), beside a one-pass numpy sum over the .dat measured in the same run. Target: about 1 ms in-process, a few ms served, at any range.
   2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
              Target >= 1,000,000 values/s.
+  2a. scale: 10 s of 1 s data (10 points a feed, files already there) committed for 100, 1,000
+             and 10,000 feeds, write-only (sync=False) and with fsync (sync=True), beside an
+             open + pwrite + close floor (and open + pwrite + fsync + close) over as many files
+             of the same size, measured in the same run. Target: 10,000 feeds < 1 s write-only.
   2b. shards: the same commit split over 1, 2 and 4 shard writers (feeds/store/shards.py), each a
              process of its own under its own lock, as one worker per shard queue runs it:
              wall time from the start of the first to the end of the last.
@@ -256,6 +260,69 @@ def bench_commit(redis_client, base: Path) -> None:
               f"= {total / seconds:,.0f} values/s")  # fmt: skip
 
 
+def _scale_floor(directory: Path, feeds: int, payload: bytes, fsync: bool) -> float:
+    """Seconds to append `payload` to `feeds` existing files with open + pwrite (+ fsync) +
+    close each: what any commit of one block per PHPFina file must at least do."""
+    t0 = time.perf_counter()
+    for feed_id in range(1, feeds + 1):
+        path = directory / f"{feed_id}.dat"
+        fd = os.open(path, os.O_RDWR)
+        try:
+            os.pwrite(fd, payload, os.fstat(fd).st_size)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    return time.perf_counter() - t0
+
+
+def bench_commit_scale(redis_client, base: Path, sizes: tuple[int, ...]) -> None:
+    from feeds.store.buffer import FeedBuffer
+
+    buffer = FeedBuffer(redis_client)
+    per_feed = 10  # 10 s of data at 1 s
+    print(
+        f"\n2a. commit of {per_feed} s of 1 s data per feed (files exist), {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    for feeds in sizes:
+        directory = base / f"scale-{feeds}"
+        floor_dir = base / f"scale-floor-{feeds}"
+        directory.mkdir()
+        floor_dir.mkdir()
+        redis_client.flushdb()
+        intervals = dict.fromkeys(range(1, feeds + 1), 1)
+        t = START
+
+        def fill(t: int, feeds: int = feeds) -> None:
+            pipe = redis_client.pipeline(transaction=False)
+            for feed_id in range(1, feeds + 1):
+                buffer.add([(feed_id, t + i, float(i), False) for i in range(per_feed)], pipe)
+            pipe.execute()
+
+        fill(t)  # the files are created here: steady state is measured, not creation
+        buffer.commit(directory, intervals, now=START + 3600)
+        for feed_id in range(1, feeds + 1):
+            (floor_dir / f"{feed_id}.dat").write_bytes(b"\0" * 4 * per_feed)
+        figures = {}
+        for sync in (False, True):
+            t += per_feed
+            fill(t)
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            report = buffer.commit(directory, intervals, now=START + 3600, sync=sync)
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            assert report.points == feeds * per_feed and not report.refused, report
+            buffer.commit(directory, intervals, now=START + 3600)  # sync what was only written
+            floor = _scale_floor(floor_dir, feeds, b"\0" * 4 * per_feed, fsync=sync)
+            figures[sync] = (seconds, cpu, floor)
+        assert not redis_client.keys("feeds:buf:*")
+        for sync, label in ((False, "write-only"), (True, "with fsync")):
+            seconds, cpu, floor = figures[sync]
+            print(f"   {feeds:6,d} feeds, {label}: {seconds:.3f} s ({seconds / feeds * 1e6:.0f} us a "
+                  f"feed, CPU {cpu:.3f} s); floor {floor:.3f} s ({floor / feeds * 1e6:.0f} us a "
+                  f"feed); ratio {seconds / floor:.1f}x")  # fmt: skip
+
+
 def _commit_one_shard(url: str, shard: int, shards: int, directory: str, feeds: int) -> int:
     """One shard's writer in its own process: its own Redis connection, lock and directory."""
     import redis
@@ -358,7 +425,12 @@ def main() -> None:
     parser.add_argument("--redis-db", type=int, default=11, help="Redis db to use (flushed)")
     parser.add_argument("--repeat", type=int, default=50, help="reads timed per case")
     parser.add_argument("--years", type=int, nargs="+", default=[1, 10], help="read ranges")
-    parser.add_argument("--only", choices=["read", "commit", "shards", "load"], help="run one part")
+    parser.add_argument(
+        "--only", choices=["read", "commit", "scale", "shards", "load"], help="run one part"
+    )
+    parser.add_argument(
+        "--scale", default="100,1000,10000", help="feed counts for part 2a (comma-separated)"
+    )
     args = parser.parse_args()
 
     # The scratch data dir is on the same disk as var/ (a tmpfs would count no writes).
@@ -381,6 +453,9 @@ def main() -> None:
                 server.stop()
         if args.only in (None, "commit"):
             bench_commit(redis_client, base)
+        if args.only in (None, "scale"):
+            sizes = tuple(int(n) for n in args.scale.split(","))
+            bench_commit_scale(redis_client, base, sizes)
         if args.only in (None, "shards"):
             bench_sharded_commit(redis_client, base, settings.REDIS_URL)
         if args.only in (None, "load"):

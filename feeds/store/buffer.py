@@ -35,6 +35,15 @@ trims the records from Redis. So a point still leaves Redis only after it is on 
 worker loses nothing (the page cache outlives the process and the next sync flushes it); a
 reboot loses the page cache, so offsets from another boot id are discarded and the records
 written again; a failed fsync discards that feed's offset for the same reason.
+
+Round trips: a commit reads many feeds' buffers in one script call (_READ: the lock renewed,
+each feed's length, written offset and next block, up to BATCH_BYTES in all) and settles them
+in another (_SETTLE: each feed's trim or written mark, its refusals counted, atomically and only
+while the lock is ours). Between the two it writes (and with sync fsyncs) each feed's file, one
+file at a time as before. So a commit of 10,000 feeds makes a few dozen round trips, not five
+per feed. Each file still gets its own write and, when syncing, its own fsync; the usual
+block (the next slots at the file's end) is written by phpfina.append_in_place, write_points'
+result without its general steps (the same bytes, tested against it).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ import logging
 import os
 import struct
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -60,35 +70,82 @@ RECORD_SIZE = struct.calcsize(RECORD_FORMAT)  # 9
 RECORD_DTYPE = np.dtype([("t", "<u4"), ("v", "<f4"), ("flags", "u1")])
 FLAG_JOIN = 1
 DEFAULT_BLOCK_RECORDS = 1_000_000  # ~9 MB per GETRANGE
+# One _READ call returns at most this many feeds' blocks, and stops adding feeds once their
+# blocks reach BATCH_BYTES (so a reply is at most BATCH_BYTES plus one block): bounds the
+# commit's memory and how long one script holds Redis (a 10,000-feed batch is ~1 MB, ~10 ms).
+BATCH_FEEDS = 2_000
+BATCH_BYTES = 8 << 20
 # Renewed before every block, so it only runs out when the committing process has died.
 LOCK_TTL_S = 120
 
 BufferedPoint = tuple[int, int, float, bool]  # (feed_id, t, value, join)
 
-# Remove the committed (written and fsync'd) prefix, which is all that was written, so the
-# written offset goes too; forget the feed when nothing is left. Atomic, so an APPEND
-# that lands while we trim is either before (kept, after the prefix) or after (appended).
-# With a lock token (ARGV[3]) it trims only while that token still holds the commit lock: a
-# commit that stalled past the lock's TTL must not trim what a newer commit is handling.
-_TRIM = """
-if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
-redis.call('HDEL', KEYS[4], ARGV[2])
-local len = redis.call('STRLEN', KEYS[1])
-local n = tonumber(ARGV[1])
-if len <= n then
-  redis.call('DEL', KEYS[1])
-  redis.call('SREM', KEYS[2], ARGV[2])
-  return 0
+# Read the next block of many feeds in one round trip. KEYS: lock, written hash, then one
+# buffer key per feed; ARGV: token ('' = no lock), lock TTL ms, block bytes, batch bytes, record
+# size, then per feed its id and a byte limit (-1: all there is now). Per feed in order, until
+# the blocks reach the batch bytes: {length (within the limit), written offset, block}. -1 when
+# the token no longer holds the lock (renewed otherwise, as before every block).
+_READ = """
+if ARGV[1] ~= '' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-local rest = redis.call('GETRANGE', KEYS[1], n, -1)
-redis.call('SET', KEYS[1], rest)
-return len - n
+local block, budget, size = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local out, used = {}, 0
+for i = 3, #KEYS do
+  local j = 6 + (i - 3) * 2
+  local len = redis.call('STRLEN', KEYS[i])
+  local limit = tonumber(ARGV[j + 1])
+  if limit >= 0 and limit < len then len = limit end
+  local done = tonumber(redis.call('HGET', KEYS[2], ARGV[j]) or '0')
+  if done > len then done = len end
+  local stop = math.min(done + block, len)
+  stop = stop - (stop - done) % size
+  local chunk = ''
+  if stop > done then chunk = redis.call('GETRANGE', KEYS[i], done, stop - 1) end
+  out[#out + 1] = {len, done, chunk}
+  used = used + #chunk
+  if used >= budget then break end
+end
+return out
 """
 
-# Record how much of a buffer is written to the file (not yet fsync'd), while we hold the lock.
-_MARK_WRITTEN = """
-if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return -1 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+# Settle many feeds after their blocks are written, atomically and only while the token holds
+# the lock (-1 otherwise, nothing done). KEYS: lock, dirty set, written hash, refused hash,
+# refused:last hash, then one buffer key per feed; ARGV: token, the number of feeds, then per
+# feed: what to do ('T' trim the first n bytes, which were written and fsync'd; 'M' mark n
+# bytes written; 'E' forget the feed if its buffer is empty), its id and n; then per feed with
+# refusals: its id, points refused and "t reason" of the latest. Refusals are counted here,
+# with the trim or mark, so a commit killed before it counts them once when the records are
+# written again, never twice.
+_SETTLE = """
+if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local feeds = tonumber(ARGV[2])
+for i = 6, #KEYS do
+  local j = 3 + (i - 6) * 3
+  local op, feed, n = ARGV[j], ARGV[j + 1], tonumber(ARGV[j + 2])
+  if op == 'T' then
+    redis.call('HDEL', KEYS[3], feed)
+    local len = redis.call('STRLEN', KEYS[i])
+    if len <= n then
+      redis.call('DEL', KEYS[i])
+      redis.call('SREM', KEYS[2], feed)
+    else
+      redis.call('SET', KEYS[i], redis.call('GETRANGE', KEYS[i], n, -1))
+    end
+  elseif op == 'M' then
+    redis.call('HSET', KEYS[3], feed, n)
+  elseif op == 'E' then
+    if redis.call('STRLEN', KEYS[i]) == 0 then
+      redis.call('SREM', KEYS[2], feed)
+      redis.call('HDEL', KEYS[3], feed)
+    end
+  end
+end
+for j = 3 + feeds * 3, #ARGV, 3 do
+  redis.call('HINCRBY', KEYS[4], ARGV[j], ARGV[j + 1])
+  redis.call('HSET', KEYS[5], ARGV[j], ARGV[j + 2])
+end
 return 1
 """
 
@@ -164,9 +221,9 @@ class FeedBuffer:
         self.refused_last_key = prefix + "refused:last"
         # Bounds passed to phpfina.write_points (max_backfill_s, max_gap_slots); see service.py.
         self.write_limits: dict = {}
-        self._trim = client.register_script(_TRIM)
         self._add = client.register_script(_ADD)
-        self._mark_written = client.register_script(_MARK_WRITTEN)
+        self._read = client.register_script(_READ)
+        self._settle = client.register_script(_SETTLE)
         self._token: str | None = None  # set while this object holds the commit lock
 
     def key(self, feed_id: int) -> str:
@@ -259,12 +316,6 @@ class FeedBuffer:
             self.redis.delete(self.written_key)
             self.redis.set(self.boot_key, boot)
 
-    def _check_lock(self) -> None:
-        if self._token and not redis_lock.renew(self.redis, self.lock_key, self._token, LOCK_TTL_S):
-            # Another commit took over (we stalled past the TTL): trimming now could
-            # remove records it has not written. Stop; it will commit them.
-            raise LockLost("the feed commit lock expired during the commit")
-
     def commit_feed(
         self,
         directory: str | os.PathLike,
@@ -278,46 +329,91 @@ class FeedBuffer:
         after_write: Callable[[int, int], None] | None = None,
         report: CommitReport | None = None,
     ) -> CommitReport:
-        """Commit a feed's buffer to its files, block by block.
+        """Commit one feed's buffer to its files, block by block (`commit_feeds` of one feed).
 
-        Each block is written, then with `sync` fsync'd and trimmed from Redis; without
-        `sync` only marked as written (see the module docstring). `interval` is needed only
-        for a feed without files; None with no files drops the records (the feed is gone).
-        `after_write(feed_id, records)` runs after each block's write (and fsync) and before
-        its trim: a seam for the crash test.
+        `interval` is needed only for a feed without files; None with no files drops the
+        records (the feed is gone).
+        """
+        return self.commit_feeds(
+            directory,
+            [feed_id],
+            {} if interval is None else {int(feed_id): interval},
+            now=now,
+            block_records=block_records,
+            fsync=fsync,
+            sync=sync,
+            after_write=after_write,
+            report=report,
+        )
+
+    def commit_feeds(
+        self,
+        directory: str | os.PathLike,
+        feeds: Iterable[int],
+        intervals: Mapping[int, int],
+        *,
+        now: float | None = None,
+        block_records: int = DEFAULT_BLOCK_RECORDS,
+        fsync: bool = True,
+        sync: bool = True,
+        after_write: Callable[[int, int], None] | None = None,
+        report: CommitReport | None = None,
+    ) -> CommitReport:
+        """Commit these feeds' buffers to their files, a batch of feeds per round trip.
+
+        Each round reads the next block of up to BATCH_FEEDS feeds in one call (_READ), writes
+        each block to its feed's files (with `sync`, fsyncs each file), then settles the batch
+        in one call (_SETTLE): with `sync` the written bytes are trimmed from Redis, without
+        only marked as written (see the module docstring). A feed with more than a block goes
+        round again, up to the length its buffer had when first read: under a steady stream
+        of new points the commit still ends. `after_write(feed_id, records)` runs after each
+        block's write (and fsync), before its trim (with `sync`) or after its mark (without):
+        a seam for the crash tests.
         """
         report = report or CommitReport()
-        key = self.key(feed_id)
-        block_bytes = block_records * RECORD_SIZE
-        # Only what is here now: under a steady stream of new points the loop must still end.
-        todo = self.redis.strlen(key)
-        if todo == 0:
-            self.redis.srem(self.dirty_key, feed_id)
-            self.redis.hdel(self.written_key, feed_id)
-            return report
-        done = min(self.written_offset(feed_id), todo)
-        while done < todo:
-            self._check_lock()
-            raw = self.redis.getrange(key, done, min(done + block_bytes, todo) - 1)
-            usable = len(raw) - len(raw) % RECORD_SIZE
-            if usable == 0:
-                break
-            records = parse_records(raw[:usable])
-            self._write_block(directory, feed_id, interval, records, now, fsync, report)
-            done += usable
-            marked = self._mark_written(
-                keys=[self.written_key, self.lock_key], args=[feed_id, done, self._token or ""]
-            )
-            if marked == -1:
-                raise LockLost("the feed commit lock was lost before marking the block written")
-            if sync:
-                self._sync_and_trim(directory, feed_id, done, fsync, after_write, len(records))
-                todo -= done
-                done = 0
-            elif after_write is not None:
-                after_write(feed_id, len(records))
-        if sync and done > 0:  # written by earlier commits without sync, nothing new since
-            self._sync_and_trim(directory, feed_id, done, fsync, after_write, 0)
+        block_bytes = max(1, int(block_records)) * RECORD_SIZE
+        # (feed id, byte limit): -1 for everything buffered at the first read
+        todo: deque[tuple[int, int]] = deque((int(f), -1) for f in feeds)
+        while todo:
+            batch = [todo.popleft() for _ in range(min(BATCH_FEEDS, len(todo)))]
+            read = self._read(
+                keys=[self.lock_key, self.written_key, *(self.key(f) for f, _ in batch)],
+                args=[self._token or "", LOCK_TTL_S * 1000, block_bytes, BATCH_BYTES,
+                      RECORD_SIZE, *(x for f, limit in batch for x in (f, limit))],
+            )  # fmt: skip
+            if read == -1:
+                # Another commit took over (we stalled past the TTL): trimming now could
+                # remove records it has not written. Stop; it will commit them.
+                raise LockLost("the feed commit lock expired during the commit")
+            todo.extendleft(reversed(batch[len(read) :]))  # past the batch bytes: next round
+            settle: list[tuple[int, str, int, list[tuple[int, str]]]] = []
+            again: list[tuple[int, int]] = []
+            marked: list[tuple[int, int]] = []  # (feed, records) written without sync
+            for (feed_id, _), (length, done, chunk) in zip(batch, read, strict=False):
+                records = parse_records(chunk)
+                refused = self._write_block(directory, feed_id, intervals.get(feed_id), records,
+                                            now, fsync, report)  # fmt: skip
+                end = done + len(chunk)
+                if length == 0:
+                    settle.append((feed_id, "E", 0, refused))
+                elif sync:
+                    if fsync and end > 0:
+                        self._sync(directory, feed_id)
+                    if after_write is not None:
+                        after_write(feed_id, len(records))
+                    settle.append((feed_id, "T", end, refused))
+                    if end < length:  # offsets shift by the trim
+                        again.append((feed_id, length - end))
+                elif chunk:
+                    settle.append((feed_id, "M", end, refused))
+                    marked.append((feed_id, len(records)))
+                    if end < length:
+                        again.append((feed_id, length))
+            self._settle_batch(settle)
+            if after_write is not None:
+                for feed_id, records in marked:
+                    after_write(feed_id, records)
+            todo.extendleft(reversed(again))
         return report
 
     def _write_block(
@@ -329,11 +425,23 @@ class FeedBuffer:
         now: float | None,
         fsync: bool,
         report: CommitReport,
-    ) -> None:
+    ) -> list[tuple[int, str]]:
+        """Write a block to the feed's files; its refused (time, reason), counted in Redis
+        when the batch settles."""
+        if not len(records):
+            return []
         if interval is None and phpfina.read_meta(directory, feed_id) is None:
             log.warning("feed %s: no such feed, dropping %d buffered points", feed_id, len(records))
             report.dropped[feed_id] = report.dropped.get(feed_id, 0) + len(records)
-            return
+            return []
+        # The usual block (the next slots at the end of the file) without write_points'
+        # general steps: the same bytes, none of its bounds or refusals can apply to it.
+        written = phpfina.append_in_place(
+            directory, feed_id, records["t"], records["v"], now=time.time() if now is None else now
+        )
+        if written is not None:
+            report.points += written
+            return []
         result = phpfina.write_points(
             directory,
             feed_id,
@@ -343,49 +451,46 @@ class FeedBuffer:
             (records["flags"] & FLAG_JOIN).astype(bool),
             now=now,
             fsync=fsync,
-            data_fsync=False,  # _sync_and_trim syncs, once per block or per sync interval
+            data_fsync=False,  # _sync syncs, once per block or per sync interval
             **self.write_limits,
         )
         report.points += result.written
         if result.refused:
             report.refused[feed_id] = report.refused.get(feed_id, 0) + len(result.refused)
-            t, reason = result.refused[-1]
-            pipe = self.redis.pipeline()
-            pipe.hincrby(self.refused_key, feed_id, len(result.refused))
-            pipe.hset(self.refused_last_key, feed_id, f"{t} {reason}")
-            pipe.execute()
             log.warning(
                 "feed %s: %d points refused, first: t=%s %s",
                 feed_id,
                 len(result.refused),
                 *result.refused[0],
             )
+        return result.refused
 
-    def _sync_and_trim(
-        self,
-        directory: str | os.PathLike,
-        feed_id: int,
-        written: int,
-        fsync: bool,
-        after_write: Callable[[int, int], None] | None,
-        records: int,
-    ) -> None:
-        """fsync the feed's .dat, then trim the `written` bytes it now holds from Redis."""
-        if fsync:
-            try:
-                phpfina.sync_data(directory, feed_id)
-            except OSError:
-                # The unsynced pages may be gone (Linux drops them on a failed writeback):
-                # forget the offset so the next commit writes these records again.
-                self.redis.hdel(self.written_key, feed_id)
-                raise
-        if after_write is not None:
-            after_write(feed_id, records)
-        trimmed = self._trim(
-            keys=[self.key(feed_id), self.dirty_key, self.lock_key, self.written_key],
-            args=[written, feed_id, self._token or ""],
-        )
-        if trimmed == -1:
+    def _sync(self, directory: str | os.PathLike, feed_id: int) -> None:
+        """fsync the feed's .dat, so what was written to it may leave Redis."""
+        try:
+            phpfina.sync_data(directory, feed_id)
+        except OSError:
+            # The unsynced pages may be gone (Linux drops them on a failed writeback):
+            # forget the offset so the next commit writes these records again.
+            self.redis.hdel(self.written_key, feed_id)
+            raise
+
+    def _settle_batch(self, settle: list[tuple[int, str, int, list[tuple[int, str]]]]) -> None:
+        """Trim, mark or forget each feed of a batch and count its refusals: one round trip."""
+        if not settle:
+            return
+        args: list = [self._token or "", len(settle)]
+        for feed_id, op, end, _ in settle:
+            args += [op, feed_id, end]
+        for feed_id, _, _, refused in settle:
+            if refused:
+                args += [feed_id, len(refused), f"{refused[-1][0]} {refused[-1][1]}"]
+        done = self._settle(
+            keys=[self.lock_key, self.dirty_key, self.written_key, self.refused_key,
+                  self.refused_last_key, *(self.key(f) for f, *_ in settle)],
+            args=args,
+        )  # fmt: skip
+        if done == -1:
             raise LockLost("the feed commit lock was lost before the trim; records kept")
 
     def commit(
@@ -447,19 +552,19 @@ class FeedBuffer:
         self._token = token
         try:
             self._forget_offsets_of_another_boot()
-            for feed_id in self.dirty_feeds() if feeds is None else sorted(set(feeds)):
-                self.commit_feed(
-                    directory,
-                    feed_id,
-                    intervals.get(feed_id),
-                    now=now,
-                    block_records=block_records,
-                    fsync=fsync,
-                    sync=sync,
-                    after_write=after_write,
-                    report=report,
-                )
-                report.feeds += 1
+            todo = self.dirty_feeds() if feeds is None else sorted(set(map(int, feeds)))
+            self.commit_feeds(
+                directory,
+                todo,
+                intervals,
+                now=now,
+                block_records=block_records,
+                fsync=fsync,
+                sync=sync,
+                after_write=after_write,
+                report=report,
+            )
+            report.feeds += len(todo)
             if sync:
                 # Wall time, not `now` (which only judges points' times): sync_due reads it.
                 self.redis.set(self.synced_at_key, repr(time.time()))

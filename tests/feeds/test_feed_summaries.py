@@ -177,6 +177,25 @@ def test_appends_extend_the_summary_over_each_superblock_they_complete(tmp_path)
     assert summary_bytes(feeds) == rebuilt_bytes(feeds, tmp_path)
 
 
+def test_the_commits_in_place_append_keeps_the_summary_as_write_points_does(tmp_path):
+    """phpfina.append_in_place (the commit's usual block, issue #29) bypasses write_points: it
+    keeps the summary itself, so reads still use it (an append that changed only the .dat left
+    a stamp that no longer matched: every read raw, every next write rebuilding from slot 0)."""
+    feeds = tmp_path / "feeds"
+    feeds.mkdir()
+    make_feed(feeds, gappy(np.random.default_rng(12), SUPER - 10))
+    for k in range(3):  # live points, a commit at a time, each the usual block
+        t = START + 10 * (SUPER - 10 + k * 3000 + np.arange(3000))
+        written = phpfina.append_in_place(
+            feeds, 1, t.astype(np.uint32), np.full(3000, 2.5, "<f4"), now=START + 10**8
+        )
+        assert written == 3000
+    view = phpfina.open_view(feeds, 1)
+    assert view.summary is not None and view.summary.slots == 3 * SUPER
+    assert summaries.matches_dat(feeds, 1) is True
+    assert summary_bytes(feeds) == rebuilt_bytes(feeds, tmp_path)
+
+
 def test_a_prepend_makes_the_summary_stale_until_writes_rebuild_it(tmp_path):
     rng = np.random.default_rng(8)
     feeds = tmp_path / "feeds"
