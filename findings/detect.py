@@ -64,6 +64,19 @@ def subtract(span: Span, cuts: Iterable[tuple[datetime, datetime]]) -> list[Span
     return pieces
 
 
+def union(spans: Iterable[Span]) -> list[Span]:
+    """Overlapping or touching spans merged, in time order (two valves of one zone ON at once
+    are one zone heated, not two); a merged span keeps its first strategy."""
+    merged: list[Span] = []
+    for s in sorted(spans, key=lambda s: s.start):
+        if merged and s.start <= merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Span(last.start, max(last.end, s.end), last.strategy)
+        else:
+            merged.append(s)
+    return merged
+
+
 def heating_unoccupied(
     spans: Sequence[Span],
     occupied: Sequence[tuple[datetime, datetime]],

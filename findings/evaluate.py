@@ -17,12 +17,11 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Prefetch
 
 from control.engine.strategies import bookings as booking_windows
 from control.engine.strategies import schedule as schedule_windows
 from control.mapper import booking_spec, schedule_spec
-from control.models import ActuatorCommand, Booking, HeatingPlant, Zone
+from control.models import ActuatorCommand, HeatingPlant, Zone
 from feeds.store import service as feed_service
 from findings import detect, rules
 from findings.costs import waste
@@ -33,6 +32,7 @@ MAX_RANGE = timedelta(days=7)
 MAX_SUBJECTS = 500
 MAX_COMMANDS = 20_000  # a relay switched every 30 s for a week: more is a broken log
 READ_INTERVAL_S = 300
+TRUNCATED = "log_truncated"  # the strategy of the stop put where MAX_COMMANDS cut the log
 
 
 class RangeError(ValueError):
@@ -64,13 +64,20 @@ class Summary:
 
 def commands(actuator: Actuator, start: datetime, end: datetime) -> list[detect.Command]:
     """The actuator's audited commands that reached it (no error), the last one before `start`
-    first (the state the range opens in), at most MAX_COMMANDS."""
+    first (the state the range opens in), at most MAX_COMMANDS; past the bound, an OFF at the
+    first row left out ends what can be judged."""
     rows = ActuatorCommand.objects.filter(actuator=actuator, error="")
     before = rows.filter(requested_at__lt=start).order_by("-requested_at").first()
     within = rows.filter(requested_at__gte=start, requested_at__lt=end).order_by("requested_at")
     found = [before] if before else []
-    found += list(within[:MAX_COMMANDS])
-    return [detect.Command(c.requested_at, c.state, c.strategy) for c in found]
+    kept = list(within[: MAX_COMMANDS + 1])
+    found += kept[:MAX_COMMANDS]
+    rows = [detect.Command(c.requested_at, c.state, c.strategy) for c in found]
+    if len(kept) > MAX_COMMANDS:
+        # The log goes on past the bound: the rest of the range is not judged, so the last
+        # row kept must not seem to hold to its end (an ON would count hours never seen).
+        rows.append(detect.Command(kept[MAX_COMMANDS].requested_at, False, TRUNCATED))
+    return rows
 
 
 def occupancy(zone: Zone, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
@@ -90,10 +97,7 @@ def _zones():
     return (
         Zone.objects.filter(enabled=True)
         .select_related("site", "schedule", "temperature_sensor")
-        .prefetch_related(
-            "actuators",
-            Prefetch("bookings", queryset=Booking.objects.filter(cancelled=False)),
-        )
+        .prefetch_related("actuators")
         .order_by("pk")[:MAX_SUBJECTS]
     )
 
@@ -127,8 +131,9 @@ def heating_unoccupied(start: datetime, end: datetime) -> list[Trip]:
             )
         if not found:
             continue
-        hours = _hours(found)
         strategies = sorted({s.strategy or "unknown" for s in found})
+        found = detect.union(found)
+        hours = _hours(found)
         trips.append(
             Trip(
                 key=f"{rule.name}:zone:{zone.pk}",

@@ -115,3 +115,10 @@ def test_ten_starts_an_hour_is_short_cycling_and_four_is_not():
 def test_exactly_the_threshold_is_not_short_cycling():
     at = detect.short_cycling(detect.starts(_cycling(10, 1)), T0, T0 + H, per_hour=6)
     assert at == []
+
+
+def test_two_valves_on_at_once_are_one_zone_heated_not_two():
+    a = detect.Span(T0, T0 + 2 * H, "schedule")
+    b = detect.Span(T0 + H, T0 + 3 * H, "booking")
+    c = detect.Span(T0 + 5 * H, T0 + 6 * H, "schedule")
+    assert detect.union([c, b, a]) == [detect.Span(T0, T0 + 3 * H, "schedule"), c]

@@ -190,3 +190,31 @@ def test_the_price_is_the_sites_own(site_model):
     command(valve, MONDAY + 21 * H, False)
     evaluate(MONDAY, MONDAY + WEEK)
     assert Finding.objects.get().waste_money_week == pytest.approx(1.98)
+
+
+def test_two_valves_of_one_zone_on_together_count_their_hours_once(site_model):
+    from sensors.models import Actuator
+
+    zone, valve = site_model["zone"], site_model["valve"]
+    second = Actuator.objects.create(name="Hall valve 2", kind="valve", coil=3)
+    zone.actuators.add(second)
+    for v in (valve, second):
+        command(v, MONDAY + 8 * H, True)
+        command(v, MONDAY + 21 * H, False)
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert Finding.objects.get().waste_kwh_week == pytest.approx(4 * 3 / 0.85, abs=0.001)
+
+
+def test_an_actuators_audit_rows_are_read_up_to_the_bound(site_model, monkeypatch):
+    from findings import evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "MAX_COMMANDS", 5)
+    valve = site_model["valve"]
+    command(valve, MONDAY - H, False)  # the state the week opens in: read besides the bound
+    for i in range(8):
+        command(valve, MONDAY + i * H, i % 2 == 0)
+    rows = evaluate_module.commands(valve, MONDAY, MONDAY + WEEK)
+    assert len(rows) == 1 + 5 + 1 and rows[0].at == MONDAY - H and rows[5].at == MONDAY + 4 * H
+    # the row left out ends the judged log as an OFF: the ON at 04:00 holds one hour, not a week
+    assert (rows[-1].at, rows[-1].state) == (MONDAY + 5 * H, False)
+    assert len(evaluate_module.commands(valve, MONDAY, MONDAY + 5 * H)) == 1 + 5  # at the bound
