@@ -50,7 +50,13 @@ class Finding(models.Model):
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["-waste_money_week", "-waste_kwh_week", "-last_seen"]
+        # Most costly first on every database: PostgreSQL puts NULLs (no estimate) first in a
+        # descending sort unless told.
+        ordering = [
+            models.F("waste_money_week").desc(nulls_last=True),
+            models.F("waste_kwh_week").desc(nulls_last=True),
+            "-last_seen",
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["key"], condition=models.Q(closed_at__isnull=True), name="finding_open_key"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -25,12 +24,8 @@ MARKS = {Finding.State.ACKNOWLEDGED, Finding.State.FIXED, Finding.State.FALSE_AL
 
 
 def _ranked(queryset):
-    """Most costly first: money, then kWh (a site without a tariff), then the newest."""
-    return queryset.order_by(
-        F("waste_money_week").desc(nulls_last=True),
-        F("waste_kwh_week").desc(nulls_last=True),
-        "-last_seen",
-    ).select_related("state_by")
+    """Most costly first (the model's order): money, then kWh (a site without a tariff)."""
+    return queryset.select_related("state_by")
 
 
 @staff_page
