@@ -8,6 +8,7 @@ Times are timezone-aware datetimes.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -113,13 +114,14 @@ def flatline(
     """Windows (back to back from `start`) in which the sensor varied less than `band_k`
     while its zone was heated for at least `min_heat`: a sensor that does not see heat.
 
-    A window with fewer than `min_readings` readings is skipped (a lost sensor is alarmed
+    `readings` in time order. A window with fewer than `min_readings` readings is skipped (a lost sensor is alarmed
     elsewhere; too few points cannot show a flat line)."""
     found: list[Span] = []
+    times = [t for t, _ in readings]  # readings come in time order: each window is a slice
     w0 = start
     while w0 + window <= end:
         w1 = w0 + window
-        values = [v for t, v in readings if w0 <= t < w1]
+        values = [v for _, v in readings[bisect_left(times, w0) : bisect_left(times, w1)]]
         heated = sum(
             ((min(s.end, w1) - max(s.start, w0)) for s in heat_on if s.end > w0 and s.start < w1),
             timedelta(),

@@ -80,6 +80,19 @@ def commands(actuator: Actuator, start: datetime, end: datetime) -> list[detect.
     return rows
 
 
+class CommandLog:
+    """Each actuator's commands over one run's range, read once however many rules ask."""
+
+    def __init__(self, start: datetime, end: datetime) -> None:
+        self.start, self.end = start, end
+        self._rows: dict[int, list[detect.Command]] = {}
+
+    def of(self, actuator: Actuator) -> list[detect.Command]:
+        if actuator.pk not in self._rows:
+            self._rows[actuator.pk] = commands(actuator, self.start, self.end)
+        return self._rows[actuator.pk]
+
+
 def occupancy(zone: Zone, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
     """The zone's occupied windows from its schedule (with calendars) and live bookings."""
     tz = ZoneInfo(settings.TIME_ZONE)
@@ -97,7 +110,10 @@ def _zones():
     return (
         Zone.objects.filter(enabled=True)
         .select_related("site", "schedule", "temperature_sensor")
-        .prefetch_related("actuators")
+        # what schedule_spec reads of each schedule, fetched once for all the zones
+        .prefetch_related(
+            "actuators", "schedule__periods", "schedule__exceptions", "schedule__calendars__entries"
+        )
         .order_by("pk")[:MAX_SUBJECTS]
     )
 
@@ -110,7 +126,7 @@ def _hours(spans: list[detect.Span]) -> float:
     return sum(s.hours for s in spans)
 
 
-def heating_unoccupied(start: datetime, end: datetime) -> list[Trip]:
+def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.HEATING_UNOCCUPIED]
     trips = []
     for zone in _zones():
@@ -121,7 +137,7 @@ def heating_unoccupied(start: datetime, end: datetime) -> list[Trip]:
         found: list[detect.Span] = []
         for valve in valves:
             found += detect.heating_unoccupied(
-                detect.on_spans(commands(valve, start, end), start, end),
+                detect.on_spans(log.of(valve), start, end),
                 occupied,
                 excused=rules.HEATING_EXCUSED,
                 preheat=timedelta(minutes=zone.max_preheat_min)
@@ -159,7 +175,7 @@ def _readings(feed_id: int, start: datetime, end: datetime) -> list[tuple[dateti
     return [(datetime.fromtimestamp(t / 1000, tz), v) for t, v in rows if v is not None]
 
 
-def sensor_flatline(start: datetime, end: datetime) -> list[Trip]:
+def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_FLATLINE]
     trips = []
     for zone in _zones():
@@ -167,7 +183,7 @@ def sensor_flatline(start: datetime, end: datetime) -> list[Trip]:
         valves = list(zone.actuators.all())
         if sensor is None or sensor.feed_id is None or not valves:
             continue
-        heat = [s for v in valves for s in detect.on_spans(commands(v, start, end), start, end)]
+        heat = [s for v in valves for s in detect.on_spans(log.of(v), start, end)]
         found = detect.flatline(
             _readings(sensor.feed_id, start, end),
             heat,
@@ -198,13 +214,13 @@ def sensor_flatline(start: datetime, end: datetime) -> list[Trip]:
     return trips
 
 
-def short_cycling(start: datetime, end: datetime) -> list[Trip]:
+def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SHORT_CYCLING]
     trips = []
     plants = HeatingPlant.objects.filter(enabled=True).select_related("boiler", "site")
     for plant in plants.order_by("pk")[:MAX_SUBJECTS]:
         hours = detect.short_cycling(
-            detect.starts(commands(plant.boiler, start, end)),
+            detect.starts(log.of(plant.boiler)),
             start,
             end,
             per_hour=rules.MAX_STARTS_PER_HOUR,
@@ -245,7 +261,8 @@ def evaluate(start: datetime, end: datetime) -> Summary:
         raise RangeError("'to' must be after 'from'")
     if end - start > MAX_RANGE:
         raise RangeError(f"a range is at most {MAX_RANGE.days} days: cut it (find_waste does)")
-    trips = [t for check in CHECKS.values() for t in check(start, end)]
+    log = CommandLog(start, end)
+    trips = [t for check in CHECKS.values() for t in check(start, end, log)]
     summary = Summary(keys=[t.key for t in trips])
     with transaction.atomic():
         for trip in trips:
