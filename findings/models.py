@@ -66,6 +66,21 @@ class Finding(models.Model):
     def __str__(self) -> str:
         return f"{self.rule}: {self.subject}"
 
+    def evidence_links(self) -> list[tuple[str, str]]:
+        """(label, URL) of each series that tripped it, over the finding's period: a feed in
+        the feed explorer, an actuator's audit rows in the admin's command log."""
+        start, end = int(self.period_start.timestamp()), int(self.period_end.timestamp())
+        links = []
+        for item in self.evidence if isinstance(self.evidence, list) else []:
+            name = str(item.get("name", ""))[:100]
+            if isinstance(item.get("feed"), int):
+                url = f"/staff/feeds/#feeds={item['feed']}&start={start - 3600}&end={end + 3600}"
+                links.append((name or f"feed {item['feed']}", url))
+            elif isinstance(item.get("actuator"), int):
+                url = f"/admin/control/actuatorcommand/?actuator__id__exact={item['actuator']}"
+                links.append((f"{name or 'actuator'}: commands", url))
+        return links
+
     def mark(self, state: str, user) -> None:
         """A person's verdict, with who and when; 'fixed' closes it (a recurrence opens a new one)."""
         now = timezone.now()

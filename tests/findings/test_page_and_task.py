@@ -50,6 +50,28 @@ def test_a_viewer_reads_the_page_without_the_buttons(site_model, viewer):
     assert 'name="state"' not in page
 
 
+def test_each_finding_links_the_series_that_tripped_it(site_model, viewer):
+    from findings.evaluate import evaluate
+    from tests.findings.conftest import record
+
+    valve, feed = site_model["valve"], site_model["feed"]
+    command(valve, MONDAY + 8 * H, True)
+    command(valve, MONDAY + 10 * H, False)
+    record(feed.pk, MONDAY + 6 * H, 6, lambda m: 19.0)
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule="sensor_flatline")
+    start, end = int((MONDAY + 6 * H).timestamp()), int((MONDAY + 12 * H).timestamp())
+    assert f.evidence_links() == [
+        (
+            "Hall thermometer",
+            f"/staff/feeds/#feeds={feed.pk}&start={start - 3600}&end={end + 3600}",
+        ),
+        ("Hall valve: commands", f"/admin/control/actuatorcommand/?actuator__id__exact={valve.pk}"),
+    ]
+    page = _client(viewer).get("/staff/findings/").content.decode()
+    assert f"/staff/feeds/#feeds={feed.pk}&amp;start={start - 3600}" in page
+
+
 def test_a_viewer_may_not_mark_and_an_engineer_may(site_model, viewer, engineer):
     from findings.evaluate import evaluate
 

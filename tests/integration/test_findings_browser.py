@@ -72,6 +72,9 @@ def test_a_manager_finds_the_most_costly_fault_at_the_top_with_its_cost_and_what
     expect(top.locator(".cost")).to_contain_text("105.9 kWh")
     expect(top.locator(".cost")).to_contain_text("19.4 kg CO₂")
     expect(top.locator(".check")).to_contain_text("the zone's schedule and bookings")
+    top.get_by_role("link", name="Hall valve: commands").click()  # the evidence: its audit rows
+    expect(page.locator("#result_list")).to_contain_text("Hall valve")
+    page.go_back()
     expect(rows.nth(1)).to_contain_text("Boiler short-cycling")
     expect(rows.nth(1).locator(".cost")).to_contain_text("0.49 GBP")
     expect(page.get_by_role("button", name="Acknowledged")).to_have_count(0)  # read-only
