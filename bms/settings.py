@@ -141,6 +141,7 @@ INSTALLED_APPS = [
     "sensors",
     "control",
     "energy",
+    "findings",
     "displays",
     "demo",
     "staff",
@@ -452,6 +453,8 @@ CELERY_TASK_ROUTES = (
         "alarms.tasks.send_alarm_digest": {"queue": "commit"},
         "alarms.tasks.*": {"queue": "control"},
         "energy.tasks.*": {"queue": "commit"},
+        # The rules read a week of history: seconds of work, never on the control worker.
+        "findings.tasks.*": {"queue": "commit"},
     },
 )
 CELERY_BEAT_SCHEDULE = {
@@ -469,6 +472,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Daily use per meter for the energy page (energy/refresh.py, docs/ENERGY.md).
     "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
+    # Find the waste: every rule over the last week, hourly (findings/tasks.py, docs/FINDINGS.md).
+    "find-waste": {"task": "findings.tasks.find_waste_recent", "schedule": 3600.0},
     # Last month's energy report to each building's recipients, 06:10 on the 1st (docs/ENERGY.md).
     "energy-monthly-reports": {
         "task": "energy.tasks.send_monthly_reports",

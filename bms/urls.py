@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/v1/", include("control.api_urls")),
     path("api/v1/", include("displays.api_urls")),
     path("api/v1/", include("energy.api_urls")),
+    path("api/v1/", include("findings.api_urls")),
     path("", include("core.emoncms_urls")),
     path("", include("feeds.web.urls")),
     path("", include("sensors.urls")),

@@ -74,6 +74,7 @@ TAGS = [
     ("overrides", "Manual overrides with expiry."),
     ("alarms", "Alarms: read, acknowledge."),
     ("energy", "Metering tree, meters, energy model, tariffs, consumption, league."),
+    ("findings", "Find the waste: faults found in the site's own records, with their weekly cost."),
     ("displays", "Kiosk displays and their panels."),
 ]
 

@@ -14,7 +14,7 @@ ENGINEERS = "engineers"
 BOOKERS = "bookers"
 VIEWERS = "viewers"
 ROLE_GROUPS = (ENGINEERS, BOOKERS, VIEWERS)
-OUR_APPS = ("sensors", "feeds", "alarms", "control", "energy", "displays")
+OUR_APPS = ("sensors", "feeds", "alarms", "control", "energy", "findings", "displays")
 
 
 @receiver(post_migrate)

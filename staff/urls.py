@@ -2,7 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from staff import calendars, input_views, plants, schedules
+from staff import calendars, findings, input_views, plants, schedules
 from staff import export as staff_export
 from staff import help as staff_help
 from staff import views as staff_views
@@ -32,6 +32,8 @@ urlpatterns = [
     path(
         "staff/alarms/<int:pk>/acknowledge", staff_views.alarm_acknowledge, name="staff-alarm-ack"
     ),
+    path("staff/findings/", findings.finding_list, name="staff-findings"),
+    path("staff/findings/<int:pk>/state", findings.finding_state, name="staff-finding-state"),
     path("staff/schedules/", schedules.schedule_list, name="staff-schedules"),
     path("staff/schedules/new/", schedules.schedule_edit, name="staff-schedule-new"),
     path("staff/schedules/rooms/", schedules.rooms, name="staff-rooms"),

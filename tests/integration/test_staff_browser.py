@@ -67,6 +67,7 @@ STAFF_PAGES = {
     "/staff/bookings/lecture/": "Lecture theatre",
     "/staff/control/replay/lecture/": "Replay",
     "/staff/alarms/": "Alarms",
+    "/staff/findings/": "Findings",
     "/staff/feeds/": "Feed explorer",
     "/staff/schedules/": "Schedules",
     "/staff/schedules/new/": "New schedule",

@@ -156,6 +156,13 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         heat_main=heat_main, name=f"{HIDDEN} store", top_sensor=sensor, bottom_sensor=sensor
     )
     w.ids.update(heat_main=heat_main.pk, heat_source=source.pk, thermal_store=store.pk)
+    from findings.models import Finding
+
+    finding = Finding.objects.create(
+        rule="heating_unoccupied", key="heating_unoccupied:zone:hidden", subject=f"{HIDDEN} zone",
+        period_start=start, period_end=start, last_seen=start, detail=HIDDEN, what_to_check=HIDDEN,
+    )  # fmt: skip
+    w.ids.update(finding=finding.pk)
     w.slugs.update(zone=zone.slug, private_display=private_display.slug, public=public_display.slug)
     yield w
     cache.clear_all()

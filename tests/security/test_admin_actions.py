@@ -46,6 +46,8 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("control.outputoverride", DELETE): NOBODY,
     # Alarms are a record (API.md: never edited): acknowledged, never deleted.
     ("alarms.alarm", DELETE): NOBODY,
+    # Findings keep who marked them what (docs/FINDINGS.md): never deleted.
+    ("findings.finding", DELETE): NOBODY,
     # The programme audit (schedules, calendars, rooms: the staff pages write it) is a record.
     ("control.programmechange", DELETE): NOBODY,
     **{
@@ -199,6 +201,7 @@ DELETE_CASES = [
     ("control", "actuatorcommand", "command", NOBODY),
     ("control", "outputoverride", "output_override", NOBODY),
     ("alarms", "alarm", "alarm", NOBODY),
+    ("findings", "finding", "finding", NOBODY),
 ]
 
 

@@ -1,0 +1,163 @@
+"""The rules' conditions as pure functions over recorded series (docs/FINDINGS.md).
+
+No Django here: each function takes plain lists (command rows as (time, state, strategy),
+readings as (time, value), occupancy as (start, end) pairs) and returns the spans where the
+fault held, so a rule is tested on hand-made series and run unchanged over any history range.
+Times are timezone-aware datetimes.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+
+@dataclass(frozen=True)
+class Command:
+    at: datetime
+    state: bool
+    strategy: str
+
+
+@dataclass(frozen=True)
+class Span:
+    start: datetime
+    end: datetime
+    strategy: str = ""
+
+    @property
+    def hours(self) -> float:
+        return (self.end - self.start).total_seconds() / 3600.0
+
+
+def on_spans(commands: Sequence[Command], start: datetime, end: datetime) -> list[Span]:
+    """When the actuator was commanded ON within [start, end), and by which strategy.
+
+    `commands` in time order; the first may be before `start` (the state the range opens in).
+    A command holds until the next one; the last holds to `end`."""
+    spans: list[Span] = []
+    for i, cmd in enumerate(commands):
+        if not cmd.state:
+            continue
+        until = commands[i + 1].at if i + 1 < len(commands) else end
+        s, e = max(cmd.at, start), min(until, end)
+        if e > s:
+            spans.append(Span(s, e, cmd.strategy))
+    return spans
+
+
+def subtract(span: Span, cuts: Iterable[tuple[datetime, datetime]]) -> list[Span]:
+    """`span` less every (start, end) of `cuts`: the pieces left, in time order."""
+    pieces = [span]
+    for c0, c1 in sorted(cuts):
+        kept: list[Span] = []
+        for p in pieces:
+            if c1 <= p.start or c0 >= p.end:
+                kept.append(p)
+                continue
+            if c0 > p.start:
+                kept.append(Span(p.start, c0, p.strategy))
+            if c1 < p.end:
+                kept.append(Span(c1, p.end, p.strategy))
+        pieces = kept
+    return pieces
+
+
+def union(spans: Iterable[Span]) -> list[Span]:
+    """Overlapping or touching spans merged, in time order (two valves of one zone ON at once
+    are one zone heated, not two); a merged span keeps its first strategy."""
+    merged: list[Span] = []
+    for s in sorted(spans, key=lambda s: s.start):
+        if merged and s.start <= merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Span(last.start, max(last.end, s.end), last.strategy)
+        else:
+            merged.append(s)
+    return merged
+
+
+def heating_unoccupied(
+    spans: Sequence[Span],
+    occupied: Sequence[tuple[datetime, datetime]],
+    *,
+    excused: frozenset[str],
+    preheat: timedelta,
+    min_duration: timedelta,
+) -> list[Span]:
+    """ON time outside occupancy that no excusing strategy (frost, override ...) asked for.
+
+    An occupancy window is widened by `preheat` before it (optimum start may warm the room
+    that early); a piece shorter than `min_duration` is not a fault (a tick's lag at a
+    window's edge)."""
+    widened = [(s - preheat, e) for s, e in occupied]
+    found: list[Span] = []
+    for span in spans:
+        if span.strategy in excused:
+            continue
+        found.extend(p for p in subtract(span, widened) if p.end - p.start >= min_duration)
+    return found
+
+
+def flatline(
+    readings: Sequence[tuple[datetime, float]],
+    heat_on: Sequence[Span],
+    start: datetime,
+    end: datetime,
+    *,
+    window: timedelta,
+    band_k: float,
+    min_readings: int,
+    min_heat: timedelta,
+) -> list[Span]:
+    """Windows (back to back from `start`) in which the sensor varied less than `band_k`
+    while its zone was heated for at least `min_heat`: a sensor that does not see heat.
+
+    `readings` in time order. A window with fewer than `min_readings` readings is skipped (a lost sensor is alarmed
+    elsewhere; too few points cannot show a flat line)."""
+    found: list[Span] = []
+    times = [t for t, _ in readings]  # readings come in time order: each window is a slice
+    w0 = start
+    while w0 + window <= end:
+        w1 = w0 + window
+        values = [v for _, v in readings[bisect_left(times, w0) : bisect_left(times, w1)]]
+        heated = sum(
+            ((min(s.end, w1) - max(s.start, w0)) for s in heat_on if s.end > w0 and s.start < w1),
+            timedelta(),
+        )
+        if len(values) >= min_readings and heated >= min_heat:
+            if max(values) - min(values) < band_k:
+                found.append(Span(w0, w1))
+        w0 = w1
+    return found
+
+
+def starts(commands: Sequence[Command]) -> list[datetime]:
+    """Times the actuator was switched from OFF (or unknown) to ON."""
+    found: list[datetime] = []
+    on = False
+    for cmd in commands:
+        if cmd.state and not on:
+            found.append(cmd.at)
+        on = cmd.state
+    return found
+
+
+def short_cycling(
+    start_times: Sequence[datetime],
+    start: datetime,
+    end: datetime,
+    *,
+    per_hour: int,
+) -> list[tuple[Span, int]]:
+    """Clock hours from `start` with more than `per_hour` starts: (hour, starts in it)."""
+    found: list[tuple[Span, int]] = []
+    h0 = start
+    hour = timedelta(hours=1)
+    while h0 + hour <= end:
+        n = sum(1 for t in start_times if h0 <= t < h0 + hour)
+        if n > per_hour:
+            found.append((Span(h0, h0 + hour), n))
+        h0 += hour
+    return found
