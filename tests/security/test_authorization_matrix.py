@@ -273,6 +273,13 @@ ROWS: list[Row] = [
     Row("staff/inputs/<int:pk>/processes/save", "POST",
         lambda w: f"/staff/inputs/{w.ids['sensor']}/processes/save", WRITERS, VALIDATION,
         lambda w: {}),
+    # BACnet controllers (docs/BACNET.md): staff read, engineers change settings and queue a poll
+    Row("staff/bacnet/", "GET", lambda w: "/staff/bacnet/", STAFF),
+    Row("staff/bacnet/<int:pk>/settings", "POST",
+        lambda w: f"/staff/bacnet/{w.ids['bacnet_device']}/settings", WRITERS, OK | VALIDATION,
+        lambda w: {"interval": "4"}, form=True),
+    Row("staff/bacnet/<int:pk>/poll", "POST",
+        lambda w: f"/staff/bacnet/{w.ids['bacnet_device']}/poll", WRITERS, form=True),
     Row("staff/alarms/<int:pk>/acknowledge", "POST",
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
     Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",
