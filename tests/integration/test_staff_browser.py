@@ -72,6 +72,7 @@ STAFF_PAGES = {
     "/staff/schedules/new/": "New schedule",
     "/staff/schedules/rooms/": "Rooms in buildings",
     "/staff/calendars/": "Site calendars",
+    "/staff/bacnet/": "BACnet controllers",
 }
 
 
