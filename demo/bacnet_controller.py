@@ -8,7 +8,7 @@ working. A bacpypes3 device in the simulator's own asyncio loop; no Django.
                             ON at priority 16, so a write at 8 and its release show the
                             priority array at work
 
-Off when its UDP port is taken: the demo runs on without it (the Modbus devices, by contrast,
+Its port follows the web port (demo/ports.py); off when that UDP port is taken: the demo runs on without it (the Modbus devices, by contrast,
 are the plant the control loop switches, and the simulator stops without them).
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import socket
 from typing import Any
 
 from bacpypes3.ipv4.app import NormalApplication
@@ -29,30 +28,7 @@ log = logging.getLogger("demo")
 
 DEMO_INSTANCE = 2701
 DEMO_NODE = "old-boiler-controller"
-BASE_PORT = 47820  # beside the default web port 8000; 47808/47809 are discovery's and our server's
 HOST = "127.0.0.1"
-
-
-def bacnet_port(web_port: int, host: str = HOST) -> int:
-    """The demo controller's UDP port for a site on `web_port` (47820 beside 8000, 47821
-    beside 8001, so a second copy of the site has its own), or 0 (none) when it is taken or
-    out of range: then the demo runs without it.
-
-        python -m demo.bacnet_controller 8001   ->  47821
-    """
-    port = BASE_PORT + (web_port - 8000)
-    if not 1024 <= port <= 65535 or not udp_free(port, host):
-        return 0
-    return port
-
-
-def udp_free(port: int, host: str = HOST) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def _status() -> list[int]:
@@ -108,12 +84,3 @@ class BoilerController:
             self.app.close()
             self.app = None
             log.info("Demo BACnet controller stopped")
-
-
-if __name__ == "__main__":
-    import sys
-
-    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
-        print("usage: python -m demo.bacnet_controller WEB_PORT", file=sys.stderr)
-        sys.exit(2)
-    print(bacnet_port(int(sys.argv[1])))

@@ -25,9 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from demo import layout
-from demo.bacnet_controller import BoilerController, udp_free
+from demo.bacnet_controller import BoilerController
 from demo.devices import EnergyMeter, RelayBoard
 from demo.plant import Coils, DemoPlant, jeelib_line
+from demo.ports import udp_free
 
 log = logging.getLogger("demo")
 

@@ -70,7 +70,7 @@ if "$PY" manage.py help simulate_site >/dev/null 2>&1; then
   # free ports: a second copy of this script on another BMS_PORT must not find them taken.
   read -r RELAY_PORT METER_PORT < <("$PY" -m demo.ports "$PORT")
   # The legacy BACnet boiler controller: UDP 47820 beside 8000, 0 (none) when that is taken.
-  BACNET_PORT="$("$PY" -m demo.bacnet_controller "$PORT" 2>/dev/null || echo 0)"
+  BACNET_PORT="$("$PY" -m demo.ports --bacnet "$PORT" 2>/dev/null || echo 0)"
   start demo "$PY" manage.py simulate_site --base-url "$URL" --speed "${BMS_SPEED:-1}" \
     --relay-port "$RELAY_PORT" --meter-port "$METER_PORT" --bacnet-port "$BACNET_PORT"
 fi

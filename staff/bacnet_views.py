@@ -96,13 +96,18 @@ def bacnet_page(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
+def _engineers_device(request: HttpRequest, pk: int) -> BacnetDevice:
+    """The controller an engineer's POST is about; anyone else refused whatever they sent."""
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS)
+    return get_object_or_404(BacnetDevice.objects.select_related("node"), pk=pk)
+
+
 @staff_page
 @require_POST
 def bacnet_settings(request: HttpRequest, pk: int) -> HttpResponse:
     """An engineer's change of a controller's poll interval and answer timeout."""
-    if not is_engineer(request.user):
-        raise PermissionDenied(ONLY_ENGINEERS)
-    device = get_object_or_404(BacnetDevice.objects.select_related("node"), pk=pk)
+    device = _engineers_device(request, pk)
     data = {k: request.POST[k] for k in ("interval", "timeout_s") if request.POST.get(k)}
     serializer = BacnetDeviceSerializer(device, data=data, partial=True)
     if not serializer.is_valid():
@@ -126,9 +131,7 @@ def bacnet_poll_now(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue one poll of the controller for the poll worker (its own bounded time limits)."""
     from sensors.tasks import poll_bacnet_device
 
-    if not is_engineer(request.user):
-        raise PermissionDenied(ONLY_ENGINEERS)
-    device = get_object_or_404(BacnetDevice.objects.select_related("node"), pk=pk)
+    device = _engineers_device(request, pk)
     poll_bacnet_device.delay(device.node_id)
     messages.info(request, f"A poll of {device.node.name} is queued: this page shows its answer.")
     return redirect("staff-bacnet")

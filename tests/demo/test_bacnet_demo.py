@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import CommandError, call_command
 
-from demo.bacnet_controller import DEMO_INSTANCE, DEMO_NODE, BoilerController, bacnet_port
+from demo.bacnet_controller import DEMO_INSTANCE, DEMO_NODE, BoilerController
 from demo.bacnet_setup import FEED_NAME, ensure_demo_bacnet
+from demo.ports import bacnet_port
 from demo.simulator import Simulator, SimulatorConfig
 from feeds.store import service
 from sensors.devices import bacnet_client

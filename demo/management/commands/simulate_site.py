@@ -14,7 +14,7 @@ from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from demo.bacnet_controller import BASE_PORT, DEMO_INSTANCE, udp_free
+from demo.bacnet_controller import DEMO_INSTANCE
 from demo.bacnet_controller import HOST as BACNET_HOST
 from demo.bacnet_setup import ensure_demo_bacnet
 from demo.devices import DeviceStartError
@@ -22,6 +22,7 @@ from demo.displays import ensure_energy_display
 from demo.energy import ensure_demo_energy, hourly_extender
 from demo.history import backfill
 from demo.keystore import gateway_config, write_private_json
+from demo.ports import BACNET_BASE, udp_free
 from demo.simulator import Simulator, SimulatorConfig
 from demo.site import DemoSite, ensure_demo_site, last_recorded_temperatures
 
@@ -63,8 +64,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--bacnet-port",
             type=int,
-            default=BASE_PORT,
-            help=f"The legacy BACnet boiler controller's UDP port on 127.0.0.1 ({BASE_PORT}); "
+            default=BACNET_BASE,
+            help=f"The legacy BACnet boiler controller's UDP port on 127.0.0.1 ({BACNET_BASE}); "
             "0: none. When the port is taken the demo runs without it.",
         )
         parser.add_argument(
@@ -119,7 +120,7 @@ class Command(BaseCommand):
         ensure_demo_bacnet(
             demo.site,
             BACNET_HOST,
-            bacnet_port or opts["bacnet_port"] or BASE_PORT,
+            bacnet_port or opts["bacnet_port"] or BACNET_BASE,
             running=bacnet_port is not None,
         )
         written = backfill(demo.feeds_by_role, opts["history_days"], seed=opts["seed"])
