@@ -176,3 +176,17 @@ def test_last_read_shows_each_points_value_and_the_controllers_answer_then_its_f
     assert lost["failing_since"] >= read["answered_at"]
     assert lost["error"].startswith("no answer within")
     assert lost["points"][0]["value"] == 61.5  # the last reading is kept, with its time
+
+
+@pytest.mark.django_db
+def test_deleting_a_controller_keeps_its_node_and_inputs_so_nothing_recorded_is_lost(
+    engineer_api, viewer_api
+):
+    device_id = engineer_api.post("/api/v1/bacnet-devices", DEVICE, format="json").json()["id"]
+    engineer_api.post("/api/v1/bacnet-points",
+                      {"device": device_id, "object_type": "analog-input", "instance": 1},
+                      format="json")  # fmt: skip
+    assert viewer_api.delete(f"/api/v1/bacnet-devices/{device_id}").status_code == 403
+    assert engineer_api.delete(f"/api/v1/bacnet-devices/{device_id}").status_code == 204
+    assert not BacnetDevice.objects.exists() and not BacnetPoint.objects.exists()
+    assert Sensor.objects.filter(node__name="boiler-house", key="analog-input-1").exists()
