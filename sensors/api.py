@@ -1,6 +1,7 @@
 """CRUD for sites, nodes, sensors, Modbus registers, BACnet controllers and points, actuators."""
 
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.db.models import OuterRef, Subquery
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
@@ -195,5 +196,12 @@ class BacnetDeviceViewSet(viewsets.ModelViewSet):
 
 @document_viewset("sensors", "BACnet point", "BACnet points")
 class BacnetPointViewSet(viewsets.ModelViewSet):
-    queryset = BacnetPoint.objects.select_related("device")
+    # Each point's input id in the same query: a page of 100 points was 100 more queries.
+    queryset = BacnetPoint.objects.select_related("device").annotate(
+        input_id=Subquery(
+            Sensor.objects.filter(node_id=OuterRef("device__node_id"), key=OuterRef("key")).values(
+                "pk"
+            )[:1]
+        )
+    )
     serializer_class = BacnetPointSerializer

@@ -219,6 +219,8 @@ class BacnetPointSerializer(ModelCleanSerializer):
         validators: list = []
 
     def get_sensor(self, point: BacnetPoint) -> int | None:
+        if hasattr(point, "input_id"):  # annotated by the viewset's queryset
+            return point.input_id
         return (
             Sensor.objects.filter(node_id=point.device.node_id, key=point.key)
             .values_list("pk", flat=True)

@@ -190,3 +190,19 @@ def test_deleting_a_controller_keeps_its_node_and_inputs_so_nothing_recorded_is_
     assert engineer_api.delete(f"/api/v1/bacnet-devices/{device_id}").status_code == 204
     assert not BacnetDevice.objects.exists() and not BacnetPoint.objects.exists()
     assert Sensor.objects.filter(node__name="boiler-house", key="analog-input-1").exists()
+
+
+@pytest.mark.django_db
+def test_a_page_of_points_costs_the_same_queries_whatever_its_length(
+    engineer_api, django_assert_max_num_queries
+):
+    device_id = engineer_api.post("/api/v1/bacnet-devices", DEVICE, format="json").json()["id"]
+    for i in range(1, 31):
+        engineer_api.post("/api/v1/bacnet-points",
+                          {"device": device_id, "object_type": "analog-value", "instance": i},
+                          format="json")  # fmt: skip
+    with django_assert_max_num_queries(8):  # session, user, groups, count, page: not per point
+        page = engineer_api.get("/api/v1/bacnet-points").json()["results"]
+    assert len(page) == 30 and all(p["sensor"] is not None for p in page)
+    sensor = Sensor.objects.get(key="analog-value-7")
+    assert next(p for p in page if p["key"] == "analog-value-7")["sensor"] == sensor.pk
