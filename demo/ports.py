@@ -1,4 +1,5 @@
-"""The demo's Modbus TCP ports (simulated relay board, grid meter) for a web port.
+"""The demo's Modbus TCP ports (simulated relay board, grid meter) for a web port, and its
+BACnet controller's UDP port.
 
 scripts/run-site.sh stops everything as soon as one process stops, and the demo simulator stops
 when it cannot bind its ports: with the ports fixed at 15020/15021 a second copy of the site on
@@ -16,12 +17,13 @@ import sys
 
 DEFAULT_WEB_PORT = 8000
 BASE = 15020  # the relay board's port beside the default web port; the meter's is the next
+BACNET_BASE = 47820  # UDP; 47808/47809 are BACnet discovery's and our own server's
 HOST = "127.0.0.1"
 MAX_PICKS = 16
 
 
-def _free(port: int, host: str = HOST) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _free(port: int, host: str = HOST, kind: int = socket.SOCK_STREAM) -> bool:
+    with socket.socket(socket.AF_INET, kind) as sock:
         try:
             sock.bind((host, port))
         except OSError:
@@ -49,9 +51,29 @@ def demo_ports(web_port: int, host: str = HOST) -> tuple[int, int]:
     raise OSError("no two free ports for the demo's relay board and meter")
 
 
+def udp_free(port: int, host: str = HOST) -> bool:
+    return _free(port, host, socket.SOCK_DGRAM)
+
+
+def bacnet_port(web_port: int, host: str = HOST) -> int:
+    """The demo BACnet controller's UDP port for a site on `web_port` (47820 beside 8000, 47821
+    beside 8001, so a second copy of the site has its own), or 0 (none) when it is taken or
+    out of range: then the demo runs without it (demo/bacnet_controller.py).
+
+        python -m demo.ports --bacnet 8001   ->  47821
+    """
+    port = BACNET_BASE + (web_port - DEFAULT_WEB_PORT)
+    if not 1024 <= port <= 65535 or not udp_free(port, host):
+        return 0
+    return port
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--bacnet" and argv[1].isdigit():
+        print(bacnet_port(int(argv[1])))
+        return 0
     if len(argv) != 1 or not argv[0].isdigit() or not 1 <= int(argv[0]) <= 65535:
-        print("usage: python -m demo.ports WEB_PORT (1-65535)", file=sys.stderr)
+        print("usage: python -m demo.ports [--bacnet] WEB_PORT (1-65535)", file=sys.stderr)
         return 2
     relay, meter = demo_ports(int(argv[0]))
     print(relay, meter)

@@ -25,8 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from demo import layout
+from demo.bacnet_controller import BoilerController
 from demo.devices import EnergyMeter, RelayBoard
 from demo.plant import Coils, DemoPlant, jeelib_line
+from demo.ports import udp_free
 
 log = logging.getLogger("demo")
 
@@ -64,6 +66,9 @@ class SimulatorConfig:
     hourly: Callable[[float], object] | None = None
     # Last recorded temperatures to resume from (DemoPlant.resume keys); empty on a new site.
     resume: dict[str, float] = field(default_factory=dict)
+    # The legacy BACnet boiler controller (demo/bacnet_controller.py); None: not run.
+    bacnet_host: str = "127.0.0.1"
+    bacnet_port: int | None = None
 
 
 @dataclass
@@ -102,6 +107,7 @@ class Simulator:
         # The pymodbus servers need a running event loop: they are made in run().
         self.relay: RelayBoard | None = None
         self.meter: EnergyMeter | None = None
+        self.bacnet: BoilerController | None = None
         self.plant = DemoPlant(datetime.now(UTC), seed=config.seed)
         resumed = self.plant.resume(config.resume)
         if resumed:
@@ -118,10 +124,27 @@ class Simulator:
         try:
             await self.relay.start()
             await self.meter.start()
+            await self._start_bacnet()
             await self._start_gateway()
             await self._loop(stop, self.relay, self.meter)
         finally:
             await self._shutdown()
+
+    async def _start_bacnet(self) -> None:
+        """The legacy controller, unless its port is taken: the site runs on without it.
+        Probed first: bacpypes3 binds with SO_REUSEPORT and retries a failed bind for ever in
+        the background, so it would neither fail nor, beside another BACnet device, be alone."""
+        cfg = self.config
+        if cfg.bacnet_port is None:
+            return
+        if not udp_free(cfg.bacnet_port, cfg.bacnet_host):
+            log.warning(
+                "Demo BACnet controller off: UDP %s:%d is taken", cfg.bacnet_host, cfg.bacnet_port
+            )
+            return
+        controller = BoilerController(cfg.bacnet_host, cfg.bacnet_port)
+        await controller.start()
+        self.bacnet = controller
 
     async def _start_gateway(self) -> None:
         argv = self.config.gateway_argv
@@ -160,6 +183,8 @@ class Simulator:
             self.plant.step(datetime.now(UTC), now_mono - last_step, cfg.speed, coils)
             last_step = now_mono
             await meter.publish(self.plant.meter_values())
+            if self.bacnet is not None:
+                self.bacnet.publish(self.plant.circuit.flow_c)
             if now_mono >= next_post:
                 next_post += cfg.post_interval_s
                 if next_post < now_mono:  # fell behind (a slow server): do not burst
@@ -259,7 +284,7 @@ class Simulator:
                     self.gateway.kill()
                     await self.gateway.wait()
             log.info("JeeLib gateway stopped (exit code %s)", self.gateway.returncode)
-        for device in (self.meter, self.relay):
+        for device in (self.meter, self.relay, self.bacnet):
             if device is not None:
                 await device.stop()
         log.info(

@@ -102,8 +102,10 @@ if "$PY" manage.py help simulate_site >/dev/null 2>&1; then
   # The demo's Modbus relay board and meter follow BMS_PORT (15020/15021 beside 8000), or are
   # free ports: a second copy of this script on another BMS_PORT must not find them taken.
   read -r RELAY_PORT METER_PORT < <("$PY" -m demo.ports "$PORT")
+  # The legacy BACnet boiler controller: UDP 47820 beside 8000, 0 (none) when that is taken.
+  BACNET_PORT="$("$PY" -m demo.ports --bacnet "$PORT" 2>/dev/null || echo 0)"
   start demo "$PY" manage.py simulate_site --base-url "$URL" --speed "${BMS_SPEED:-1}" \
-    --relay-port "$RELAY_PORT" --meter-port "$METER_PORT"
+    --relay-port "$RELAY_PORT" --meter-port "$METER_PORT" --bacnet-port "$BACNET_PORT"
 fi
 
 cat <<INFO
@@ -116,6 +118,7 @@ cat <<INFO
     API docs         $URL/api/docs/
     Health           $URL/healthz
     Demo Modbus      relay board 127.0.0.1:${RELAY_PORT:-none}, grid meter 127.0.0.1:${METER_PORT:-none}
+    Demo BACnet      boiler controller 127.0.0.1:${BACNET_PORT:-0} (0: off)   $URL/staff/bacnet/
   The demo's physics runs at ${BMS_SPEED:-1}x: at 1x a room takes an hour or more to warm.
   To see rooms warm in minutes:  BMS_SPEED=60 bash scripts/run-site.sh
   Logs in ${LOGS:-var/log}/. Press Ctrl-C to stop.

@@ -3,6 +3,8 @@ from django.urls import re_path
 from core.routers import OptionalSlashRouter
 from sensors.api import (
     ActuatorViewSet,
+    BacnetDeviceViewSet,
+    BacnetPointViewSet,
     ModbusBusViewSet,
     ModbusRegisterMapViewSet,
     ModbusRegisterViewSet,
@@ -20,6 +22,8 @@ router.register("modbus-registers", ModbusRegisterViewSet)
 router.register("modbus-buses", ModbusBusViewSet)
 router.register("modbus-register-maps", ModbusRegisterMapViewSet, basename="modbus-register-map")
 router.register("actuators", ActuatorViewSet)
+router.register("bacnet-devices", BacnetDeviceViewSet)
+router.register("bacnet-points", BacnetPointViewSet)
 
 # Node ingest before the router, so it is never taken for a viewset route.
 urlpatterns = [

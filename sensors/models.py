@@ -620,6 +620,7 @@ def unresolved_note(host: BoardHost) -> str:
 
 BACNET_MAX_INSTANCE = 4194302  # 22 bits; 4194303 is the wildcard
 BACNET_MAX_POINTS_PER_DEVICE = 200  # bounds one poll's requests and its time
+BACNET_MAX_INTERVAL_S = 86400  # a day: beyond it the node's silent alarm means nothing
 BACNET_MIN_INTERVAL_S = 5  # the fastest poll one controller is given: small ones serve one client
 BACNET_POINT_TYPES = (
     "analog-input",

@@ -2,7 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from staff import calendars, findings, input_views, plants, schedules
+from staff import bacnet_views, calendars, findings, input_views, plants, schedules
 from staff import export as staff_export
 from staff import help as staff_help
 from staff import views as staff_views
@@ -22,6 +22,11 @@ urlpatterns = [
         input_views.process_list_save,
         name="staff-process-list-save",
     ),
+    path("staff/bacnet/", bacnet_views.bacnet_page, name="staff-bacnet"),
+    path(
+        "staff/bacnet/<int:pk>/settings", bacnet_views.bacnet_settings, name="staff-bacnet-settings"
+    ),
+    path("staff/bacnet/<int:pk>/poll", bacnet_views.bacnet_poll_now, name="staff-bacnet-poll"),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
     path("staff/help/<str:name>", staff_help.help_page, name="staff-help"),
     path(

@@ -18,7 +18,7 @@ from django.db import transaction
 from alarms.lifecycle import clear_alarm, raise_alarm
 from alarms.models import Alarm
 from core.redis import get_redis
-from sensors.devices import bacnet_client
+from sensors.devices import bacnet_client, bacnet_status
 from sensors.devices.bacnet_client import BacnetError, ObjectInfo, Readings
 from sensors.models import (
     BACNET_MAX_POINTS_PER_DEVICE,
@@ -139,6 +139,7 @@ def _where(device: BacnetDevice) -> str:
 
 def record_failure(device: BacnetDevice, error: str) -> dict:
     redis = get_redis()
+    bacnet_status.mark_failed(device.node_id, error, time.time())
     failures_key = f"sensors:bacnet-failures:{device.node_id}"
     failures = redis.incr(failures_key)
     redis.expire(failures_key, 24 * 3600)
@@ -160,6 +161,7 @@ def record_result(device: BacnetDevice, points: list[BacnetPoint], result: Readi
     node_id = device.node_id
     redis = get_redis()
     redis.delete(f"sensors:bacnet-failures:{node_id}")
+    bacnet_status.mark_answered(node_id, time.time())
     clear_alarm(f"bacnet-device:{node_id}")
     by_ref = {p.ref: p for p in points}
     values = {by_ref[ref].key: value for ref, value in result.values.items()}

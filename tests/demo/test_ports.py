@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from demo.ports import BASE, DEFAULT_WEB_PORT, demo_ports
+from demo.ports import BACNET_BASE, BASE, DEFAULT_WEB_PORT, demo_ports, udp_free
 from tests.conftest import ROOT
 
 
@@ -64,18 +64,22 @@ def test_a_web_port_whose_pair_is_out_of_range_gets_free_ports():
 
 
 def test_run_site_passes_the_ports_of_its_bms_port_to_the_simulator():
-    """The script's own lines, run as it runs them, for BMS_PORT=<web>."""
+    """The script's own lines, run as it runs them, for BMS_PORT=<web>: the Modbus pair and
+    the BACnet controller's UDP port (0 when taken: the demo then runs without it)."""
     script = (ROOT / "scripts" / "run-site.sh").read_text()
-    lines = [line for line in script.splitlines() if "demo.ports" in line]
-    assert len(lines) == 1 and "--relay-port" in script and '"$RELAY_PORT"' in script
+    lines = [line.strip() for line in script.splitlines() if "demo.ports" in line]
+    assert len(lines) == 2 and "--relay-port" in script and '"$RELAY_PORT"' in script
+    assert '--bacnet-port "$BACNET_PORT"' in script
     web = free_pair_web_port()
     done = subprocess.run(
-        ["bash", "-c", f'{lines[0].strip()}\necho "$RELAY_PORT $METER_PORT"'],
+        ["bash", "-c", "\n".join(lines) + '\necho "$RELAY_PORT $METER_PORT $BACNET_PORT"'],
         env={"PATH": "/usr/bin:/bin", "PY": sys.executable, "PORT": str(web)},
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=30,
     )  # fmt: skip
     relay = BASE + 2 * (web - DEFAULT_WEB_PORT)
-    assert done.stdout.split() == [str(relay), str(relay + 1)]
+    bacnet = BACNET_BASE + web - DEFAULT_WEB_PORT
+    assert done.stdout.split() == [str(relay), str(relay + 1),
+                                   str(bacnet if udp_free(bacnet) else 0)]  # fmt: skip
 
 
 def test_a_bad_argument_is_a_usage_line_not_a_traceback():

@@ -52,7 +52,11 @@ def test_setup_creates_the_cat_like_site(key_file):
     _setup()
     site = Site.objects.get(slug=layout.SITE_SLUG)
     assert (site.latitude, site.longitude, site.time_zone) == (52.62, -3.84, "Europe/London")
-    assert Node.objects.filter(site=site).count() == len(layout.ALL_NODES)
+    # The layout's nodes and the legacy BACnet boiler controller (demo/bacnet_setup.py).
+    assert Node.objects.filter(site=site).count() == len(layout.ALL_NODES) + 1
+    assert (
+        Node.objects.get(site=site, protocol=Node.Protocol.BACNET).name == "old-boiler-controller"
+    )
     assert Zone.objects.filter(site=site, bookable=True).count() == 4
     for zone in Zone.objects.all():
         assert zone.temperature_sensor is not None

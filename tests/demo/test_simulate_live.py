@@ -22,10 +22,13 @@ from django.conf import settings
 from pymodbus.client import ModbusTcpClient
 
 from demo import layout
+from demo.bacnet_controller import DEMO_NODE
+from demo.bacnet_setup import FEED_NAME as BACNET_FEED
 from feeds.models import Feed
 from sensors.models import Node
 from tests.conftest import ROOT, test_database_url
 from tests.processes import stop_process
+from tests.sensors.bacnet_peer import free_udp_port
 from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
@@ -64,7 +67,7 @@ def simulation(
     )
     argv = [sys.executable, str(ROOT / "manage.py"), "simulate_site", "--base-url", live_server.url,
             "--speed", str(SPEED), "--relay-port", str(relay_port), "--meter-port", str(meter_port),
-            "--seed", "7", "--duration", "120",
+            "--seed", "7", "--duration", "120", "--bacnet-port", str(free_udp_port("127.0.0.1")),
             "--history-days", "0"]  # every value in the feeds below was posted live  # fmt: skip
     log_path = tmp_path / "simulator.log"
     with open(log_path, "wb") as out:
@@ -116,6 +119,20 @@ def test_simulated_nodes_reach_the_feeds_and_relays_heat_the_rooms(simulation):
 
     _, volts = wait_for(polled, 40, "the meter's voltage")
     assert 225 < volts < 255
+
+    # The legacy BACnet controller: the real poll task reads its flow over BACnet/IP.
+    from sensors.tasks import poll_bacnet_device
+
+    controller = Node.objects.get(name=DEMO_NODE)
+    assert controller.enabled, simulation.log()
+    bacnet_flow = _feed(DEMO_NODE, BACNET_FEED)
+
+    def bacnet_polled() -> tuple[int, float] | None:
+        poll_bacnet_device.delay(controller.pk)
+        return _last(bacnet_flow)
+
+    _, flow_c = wait_for(bacnet_polled, 40, "the BACnet controller's flow temperature")
+    assert 0 < flow_c < 100
 
     # Radio nodes: JeeLib lines -> the bms_gateway subprocess -> /api/v1/readings -> feeds.
     outside = _feed("boilerhouse", "Outside temperature")

@@ -76,6 +76,7 @@ STAFF_PAGES = {
     "/staff/plants/": "Heating plants and solar circuits",
     "/staff/plants/new/": "New heating plant",
     "/staff/plants/solar/new/": "New solar circuit",
+    "/staff/bacnet/": "BACnet controllers",
 }
 
 

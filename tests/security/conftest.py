@@ -47,7 +47,15 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     )
     from feeds.models import Feed
     from sensors import cache
-    from sensors.models import Actuator, ModbusBus, ModbusRegister, Node, Sensor, Site
+    from sensors.models import (
+        Actuator,
+        BacnetDevice,
+        ModbusBus,
+        ModbusRegister,
+        Node,
+        Sensor,
+        Site,
+    )
 
     cache.clear_all()
     w = World()
@@ -99,6 +107,16 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
     )
     recipient = ReportRecipient.objects.create(site=site, email="hidden@example.org")
     w.ids.update(grid_carbon=grid_carbon.pk, recipient=recipient.pk)
+    bacnet_node = Node(name="boiler-house", protocol=Node.Protocol.BACNET, site=site)
+    bacnet_node.set_new_key()
+    bacnet_node.save()
+    bacnet = BacnetDevice.objects.create(
+        node=bacnet_node, address="192.0.2.40", device_instance=2601, vendor_name=HIDDEN
+    )
+    bacnet_point = bacnet.points.create(
+        key="analog-input-1", object_type="analog-input", instance=1, name=f"{HIDDEN} flow"
+    )
+    w.ids.update(bacnet_device=bacnet.pk, bacnet_point=bacnet_point.pk)
     w.ids.update(
         site=site.pk, private_feed=private.pk, public_feed=public.pk, sensor=sensor.pk,
         register=register.pk, bus=bus.pk, actuator=actuator.pk, alarm=alarm.pk, zone=zone.pk,

@@ -14,11 +14,15 @@ from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from demo.bacnet_controller import DEMO_INSTANCE
+from demo.bacnet_controller import HOST as BACNET_HOST
+from demo.bacnet_setup import ensure_demo_bacnet
 from demo.devices import DeviceStartError
 from demo.displays import ensure_energy_display
 from demo.energy import ensure_demo_energy, hourly_extender
 from demo.history import backfill
 from demo.keystore import gateway_config, write_private_json
+from demo.ports import BACNET_BASE, udp_free
 from demo.simulator import Simulator, SimulatorConfig
 from demo.site import DemoSite, ensure_demo_site, last_recorded_temperatures
 
@@ -58,6 +62,13 @@ class Command(BaseCommand):
             "--meter-port", type=int, default=15021, help="Grid meter Modbus TCP port (15021)"
         )
         parser.add_argument(
+            "--bacnet-port",
+            type=int,
+            default=BACNET_BASE,
+            help=f"The legacy BACnet boiler controller's UDP port on 127.0.0.1 ({BACNET_BASE}); "
+            "0: none. When the port is taken the demo runs without it.",
+        )
+        parser.add_argument(
             "--setup-only", action="store_true", help="Create the demo objects and exit"
         )
         parser.add_argument(
@@ -89,6 +100,8 @@ class Command(BaseCommand):
         for name in ("relay_port", "meter_port"):
             if not 0 <= opts[name] <= 65535:
                 raise CommandError(f"--{name.replace('_', '-')} must be a port 0–65535.")
+        if not 0 <= opts["bacnet_port"] <= 65535:
+            raise CommandError("--bacnet-port must be a port 0–65535 (0: no BACnet controller).")
         if opts["relay_port"] == opts["meter_port"] and opts["relay_port"] != 0:
             raise CommandError("The relay board and the meter need different ports.")
         base_url = opts["base_url"].rstrip("/")
@@ -102,6 +115,13 @@ class Command(BaseCommand):
             relay_port=opts["relay_port"],
             meter_host=_client_host(opts["meter_host"]),
             meter_port=opts["meter_port"],
+        )
+        bacnet_port = self._bacnet_port(opts["bacnet_port"])
+        ensure_demo_bacnet(
+            demo.site,
+            BACNET_HOST,
+            bacnet_port or opts["bacnet_port"] or BACNET_BASE,
+            running=bacnet_port is not None,
         )
         written = backfill(demo.feeds_by_role, opts["history_days"], seed=opts["seed"])
         if written:
@@ -142,6 +162,8 @@ class Command(BaseCommand):
             seed=opts["seed"],
             hourly=hourly_extender(energy, demo.site.time_zone or settings.TIME_ZONE),
             resume=resume,
+            bacnet_host=BACNET_HOST,
+            bacnet_port=bacnet_port,
         )
         # pymodbus logs every listen and reconnect at INFO; our own lines say what matters.
         logging.getLogger("pymodbus").setLevel(logging.WARNING)
@@ -153,6 +175,22 @@ class Command(BaseCommand):
                 f"Could not start the simulated devices ({exc}). Is another simulator running, "
                 "or is --relay-port/--meter-port in use?"
             ) from exc
+
+    def _bacnet_port(self, port: int) -> int | None:
+        """The controller's port, or None (off) when none is wanted or the port is taken."""
+        if port == 0:
+            return None
+        if not udp_free(port, BACNET_HOST):
+            self.stdout.write(
+                f"Demo BACnet controller off: UDP {BACNET_HOST}:{port} is taken "
+                "(the rest of the demo runs without it)."
+            )
+            return None
+        self.stdout.write(
+            f"Demo BACnet controller: device {DEMO_INSTANCE} at {BACNET_HOST}:{port} "
+            "(its points on the staff page /staff/bacnet/)."
+        )
+        return port
 
     def _report_setup(self, demo: DemoSite, base_url: str) -> None:
         if demo.created:

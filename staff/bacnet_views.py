@@ -1,0 +1,137 @@
+"""The BACnet controllers page (#31): each controller with its state in plain words
+(answering, or not answering since when and why) and its mapped points with their last value
+and time. Every staff role reads it; engineers change a controller's poll interval and timeout
+(through the API's serializer, so the same bounds and words apply) and ask for a poll now,
+which is queued for the poll worker: the page never waits on the network. Audited."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from core.live import live_every_s, live_json, wants_live
+from core.pages import staff_page
+from core.permissions import is_engineer
+from sensors.devices.bacnet_devices import UNITS
+from sensors.devices.bacnet_status import ControllerReading, last_read
+from sensors.models import BacnetDevice
+from sensors.serializers import BacnetDeviceSerializer
+from staff.inputs import value_text
+
+ONLY_ENGINEERS = "Only engineers change BACnet controllers."
+MAX_SHOWN = 200  # controllers on one page (each up to 200 points): a bound on its size
+
+
+def _at(t: int | None) -> datetime | None:
+    return datetime.fromtimestamp(t, UTC) if t is not None else None
+
+
+def _shown(value: float | None, units: str) -> str:
+    """61.5 °C: the value as the inputs page writes it, BACnet's unit name as our short one."""
+    if value is None:
+        return ""
+    return f"{value_text(value)} {UNITS.get(units, units)}".rstrip()
+
+
+def _state(reading: ControllerReading) -> dict:
+    """What the page says of a controller, in plain words."""
+    if reading.answering:
+        return {"ok": True, "text": "Answering", "since": _at(reading.answered_at)}
+    if reading.failing_since is not None:
+        return {
+            "ok": False,
+            "text": "Not answering",
+            "since": _at(reading.failing_since),
+            "error": reading.error,
+            "answered": _at(reading.answered_at),
+        }
+    return {"ok": False, "text": "Not read yet", "since": None}
+
+
+def _controllers() -> tuple[list[dict], int]:
+    devices = BacnetDevice.objects.select_related("node").prefetch_related("points")
+    total = devices.count()
+    page = list(devices[:MAX_SHOWN])
+    shown = []
+    for device, reading in zip(page, last_read(page), strict=True):
+        shown.append(
+            {
+                "device": device,
+                "state": _state(reading),
+                "points": [
+                    {**vars(p), "at": _at(p.time), "shown": _shown(p.value, p.units)}
+                    for p in reading.points
+                ],
+            }
+        )
+    return shown, total
+
+
+def _page(request: HttpRequest, errors: dict | None = None, status: int = 200) -> HttpResponse:
+    controllers, total = _controllers()
+    context = {
+        "nav": "bacnet",
+        "now": timezone.now(),
+        "controllers": controllers,
+        "total": total,
+        "max_shown": MAX_SHOWN,
+        "can_edit": is_engineer(request.user),
+        "live_every": live_every_s(),
+        "errors": errors or {},
+    }
+    if wants_live(request):
+        return live_json(request, "staff/_bacnet_live.html", context)
+    return render(request, "staff/bacnet.html", context, status=status)
+
+
+@staff_page
+def bacnet_page(request: HttpRequest) -> HttpResponse:
+    return _page(request)
+
+
+def _engineers_device(request: HttpRequest, pk: int) -> BacnetDevice:
+    """The controller an engineer's POST is about; anyone else refused whatever they sent."""
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS)
+    return get_object_or_404(BacnetDevice.objects.select_related("node"), pk=pk)
+
+
+@staff_page
+@require_POST
+def bacnet_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    """An engineer's change of a controller's poll interval and answer timeout."""
+    device = _engineers_device(request, pk)
+    data = {k: request.POST[k] for k in ("interval", "timeout_s") if request.POST.get(k)}
+    serializer = BacnetDeviceSerializer(device, data=data, partial=True)
+    if not serializer.is_valid():
+        errors = {pk: {f: " ".join(map(str, m)) for f, m in serializer.errors.items()}}
+        return _page(request, errors, status=400)
+    serializer.save()
+    LogEntry.objects.log_actions(
+        request.user.pk,
+        [device],
+        CHANGE,
+        change_message=f"Poll every {device.node.interval} s, timeout {device.timeout_s} s "
+        "(staff BACnet page).",
+    )
+    messages.success(request, f"Saved: {device.node.name} polled every {device.node.interval} s.")
+    return redirect("staff-bacnet")
+
+
+@staff_page
+@require_POST
+def bacnet_poll_now(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue one poll of the controller for the poll worker (its own bounded time limits)."""
+    from sensors.tasks import poll_bacnet_device
+
+    device = _engineers_device(request, pk)
+    poll_bacnet_device.delay(device.node_id)
+    messages.info(request, f"A poll of {device.node.name} is queued: this page shows its answer.")
+    return redirect("staff-bacnet")

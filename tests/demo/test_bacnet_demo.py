@@ -1,0 +1,150 @@
+"""The demo's legacy BACnet boiler controller (#31): it starts in an asyncio loop as the
+simulator runs it, our client reads its flow temperature and sees its boiler enable held ON at
+priority 16 by its own logic (our write at 8 wins, our release hands it back); the demo's
+configuration records its flow into a feed from a real poll; a taken port turns it off and the
+rest of the demo runs on."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from demo.bacnet_controller import DEMO_INSTANCE, DEMO_NODE, BoilerController
+from demo.bacnet_setup import FEED_NAME, ensure_demo_bacnet
+from demo.ports import bacnet_port
+from demo.simulator import Simulator, SimulatorConfig
+from feeds.store import service
+from sensors.devices import bacnet_client
+from sensors.devices.bacnet_devices import poll_device
+from sensors.models import BacnetDevice, Node, Site
+from sensors.tasks import poll_bacnet_devices
+from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, free_udp_port
+
+LOCAL = f"{OUR_HOST}/32:0"
+
+
+class Loop:
+    """An asyncio loop on a thread of its own, as the simulator's loop is to our client."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout_s: float = 10.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s)
+
+    def call(self, fn, *args) -> None:
+        async def call() -> None:
+            fn(*args)
+
+        self.run(call())
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def loop() -> Iterator[Loop]:
+    running = Loop()
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def controller(loop) -> Iterator[BoilerController]:
+    started = BoilerController(PEER_HOST, free_udp_port(PEER_HOST))
+    loop.run(started.start())
+    yield started
+    loop.run(started.stop())
+
+
+def _address(c: BoilerController) -> str:
+    return f"{c.host}:{c.port}"
+
+
+def test_our_client_discovers_it_reads_its_flow_and_its_own_priority_16(controller, loop):
+    loop.call(controller.publish, 63.25)
+    found = bacnet_client.browse(_address(controller), DEMO_INSTANCE, local=LOCAL,
+                                 client_instance=4194000)  # fmt: skip
+    assert found.device_name == "Old boiler house controller"
+    assert [(o.ref, o.name, o.units) for o in found.objects] == [
+        ("analog-input,1", "Boiler flow temperature", "degrees-celsius"),
+        ("binary-output,1", "Boiler enable", ""),
+    ]
+    read = bacnet_client.read_present_values(
+        _address(controller), ["analog-input,1"], local=LOCAL, client_instance=4194000,
+        timeout_s=2, deadline_s=5,
+    )  # fmt: skip
+    assert read.values == {"analog-input,1": 63.25} and read.errors == {}
+
+    own = bacnet_client.read_command_state(_address(controller), "binary-output,1", local=LOCAL,
+                                           client_instance=4194000)  # fmt: skip
+    assert (own.value, own.priority, own.ours) == (True, 16, None)
+    ours = bacnet_client.command_binary(_address(controller), "binary-output,1", False,
+                                        priority=8, local=LOCAL, client_instance=4194000)  # fmt: skip
+    assert (ours.value, ours.priority, ours.ours) == (False, 8, False)
+    back = bacnet_client.command_binary(_address(controller), "binary-output,1", None,
+                                        priority=8, local=LOCAL, client_instance=4194000)  # fmt: skip
+    assert (back.value, back.priority) == (True, 16)  # its own logic has it again
+
+
+@pytest.mark.django_db
+def test_the_demo_configuration_records_its_flow_into_a_feed(
+    controller, loop, settings, redis_client, tmp_path
+):
+    settings.BMS_FEED_DIR = str(tmp_path)
+    settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
+    site = Site.objects.create(name="Demo", slug="demo")
+    device = ensure_demo_bacnet(site, controller.host, controller.port)
+    assert ensure_demo_bacnet(site, controller.host, controller.port).pk == device.pk  # again
+    sensor = device.node.sensors.get(key="analog-input-1")
+    assert (sensor.feed.name, sensor.unit, device.node.site_id) == (FEED_NAME, "°C", site.pk)
+    assert device.points.count() == 1
+
+    loop.call(controller.publish, 58.5)
+    report = poll_device(device)
+    assert report["values"] == {"analog-input-1": 58.5}
+    assert service.last_value(sensor.feed_id)[1] == 58.5
+
+
+@pytest.mark.django_db
+def test_when_off_its_node_is_disabled_so_it_is_neither_polled_nor_alarmed(
+    controller, redis_client
+):
+    site = Site.objects.create(name="Demo", slug="demo")
+    ensure_demo_bacnet(site, controller.host, controller.port, running=False)
+    assert Node.objects.get(name=DEMO_NODE).enabled is False
+    assert poll_bacnet_devices() == []  # a disabled node is never due
+    device = ensure_demo_bacnet(site, controller.host, controller.port)  # on again
+    assert device.node.enabled is True and BacnetDevice.objects.count() == 1
+
+
+def test_a_taken_port_turns_it_off_and_the_demo_runs_on(loop):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        assert bacnet_port(8000 + port - 47820) == 0
+        simulator = Simulator(SimulatorConfig(base_url="http://127.0.0.1:1", keys={},
+                                              bacnet_port=port))  # fmt: skip
+        loop.run(simulator._start_bacnet())  # logs, and does not raise
+        assert simulator.bacnet is None
+
+
+def test_its_port_follows_the_web_port():
+    port = free_udp_port("127.0.0.1")
+    assert bacnet_port(8000 + port - 47820) == port
+    assert bacnet_port(8000 - 47820 + 1023) == 0  # below 1024: not a port for the demo
+    assert bacnet_port(8000 + 65536 - 47820) == 0  # past 65535
+
+
+def test_simulate_site_refuses_a_bacnet_port_out_of_range():
+    with pytest.raises(CommandError, match="--bacnet-port must be a port 0–65535"):
+        call_command("simulate_site", "--bacnet-port", "70000", "--setup-only")

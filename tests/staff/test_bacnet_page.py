@@ -1,0 +1,116 @@
+"""The staff BACnet page (#31): each controller's state in plain words on a controlled clock,
+its points' last values; engineers change the poll settings (bounded, the field named when
+refused) and queue a poll; viewers only read, a hand-made POST refused too."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+from django.contrib.admin.models import LogEntry
+from django.test import Client
+
+from sensors.devices import bacnet_status
+from sensors.devices.bacnet_devices import add_device
+from sensors.ingest import node_state
+
+NOW = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)
+T = int(NOW.timestamp())
+
+
+def _login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def device(db, redis_client):
+    device = add_device("boiler-house", "192.0.2.40", 2601, interval=30, vendor_name="Trend")
+    device.points.create(key="analog-input-1", object_type="analog-input", instance=1,
+                         name="Boiler flow temperature", units="degrees-celsius")  # fmt: skip
+    return device
+
+
+def _section(html: str, device) -> str:
+    start = html.index(f'id="controller-{device.pk}"')
+    return html[start : html.index("</section>", start)]
+
+
+def test_a_controller_never_read_says_so(viewer, device):
+    html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "Not read yet" in html and "device 2601 at 192.0.2.40 · Trend" in html
+    assert "never" in html
+
+
+def test_an_answering_controller_shows_its_points_last_value_and_time(viewer, device, redis_client):
+    bacnet_status.mark_answered(device.node_id, T - 12)
+    redis_client.hset(node_state.last_key(device.node_id), "analog-input-1", f"{T - 12} 61.5")
+    with time_machine.travel(NOW, tick=False):
+        html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "Answering</span> last answer" in html and ">12 s</span> ago" in html
+    assert '<td class="value">61.5 °C</td>' in html
+
+
+def test_a_lost_controller_is_not_answering_since_its_first_miss_in_its_words(
+    viewer, device, redis_client
+):
+    bacnet_status.mark_answered(device.node_id, T - 600)
+    bacnet_status.mark_failed(device.node_id, "no answer within 3 s", T - 300)
+    bacnet_status.mark_failed(device.node_id, "no answer within 3 s", T - 270)  # since: the first
+    with time_machine.travel(NOW, tick=False):
+        html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "Not answering</span> since" in html
+    assert ">5 min</span>): no answer within 3 s. Last answer" in html
+
+
+def test_a_viewer_sees_no_edit_controls_and_a_hand_made_post_is_refused(viewer, device):
+    client = _login(viewer)
+    html = client.get("/staff/bacnet/").content.decode()
+    assert "Read only: engineers change controllers." in html
+    assert "edit-controller" not in html and "Poll now" not in html
+    assert client.post(f"/staff/bacnet/{device.pk}/settings", {"interval": 5}).status_code == 403
+    assert client.post(f"/staff/bacnet/{device.pk}/poll").status_code == 403
+    device.node.refresh_from_db()
+    assert device.node.interval == 30
+
+
+@pytest.mark.parametrize(
+    ("form", "field"),
+    [({"interval": "4"}, "interval"), ({"interval": "86401"}, "interval"),
+     ({"timeout_s": "0.4"}, "timeout_s"), ({"timeout_s": "31"}, "timeout_s"),
+     ({"interval": "ten"}, "interval")],
+)  # fmt: skip
+def test_an_engineers_bad_setting_is_refused_naming_the_field(engineer, device, form, field):
+    answer = _login(engineer).post(f"/staff/bacnet/{device.pk}/settings", form)
+    assert answer.status_code == 400
+    assert f'<p class="errorlist">{field}: ' in answer.content.decode()
+    device.refresh_from_db()
+    device.node.refresh_from_db()
+    assert (device.node.interval, device.timeout_s) == (30, 3.0)
+
+
+def test_an_engineer_changes_the_poll_settings_audited(engineer, device):
+    answer = _login(engineer).post(
+        f"/staff/bacnet/{device.pk}/settings", {"interval": "5", "timeout_s": "30"}
+    )
+    assert answer.status_code == 302
+    device.refresh_from_db()
+    device.node.refresh_from_db()
+    assert (device.node.interval, device.timeout_s) == (5, 30.0)
+    entry = LogEntry.objects.get(object_id=str(device.pk))
+    assert entry.change_message == "Poll every 5 s, timeout 30.0 s (staff BACnet page)."
+
+
+def test_poll_now_queues_a_poll_for_the_worker(engineer, device, redis_client):
+    answer = _login(engineer).post(f"/staff/bacnet/{device.pk}/poll", follow=True)
+    assert "A poll of boiler-house is queued" in answer.content.decode()
+    queued = b"".join(redis_client.lrange("ingest", 0, -1))  # sensors.tasks.* go to ingest
+    assert b"sensors.tasks.poll_bacnet_device" in queued
+
+
+def test_the_page_links_to_its_help_which_is_served(viewer, device):
+    client = _login(viewer)
+    assert '/staff/help/bacnet"' in client.get("/staff/bacnet/").content.decode()
+    assert "BACnet/IP: read and command" in client.get("/staff/help/bacnet").content.decode()
