@@ -192,3 +192,30 @@ class Store:
             exchange = -self.exchange_w_k * (self.temperature_c - flow_c)
         self.last_exchange_w = exchange
         self.temperature_c += dt_s * exchange / self.capacity_j_k
+
+
+@dataclass
+class MixingValve:
+    """The heating circuit's three-port mixing valve and the water after it: the mixed flow
+    settles at return + opening × (boiler flow − return), the radiators' return taken as the
+    rooms' mean temperature plus a few kelvin, with the lag of the pipe to the flow sensor; the
+    water cools towards the plant room when the pump stops."""
+
+    opening: float = 1.0  # 0..1; 1 (straight from the boiler) until its register is written
+    flow_c: float = 20.0  # after the valve: what the rooms' radiators get
+    lag_s: float = 60.0
+    return_above_rooms_k: float = 5.0
+
+    def step(
+        self, dt_s: float, boiler_flow_c: float, rooms_c: float, pump_on: bool, plant_room_c: float
+    ) -> None:
+        if dt_s <= 0:
+            return
+        if pump_on:
+            returning = min(boiler_flow_c, rooms_c + self.return_above_rooms_k)
+            opening = min(1.0, max(0.0, self.opening))
+            settles_at = returning + opening * (boiler_flow_c - returning)
+            lag = self.lag_s
+        else:
+            settles_at, lag = plant_room_c, 20 * self.lag_s  # still water cools slowly
+        self.flow_c = settles_at + (self.flow_c - settles_at) * math.exp(-dt_s / lag)

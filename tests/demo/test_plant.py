@@ -90,7 +90,11 @@ def test_jeelib_frames_carry_hundredths_and_the_raw_counter():
     plant = DemoPlant(WINTER_MORNING, seed=7)
     plant.anemometer.counter = 40000
     frames = plant.jeelib_frames()
-    assert frames[10] == [round(plant.circuit.flow_c * 100), round(plant.outside_c * 100)]
+    assert frames[10] == [
+        round(plant.circuit.flow_c * 100),
+        round(plant.outside_c * 100),
+        round(plant.mixing.flow_c * 100),
+    ]
     assert frames[11] == [40000]  # sent as uint16 (datacodes "H")
     packet = parse_line(jeelib_line(11, frames[11], datacodes="H"))
     assert decode_values(packet.data, "H") == [40000.0]
@@ -109,3 +113,17 @@ def test_coils_from_bits_map_the_relay_board():
     assert coils.valves == {r.slug: r.slug == layout.ROOMS[2].slug for r in layout.ROOMS}
     assert coils.describe() == f"boiler, valve {layout.ROOMS[2].slug}"
     assert Coils.from_bits([]).describe() == "all off"
+
+
+def test_the_boards_holding_register_sets_the_mixing_valve_and_out_of_range_is_clamped():
+    holding = [0] * layout.RELAY_HOLDING_COUNT
+    holding[layout.REG_MIXING_VALVE] = 2500
+    coils = Coils.from_bits([False] * 16, holding)
+    assert coils.describe() == "all off; mixing valve 25%"
+    plant = DemoPlant(WINTER_MORNING, seed=7)
+    plant.step(WINTER_MORNING + timedelta(seconds=60), 60.0, 1.0, coils)
+    assert plant.mixing.opening == 0.25
+    # A raw count past the scale (an engineer's raw max above 10000) is a fully open valve.
+    holding[layout.REG_MIXING_VALVE] = 65535
+    plant.step(WINTER_MORNING + timedelta(seconds=120), 60.0, 1.0, Coils.from_bits([], holding))
+    assert plant.mixing.opening == 1.0

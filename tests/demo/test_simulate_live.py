@@ -198,5 +198,18 @@ def test_the_control_loop_heats_the_room_booked_next(simulation):
         "the next tick to fire the boiler and run its pump",
     )
     wait_for(lambda: _last(rooms[booked])[1] > before[booked] + 2.0, 40, f"{booked} to warm")
+    # The boiler house's heating curve steered the board's mixing valve: written and read back,
+    # so no plant-output alarm (docs/DEMO.md "Heating plant").
+    from alarms.models import Alarm
+    from control.models import AnalogueCommand, HeatingPlant
+
+    plant = HeatingPlant.objects.get(name="Boiler house")
+    wait_for(
+        lambda: AnalogueCommand.objects.filter(plant=plant, confirmed_at__isnull=False).exists(),
+        40,
+        "a confirmed write of the mixing valve",
+    )
+    assert not Alarm.objects.filter(key=f"plant-output:{plant.pk}", cleared_at__isnull=True)
+    assert "mixing valve" in simulation.log()
     assert _last(rooms[unbooked])[1] <= before[unbooked] + 0.5
     assert f"valve {unbooked}" not in simulation.log()
