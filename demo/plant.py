@@ -219,8 +219,15 @@ class DemoPlant:
         circulating = coils.heating_pump
         load = sum(room.last_heat_w for room in self.rooms.values())
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
-        # The store's pumps circulate the boiler-house water through it on their own.
-        self.store.step(sim_dt, self.circuit.flow_c, coils.store_charge, coils.store_discharge)
+        # The store's pumps circulate the boiler-house water through it on their own; a
+        # discharge carries the rooms' load, its return the radiators' water (the mixing
+        # valve's return: the rooms plus a few kelvin).
+        rooms_c = sum(r.temperature_c for r in self.rooms.values()) / len(self.rooms)
+        returning = min(self.circuit.flow_c, rooms_c + self.mixing.return_above_rooms_k)
+        self.store.step(
+            sim_dt, self.circuit.flow_c, coils.store_charge, coils.store_discharge,
+            return_c=returning, load_w=load,
+        )  # fmt: skip
         circulating_water = coils.heating_pump or coils.store_charge or coils.store_discharge
         self.circuit.step(
             sim_dt, coils.boiler, circulating_water, load + self.store.last_exchange_w,
@@ -230,7 +237,6 @@ class DemoPlant:
         # compensation steers to its heating curve.
         if coils.mixing_valve_raw is not None:
             self.mixing.opening = mixing_opening(coils.mixing_valve_raw)
-        rooms_c = sum(r.temperature_c for r in self.rooms.values()) / len(self.rooms)
         self.mixing.step(
             sim_dt, self.circuit.flow_c, rooms_c, circulating, self.circuit.plant_room_c
         )

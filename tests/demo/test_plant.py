@@ -127,3 +127,16 @@ def test_the_boards_holding_register_sets_the_mixing_valve_and_out_of_range_is_c
     holding[layout.REG_MIXING_VALVE] = 65535
     plant.step(WINTER_MORNING + timedelta(seconds=120), 60.0, 1.0, Coils.from_bits([], holding))
     assert plant.mixing.opening == 1.0
+
+
+def test_the_store_serves_the_rooms_and_cools_while_its_discharge_pump_runs():
+    """The store's top and bottom stayed constant while its discharge pump ran (#27 item 5):
+    the boiler-house water was hotter than the store, so it exchanged nothing."""
+    plant = DemoPlant(WINTER_MORNING, seed=7)
+    plant.store.top_c, plant.store.bottom_c = 72.0, 68.0
+    plant.circuit.flow_c = 74.0
+    serving = Coils(heating_pump=True, store_discharge=True,
+                    valves={r.slug: True for r in layout.ROOMS})  # fmt: skip
+    _run(plant, serving, 60)
+    assert plant.store.bottom_c < 66.0 and plant.store.top_c < 71.5
+    assert plant.store.last_exchange_w < -1000  # heat out to the rooms' water
