@@ -5,7 +5,7 @@ with its live state and the last decision's reason.
 
 Where things go is `heat_main_layout`, plain arithmetic on how many of each there are, so a
 test can check that no two boxes overlap and all lie on the canvas for any number of sources
-and zones (tests/control/test_heat_main_schematic.py)."""
+and zones (tests/control/test_heat_main_drawing.py)."""
 
 from __future__ import annotations
 
