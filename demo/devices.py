@@ -89,21 +89,18 @@ class RelayBoard(ModbusDevice):
         )
         super().__init__("Relay board", host, port, device)
 
-    async def coils(self) -> list[bool]:
-        values = await self.server.context.async_getValues(
-            self.device_id, FC_READ_COILS, 0, layout.RELAY_COIL_COUNT
-        )
+    async def _read(self, function_code: int, count: int) -> list:
+        values = await self.server.context.async_getValues(self.device_id, function_code, 0, count)
         if not isinstance(values, list):
             raise RuntimeError(f"relay board datastore refused a read: {values!r}")
-        return [bool(v) for v in values]
+        return values
+
+    async def coils(self) -> list[bool]:
+        return [bool(v) for v in await self._read(FC_READ_COILS, layout.RELAY_COIL_COUNT)]
 
     async def holding(self) -> list[int]:
         """The holding registers (the mixing valve's output at layout.REG_MIXING_VALVE)."""
-        values = await self.server.context.async_getValues(
-            self.device_id, FC_READ_HOLDING_REGISTERS, 0, layout.RELAY_HOLDING_COUNT
-        )
-        if not isinstance(values, list):
-            raise RuntimeError(f"relay board datastore refused a read: {values!r}")
+        values = await self._read(FC_READ_HOLDING_REGISTERS, layout.RELAY_HOLDING_COUNT)
         return [int(v) for v in values]
 
 
