@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 from control import mapper
 from control.engine.evaluator import evaluate
-from control.engine.specs import Snapshot
+from control.engine.specs import SENSOR_FALLBACK, Snapshot
 from control.models import HeatMain, SolarCircuit, ThermalStore
 from control.replay import (
     DEFAULT_SHORT_CYCLE_S,
@@ -70,6 +70,17 @@ class Raised:
 
 
 @dataclass
+class Assumed:
+    """A zone whose room reading was lost: its demand came from the sensor fallback (a fixed
+    duty, or off), not from its room."""
+
+    zone: str
+    first: datetime
+    steps: int = 0
+    example: str = ""  # the first step's reason
+
+
+@dataclass
 class StoreRun:
     name: str
     charges: int = 0
@@ -86,8 +97,10 @@ class HeatMainReplayReport:
     step_s: int
     zones: int = 0
     samples: int = 0
-    # Steps whose window had no reading, per sensor (flow, store top/bottom, collectors).
+    # Steps whose window had no reading, per sensor (flow, store top/bottom, collectors, and
+    # each zone's room, which makes the demand).
     missing: dict[str, int] = field(default_factory=dict)
+    assumed: list[Assumed] = field(default_factory=list)
     sources: list[SourceRun] = field(default_factory=list)
     rotations: list[Rotation] = field(default_factory=list)
     store: StoreRun | None = None
@@ -104,6 +117,13 @@ class HeatMainReplayReport:
             f"Replay of heat main '{self.heat_main}' {t(self.start)} – {t(self.end)}, step "
             f"{self.step_s} s (no relay touched)",
             f"Zones: {self.zones}; samples: {self.samples} (without a reading: {missing})",
+        ]
+        lines += [
+            f"  {a.zone}: demand assumed for {a.steps} step{'s' * (a.steps != 1)} from "
+            f"{t(a.first)} (room reading lost: {a.example})"
+            for a in self.assumed
+        ]
+        lines += [
             "Sources (run hours and the lead's week counted from the replay's start):",
         ]
         lines += [
@@ -115,8 +135,9 @@ class HeatMainReplayReport:
         if self.store is not None:
             st = self.store
             lines.append(
-                f"Store '{st.name}': {st.charges} charge{'s' * (st.charges != 1)} from the "
-                f"sources, {st.charging_hours:.2f} h charging; served the main "
+                f"Store '{st.name}': {st.charges} charge{'s' * (st.charges != 1)} called from "
+                f"the sources, {st.charging_hours:.2f} h charging (its charge pump on, with a "
+                f"source running); served the main "
                 f"{st.serving_hours:.2f} h; charged by the sun {st.solar_hours:.2f} h"
             )
         lines.append(f"Switching: {len(self.switches)}")
@@ -223,6 +244,9 @@ def replay_heat_main(
     runs = {s.actuator_id: SourceRun(s.name) for s in sources if s.actuator_id in sim}
     report.sources = list(runs.values())
     report.missing = dict.fromkeys(history, 0)
+    room_names = {z.pk: f"room '{z.name}'" for z in zones}
+    report.missing |= dict.fromkeys(room_names.values(), 0)
+    assumed: dict[int, Assumed] = {}
     if store is not None:
         report.store = StoreRun(store.name)
     raised: set[str] = set()
@@ -239,6 +263,10 @@ def replay_heat_main(
             if found is None or t - found.t >= sampler.window_s(step):
                 report.missing[name] += 1
             now_of[name] = found
+        for zid, sampler in rooms.items():
+            found = sampler.at(t)
+            if found is None or t - found.t >= sampler.window_s(step):
+                report.missing[room_names[zid]] += 1
         collectors = {s.pk: now_of[f"collector '{s.name}'"] for s in solars}
         bottom = now_of.get("store bottom")
         snap = Snapshot(
@@ -260,6 +288,13 @@ def replay_heat_main(
         )
         result = evaluate(snap)
         memory = result.memory
+        for zid, zone_result in result.zones.items():
+            if zid in room_names and zone_result.mode == SENSOR_FALLBACK:
+                if zid not in assumed:
+                    assumed[zid] = Assumed(room_names[zid][5:].strip("'"), moment,
+                                           example=zone_result.reason)  # fmt: skip
+                    report.assumed.append(assumed[zid])
+                assumed[zid].steps += 1
         for key, text in result.alarms.items():
             if key not in raised:
                 raised.add(key)
@@ -305,9 +340,11 @@ def _count_store(
     decisions: dict,
     step: int,
 ) -> None:
-    """The store's hours this step: charging (its latch), serving (its discharge pump, else the
+    """The store's hours this step: charging (its charge pump, else its latch), serving (its discharge pump, else the
     sources standing by for it), charged by the sun (a feeding solar pump on)."""
     hours = step / 3600
+    if store.charge_pump_id and store.charge_pump_id in sim:
+        charging = bool(sim[store.charge_pump_id].is_on)  # the latch waits for a source
     run.charging_hours += hours * charging
     if store.discharge_pump_id and store.discharge_pump_id in sim:
         serving = bool(sim[store.discharge_pump_id].is_on)

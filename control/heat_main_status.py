@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from control import runtime
+from control.engine.specs import ANTI_SHORT_CYCLE
 from control.models import HeatMain, ThermalStore
 from control.status import actuator_status
 from feeds.store import service as feed_service
@@ -50,6 +51,10 @@ def heat_main_rows() -> list[dict[str, Any]]:
                 "flow_c": flow[1] if flow else None,
                 "setpoint_c": m.flow_setpoint_c,
                 "stages": mem.get("stages", 0),
+                "running": running_words(
+                    [sources[sid].actuator for sid in order],
+                    [states[sources[sid].actuator_id] for sid in order],
+                ),
                 "store": _store_row(stores[m.pk], memory, last, states),
                 "sources": [
                     {
@@ -63,6 +68,28 @@ def heat_main_rows() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def running_words(actuators: list, rows: list[dict[str, Any]]) -> str:
+    """How many sources run, from their relays' states, not the stages called: a source held
+    on by its minimum run after the call ended runs too, and is said to ("1 running (held by
+    its 2 h minimum run)"), so the page never says 0 beside a relay that is ON."""
+    on = [(a, r) for a, r in zip(actuators, rows, strict=True) if r["state"] == "ON"]
+    held = [a for a, r in on if r.get("strategy") == ANTI_SHORT_CYCLE]
+    words = f"{len(on)} running"
+    if len(held) == 1:
+        words += f" (held by its {_duration(held[0].min_on_s)} minimum run)"
+    elif held:
+        words += f" ({len(held)} held by their minimum run)"
+    return words
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{round(seconds / 60)} min"
 
 
 def _store(main: HeatMain) -> ThermalStore | None:

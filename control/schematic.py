@@ -22,7 +22,30 @@ from sensors.models import Sensor
 
 RECENT_COMMANDS = 8  # per actuator, newest first
 ZONE_W = 150  # px per zone column
+ZONE_H = 100  # a zone's box: name, temperature, what it does, its target
 HEADER_Y = 70  # the flow header pipe
+
+# Each kind's drawn box (left, top, width, height) from its (x, y), as the template draws it
+# (control/templates/control/_schematic_live.html): layouts and their tests use these, so a
+# drawing can be checked for overlaps without a browser.
+BOXES: dict[str, tuple[float, float, float, float]] = {
+    "boiler": (0, 0, 140, 80),
+    "pump": (-50, -24, 100, 84),
+    "valve": (-18, -18, 150, 36),
+    "sensor": (0, 0, 120, 50),
+    "tank": (0, 0, 120, 200),
+    "collector": (0, 0, 160, 90),
+}
+
+
+def element_box(e: dict[str, Any]) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of an element on the canvas."""
+    if e["kind"] == "zone":
+        dx, dy, w, h = 0, 0, e["w"], ZONE_H
+    else:
+        dx, dy, w, h = BOXES[e["kind"]]
+    left, top = e["x"] + dx, e["y"] + dy
+    return left, top, left + w, top + h
 
 
 def _commands(actuator_ids: list[int]) -> dict[int, list[ActuatorCommand]]:
@@ -96,6 +119,7 @@ def zone_element(z: dict[str, Any], x: float, y: float) -> dict[str, Any]:
         "value": z["temperature"],
         "target": z["target"],
         "mode": z["mode"],
+        "mode_words": z["mode_words"],
         "css": "fault" if z["fault"] else ("on" if z["demand"] else "off"),
         "why": z["reason"],
         "flags": z["flag_labels"],
@@ -132,7 +156,7 @@ def plant_schematic(plant: HeatingPlant) -> dict[str, Any]:
             y += 60
         pipes.append((x, HEADER_Y, x, y))
         elements.append(zone_element(z, x, y))
-        height = max(height, y + 100)
+        height = max(height, y + ZONE_H + 20)
     return {"title": plant.name, "width": width, "height": height, "pipes": pipes,
             "elements": elements}  # fmt: skip
 

@@ -29,6 +29,7 @@ from control.models import (
     WeatherCompensation,
     Zone,
 )
+from control.words import zone_words
 from core.dates import time_text
 from feeds.store import service as feed_service
 from sensors.models import Actuator
@@ -171,6 +172,12 @@ def zone_status(zones: list[Zone] | None = None) -> list[dict[str, Any]]:
                 "target": result.get("target") if result else None,
                 "demand": bool(result and result["demand"]),
                 "mode": mode,
+                "mode_words": zone_words(
+                    mode,
+                    bool(result and result["demand"]),
+                    reading[1] if reading else None,
+                    result.get("target") if result else None,
+                ),
                 "reason": reason,
                 "flags": flags,
                 "flag_labels": [FLAG_LABELS.get(f, f) for f in flags],

@@ -43,3 +43,24 @@ def strategy_words(name: str | None) -> str:
     if not name:
         return ""
     return STRATEGY_WORDS.get(name, name.replace("_", " "))
+
+
+# Modes that heat a room towards a target: once there (and not calling), say so, not the plan.
+TOWARDS_TARGET = {"optimum_start", "booking", "schedule", "setback"}
+
+
+def zone_words(
+    mode: str | None, demand: bool, temperature: float | None, target: float | None
+) -> str:
+    """What a zone is doing, for a person: its strategy's words, or "at target" when a room
+    already at its target is not calling (a room at 20.2 °C with its valve shut is not
+    "warming up early", #27)."""
+    if (
+        mode in TOWARDS_TARGET
+        and not demand
+        and temperature is not None
+        and target is not None
+        and temperature >= target
+    ):
+        return "at target"
+    return strategy_words(mode)

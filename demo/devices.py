@@ -19,6 +19,7 @@ from demo.plant import float32_registers
 log = logging.getLogger("demo")
 
 FC_READ_COILS = 1
+FC_READ_HOLDING_REGISTERS = 3
 FC_READ_INPUT_REGISTERS = 4
 METER_REGISTER_COUNT = 80  # SDM630 map up to import kWh at 72-73
 
@@ -29,6 +30,15 @@ def _bits(count: int) -> list[SimData]:
 
 def _registers(count: int) -> list[SimData]:
     return [SimData(0, count=count, values=0, datatype=DataType.REGISTERS)]
+
+
+def _holding() -> list[SimData]:
+    """The relay board's holding registers, at power-on: the mixing valve's output module starts
+    fully open (its configured power-on value), so the radiators get the boiler's water until
+    the weather compensation steers it, as a plant without the BMS would run."""
+    values = [0] * layout.RELAY_HOLDING_COUNT
+    values[layout.REG_MIXING_VALVE] = layout.MIXING_VALVE_RAW_MAX
+    return [SimData(0, values=values, datatype=DataType.REGISTERS)]
 
 
 class DeviceStartError(RuntimeError):
@@ -73,19 +83,25 @@ class RelayBoard(ModbusDevice):
             simdata=(
                 _bits(layout.RELAY_COIL_COUNT),
                 _bits(layout.RELAY_COIL_COUNT),
-                _registers(1),
+                _holding(),
                 _registers(1),
             ),
         )
         super().__init__("Relay board", host, port, device)
 
-    async def coils(self) -> list[bool]:
-        values = await self.server.context.async_getValues(
-            self.device_id, FC_READ_COILS, 0, layout.RELAY_COIL_COUNT
-        )
+    async def _read(self, function_code: int, count: int) -> list:
+        values = await self.server.context.async_getValues(self.device_id, function_code, 0, count)
         if not isinstance(values, list):
             raise RuntimeError(f"relay board datastore refused a read: {values!r}")
-        return [bool(v) for v in values]
+        return values
+
+    async def coils(self) -> list[bool]:
+        return [bool(v) for v in await self._read(FC_READ_COILS, layout.RELAY_COIL_COUNT)]
+
+    async def holding(self) -> list[int]:
+        """The holding registers (the mixing valve's output at layout.REG_MIXING_VALVE)."""
+        values = await self._read(FC_READ_HOLDING_REGISTERS, layout.RELAY_HOLDING_COUNT)
+        return [int(v) for v in values]
 
 
 class EnergyMeter(ModbusDevice):

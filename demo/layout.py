@@ -99,6 +99,11 @@ COIL_STORE_CHARGE = 9  # the heat main's thermal store pumps
 COIL_STORE_DISCHARGE = 10
 RELAY_DEVICE_ID = 1
 RELAY_COIL_COUNT = 16
+# Its analogue output: holding register 0 sets the boiler house's mixing valve (0-10000 raw =
+# 0-100 % open), written by the plant's weather compensation (docs/DEMO.md).
+REG_MIXING_VALVE = 0
+MIXING_VALVE_RAW_MAX = 10000
+RELAY_HOLDING_COUNT = 8
 
 # The site's grid-connection meter, polled over Modbus TCP (SDM630 addresses, 0-based).
 METER_DEVICE_ID = 1
@@ -186,12 +191,15 @@ JEELIB_NODES: tuple[NodeSpec, ...] = (
         protocol="jeelib",
         node_id=10,
         location="Boiler house",
-        description="JeeNode with DS18B20s on the boiler flow pipe and outside wall",
+        description="JeeNode with DS18B20s on the boiler flow pipe, the outside wall and the "
+        "heating flow after the mixing valve",
         inputs=(
             Input("flow", "Boiler flow temperature", "temperature", "°C",
                   feed="Boiler flow temperature", radio_scale=0.01),
             Input("outside", "Outside temperature", "temperature", "°C",
                   feed="Outside temperature", radio_scale=0.01),
+            Input("heating", "Heating flow temperature", "temperature", "°C",
+                  feed="Heating flow temperature", radio_scale=0.01),
         ),
     ),
     NodeSpec(

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from demo import layout, solar
 from demo.hydro import RiverFlow, Turbine
-from demo.thermal import BoilerCircuit, Room, SolarThermal, Store
+from demo.thermal import BoilerCircuit, MixingValve, Room, SolarThermal, Store
 from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
 from demo.wind import Anemometer, Wind
 
@@ -38,11 +38,18 @@ class Coils:
     gas_boiler_2: bool = False
     store_charge: bool = False  # the heat main's store pumps
     store_discharge: bool = False
+    # The board's analogue output: the mixing valve's holding register (raw counts, 0..
+    # layout.MIXING_VALVE_RAW_MAX); None leaves the valve where it is.
+    mixing_valve_raw: int | None = None
 
     @classmethod
-    def from_bits(cls, bits: list[bool]) -> Coils:
+    def from_bits(cls, bits: list[bool], holding: list[int] | None = None) -> Coils:
         def bit(i: int) -> bool:
             return bool(bits[i]) if i < len(bits) else False
+
+        raw = None
+        if holding is not None and layout.REG_MIXING_VALVE < len(holding):
+            raw = holding[layout.REG_MIXING_VALVE]
 
         return cls(
             boiler=bit(layout.COIL_BOILER),
@@ -53,6 +60,7 @@ class Coils:
             gas_boiler_2=bit(layout.COIL_GAS_BOILER_2),
             store_charge=bit(layout.COIL_STORE_CHARGE),
             store_discharge=bit(layout.COIL_STORE_DISCHARGE),
+            mixing_valve_raw=raw,
         )
 
     def describe(self) -> str:
@@ -70,7 +78,16 @@ class Coils:
             if state
         ]
         on += [f"valve {slug}" for slug, state in self.valves.items() if state]
-        return ", ".join(on) if on else "all off"
+        described = ", ".join(on) if on else "all off"
+        if self.mixing_valve_raw is not None:
+            described += f"; mixing valve {mixing_opening(self.mixing_valve_raw):.0%}"
+        return described
+
+
+def mixing_opening(raw: int) -> float:
+    """The mixing valve's opening (0..1) for its register's raw counts, clamped as the output
+    module clamps its 0-10 V."""
+    return min(1.0, max(0.0, raw / layout.MIXING_VALVE_RAW_MAX))
 
 
 BIOMASS_W = 40_000.0
@@ -92,6 +109,7 @@ class DemoPlant:
         self.outside_c = self._outside(now)
         self.solar_thermal = SolarThermal(collector_c=self.outside_c, tank_c=44.0)
         self.circuit = BoilerCircuit(flow_c=max(self.outside_c, 15.0))
+        self.mixing = MixingValve(flow_c=self.circuit.flow_c)
         self.rooms = {
             room.slug: Room(name=room.name, temperature_c=max(room.start_c, self.outside_c + 2))
             for room in layout.ROOMS
@@ -109,7 +127,7 @@ class DemoPlant:
 
     def resume(self, last: dict[str, float]) -> list[str]:
         """Carry on from the last recorded temperatures (keys: `room:<slug>`, `tank`,
-        `collector`, `flow`), so a restarted demo has no cliffs in its charts. Values outside
+        `collector`, `flow`, `heating`), so a restarted demo has no cliffs in its charts. Values outside
         -30..110 °C are ignored (a broken feed must not start a room at 500 °C). Returns the
         keys used."""
         used = []
@@ -125,6 +143,8 @@ class DemoPlant:
                 self.solar_thermal.collector_c = value
             elif key == "flow":
                 self.circuit.flow_c = value
+            elif key == "heating":
+                self.mixing.flow_c = value
             else:
                 continue
             used.append(key)
@@ -199,20 +219,34 @@ class DemoPlant:
         circulating = coils.heating_pump
         load = sum(room.last_heat_w for room in self.rooms.values())
         self.circuit.plant_room_c = max(self.outside_c + 5.0, 10.0)
-        # The store's pumps circulate the boiler-house water through it on their own.
-        self.store.step(sim_dt, self.circuit.flow_c, coils.store_charge, coils.store_discharge)
+        # The store's pumps circulate the boiler-house water through it on their own; a
+        # discharge carries the rooms' load, its return the radiators' water (the mixing
+        # valve's return: the rooms plus a few kelvin).
+        rooms_c = sum(r.temperature_c for r in self.rooms.values()) / len(self.rooms)
+        returning = min(self.circuit.flow_c, rooms_c + self.mixing.return_above_rooms_k)
+        self.store.step(
+            sim_dt, self.circuit.flow_c, coils.store_charge, coils.store_discharge,
+            return_c=returning, load_w=load,
+        )  # fmt: skip
         circulating_water = coils.heating_pump or coils.store_charge or coils.store_discharge
         self.circuit.step(
             sim_dt, coils.boiler, circulating_water, load + self.store.last_exchange_w,
             self._heat_main_w(now, coils),
         )  # fmt: skip
+        # The rooms' radiators get the water after the mixing valve, which the plant's weather
+        # compensation steers to its heating curve.
+        if coils.mixing_valve_raw is not None:
+            self.mixing.opening = mixing_opening(coils.mixing_valve_raw)
+        self.mixing.step(
+            sim_dt, self.circuit.flow_c, rooms_c, circulating, self.circuit.plant_room_c
+        )
         for slug, room in self.rooms.items():
             room.window_open = self._airing(slug, now)
             room.step(
                 sim_dt,
                 self.outside_c,
                 coils.valves.get(slug, False),
-                self.circuit.flow_c,
+                self.mixing.flow_c,
                 circulating,
             )
         self.anemometer.step(real_dt_s, self.wind.speed_m_s)
@@ -253,7 +287,11 @@ class DemoPlant:
         """16-bit values per JeeLib node id: hundredths of °C (int16); the anemometer's
         counter (uint16)."""
         return {
-            10: [_hundredths(self.circuit.flow_c), _hundredths(self.outside_c)],
+            10: [
+                _hundredths(self.circuit.flow_c),
+                _hundredths(self.outside_c),
+                _hundredths(self.mixing.flow_c),
+            ],
             11: [self.anemometer.counter],
         }
 
@@ -277,6 +315,7 @@ class DemoPlant:
             f"PV {self.pv_w / 1000:.2f} kW, hydro {self.hydro_w / 1000:.2f} kW "
             f"(river {self.river.flow_l_s:.0f} l/s), collector {self.solar_thermal.collector_c:.1f}°C "
             f"tank {self.solar_thermal.tank_c:.1f}°C, boiler flow {self.circuit.flow_c:.1f}°C, "
+            f"heating flow {self.mixing.flow_c:.1f}°C, "
             f"outside {self.outside_c:.1f}°C, wind {self.wind.speed_m_s:.1f} m/s; rooms: {rooms}; "
             f"relays: {self.coils.describe()}"
         )

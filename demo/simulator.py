@@ -5,7 +5,8 @@
   `manage.py bms_gateway` subprocess, which parses and posts them like a real gateway would;
 - the grid meter is a pymodbus server whose registers the Celery poll task reads;
 - the relay board is a pymodbus server whose coils the control loop writes; the plant reads
-  them every tick, so heating happens only when the BMS actually switched it on.
+  them every tick, so heating happens only when the BMS actually switched it on; its holding
+  register 0 is the mixing valve the plant's weather compensation steers.
 
 No Django here either: the management command resolves keys and settings and hands them in.
 """
@@ -177,7 +178,7 @@ class Simulator:
             if cfg.duration_s is not None and now_mono - started >= cfg.duration_s:
                 log.info("Duration of %g s reached; stopping", cfg.duration_s)
                 break
-            coils = Coils.from_bits(await relay.coils())
+            coils = Coils.from_bits(await relay.coils(), await relay.holding())
             if coils != self.plant.coils:
                 log.info("Relay board now: %s", coils.describe())
             self.plant.step(datetime.now(UTC), now_mono - last_step, cfg.speed, coils)

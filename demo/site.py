@@ -27,6 +27,7 @@ from control.models import (
     SchedulePeriod,
     SolarCircuit,
     ThermalStore,
+    WeatherCompensation,
     WindowDetection,
     Zone,
 )
@@ -288,7 +289,8 @@ def _ensure_zone(
 
 
 def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
-    """The boiler house (boiler fed by the rooms' demand, pump with overrun) and the solar
+    """The boiler house (boiler fed by the rooms' demand, pump with overrun, a weather-
+    compensated mixing valve) and the solar
     thermal circuit (differential pump control), so the control loop drives the plant."""
     plant, new = HeatingPlant.objects.get_or_create(
         name="Boiler house",
@@ -301,6 +303,7 @@ def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
     if new:
         plant.zones.set(demo.zones.values())
         created.append("heating plant Boiler house")
+    _ensure_weather(site, plant, demo, created)
     _, new = SolarCircuit.objects.get_or_create(
         name="Visitor centre solar thermal",
         defaults={
@@ -317,6 +320,56 @@ def _ensure_plant(site: Site, demo: DemoSite, created: list[str]) -> None:
     if new:
         created.append("solar circuit Visitor centre solar thermal")
     _ensure_heat_main(site, demo, created)
+
+
+def _ensure_weather(site: Site, plant: HeatingPlant, demo: DemoSite, created: list[str]) -> None:
+    """The boiler house's heating curve, steering the mixing valve on the relay board's holding
+    register (layout.REG_MIXING_VALVE) with a PI loop on the heating flow after the valve: a
+    plant on which "a flatter curve" can be tried. Sensors are set only where none is (an
+    engineer's choice is kept); the register follows where this simulator's board listens."""
+
+    def boilerhouse(key: str) -> Sensor:
+        return Sensor.objects.get(node__site=site, node__name="boilerhouse", key=key)
+
+    fields = []
+    if plant.outside_sensor_id is None:
+        plant.outside_sensor = boilerhouse("outside")
+        fields.append("outside_sensor")
+    if plant.flow_sensor_id is None:
+        plant.flow_sensor = boilerhouse("heating")
+        fields.append("flow_sensor")
+    if fields:
+        plant.save(update_fields=fields)
+    board = demo.actuators["boiler"]  # the valve's output module is the relay board
+    weather = WeatherCompensation.objects.filter(plant=plant).first()
+    if weather is None:
+        WeatherCompensation.objects.create(
+            plant=plant,
+            mode=WeatherCompensation.Mode.MIXING_VALVE,
+            # Radiators sized for 50 °C flow at 5 °C outside (demo/thermal.py Room: 80 W/K
+            # radiator, 150 W/K loss); a cold index room raises the flow (pre-heat).
+            slope=2.0,
+            room_influence=4.0,
+            flow_min_c=20.0,
+            flow_max_c=70.0,  # the boiler-house water reaches 75 °C at most
+            flow_limit_c=80.0,
+            output=WeatherCompensation.Output.REGISTER,
+            register_host=board.host,
+            register_port=board.port,
+            register_device_id=layout.RELAY_DEVICE_ID,
+            register_address=layout.REG_MIXING_VALVE,
+            raw_min=0,
+            raw_max=layout.MIXING_VALVE_RAW_MAX,
+            scale_low=0.0,
+            scale_high=100.0,
+        )
+        created.append("weather compensation of Boiler house (mixing valve)")
+    elif weather.register_address == layout.REG_MIXING_VALVE and (
+        weather.register_host,
+        weather.register_port,
+    ) != (board.host, board.port):
+        weather.register_host, weather.register_port = board.host, board.port
+        weather.save(update_fields=["register_host", "register_port"])
 
 
 BIOMASS_MIN_ON_S = 2 * 3600
@@ -414,7 +467,7 @@ RESUME_MAX_AGE_S = 12 * 3600
 
 
 def last_recorded_temperatures(demo: DemoSite, now: float) -> dict[str, float]:
-    """The last recorded room, tank, collector and boiler-flow temperatures, keyed for
+    """The last recorded room, tank, collector, boiler-flow and heating-flow temperatures, keyed for
     DemoPlant.resume, for the ones recorded within RESUME_MAX_AGE_S of `now`."""
     from feeds.store import service
 
@@ -427,6 +480,9 @@ def last_recorded_temperatures(demo: DemoSite, now: float) -> dict[str, float]:
     feeds["tank"] = demo.feeds_by_role.get("thermal_tank")
     feeds["collector"] = demo.feeds_by_role.get("thermal_collector")
     feeds["flow"] = Feed.objects.filter(tag="boilerhouse", name="Boiler flow temperature").first()
+    feeds["heating"] = Feed.objects.filter(
+        tag="boilerhouse", name="Heating flow temperature"
+    ).first()
     known = {key: feed.pk for key, feed in feeds.items() if feed is not None}
     last = service.last_values(known.values())
     resume: dict[str, float] = {}

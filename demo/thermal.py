@@ -166,29 +166,94 @@ class Room:
 
 @dataclass
 class Store:
-    """A heat main's buffer store as one mass with a fixed spread between its top and bottom
-    (stratification held, not modelled): charged from the boiler-house water through its
-    charge pump's coil, giving heat back to that water through its discharge pump's."""
+    """A heat main's buffer store as two layers of water, top and bottom, moved by its pumps
+    (plug flow, as a stratified store charges and discharges):
 
-    temperature_c: float = 50.0
-    capacity_j_k: float = 1000.0 * WATER_CP  # 1 m³
-    exchange_w_k: float = 1500.0  # water to store while a pump runs
-    spread_k: float = 4.0
+    - charging: the boiler-house water enters the top, the top's water moves down, the bottom's
+      goes back to the sources: the top warms first, then the bottom;
+    - discharging: the top's water goes out to the main, the main's return (the rooms' radiators'
+      water) enters the bottom: the bottom cools first, then the top. It gives out the heat the
+      rooms draw (their load), no more, as the main's own valves would take.
+
+    Each pump moves `flow_kg_s`; a layer exchanges nothing with the other while both stand."""
+
+    top_c: float = 52.0
+    bottom_c: float = 48.0
+    capacity_j_k: float = 1000.0 * WATER_CP  # 1 m³, half of it in each layer
+    flow_kg_s: float = 0.36  # ≈ 1.5 kW/K through its pumps
+    loss_w_k: float = 3.0  # to the boiler house
+    room_c: float = 15.0
     last_exchange_w: float = 0.0  # heat into the store (negative: out of it) in the last step
 
     @property
-    def top_c(self) -> float:
-        return self.temperature_c + self.spread_k / 2
+    def temperature_c(self) -> float:
+        """The mean of its two layers; setting it gives a store with 4 K between them."""
+        return (self.top_c + self.bottom_c) / 2
 
-    @property
-    def bottom_c(self) -> float:
-        return self.temperature_c - self.spread_k / 2
+    @temperature_c.setter
+    def temperature_c(self, value: float) -> None:
+        self.top_c, self.bottom_c = value + 2.0, value - 2.0
 
-    def step(self, dt_s: float, flow_c: float, charging: bool, discharging: bool) -> None:
-        exchange = 0.0
-        if charging and flow_c > self.temperature_c:
-            exchange = self.exchange_w_k * (flow_c - self.temperature_c)
-        elif discharging and self.temperature_c > flow_c:
-            exchange = -self.exchange_w_k * (self.temperature_c - flow_c)
-        self.last_exchange_w = exchange
-        self.temperature_c += dt_s * exchange / self.capacity_j_k
+    def step(
+        self,
+        dt_s: float,
+        flow_c: float,
+        charging: bool,
+        discharging: bool,
+        return_c: float | None = None,
+        load_w: float = 0.0,
+    ) -> None:
+        """`flow_c`: the boiler-house water that charges it; `return_c`: the main's return that
+        enters its bottom while discharging (default: the flow, which gives nothing); `load_w`:
+        the heat the rooms draw, the most a discharge gives out."""
+        half = self.capacity_j_k / 2
+        conductance = self.flow_kg_s * WATER_CP
+        n, h = _substeps(dt_s, half, conductance + self.loss_w_k)
+        exchanged_j = 0.0
+        back = flow_c if return_c is None else return_c
+        for _ in range(n):
+            top, bottom = self.top_c, self.bottom_c
+            share = 0.0  # of the pump's flow that moves water this sub-step
+            if charging and flow_c > bottom:
+                share = 1.0
+                into_top = conductance * (flow_c - top)
+                into_bottom = conductance * (top - bottom)
+                exchanged_j += h * conductance * (flow_c - bottom)
+            elif discharging and top > back:
+                available = conductance * (top - back)
+                share = min(1.0, max(0.0, load_w) / available) if available > 0 else 0.0
+                into_bottom = share * conductance * (back - bottom)
+                into_top = share * conductance * (bottom - top)
+                exchanged_j -= h * share * available
+            if share == 0.0:
+                into_top = into_bottom = 0.0
+            self.top_c += h * (into_top - self.loss_w_k / 2 * (top - self.room_c)) / half
+            self.bottom_c += h * (into_bottom - self.loss_w_k / 2 * (bottom - self.room_c)) / half
+        self.last_exchange_w = exchanged_j / dt_s if dt_s > 0 else 0.0
+
+
+@dataclass
+class MixingValve:
+    """The heating circuit's three-port mixing valve and the water after it: the mixed flow
+    settles at return + opening × (boiler flow − return), the radiators' return taken as the
+    rooms' mean temperature plus a few kelvin, with the lag of the pipe to the flow sensor; the
+    water cools towards the plant room when the pump stops."""
+
+    opening: float = 1.0  # 0..1; 1 (straight from the boiler) until its register is written
+    flow_c: float = 20.0  # after the valve: what the rooms' radiators get
+    lag_s: float = 60.0
+    return_above_rooms_k: float = 5.0
+
+    def step(
+        self, dt_s: float, boiler_flow_c: float, rooms_c: float, pump_on: bool, plant_room_c: float
+    ) -> None:
+        if dt_s <= 0:
+            return
+        if pump_on:
+            returning = min(boiler_flow_c, rooms_c + self.return_above_rooms_k)
+            opening = min(1.0, max(0.0, self.opening))
+            settles_at = returning + opening * (boiler_flow_c - returning)
+            lag = self.lag_s
+        else:
+            settles_at, lag = plant_room_c, 20 * self.lag_s  # still water cools slowly
+        self.flow_c = settles_at + (self.flow_c - settles_at) * math.exp(-dt_s / lag)

@@ -109,8 +109,6 @@ def decide(
             stages, why = _stage(tick, main, mem, stages, available, why)
     if store is not None and store.solar:
         why = f"{why}; {store.solar}"
-    if store is not None:
-        drive_pumps(tick, store, serving, decisions)
     if lost:
         _alarm_lost(tick, main, lost, available, by_id, stages)
 
@@ -138,8 +136,25 @@ def decide(
         if rotated and pos == 0:
             proposal = replace(proposal, reason=f"{proposal.reason}; {rotated}")
         decisions[act.id] = replace(tick.finalize(act, proposal), owner=owner)
+    if store is not None:
+        drive_pumps(tick, store, serving, decisions, _heating(main, order, acts, decisions))
     mem.update(stages=stages, order=order, hours=hours, at=tick.now_s)
     tick.memory[key] = mem
+
+
+def _heating(main: HeatMainSpec, order: list[int], acts: dict, decisions: dict) -> str:
+    """Which source gives the store heat to charge with: one reading back on, else one switched
+    on this tick ("" if none: the lead resting after its minimum off time, every source lost)."""
+    by_id = {s.id: s for s in main.sources}
+    for sid in order:
+        a = acts.get(by_id[sid].actuator_id)
+        if a is not None and a.confirmed_open:
+            return f"'{by_id[sid].name}' running"
+    for sid in order:
+        d = decisions.get(by_id[sid].actuator_id)
+        if d is not None and d.state:
+            return f"'{by_id[sid].name}' starting"
+    return ""
 
 
 def _order(

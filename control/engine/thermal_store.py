@@ -4,7 +4,9 @@ controllers and a Siemens RVD's buffer-store function do it).
 
 - **Charge**: the top below `charge_start_c` starts a charge, held until the bottom reaches
   `charge_stop_c` (the whole store hot, not just its top). While charging, the store calls its
-  heat main for heat (heat_main.py fires the sources) and its charge pump runs.
+  heat main for heat (heat_main.py fires the sources) and its charge pump runs while a source
+  runs or starts (not while the lead rests after its minimum off time: it would only stir the
+  main's cooler water through the store).
 - **Discharge**: the main's zones calling while the store's top is at or above
   `discharge_min_c` (and it is not charging): the store serves them, its discharge pump runs and
   the main's sources stand by.
@@ -105,13 +107,21 @@ def _solar_charging(tick: Tick, store: ThermalStoreSpec) -> str:
     return ""
 
 
-def drive_pumps(tick: Tick, plan: StorePlan, serving: bool, decisions: dict[int, Decision]) -> None:
-    """The charge pump runs while charging, the discharge pump while the store serves."""
+def drive_pumps(
+    tick: Tick, plan: StorePlan, serving: bool, decisions: dict[int, Decision], heating: str
+) -> None:
+    """The charge pump runs while charging and a source of the main runs or starts (`heating`
+    says which; "" if none): without one it would only stir the main's cooler water through the
+    store (the lead resting after its minimum off time, every source lost). The discharge pump
+    runs while the store serves."""
     s = plan.store
     owner = f"thermal store '{s.name}'"
     idle = "Store neither charging nor serving"
+    charge_why = plan.charging or plan.solar or idle
+    if plan.charging:
+        charge_why += f"; heat from {heating}" if heating else "; pump waits: no source running"
     for pump_id, on, why in (
-        (s.charge_pump_id, bool(plan.charging), plan.charging or plan.solar or idle),
+        (s.charge_pump_id, bool(plan.charging and heating), charge_why),
         (s.discharge_pump_id, serving, plan.can_serve if serving else idle),
     ):
         act = tick.snapshot.actuators.get(pump_id) if pump_id else None

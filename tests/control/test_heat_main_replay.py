@@ -6,6 +6,7 @@ the stages, the lead rotation and the store's charge and discharge with their re
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -106,7 +107,8 @@ def test_the_stages_and_the_lead_rotation_replay_with_their_reasons(cascade):
     ]
     hours = {s.name: (round(s.hours, 2), s.starts) for s in report.sources}
     assert hours == {"Gas 1": (3.9, 1), "Gas 2": (2.98, 2)}
-    assert report.missing == {"flow": 0} and report.alarms == []
+    assert report.missing == {"flow": 0, "room 'Hall'": 0} and report.alarms == []
+    assert report.assumed == []
 
 
 def test_the_command_prints_the_heat_main_replay(cascade, capsys):
@@ -175,13 +177,13 @@ def test_the_store_charge_discharge_and_the_sun_replay_with_their_reasons(store_
         ("05:30", "Solar pump", True),
         # 06:00: the top is below 55 °C, but the sun is charging: no charge from the gas.
         ("07:00", "Solar pump", False),
-        ("07:01", "Charge pump", True),
         ("07:01", "Gas 1", True),
-        ("08:00", "Charge pump", False),  # the bottom reached 70 °C
+        ("07:01", "Charge pump", True),  # with its source: heat to charge with
         ("08:00", "Gas 1", False),
+        ("08:00", "Charge pump", False),  # the bottom reached 70 °C
         ("10:01", "Discharge pump", True),  # the zone calls: the store serves it
-        ("11:00", "Discharge pump", False),  # top 58 °C: too cool to serve
         ("11:00", "Gas 1", True),
+        ("11:00", "Discharge pump", False),  # top 58 °C: too cool to serve
     ]
     why = {(s.at.strftime("%H:%M"), s.actuator): s.reason for s in report.switches}
     assert why[("07:01", "Gas 1")].startswith(
@@ -195,7 +197,9 @@ def test_the_store_charge_discharge_and_the_sun_replay_with_their_reasons(store_
     assert round(store.charging_hours, 2) == 0.98  # 07:01–08:00
     assert round(store.serving_hours, 2) == 0.98  # 10:01–11:00
     assert round(store.solar_hours, 2) == 1.5  # 05:30–07:00
-    assert report.missing == {"flow": 0, "store top": 0, "store bottom": 0, "collector 'Roof'": 0}
+    assert report.missing == {
+        "flow": 0, "store top": 0, "store bottom": 0, "collector 'Roof'": 0, "room 'Hall'": 0
+    }  # fmt: skip
 
 
 def test_a_lost_store_sensor_in_the_history_is_an_alarm_in_the_report(store_main):
@@ -210,3 +214,23 @@ def test_a_lost_store_sensor_in_the_history_is_an_alarm_in_the_report(store_main
     ]
     assert report.alarms[0].text.startswith("Thermal store 'Buffer': ")
     assert report.missing["store top"] == 60
+
+
+def test_lost_room_readings_are_counted_and_the_assumed_demand_said(redis_client):
+    """The room drives the made-up demand: with no reading of it (its node off the air) the
+    steps are counted like the flow's, and the report says the zone's demand was assumed."""
+    zone = f.zone("Hall", relay("Hall valve", "valve"), optimum_start=False)
+    Booking.objects.create(zone=zone, title="Open day", start=at(7), end=at(12))
+    flow = f.temperature_sensor("main-flow")
+    record(flow, [(at(5), at(13), 70.0)])
+    main = HeatMain.objects.create(name="Heat main", flow_sensor=flow)
+    main.zones.set([zone])
+    HeatSource.objects.create(heat_main=main, name="Gas 1", actuator=relay("Gas 1", "boiler"))
+    report = replay_heat_main(main, at(7), at(10), step_s=60, now=LATER)
+    assert report.missing["room 'Hall'"] == 180
+    assert report.missing["flow"] == 0
+    [assumed] = report.assumed
+    assert (assumed.zone, assumed.first, assumed.steps) == ("Hall", at(7), 180)
+    text = report.as_text(ZoneInfo("UTC"))
+    assert f"  Hall: demand assumed for {assumed.steps} steps from " in text
+    assert f"(room reading lost: {assumed.example})" in text

@@ -81,7 +81,7 @@ def test_a_refused_lead_hands_over_to_the_next_source_with_an_alarm(redis_client
     table = page[page.index(f'id="heat-main-{main.pk}"') :]
     table = table[: table.index("</table>")]
     assert "<strong>Heat main</strong>" in table and "flow 60.0 °C" in table
-    assert "1 stage running" in table
+    assert "1 stage called, 1 running" in table
     assert "Lost (relay fault): &#x27;Gas 2&#x27; takes over" in table
     assert "Stage 1 of 1 (lag 1): Heat demand from Hall" in table
 

@@ -130,3 +130,42 @@ def test_a_lost_store_sensor_alarms_and_the_sources_serve_the_main_directly():
     assert seq == [("Gas 1", True)]  # the zone's demand, not a charge; no pump
     assert switches[0][4].startswith("Stage 1 of 1 (lead): Heat demand from Hall")
     assert alarms["store-sensor:1"].startswith("Thermal store 'Buffer': No temperature sensor")
+
+
+def test_the_charge_pump_waits_while_the_lead_rests_and_starts_with_it():
+    """The store calls for a charge while its only source rests after its minimum off time
+    (stopped 5 of its 30 min ago): the charge pump would only stir the main's cooler water
+    through the store, so it waits, saying why, and starts with the source (#27 replay)."""
+    rested = START.timestamp() - 300
+    acts = {
+        10: valve(is_on=True),
+        GAS: replace(_relay(GAS, "Gas 1", "boiler"), min_off_s=1800, changed_at=rested,
+                     last_off_at=rested),
+        CHARGE: _relay(CHARGE, "Charge pump", "pump"),
+        DISCHARGE: _relay(DISCHARGE, "Discharge pump", "pump"),
+    }  # fmt: skip
+    memory: dict = {}
+    seen = []
+    now = START
+    for _ in range(2 * 30 * 60 // TICK_S):
+        t = now.timestamp() - 5
+        result = evaluate(
+            Snapshot(now=now, time_zone=mapper.site_settings().time_zone,
+                     zones=(zone(22.0, now, actuator_ids=(10,), optimum_start=False),),
+                     actuators=acts, memory=memory,
+                     heat_mains=(replace(MAIN, flow=Reading(t, 45.0)),),
+                     stores=(replace(_store(), top=Reading(t, 50.0), bottom=Reading(t, 47.0)),))
+        )  # fmt: skip
+        memory = result.memory
+        gas, charge = result.decisions[GAS], result.decisions[CHARGE]
+        seen.append((now, gas.state, charge.state, charge.reason))
+        for aid, d in ((GAS, gas), (CHARGE, charge)):
+            if d.state != acts[aid].is_on:
+                acts[aid] = replace(acts[aid], is_on=d.state, changed_at=now.timestamp())
+        now += timedelta(seconds=TICK_S)
+    assert all(g == c for _, g, c, _ in seen)  # never the pump without its source
+    waiting = [s for s in seen if not s[2]]
+    assert waiting and waiting[0][3].endswith("; pump waits: no source running")
+    started = next(s for s in seen if s[2])
+    assert started[0] == START + timedelta(minutes=25)  # the source's rest ends
+    assert started[3].endswith("; heat from 'Gas 1' starting")

@@ -59,3 +59,35 @@ def test_meter_registers_read_back_as_float32_high_word_first():
     assert got["power"] == -1234.5
     assert got["import_kwh"] == 12345.25
     assert got["frequency"] == 0.0  # never published: still zero
+
+
+def test_the_mixing_valve_register_starts_fully_open_and_takes_a_clients_write():
+    async def scenario() -> tuple[list[int], list[int], list[int]]:
+        board = RelayBoard("127.0.0.1", 0)
+        await board.start()
+        client = AsyncModbusTcpClient("127.0.0.1", port=board.port, timeout=2)
+        try:
+            at_power_on = await board.holding()
+            await client.connect()
+            wrote = await client.write_register(
+                layout.REG_MIXING_VALVE, 3300, device_id=layout.RELAY_DEVICE_ID
+            )
+            assert not wrote.isError()
+            readback = await client.read_holding_registers(
+                layout.REG_MIXING_VALVE, count=1, device_id=layout.RELAY_DEVICE_ID
+            )
+            assert not readback.isError()
+            # Past the board's registers: the board's own refusal, as a real one would.
+            beyond = await client.write_register(
+                layout.RELAY_HOLDING_COUNT, 1, device_id=layout.RELAY_DEVICE_ID
+            )
+            assert beyond.isError()
+            return at_power_on, readback.registers, await board.holding()
+        finally:
+            client.close()
+            await board.stop()
+
+    at_power_on, readback, holding = asyncio.run(scenario())
+    assert at_power_on[layout.REG_MIXING_VALVE] == layout.MIXING_VALVE_RAW_MAX
+    assert readback == [3300]
+    assert holding[layout.REG_MIXING_VALVE] == 3300

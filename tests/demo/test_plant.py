@@ -90,7 +90,11 @@ def test_jeelib_frames_carry_hundredths_and_the_raw_counter():
     plant = DemoPlant(WINTER_MORNING, seed=7)
     plant.anemometer.counter = 40000
     frames = plant.jeelib_frames()
-    assert frames[10] == [round(plant.circuit.flow_c * 100), round(plant.outside_c * 100)]
+    assert frames[10] == [
+        round(plant.circuit.flow_c * 100),
+        round(plant.outside_c * 100),
+        round(plant.mixing.flow_c * 100),
+    ]
     assert frames[11] == [40000]  # sent as uint16 (datacodes "H")
     packet = parse_line(jeelib_line(11, frames[11], datacodes="H"))
     assert decode_values(packet.data, "H") == [40000.0]
@@ -109,3 +113,30 @@ def test_coils_from_bits_map_the_relay_board():
     assert coils.valves == {r.slug: r.slug == layout.ROOMS[2].slug for r in layout.ROOMS}
     assert coils.describe() == f"boiler, valve {layout.ROOMS[2].slug}"
     assert Coils.from_bits([]).describe() == "all off"
+
+
+def test_the_boards_holding_register_sets_the_mixing_valve_and_out_of_range_is_clamped():
+    holding = [0] * layout.RELAY_HOLDING_COUNT
+    holding[layout.REG_MIXING_VALVE] = 2500
+    coils = Coils.from_bits([False] * 16, holding)
+    assert coils.describe() == "all off; mixing valve 25%"
+    plant = DemoPlant(WINTER_MORNING, seed=7)
+    plant.step(WINTER_MORNING + timedelta(seconds=60), 60.0, 1.0, coils)
+    assert plant.mixing.opening == 0.25
+    # A raw count past the scale (an engineer's raw max above 10000) is a fully open valve.
+    holding[layout.REG_MIXING_VALVE] = 65535
+    plant.step(WINTER_MORNING + timedelta(seconds=120), 60.0, 1.0, Coils.from_bits([], holding))
+    assert plant.mixing.opening == 1.0
+
+
+def test_the_store_serves_the_rooms_and_cools_while_its_discharge_pump_runs():
+    """The store's top and bottom stayed constant while its discharge pump ran (#27 item 5):
+    the boiler-house water was hotter than the store, so it exchanged nothing."""
+    plant = DemoPlant(WINTER_MORNING, seed=7)
+    plant.store.top_c, plant.store.bottom_c = 72.0, 68.0
+    plant.circuit.flow_c = 74.0
+    serving = Coils(heating_pump=True, store_discharge=True,
+                    valves={r.slug: True for r in layout.ROOMS})  # fmt: skip
+    _run(plant, serving, 60)
+    assert plant.store.bottom_c < 66.0 and plant.store.top_c < 71.5
+    assert plant.store.last_exchange_w < -1000  # heat out to the rooms' water

@@ -193,8 +193,8 @@ def test_gateway_config_is_valid_for_bms_gateway_and_private(key_file, tmp_path)
     boiler = config.jeelib[10]
     assert (boiler.node, boiler.key) == ("boilerhouse", keys["boilerhouse"])
     assert (boiler.names, boiler.scales, boiler.datacodes) == (
-        ["flow", "outside"],
-        [0.01, 0.01],
+        ["flow", "outside", "heating"],
+        [0.01, 0.01, 0.01],
         "h",
     )
     assert config.jeelib[11].datacodes == "H"

@@ -200,6 +200,10 @@ def test_the_control_loop_heats_the_room_booked_next(simulation):
     }
     for feed in rooms.values():
         wait_for(lambda f=feed: _last(f), 40, f"a value in feed {feed}")
+    # The mixing valve's loop steers on the heating flow (radio node 10): a tick before its
+    # first reading holds the valve where it was, as a real controller with a lost sensor does.
+    heating = _feed("boilerhouse", "Heating flow temperature")
+    wait_for(lambda: _last(heating), 40, "the heating flow after the mixing valve")
     before = {slug: _last(feed)[1] for slug, feed in rooms.items()}
 
     control_tick.delay()
@@ -214,6 +218,24 @@ def test_the_control_loop_heats_the_room_booked_next(simulation):
         40,
         "the next tick to fire the boiler and run its pump",
     )
-    wait_for(lambda: _last(rooms[booked])[1] > before[booked] + 2.0, 40, f"{booked} to warm")
+    wait_for(
+        lambda: _last(rooms[booked])[1] > before[booked] + 2.0,
+        40,
+        f"{booked} to warm",
+        state=lambda: simulation.log()[-4000:],
+    )
+    # The boiler house's heating curve steered the board's mixing valve: written and read back,
+    # so no plant-output alarm (docs/DEMO.md "Heating plant").
+    from alarms.models import Alarm
+    from control.models import AnalogueCommand, HeatingPlant
+
+    plant = HeatingPlant.objects.get(name="Boiler house")
+    wait_for(
+        lambda: AnalogueCommand.objects.filter(plant=plant, confirmed_at__isnull=False).exists(),
+        40,
+        "a confirmed write of the mixing valve",
+    )
+    assert not Alarm.objects.filter(key=f"plant-output:{plant.pk}", cleared_at__isnull=True)
+    assert "mixing valve" in simulation.log()
     assert _last(rooms[unbooked])[1] <= before[unbooked] + 0.5
     assert f"valve {unbooked}" not in simulation.log()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from demo.thermal import BoilerCircuit, Room, SolarThermal
+from demo.thermal import BoilerCircuit, Room, SolarThermal, Store
 
 HOUR = 3600.0
 
@@ -90,3 +90,35 @@ def test_backup_heater_keeps_the_tank_between_its_thermostat_points():
         temps.append(plant.tank_c)
     assert 41.5 < min(temps[6 * 60 :]) and max(temps) < 45.5
     assert plant.last_power_w == 0.0  # backup heat is not solar heat
+
+
+def test_store_discharge_cools_its_bottom_first_then_its_top_giving_the_rooms_load():
+    """The tester saw the store's top and bottom constant while its discharge pump ran: the
+    return of the rooms' radiators now enters its bottom and its top goes out to the main."""
+    store = Store(top_c=70.0, bottom_c=66.0)
+    store.step(600, flow_c=72.0, charging=False, discharging=True, return_c=30.0, load_w=10_000)
+    assert store.last_exchange_w == pytest.approx(-10_000, rel=0.01)  # the load, no more
+    assert store.bottom_c < 64.0 and store.top_c > 69.0  # the bottom cools first
+    # 10 kW for 10 min from 1 m³: the mean falls by ~1.4 K (and a little standing loss).
+    assert 66.5 < store.temperature_c < 66.7
+    for _ in range(6):
+        store.step(600, flow_c=72.0, charging=False, discharging=True, return_c=30.0,
+                   load_w=10_000)  # fmt: skip
+    assert store.top_c < 66.0 and store.bottom_c < 55.0  # then the top: both fall
+
+
+def test_store_charge_warms_its_top_first_then_its_bottom_and_stands_still_when_idle():
+    store = Store(top_c=50.0, bottom_c=46.0)
+    store.step(600, flow_c=75.0, charging=True, discharging=False)
+    assert store.top_c > 57.0 and 47.0 < store.bottom_c < store.top_c - 8.0  # top first
+    assert store.last_exchange_w > 0
+    for _ in range(12):
+        store.step(600, flow_c=75.0, charging=True, discharging=False)
+    assert 72.0 < store.bottom_c <= store.top_c <= 75.0  # charged through
+    before = (store.top_c, store.bottom_c)
+    store.step(600, flow_c=75.0, charging=False, discharging=False)
+    assert store.last_exchange_w == 0.0
+    assert before[0] - 0.1 < store.top_c < before[0] and before[1] - 0.1 < store.bottom_c
+    # A discharge pump with no room drawing heat moves no water either.
+    store.step(600, flow_c=40.0, charging=False, discharging=True, return_c=30.0, load_w=0.0)
+    assert store.last_exchange_w == 0.0

@@ -171,3 +171,78 @@ def test_long_names_do_not_overlap_and_a_phone_scrolls_the_drawing_not_the_page(
     )
     assert width >= 560  # readable: the card scrolls, the drawing is not shrunk to a stamp
     assert seen["errors"] == []
+
+
+INSIDE_OWN_BOX_JS = """() => {
+  const out = [];
+  for (const g of document.querySelectorAll('svg.schematic g.el.zone, g.el.boiler, g.el.tank')) {
+    const box = g.querySelector('rect:not(.hit)').getBoundingClientRect();
+    for (const t of g.querySelectorAll('text')) {
+      const b = t.getBoundingClientRect();
+      if (b.width && (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1
+          || b.bottom > box.bottom + 1)) out.push([g.id, t.textContent]);
+    }
+  }
+  const svg = document.querySelector('svg.schematic').getBoundingClientRect();
+  for (const g of document.querySelectorAll('svg.schematic g.el')) {
+    const b = g.getBoundingClientRect();
+    if (b.left < svg.left - 1 || b.right > svg.right + 1 || b.top < svg.top - 1
+        || b.bottom > svg.bottom + 1) out.push([g.id, 'outside the drawing']);
+  }
+  return out;
+}"""
+
+
+@pytest.fixture
+def heat_main_data(site_data, board) -> dict:
+    """A heat main like the demo's: two sources, a buffer store with its pumps and four rooms,
+    one of them warming up early for a booking (the tester's overlapping drawing, #27)."""
+    from control.models import HeatMain, HeatSource, ThermalStore
+
+    zones = [f.zone(name, f.relay(f"{name} valve", board, coil=20 + i), temp=15.0)
+             for i, name in enumerate(("Lecture theatre", "Seminar room", "Workshop",
+                                       "Straw bale room"))]  # fmt: skip
+    now = timezone.now()
+    Booking.objects.create(zone=zones[0], title="Course", start=now + timedelta(minutes=40),
+                           end=now + timedelta(hours=3))  # fmt: skip
+    flow, top, bottom = (
+        f.temperature_sensor(n) for n in ("Main flow", "Store top", "Store bottom")
+    )
+    service.log_points([(flow.feed_id, int(now.timestamp()), 61.0),
+                        (top.feed_id, int(now.timestamp()), 52.0),
+                        (bottom.feed_id, int(now.timestamp()), 41.2)])  # fmt: skip
+    main = HeatMain.objects.create(name="Site heat main", flow_sensor=flow)
+    main.zones.set(zones)
+    for order, name in enumerate(("Biomass boiler", "Gas boiler 2")):
+        HeatSource.objects.create(heat_main=main, name=name, order=order,
+                                  actuator=f.relay(name, board, coil=24 + order, kind="boiler"))  # fmt: skip
+    charge = f.relay("Store charge pump", board, coil=26, kind="pump")
+    ThermalStore.objects.create(heat_main=main, name="Buffer store", top_sensor=top,
+                                bottom_sensor=bottom, charge_pump=charge,
+                                discharge_pump=f.relay("Store discharge pump", board, coil=27,
+                                                       kind="pump"))  # fmt: skip
+    run_tick(now)
+    run_tick(now + timedelta(seconds=30))
+    return {"main": main.pk, "lecture": zones[0].pk, "charge": charge.pk}
+
+
+def test_heat_main_drawing_keeps_boxes_apart_and_the_store_says_top_bottom_and_charging(
+    heat_main_data, page, server
+):
+    browser_page, seen = page
+    browser_page.set_viewport_size({"width": 1280, "height": 800})
+    browser_page.goto(f"{server.url}/staff/control/heat-main/{heat_main_data['main']}/")
+    lecture = browser_page.locator(f"#el-zone-{heat_main_data['lecture']}")
+    expect(lecture).to_contain_text("warming up early")
+    expect(lecture).to_contain_text("target 20.0 °C")
+    assert browser_page.evaluate(OVERLAPS_JS) == []
+    assert browser_page.evaluate(INSIDE_OWN_BOX_JS) == []
+    expect(browser_page.locator(f"#el-actuator-{heat_main_data['charge']}")).to_be_visible()
+    store = browser_page.locator("#el-store")
+    expect(store).to_contain_text("52.0 °C")
+    expect(store).to_contain_text("41.2 °C")
+    store.click()
+    panel = browser_page.locator("#why-body")
+    expect(panel).to_contain_text("Top 52.0 °C, bottom 41.2 °C: charging")
+    expect(panel).to_contain_text("Store charge pump:")
+    assert seen["errors"] == []
