@@ -21,6 +21,7 @@ from control.models import (
     WindowDetection,
     Zone,
 )
+from core.choice_fields import BoundedIdsAdmin
 from sensors.admin import ActuatorAdmin
 from sensors.models import Actuator
 
@@ -79,7 +80,7 @@ class WindowDetectionInline(admin.StackedInline):
 
 
 @admin.register(Zone)
-class ZoneAdmin(admin.ModelAdmin):
+class ZoneAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     form = ZoneAdminForm
     inlines = [WindowDetectionInline]
     list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
@@ -280,7 +281,7 @@ class CalendarEntryInline(admin.TabularInline):
 
 
 @admin.register(SiteCalendar)
-class SiteCalendarAdmin(admin.ModelAdmin):
+class SiteCalendarAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     list_display = ["name", "country", "subdivision"]
     search_fields = ["name"]
     filter_horizontal = ["schedules"]
@@ -321,7 +322,7 @@ class ThermalStoreInline(admin.StackedInline):
 
 
 @admin.register(HeatMain)
-class HeatMainAdmin(admin.ModelAdmin):
+class HeatMainAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     """A heat main and its sources in sequence (docs/CONTROL.md "Heat main")."""
 
     list_display = ["name", "site", "flow_setpoint_c", "rotate_weekly", "rotate_hours", "enabled"]

@@ -26,6 +26,7 @@ from control.models import (
 )
 from control.outputs import output_status, watchdog_status
 from control.status import watchdog_text
+from core.choice_fields import BoundedIdsAdmin
 
 
 def zone_status_links(zone) -> str:
@@ -56,7 +57,7 @@ def actuator_state_and_why(actuator) -> str:
 
 
 @admin.register(HeatingPlant)
-class HeatingPlantAdmin(admin.ModelAdmin):
+class HeatingPlantAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     form = HeatingPlantForm
     list_display = ["name", "site", "boiler", "pump", "pump_overrun_s", "pump_kick", "enabled"]
     list_filter = ["site", "enabled"]
