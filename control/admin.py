@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 
 from control import bookings, holds
 from control.admin_plant import actuator_state_and_why, zone_status_links
+from control.audited import AuditedAdmin
 from control.claims import conflict
 from control.models import (
     ActuatorCommand,
@@ -322,7 +323,7 @@ class ThermalStoreInline(admin.StackedInline):
 
 
 @admin.register(HeatMain)
-class HeatMainAdmin(BoundedIdsAdmin, admin.ModelAdmin):
+class HeatMainAdmin(AuditedAdmin, BoundedIdsAdmin, admin.ModelAdmin):
     """A heat main and its sources in sequence (docs/CONTROL.md "Heat main")."""
 
     list_display = ["name", "site", "flow_setpoint_c", "rotate_weekly", "rotate_hours", "enabled"]

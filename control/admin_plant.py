@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from control import runtime
+from control.audited import AuditedAdmin
 from control.forms import HeatingPlantForm
 from control.models import (
     AnalogueCommand,
@@ -57,7 +58,7 @@ def actuator_state_and_why(actuator) -> str:
 
 
 @admin.register(HeatingPlant)
-class HeatingPlantAdmin(BoundedIdsAdmin, admin.ModelAdmin):
+class HeatingPlantAdmin(AuditedAdmin, BoundedIdsAdmin, admin.ModelAdmin):
     form = HeatingPlantForm
     list_display = ["name", "site", "boiler", "pump", "pump_overrun_s", "pump_kick", "enabled"]
     list_filter = ["site", "enabled"]
@@ -193,7 +194,7 @@ class AnalogueCommandAdmin(admin.ModelAdmin):
 
 
 @admin.register(SolarCircuit)
-class SolarCircuitAdmin(admin.ModelAdmin):
+class SolarCircuitAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = [
         "name",
         "site",

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from control.change_audit import audit, changes, snapshot
 from control.models import HeatingPlant, ProgrammeChange, SolarCircuit, WeatherCompensation
 from core.pages import staff_page
 from core.permissions import is_engineer
@@ -29,12 +30,10 @@ from staff.plant_forms import (
     PlantForm,
     SolarForm,
     WeatherForm,
-    changes,
     curve_table,
     read_only_rows,
-    snapshot,
 )
-from staff.schedules import RECENT_CHANGES, audit
+from staff.schedules import RECENT_CHANGES
 
 ONLY_ENGINEERS = "Only engineers may change heating plants and solar circuits."
 ADD_WEATHER = "add_weather"  # the checkbox that gives a plant without one a heating curve

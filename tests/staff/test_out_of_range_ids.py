@@ -5,6 +5,8 @@ nothing changed (core/choice_fields.py); on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
+
 import pytest
 from django.contrib import admin
 from django.db import models
@@ -60,18 +62,38 @@ def test_the_schedule_page_refuses_an_out_of_range_room_and_calendar(engineer, k
 
 
 def _admin_form(url: str, client: Client) -> dict:
-    """The admin's change form as the browser posts it: every named input's value."""
-    from html.parser import HTMLParser
-
+    """The admin's change form as the browser posts it: each input, ticked box, chosen option
+    and text area with its value."""
     data: dict = {}
 
     class Inputs(HTMLParser):
+        select: str | None = None
+        textarea: str | None = None
+
         def handle_starttag(self, tag, attrs):
             a = dict(attrs)
-            if tag == "input" and a.get("name") and a.get("type") not in ("submit", "checkbox"):
-                data[a["name"]] = a.get("value") or ""
-            if tag == "input" and a.get("type") == "checkbox" and "checked" in a:
-                data[a["name"]] = a.get("value") or "on"
+            name = a.get("name")
+            if tag == "input" and name and a.get("type") not in ("submit", "checkbox"):
+                data[name] = a.get("value") or ""
+            elif tag == "input" and name and a.get("type") == "checkbox" and "checked" in a:
+                data.setdefault(name, []).append(a.get("value") or "on")
+            elif tag == "select" and name:
+                self.select = name
+            elif tag == "option" and self.select and "selected" in a:
+                data.setdefault(self.select, []).append(a.get("value") or "")
+            elif tag == "textarea" and name:
+                self.textarea = name
+                data[name] = ""
+
+        def handle_data(self, text):
+            if self.textarea:
+                data[self.textarea] += text
+
+        def handle_endtag(self, tag):
+            if tag == "select":
+                self.select = None
+            elif tag == "textarea":
+                self.textarea = None
 
     Inputs().feed(client.get(url).content.decode())
     return data
