@@ -26,11 +26,12 @@ from control.models import (
     ThermalStore,
     WeatherCompensation,
 )
-from control.plant_words import PLANT_WORDS, SOLAR_WORDS, WEATHER_WORDS
+from control.plant_words import PLANT_WORDS, SOLAR_WORDS, WEATHER_WORDS, weather_words_for
 from sensors.models import Actuator, Sensor
 
 API_REASON = "changed through the API"
 ADMIN_REASON = "changed in the admin"
+IN_PLACE = "in place"  # a part's own line in a snapshot
 REASON_MAX = ProgrammeChange._meta.get_field("reason").max_length
 
 # The page's words first; fields no page shows (a plant's site) by their verbose names.
@@ -105,6 +106,15 @@ def words_of(model: type[models.Model]) -> dict[str, str]:
     return words
 
 
+def words_for(instance: models.Model) -> dict[str, str]:
+    """words_of its model, less a weather compensation's fields its mode and output do not use."""
+    words = words_of(type(instance))
+    if isinstance(instance, WeatherCompensation):
+        used = weather_words_for(instance.mode, instance.output)
+        words = {name: label for name, label in words.items() if name in used}
+    return words
+
+
 def subject_of(instance: models.Model) -> str:
     """What the change is filed under: the plant, circuit or heat main it belongs to."""
     owner = _OWNER.get(type(instance))
@@ -125,9 +135,12 @@ def part_prefix(instance: models.Model) -> str:
 
 def described(instance: models.Model) -> dict[str, str]:
     """The object's fields in words, keyed by their label (prefixed when it is a part)."""
-    words = words_of(type(instance))
+    words = words_for(instance)
     prefix = part_prefix(instance)
-    return {prefix + words[name]: value for name, value in snapshot(instance, words).items()}
+    said = {prefix + words[name]: value for name, value in snapshot(instance, words).items()}
+    if prefix:  # the part itself, so its removal in the admin is said
+        said[prefix.removesuffix(": ")] = IN_PLACE
+    return said
 
 
 def _parts(root: models.Model) -> list[models.Model]:
@@ -151,9 +164,11 @@ def whole(root: models.Model) -> dict[str, str]:
 
 
 def diff(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """'Label old → new' for two flat snapshots keyed by label; a part that appeared or went
-    away shows its fields from or to '—'."""
-    keys = list(dict.fromkeys([*before, *after]))
+    """'Label old → new' for two flat snapshots keyed by label. Only what the object now has
+    is compared (a field the new mode does not use is no change); a part taken away is said
+    once ("weather compensation in place → —"), not field by field."""
+    gone = [k for k, v in before.items() if k not in after and v == IN_PLACE]
+    keys = [*after, *gone]
     return changes(before, after, {k: k for k in keys})
 
 
@@ -170,7 +185,7 @@ def record(
         change = f"{prefix}deleted"
     elif before is None:
         change = f"{prefix}added: " if prefix else "created: "
-        change += "; ".join(diff({}, after))
+        change += "; ".join(diff({}, {k: v for k, v in after.items() if v != IN_PLACE}))
     else:
         change = "; ".join(diff(before, after)) or "no change"
     return audit(by, subject_of(instance), change, reason)

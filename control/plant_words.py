@@ -71,3 +71,26 @@ SOLAR_WORDS: dict[str, str] = {
     "pump_kick_idle_days": "Exercise it after this many idle days",
     "pump_kick_s": "Exercise it for (s)",
 }
+
+# Weather compensation fields that mean something only in one mode or with one output: the
+# tick reads the over-temperature limit and the PI loop only for a mixing valve
+# (control/engine/weather_output.py), a register's fields only for a register output, the
+# valve relays only for a three-point valve. The page shows, and the audit compares, only
+# the fields of the chosen mode and output.
+MIXING_VALVE_ONLY = ("flow_limit_c", "kp", "ti_s")
+REGISTER_ONLY = ("register_host", "register_port", "register_device_id", "register_address",
+                 "raw_min", "raw_max", "scale_low", "scale_high")  # fmt: skip
+THREE_POINT_ONLY = ("open_actuator", "close_actuator", "run_time_s", "min_pulse_s")
+SHOWN_FOR: dict[str, str] = {
+    **{name: "mixing-valve-only" for name in MIXING_VALVE_ONLY},
+    **{name: "register-only" for name in REGISTER_ONLY},
+    **{name: "three-point-only" for name in THREE_POINT_ONLY},
+}
+
+
+def weather_words_for(mode: str, output: str) -> dict[str, str]:
+    """WEATHER_WORDS without the fields the chosen mode and output do not use."""
+    unused = set(THREE_POINT_ONLY if output == "register" else REGISTER_ONLY)
+    if mode != "mixing_valve":
+        unused |= set(MIXING_VALVE_ONLY) | set(THREE_POINT_ONLY)
+    return {name: label for name, label in WEATHER_WORDS.items() if name not in unused}

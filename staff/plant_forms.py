@@ -17,7 +17,7 @@ from control.change_audit import snapshot, thing_words
 from control.engine.weather import heating_curve
 from control.forms import HeatingPlantForm
 from control.models import SolarCircuit, WeatherCompensation, Zone
-from control.plant_words import BOILER_WORDS, PLANT_WORDS, SOLAR_WORDS, WEATHER_WORDS
+from control.plant_words import BOILER_WORDS, PLANT_WORDS, SHOWN_FOR, SOLAR_WORDS, WEATHER_WORDS
 from sensors.models import Actuator, Sensor
 from staff.schedule_forms import reason_field
 
@@ -123,6 +123,10 @@ class WeatherForm(_PlainErrors, forms.ModelForm):
         kwargs.setdefault("prefix", "weather")
         super().__init__(*args, **kwargs)
         _worded(self, WEATHER_WORDS)
+        # A class on the field's box: the page shows it only for its mode and output
+        # (staff/_plant_style.html), so a modulating boiler is not offered a valve's gain.
+        for name, shown_for in SHOWN_FOR.items():
+            self.fields[name].shown_for = shown_for  # type: ignore[attr-defined]
 
 
 class SolarForm(_PlainErrors, forms.ModelForm):

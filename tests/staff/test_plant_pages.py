@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from control.models import HeatingPlant, ProgrammeChange, SolarCircuit, WeatherCompensation
+from control.plant_words import WEATHER_WORDS
 from sensors.models import Actuator
 from staff.plant_forms import PlantForm, SolarForm, WeatherForm
 
@@ -268,3 +269,88 @@ def test_other_roles_read_a_table_and_may_not_post(request, kit, who):
 
 def test_plant_status_links_to_the_plant_pages(viewer, kit):
     assert 'href="/staff/plants/"' in client_for(viewer).get("/staff/control/").content.decode()
+
+
+def _without_weather(kit: dict) -> HeatingPlant:
+    plant = kit["plant"]
+    plant.weather.delete()
+    return HeatingPlant.objects.get(pk=plant.pk)
+
+
+def _bare_plant_post(plant: HeatingPlant, **changed) -> dict:
+    """What the page posts for a plant without weather compensation: its form and a new
+    curve's fields (hidden until the box is ticked, but still in the form)."""
+    data = posted(PlantForm(instance=plant), WeatherForm(instance=WeatherCompensation()))
+    data.update({"reason": "Colder rooms this winter", **changed})
+    return data
+
+
+def test_a_curve_typed_without_ticking_the_box_is_refused_not_thrown_away(engineer, kit):
+    """The tester changed the slope of a plant without weather compensation and was told
+    "Recorded: no change": the curve was silently dropped."""
+    plant = _without_weather(kit)
+    page = client_for(engineer).post(
+        f"/staff/plants/{plant.pk}/", _bare_plant_post(plant, **{"weather-slope": "1.2"})
+    )
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert 'id="weather-refused"' in html and "tick &#x27;Give this plant weather" in html
+    assert 'name="weather-slope" value="1.2"' in html  # what was typed is kept to tick and save
+    assert not WeatherCompensation.objects.exists() and not ProgrammeChange.objects.exists()
+    # Untouched curve fields without the box: the plant is saved, no curve made.
+    page = client_for(engineer).post(
+        f"/staff/plants/{plant.pk}/", _bare_plant_post(plant, pump_overrun_s="300")
+    )
+    assert page.status_code == 302, page.content.decode()[:3000]
+    assert HeatingPlant.objects.get().pump_overrun_s == 300
+    assert not WeatherCompensation.objects.exists()
+    # Ticked: the curve is made with the typed slope.
+    page = client_for(engineer).post(
+        f"/staff/plants/{plant.pk}/",
+        _bare_plant_post(
+            plant,
+            add_weather="1",
+            **{"weather-slope": "1.2", "weather-register_host": "10.0.0.8"},
+        ),
+    )
+    assert page.status_code == 302, page.content.decode()[:3000]
+    assert WeatherCompensation.objects.get().slope == 1.2
+
+
+def test_the_page_marks_each_weather_field_with_the_mode_and_output_it_belongs_to(engineer, kit):
+    html = client_for(engineer).get(f"/staff/plants/{kit['plant'].pk}/").content.decode()
+    assert 'class="plant-field mixing-valve-only" id="field-weather-kp"' in html
+    assert 'class="plant-field mixing-valve-only" id="field-weather-flow_limit_c"' in html
+    assert 'class="plant-field register-only" id="field-weather-register_host"' in html
+    assert 'class="plant-field three-point-only" id="field-weather-open_actuator"' in html
+    assert 'class="plant-field " id="field-weather-slope"' in html
+
+
+def test_switching_to_a_modulating_boiler_audits_only_real_changes(engineer, viewer, kit):
+    plant = kit["plant"]
+    page = client_for(engineer).post(
+        f"/staff/plants/{plant.pk}/", plant_post(plant, **{"weather-mode": "boiler_setpoint"})
+    )
+    assert page.status_code == 302, page.content.decode()[:3000]
+    assert ProgrammeChange.objects.get().change == (
+        "weather compensation: What it drives Mixing valve (PI loop on the flow temperature) "
+        "→ Modulating boiler (flow set point)"
+    )
+    # The read-only table shows the modulating boiler's fields only.
+    html = client_for(viewer).get(f"/staff/plants/{plant.pk}/").content.decode()
+    assert '<th scope="row">Curve slope (K of flow per K colder outside)</th>' in html
+    assert '<th scope="row">Output module address</th>' in html
+    for name in ("kp", "ti_s", "flow_limit_c", "open_actuator", "run_time_s"):
+        assert f'<th scope="row">{WEATHER_WORDS[name]}</th>' not in html
+
+
+def test_a_new_plant_with_a_modulating_boiler_audits_none_of_the_valves_fields(engineer, kit):
+    data = new_plant_post(kit, 7)
+    data["weather-mode"] = "boiler_setpoint"
+    page = client_for(engineer).post("/staff/plants/new/", data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    change = ProgrammeChange.objects.get().change
+    assert "Curve slope (K of flow per K colder outside) — → 1.5" in change
+    for label in ("Mixing valve gain", "integral time", "over-temperature", "Valve open relay"):
+        assert label not in change
+    assert "— → —" not in change
