@@ -5,6 +5,7 @@ and of the change history written by those pages, the API and the admin
 from __future__ import annotations
 
 PLANT_WORDS: dict[str, str] = {
+    "site": "Site",
     "name": "Name",
     "enabled": "In use (the control tick drives it)",
     "boiler": "Boiler (its relay)",
@@ -53,6 +54,7 @@ WEATHER_WORDS: dict[str, str] = {
     "min_pulse_s": "Shortest valve pulse (s)",
 }
 SOLAR_WORDS: dict[str, str] = {
+    "site": "Site",
     "name": "Name",
     "enabled": "In use (the control tick drives it)",
     "collector_sensor": "Collector temperature sensor",

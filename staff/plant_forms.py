@@ -18,7 +18,7 @@ from control.engine.weather import heating_curve
 from control.forms import HeatingPlantForm
 from control.models import SolarCircuit, WeatherCompensation, Zone
 from control.plant_words import BOILER_WORDS, PLANT_WORDS, SHOWN_FOR, SOLAR_WORDS, WEATHER_WORDS
-from sensors.models import Actuator, Sensor
+from sensors.models import Actuator, Sensor, Site
 from staff.schedule_forms import reason_field
 
 # Outside temperatures of the curve's table, and the room set point it is drawn for (the
@@ -57,7 +57,33 @@ def _sensors() -> Any:
     return Sensor.objects.select_related("node").order_by("node__name", "key")
 
 
-class PlantForm(_PlainErrors, HeatingPlantForm):
+class _SiteChoice:
+    """The plant's site: the only site without asking (a hidden field, and the default when a
+    client leaves it out); a choice when there are several; none when there is no site."""
+
+    only_site: Site | None = None
+
+    def _choose_site(self) -> None:
+        fields, instance = self.fields, self.instance  # type: ignore[attr-defined]
+        sites = list(Site.objects.order_by("name")[:2])
+        if not sites:
+            del fields["site"]
+            return
+        fields["site"].queryset = Site.objects.order_by("name")
+        if len(sites) == 1:
+            self.only_site = sites[0]
+            fields["site"].widget = forms.HiddenInput()
+            if instance.site_id is None:
+                self.initial["site"] = sites[0].pk  # type: ignore[attr-defined]
+        else:
+            fields["site"].required = True
+            fields["site"].empty_label = "(choose the site)"
+
+    def clean_site(self) -> Site | None:
+        return self.cleaned_data.get("site") or self.only_site  # type: ignore[attr-defined]
+
+
+class PlantForm(_SiteChoice, _PlainErrors, HeatingPlantForm):
     """A heating plant; the boiler's anti-short-cycle times ride along (saved on the boiler)."""
 
     # Not required: a new plant does not know its boiler yet, and a blank keeps the boiler's
@@ -76,6 +102,7 @@ class PlantForm(_PlainErrors, HeatingPlantForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         _worded(self, PLANT_WORDS)
+        self._choose_site()
         for name in ("outside_sensor", "flow_sensor"):
             self.fields[name].queryset = _sensors()
         self.fields["zones"].queryset = Zone.objects.order_by("name")
@@ -129,7 +156,7 @@ class WeatherForm(_PlainErrors, forms.ModelForm):
             self.fields[name].shown_for = shown_for  # type: ignore[attr-defined]
 
 
-class SolarForm(_PlainErrors, forms.ModelForm):
+class SolarForm(_SiteChoice, _PlainErrors, forms.ModelForm):
     reason = reason_field()
 
     class Meta:
@@ -140,6 +167,7 @@ class SolarForm(_PlainErrors, forms.ModelForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         _worded(self, SOLAR_WORDS)
+        self._choose_site()
         for name in ("collector_sensor", "tank_sensor"):
             self.fields[name].queryset = _sensors()
 

@@ -10,7 +10,7 @@ from django.test import Client
 
 from control.models import HeatingPlant, ProgrammeChange, SolarCircuit, WeatherCompensation
 from control.plant_words import WEATHER_WORDS
-from sensors.models import Actuator
+from sensors.models import Actuator, Site
 from staff.plant_forms import PlantForm, SolarForm, WeatherForm
 
 from ..control import factories as f
@@ -354,3 +354,47 @@ def test_a_new_plant_with_a_modulating_boiler_audits_none_of_the_valves_fields(e
     for label in ("Mixing valve gain", "integral time", "over-temperature", "Valve open relay"):
         assert label not in change
     assert "— → —" not in change
+
+
+def test_a_new_plant_and_circuit_get_the_only_site(engineer, kit):
+    """The tester's new plant had `"site": null` in the API; the demo plant has its site."""
+    site = Site.objects.create(name="College", slug="college")
+    data = new_plant_post(kit, 7)
+    assert data["site"] == str(site.pk)  # the form carries it, hidden: nothing to choose
+    del data["site"]  # a client that leaves it out gets it too
+    page = client_for(engineer).post("/staff/plants/new/", data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    assert HeatingPlant.objects.get(name="Workshop").site == site
+    assert "Site — → College" in ProgrammeChange.objects.get().change
+    solar = kit["solar"]
+    data = solar_post(
+        SolarCircuit(),
+        name="Garage roof",
+        reason="New collector",
+        pump=str(relay("P2", "pump", 9).pk),
+    )
+    data.update(
+        collector_sensor=str(solar.collector_sensor_id), tank_sensor=str(solar.tank_sensor_id)
+    )
+    page = client_for(engineer).post("/staff/plants/solar/new/", data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    assert SolarCircuit.objects.get(name="Garage roof").site == site
+    api = client_for(engineer).get("/api/v1/heating-plants/").json()
+    assert {p["name"]: p["site"] for p in api["results"]}["Workshop"] == site.pk
+
+
+def test_with_several_sites_a_new_plant_asks_which(engineer, kit):
+    Site.objects.create(name="College", slug="college")
+    annexe = Site.objects.create(name="Annexe", slug="annexe")
+    html = client_for(engineer).get("/staff/plants/new/").content.decode()
+    assert "(choose the site)" in html and 'id="field-site"' in html
+    data = new_plant_post(kit, 7)
+    page = client_for(engineer).post("/staff/plants/new/", data)
+    assert page.status_code == 400
+    beside = page.content.decode().split('id="field-site"')[1].split('id="field-')[0]
+    assert "This field is required." in beside
+    assert HeatingPlant.objects.count() == 1
+    data["site"] = str(annexe.pk)
+    page = client_for(engineer).post("/staff/plants/new/", data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    assert HeatingPlant.objects.get(name="Workshop").site == annexe
