@@ -230,7 +230,8 @@ def test_an_engineer_changes_a_solar_differential(engineer, kit):
     "changed, message",
     [
         ({"delta_on": "20.5"}, "less than or equal to 20"),
-        ({"delta_off": "6"}, "ΔT off must be below ΔT on."),
+        ({"delta_off": "6"}, "go off at a smaller difference than the one it comes on at"),
+        ({"antifreeze_off": "-20"}, "frost protection must end above the temperature it starts"),
         ({"tank_max": "96"}, "less than or equal to 95"),
         ({"reason": "  "}, "This field is required."),
     ],
@@ -398,3 +399,25 @@ def test_with_several_sites_a_new_plant_asks_which(engineer, kit):
     page = client_for(engineer).post("/staff/plants/new/", data)
     assert page.status_code == 302, page.content.decode()[:3000]
     assert HeatingPlant.objects.get(name="Workshop").site == annexe
+
+
+def test_a_form_of_over_a_thousand_fields_is_refused_in_plain_words(engineer, kit):
+    from django.conf import settings
+
+    plant = kit["plant"]
+    bound = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    data = plant_post(plant, **{"weather-slope": "1.2"})
+    data.update({f"x{i}": "1" for i in range(bound - len(data) - 1)})  # csrf token: one more
+    c = client_for(engineer)
+    page = c.post(f"/staff/plants/{plant.pk}/", data)
+    assert page.status_code == 302  # at the bound: read and saved
+    data.update({f"y{i}": "1" for i in range(2)})
+    page = c.post(f"/staff/plants/{plant.pk}/", {**data, "weather-slope": "1.1"})
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert f"Too many fields in one form: at most {bound} are read." in html
+    assert "Nothing was saved" in html and "<h1>Not saved</h1>" in html
+    assert WeatherCompensation.objects.get().slope == 1.2
+    api = c.post("/api/v1/heating-plants/", data)
+    assert api.status_code == 400
+    assert api.json()["error"] == f"Too many fields in one form: at most {bound} are read."
