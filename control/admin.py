@@ -291,7 +291,8 @@ class SiteCalendarAdmin(BoundedIdsAdmin, admin.ModelAdmin):
 
 @admin.register(ProgrammeChange)
 class ProgrammeChangeAdmin(admin.ModelAdmin):
-    """The audit is written by the staff pages only: read here, never edited."""
+    """The audit is written by the staff pages, and for the plant by the API and the admin
+    saves (control/audited.py): read here, never edited."""
 
     list_display = ["at", "by", "subject", "change", "reason"]
     list_filter = ["by"]

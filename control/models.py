@@ -1145,9 +1145,10 @@ class CalendarEntry(models.Model):
 
 
 class ProgrammeChange(models.Model):
-    """The audit of a change made on the staff pages to a schedule, a calendar, which rooms
-    follow a schedule, a heating plant (with its weather compensation) or a solar circuit:
-    who, when, what and why (the rows themselves keep no history)."""
+    """The audit of a change to a schedule, a calendar, which rooms follow a schedule (staff
+    pages), a heating plant (with its weather compensation), a solar circuit or a heat main
+    (staff pages, REST API and admin: control/change_audit.py): who, when, what and why (the
+    rows themselves keep no history)."""
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     by = models.CharField(max_length=150)
