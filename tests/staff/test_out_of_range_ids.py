@@ -133,3 +133,18 @@ def test_every_admin_with_a_multiple_choice_refuses_out_of_range_ids(rf, superus
                 ):
                     unbounded.append(f"{one.model._meta.label}.{field.name}")
     assert unbounded == []
+
+
+def test_single_choices_and_the_api_refuse_it_too(engineer, engineer_api, kit):  # noqa: F811
+    """Checked, not changed: Django's exact lookup and DRF's related fields already say no."""
+    plant = kit["plant"]
+    page = client_for(engineer).post(f"/staff/plants/{plant.pk}/", plant_post(plant, boiler=OVER))
+    assert page.status_code == 400 and REFUSED in page.content.decode()
+    for body in ({"zones": [int(OVER)]}, {"boiler": int(OVER)}, {"index_zone": int(OVER)}):
+        api = engineer_api.patch(f"/api/v1/heating-plants/{plant.pk}/", body, format="json")
+        assert api.status_code == 400, body
+        assert list(api.json()["fields"]) == list(body)
+    api = engineer_api.patch(f"/api/v1/heat-mains/{HeatMain.objects.create(name='M').pk}/",
+                             {"zones": [int(OVER)]}, format="json")  # fmt: skip
+    assert api.status_code == 400 and "zones" in api.json()["fields"]
+    assert [z.name for z in plant.zones.all()] == ["Hall"] and not ProgrammeChange.objects.exists()

@@ -195,3 +195,17 @@ def test_an_admin_delete_is_recorded(superuser, kit):  # noqa: F811
         ADMIN_REASON,
     )
     assert HeatingPlant.objects.count() == 1 and HeatMain.objects.count() == 0
+
+
+def test_an_admin_heat_main_with_its_source_is_one_entry(engineer):
+    from tests.control.test_heat_main_admin import URL, _form, _source
+
+    gas = Actuator.objects.create(name="Gas 1", kind="boiler", host="10.0.0.2", coil=0)
+    data = _form(**_source(0, gas))
+    data["sources-TOTAL_FORMS"] = 1
+    page = client_for(engineer).post(URL, data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    change = ProgrammeChange.objects.get()
+    assert (change.subject, change.reason) == ("heat main 'Heat main'", ADMIN_REASON)
+    assert change.change.startswith("created: Name — → Heat main; ")
+    assert "heat source 'Gas 1': Actuator — → Gas 1 (boiler)" in change.change
