@@ -183,7 +183,7 @@ def record(
     prefix = part_prefix(instance)
     if after is None:
         change = f"{prefix}deleted"
-    elif before is None:
+    elif before is None:  # every field from '—', the parts' own lines left out
         change = f"{prefix}added: " if prefix else "created: "
         change += "; ".join(diff({}, {k: v for k, v in after.items() if v != IN_PLACE}))
     else:
