@@ -8,7 +8,7 @@ match), and so is DRF's PrimaryKeyRelatedField; the `__in` lookup is not.
 
 Used by every staff form with a multiple choice (`BoundedModelMultipleChoiceField`, or
 `bounded_formfield` as a ModelForm's formfield_callback) and by every admin with a
-many-to-many field (`BoundedIdsAdmin`; tests/security/test_admin_actions.py checks each
+many-to-many field (`BoundedIdsAdmin`; tests/staff/test_out_of_range_ids.py checks each
 registered admin uses it).
 """
 
