@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 
 from control import bookings, holds
 from control.admin_plant import actuator_state_and_why, zone_status_links
+from control.audited import AuditedAdmin
 from control.claims import conflict
 from control.models import (
     ActuatorCommand,
@@ -21,6 +22,7 @@ from control.models import (
     WindowDetection,
     Zone,
 )
+from core.choice_fields import BoundedIdsAdmin
 from sensors.admin import ActuatorAdmin
 from sensors.models import Actuator
 
@@ -79,7 +81,7 @@ class WindowDetectionInline(admin.StackedInline):
 
 
 @admin.register(Zone)
-class ZoneAdmin(admin.ModelAdmin):
+class ZoneAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     form = ZoneAdminForm
     inlines = [WindowDetectionInline]
     list_display = ["name", "site", "schedule", "comfort_setpoint", "setback_setpoint",
@@ -280,7 +282,7 @@ class CalendarEntryInline(admin.TabularInline):
 
 
 @admin.register(SiteCalendar)
-class SiteCalendarAdmin(admin.ModelAdmin):
+class SiteCalendarAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     list_display = ["name", "country", "subdivision"]
     search_fields = ["name"]
     filter_horizontal = ["schedules"]
@@ -289,7 +291,8 @@ class SiteCalendarAdmin(admin.ModelAdmin):
 
 @admin.register(ProgrammeChange)
 class ProgrammeChangeAdmin(admin.ModelAdmin):
-    """The audit is written by the staff pages only: read here, never edited."""
+    """The audit is written by the staff pages, and for the plant by the API and the admin
+    saves (control/audited.py): read here, never edited."""
 
     list_display = ["at", "by", "subject", "change", "reason"]
     list_filter = ["by"]
@@ -321,7 +324,7 @@ class ThermalStoreInline(admin.StackedInline):
 
 
 @admin.register(HeatMain)
-class HeatMainAdmin(admin.ModelAdmin):
+class HeatMainAdmin(AuditedAdmin, BoundedIdsAdmin, admin.ModelAdmin):
     """A heat main and its sources in sequence (docs/CONTROL.md "Heat main")."""
 
     list_display = ["name", "site", "flow_setpoint_c", "rotate_weekly", "rotate_hours", "enabled"]

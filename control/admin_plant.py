@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from control import runtime
+from control.audited import AuditedAdmin
 from control.forms import HeatingPlantForm
 from control.models import (
     AnalogueCommand,
@@ -26,6 +27,7 @@ from control.models import (
 )
 from control.outputs import output_status, watchdog_status
 from control.status import watchdog_text
+from core.choice_fields import BoundedIdsAdmin
 
 
 def zone_status_links(zone) -> str:
@@ -56,7 +58,7 @@ def actuator_state_and_why(actuator) -> str:
 
 
 @admin.register(HeatingPlant)
-class HeatingPlantAdmin(admin.ModelAdmin):
+class HeatingPlantAdmin(AuditedAdmin, BoundedIdsAdmin, admin.ModelAdmin):
     form = HeatingPlantForm
     list_display = ["name", "site", "boiler", "pump", "pump_overrun_s", "pump_kick", "enabled"]
     list_filter = ["site", "enabled"]
@@ -192,7 +194,7 @@ class AnalogueCommandAdmin(admin.ModelAdmin):
 
 
 @admin.register(SolarCircuit)
-class SolarCircuitAdmin(admin.ModelAdmin):
+class SolarCircuitAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = [
         "name",
         "site",

@@ -6,6 +6,7 @@ from rest_framework import mixins, viewsets
 from rest_framework.exceptions import ValidationError
 
 from control import bookings, holds
+from control.audited import AuditedViewSetMixin
 from control.models import (
     ActuatorCommand,
     AnalogueCommand,
@@ -241,7 +242,7 @@ def _audit_filtered(queryset, params, owner: str):
     about="A heating plant's heating curve (flow from outside temperature) and its output: a "
     "holding register (0-10 V / 4-20 mA module) or a three-point valve.",
 )
-class WeatherCompensationViewSet(viewsets.ModelViewSet):
+class WeatherCompensationViewSet(AuditedViewSetMixin, viewsets.ModelViewSet):
     queryset = WeatherCompensation.objects.all().order_by("pk")
     serializer_class = WeatherCompensationSerializer
 
@@ -329,7 +330,7 @@ class OutputOverrideViewSet(viewsets.ModelViewSet):
     "boiler, the index zone is one of the plant's `zones`, and no actuator is driven by two "
     "owners; each refusal is a 400 naming the field.",
 )
-class HeatingPlantViewSet(viewsets.ModelViewSet):
+class HeatingPlantViewSet(AuditedViewSetMixin, viewsets.ModelViewSet):
     queryset = HeatingPlant.objects.prefetch_related("zones")
     serializer_class = HeatingPlantSerializer
 
@@ -342,7 +343,7 @@ class HeatingPlantViewSet(viewsets.ModelViewSet):
     "ΔT on, tank max below the collector emergency stop, antifreeze off above on, a pump no "
     "one else drives); each refusal is a 400 naming the field.",
 )
-class SolarCircuitViewSet(viewsets.ModelViewSet):
+class SolarCircuitViewSet(AuditedViewSetMixin, viewsets.ModelViewSet):
     queryset = SolarCircuit.objects.all()
     serializer_class = SolarCircuitSerializer
 
@@ -356,7 +357,7 @@ class SolarCircuitViewSet(viewsets.ModelViewSet):
     "`/api/v1/heat-sources`, its store `/api/v1/thermal-stores`. Bounds as in the admin; each "
     "refusal is a 400 naming the field.",
 )
-class HeatMainViewSet(viewsets.ModelViewSet):
+class HeatMainViewSet(AuditedViewSetMixin, viewsets.ModelViewSet):
     queryset = HeatMain.objects.prefetch_related("zones", "sources").select_related("store")
     serializer_class = HeatMainSerializer
 
@@ -369,7 +370,7 @@ class HeatMainViewSet(viewsets.ModelViewSet):
     "it takes part in the lead rotation and its ramp time; the admin's rules (a relay no zone, "
     "plant, solar circuit, store or other source drives), each refusal a 400 naming the field.",
 )
-class HeatSourceViewSet(viewsets.ModelViewSet):
+class HeatSourceViewSet(AuditedViewSetMixin, viewsets.ModelViewSet):
     queryset = HeatSource.objects.all()
     serializer_class = HeatSourceSerializer
 
@@ -383,6 +384,6 @@ class HeatSourceViewSet(viewsets.ModelViewSet):
     "stops above where it starts, two different pumps no one else drives), each refusal a 400 "
     "naming the field.",
 )
-class ThermalStoreViewSet(viewsets.ModelViewSet):
+class ThermalStoreViewSet(AuditedViewSetMixin, viewsets.ModelViewSet):
     queryset = ThermalStore.objects.all().order_by("pk")
     serializer_class = ThermalStoreSerializer

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from control.models import MAX_OVERRIDE, Booking, HeatingPlant, WeatherCompensation, Zone
+from core.choice_fields import bounded_formfield
 from sensors.models import Actuator
 
 
@@ -187,6 +188,7 @@ class HeatingPlantForm(forms.ModelForm):
     class Meta:
         model = HeatingPlant
         fields = "__all__"
+        formfield_callback = bounded_formfield  # rooms: an id past 64 bits is a 400, not a 500
 
     def clean(self):
         cleaned = super().clean()

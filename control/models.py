@@ -909,6 +909,13 @@ class OutputOverride(HeldUntil):
             raise ValidationError(errors)
 
 
+DELTA_OFF_ABOVE_ON = (
+    "The pump must go off at a smaller difference than the one it comes on at "
+    "(the collector's lead over the tank)."
+)
+ANTIFREEZE_OFF_BELOW_ON = "Collector frost protection must end above the temperature it starts at."
+
+
 class SolarCircuit(models.Model):
     """A solar thermal circuit: collector and tank sensors, one pump (differential control)."""
 
@@ -974,10 +981,12 @@ class SolarCircuit(models.Model):
         return self.name
 
     def clean(self) -> None:
+        # Worded as the staff page labels the fields ("Pump on when the collector is this much
+        # warmer than the tank", "Collector frost protection below"), not as ΔT on/off.
         if self.delta_off >= self.delta_on:
-            raise ValidationError({"delta_off": "ΔT off must be below ΔT on."})
+            raise ValidationError({"delta_off": DELTA_OFF_ABOVE_ON})
         if self.antifreeze_off <= self.antifreeze_on:
-            raise ValidationError({"antifreeze_off": "Must be above the antifreeze on point."})
+            raise ValidationError({"antifreeze_off": ANTIFREEZE_OFF_BELOW_ON})
         if self.tank_max >= self.collector_emergency:
             raise ValidationError({"tank_max": "Must be below the collector emergency stop."})
         from control.claims import conflict
@@ -1136,9 +1145,10 @@ class CalendarEntry(models.Model):
 
 
 class ProgrammeChange(models.Model):
-    """The audit of a change made on the staff pages to a schedule, a calendar, which rooms
-    follow a schedule, a heating plant (with its weather compensation) or a solar circuit:
-    who, when, what and why (the rows themselves keep no history)."""
+    """The audit of a change to a schedule, a calendar, which rooms follow a schedule (staff
+    pages), a heating plant (with its weather compensation), a solar circuit or a heat main
+    (staff pages, REST API and admin: control/change_audit.py): who, when, what and why (the
+    rows themselves keep no history)."""
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     by = models.CharField(max_length=150)

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from control.audited import reason_field
 from control.models import (
     ActuatorCommand,
     AnalogueCommand,
@@ -120,25 +121,29 @@ class ActuatorCommandSerializer(serializers.ModelSerializer):
 class WeatherCompensationSerializer(ModelCleanSerializer):
     """A plant's heating curve and output; the rules are WeatherCompensation.clean's."""
 
+    reason = reason_field()  # for the change history (control/audited.py)
+
     class Meta:
         model = WeatherCompensation
         fields = ["id", "plant", "enabled", "mode", "slope", "shift_k", "room_influence",
                   "flow_min_c", "flow_max_c", "flow_limit_c", "kp", "ti_s", "output",
                   "register_host", "register_port", "register_device_id", "register_address",
                   "raw_min", "raw_max", "scale_low", "scale_high", "open_actuator",
-                  "close_actuator", "run_time_s", "min_pulse_s"]  # fmt: skip
+                  "close_actuator", "run_time_s", "min_pulse_s", "reason"]  # fmt: skip
 
 
 class HeatingPlantSerializer(ModelCleanSerializer):
     """A heating plant and its members (zones), with the admin's rules: the model's clean()
     with the zones being saved (control/plant_rules.py) and the actuator claims."""
 
+    reason = reason_field()  # for the change history (control/audited.py)
+
     class Meta:
         model = HeatingPlant
         fields = ["id", "site", "name", "enabled", "boiler", "pump", "zones", "has_bypass",
                   "pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s",
                   "outside_sensor", "frost_outside_c", "flow_sensor", "flow_frost_c",
-                  "sensor_stale_after_s", "index_zone"]  # fmt: skip
+                  "sensor_stale_after_s", "index_zone", "reason"]  # fmt: skip
 
     def validate(self, attrs: dict) -> dict:
         zones = attrs.get("zones")
@@ -155,13 +160,15 @@ class SolarCircuitSerializer(ModelCleanSerializer):
     """A solar thermal circuit, with the admin's rules (SolarCircuit.clean: the differential,
     antifreeze and tank limits, and the pump's claims)."""
 
+    reason = reason_field()  # for the change history (control/audited.py)
+
     class Meta:
         model = SolarCircuit
         fields = ["id", "site", "name", "enabled", "collector_sensor", "tank_sensor", "pump",
                   "delta_on", "delta_off", "tank_max", "tank_hysteresis", "collector_emergency",
                   "emergency_hysteresis", "antifreeze_on", "antifreeze_off",
                   "sensor_stale_after_s", "pump_kick", "pump_kick_idle_days",
-                  "pump_kick_s"]  # fmt: skip
+                  "pump_kick_s", "reason"]  # fmt: skip
 
 
 MAX_HEAT_MAIN_ZONES = 2000
@@ -181,31 +188,37 @@ class HeatMainSerializer(ModelCleanSerializer):
     sources = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     store = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
+    reason = reason_field()  # for the change history (control/audited.py)
+
     class Meta:
         model = HeatMain
         fields = ["id", "site", "name", "enabled", "zones", "flow_sensor", "flow_setpoint_c",
                   "stage_up_k", "stage_up_s", "stage_down_k", "stage_down_s", "rotate_weekly",
-                  "rotate_hours", "sensor_stale_after_s", "sources", "store"]  # fmt: skip
+                  "rotate_hours", "sensor_stale_after_s", "sources", "store", "reason"]  # fmt: skip
 
 
 class HeatSourceSerializer(ModelCleanSerializer):
     """A heat source on a heat main, with the admin's rules (HeatSource.clean: a relay no zone,
     plant, solar circuit, store or other source drives; one source per relay)."""
 
+    reason = reason_field()  # for the change history (control/audited.py)
+
     class Meta:
         model = HeatSource
-        fields = ["id", "heat_main", "name", "actuator", "order", "rotate", "ramp_s"]
+        fields = ["id", "heat_main", "name", "actuator", "order", "rotate", "ramp_s", "reason"]
 
 
 class ThermalStoreSerializer(ModelCleanSerializer):
     """A heat main's thermal store (one per main), with the admin's rules (ThermalStore.clean:
     the charge stops above where it starts, two different pumps no one else drives)."""
 
+    reason = reason_field()  # for the change history (control/audited.py)
+
     class Meta:
         model = ThermalStore
         fields = ["id", "heat_main", "name", "top_sensor", "bottom_sensor", "charge_start_c",
                   "charge_stop_c", "discharge_min_c", "charge_pump", "discharge_pump",
-                  "sensor_stale_after_s"]  # fmt: skip
+                  "sensor_stale_after_s", "reason"]  # fmt: skip
 
 
 class RelayBoardSerializer(ModelCleanSerializer):

@@ -92,14 +92,38 @@ def json_exception_handler(exc: Exception, context: dict) -> Response | None:
 JSON_PATH_PREFIXES = ("/api/", "/input/", "/feed/")
 
 
+def _too_much(exception: Exception | None) -> str:
+    """Plain words for a request over Django's bounds (an outside tester got a bare page)."""
+    from django.conf import settings
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+
+    if isinstance(exception, TooManyFieldsSent):
+        return (
+            f"Too many fields in one form: at most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} "
+            "are read."
+        )
+    if isinstance(exception, TooManyFilesSent):
+        return f"Too many files in one form: at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES}."
+    if isinstance(exception, RequestDataTooBig):
+        return f"Too much in one form: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+    return ""
+
+
 def bad_request(request, exception: Exception | None = None):
-    """handler400 (bms/urls.py): JSON for API, ingest and feed paths, Django's page elsewhere."""
+    """handler400 (bms/urls.py): JSON for API, ingest and feed paths, Django's page elsewhere;
+    a form over Django's bounds is said in plain words on either."""
     from django.core.exceptions import DisallowedHost
+    from django.shortcuts import render
     from django.views.defaults import bad_request as django_bad_request
 
     path = request.path_info
+    said = _too_much(exception)
     if not (path.startswith(JSON_PATH_PREFIXES) or path.endswith(".json")):
+        if said:
+            return render(request, "core/too_much.html", {"said": said}, status=400)
         return django_bad_request(request, exception)
+    if said:
+        return error_response(said)
     if isinstance(exception, DisallowedHost):
         host = request.META.get("HTTP_HOST", "")[:80]
         return error_response(f"Host: {host!r} is not a host this site answers to", field="Host")

@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from core.choice_fields import BoundedIdsAdmin
 from displays.models import Display, Panel
 from displays.warnings import private_feed_warnings
 
@@ -10,7 +11,7 @@ def _warn(request, display: Display) -> None:
         messages.warning(request, warning)
 
 
-class PanelInline(admin.StackedInline):
+class PanelInline(BoundedIdsAdmin, admin.StackedInline):
     model = Panel
     extra = 0
     fields = [("kind", "order"), ("label", "unit", "colour"), "feeds", "options"]
@@ -35,7 +36,7 @@ class DisplayAdmin(admin.ModelAdmin):
 
 
 @admin.register(Panel)
-class PanelAdmin(admin.ModelAdmin):
+class PanelAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     list_display = ["label", "display", "kind", "unit", "order"]
     list_filter = ["display", "kind"]
     search_fields = ["label"]

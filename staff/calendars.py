@@ -15,11 +15,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from control.change_audit import audit
 from control.models import CalendarEntry, ProgrammeChange, SiteCalendar
 from core.pages import staff_page
 from core.permissions import is_engineer
 from staff.schedule_forms import CalendarForm, EntryForm, HolidaysForm
-from staff.schedules import ONLY_ENGINEERS, RECENT_CHANGES, audit
+from staff.schedules import ONLY_ENGINEERS, RECENT_CHANGES
 
 
 def _subject(calendar: SiteCalendar) -> str:

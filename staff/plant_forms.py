@@ -13,93 +13,18 @@ from typing import Any
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
+from control.change_audit import snapshot, thing_words
 from control.engine.weather import heating_curve
 from control.forms import HeatingPlantForm
 from control.models import SolarCircuit, WeatherCompensation, Zone
-from sensors.models import Actuator, Sensor
+from control.plant_words import BOILER_WORDS, PLANT_WORDS, SHOWN_FOR, SOLAR_WORDS, WEATHER_WORDS
+from sensors.models import Actuator, Sensor, Site
 from staff.schedule_forms import reason_field
 
-PLANT_WORDS: dict[str, str] = {
-    "name": "Name",
-    "enabled": "In use (the control tick drives it)",
-    "boiler": "Boiler (its relay)",
-    "pump": "Circulation pump (its relay)",
-    "zones": "Rooms it heats",
-    "index_zone": "Index room (its valves stay open when there is no bypass)",
-    "has_bypass": "The circuit has a bypass: the pump may run with every room valve closed",
-    "pump_overrun_s": "Pump runs on after the boiler stops (s)",
-    "pump_kick": "Exercise the pump when it stands idle",
-    "pump_kick_idle_days": "Exercise it after this many idle days",
-    "pump_kick_s": "Exercise it for (s)",
-    "outside_sensor": "Outside temperature sensor",
-    "frost_outside_c": "Frost protection below this outside temperature (°C)",
-    "flow_sensor": "Flow temperature sensor",
-    "flow_frost_c": "Frost protection below this flow temperature (°C)",
-    "sensor_stale_after_s": "A reading older than this counts as lost (s)",
-}
-# The boiler's own minimum run and rest times (anti-short-cycle) live on its actuator.
-BOILER_WORDS: dict[str, str] = {
-    "min_on_s": "Boiler minimum run time (s)",
-    "min_off_s": "Boiler minimum rest time between runs (s)",
-}
-WEATHER_WORDS: dict[str, str] = {
-    "enabled": "Weather compensation in use",
-    "mode": "What it drives",
-    "slope": "Curve slope (K of flow per K colder outside)",
-    "shift_k": "Curve shift, up or down (K)",
-    "room_influence": "Room influence (K of flow per K the index room is cold; 0: none)",
-    "flow_min_c": "Lowest flow temperature (°C)",
-    "flow_max_c": "Highest flow temperature (°C)",
-    "flow_limit_c": "Flow over-temperature limit: the valve closes (°C)",
-    "kp": "Mixing valve gain (% per K)",
-    "ti_s": "Mixing valve integral time (s)",
-    "output": "Output",
-    "register_host": "Output module address",
-    "register_port": "Output module port",
-    "register_device_id": "Output module unit number",
-    "register_address": "Output register (counted from 0)",
-    "raw_min": "Raw counts at 0 V / 4 mA",
-    "raw_max": "Raw counts at 10 V / 20 mA",
-    "scale_low": "Value at the bottom of the scale (% or °C)",
-    "scale_high": "Value at the top of the scale (% or °C)",
-    "open_actuator": "Valve open relay",
-    "close_actuator": "Valve close relay",
-    "run_time_s": "Valve full stroke time (s)",
-    "min_pulse_s": "Shortest valve pulse (s)",
-}
-SOLAR_WORDS: dict[str, str] = {
-    "name": "Name",
-    "enabled": "In use (the control tick drives it)",
-    "collector_sensor": "Collector temperature sensor",
-    "tank_sensor": "Tank temperature sensor",
-    "pump": "Solar pump (its relay)",
-    "delta_on": "Pump on when the collector is this much warmer than the tank (K)",
-    "delta_off": "Pump off when the difference falls to (K)",
-    "tank_max": "Tank top temperature: the pump stops (°C)",
-    "tank_hysteresis": "It restarts this far below the tank top (K)",
-    "collector_emergency": "Collector emergency stop (°C)",
-    "emergency_hysteresis": "It restarts this far below the emergency stop (K)",
-    "antifreeze_on": "Collector frost protection below (°C): tank heat is circulated",
-    "antifreeze_off": "Collector frost protection ends at (°C)",
-    "sensor_stale_after_s": "A reading older than this counts as lost (s)",
-    "pump_kick": "Exercise the pump when it stands idle",
-    "pump_kick_idle_days": "Exercise it after this many idle days",
-    "pump_kick_s": "Exercise it for (s)",
-}
 # Outside temperatures of the curve's table, and the room set point it is drawn for (the
 # tick uses the warmest calling room's target; 20 °C is the usual comfort set point).
 CURVE_OUTSIDE_C = (-15, -10, -5, 0, 5, 10, 15)
 CURVE_ROOM_C = 20.0
-
-
-def thing_words(obj: Any) -> str:
-    """A relay or sensor as a person picks it: "Boiler (boiler)", "Outside (t1 on node 'Roof')"."""
-    if isinstance(obj, Actuator):
-        return f"{obj.name} ({obj.get_kind_display().lower()})"
-    if isinstance(obj, Sensor):
-        where = f"{obj.key} on node '{obj.node.name}'"
-        return f"{obj.name} ({where})" if obj.name else where
-    return str(obj)
 
 
 class _ThingChoice(forms.ModelChoiceField):
@@ -132,7 +57,33 @@ def _sensors() -> Any:
     return Sensor.objects.select_related("node").order_by("node__name", "key")
 
 
-class PlantForm(_PlainErrors, HeatingPlantForm):
+class _SiteChoice:
+    """The plant's site: the only site without asking (a hidden field, and the default when a
+    client leaves it out); a choice when there are several; none when there is no site."""
+
+    only_site: Site | None = None
+
+    def _choose_site(self) -> None:
+        fields, instance = self.fields, self.instance  # type: ignore[attr-defined]
+        sites = list(Site.objects.order_by("name")[:2])
+        if not sites:
+            del fields["site"]
+            return
+        fields["site"].queryset = Site.objects.order_by("name")
+        if len(sites) == 1:
+            self.only_site = sites[0]
+            fields["site"].widget = forms.HiddenInput()
+            if instance.site_id is None:
+                self.initial["site"] = sites[0].pk  # type: ignore[attr-defined]
+        else:
+            fields["site"].required = True
+            fields["site"].empty_label = "(choose the site)"
+
+    def clean_site(self) -> Site | None:
+        return self.cleaned_data.get("site") or self.only_site  # type: ignore[attr-defined]
+
+
+class PlantForm(_SiteChoice, _PlainErrors, HeatingPlantForm):
     """A heating plant; the boiler's anti-short-cycle times ride along (saved on the boiler)."""
 
     # Not required: a new plant does not know its boiler yet, and a blank keeps the boiler's
@@ -151,6 +102,7 @@ class PlantForm(_PlainErrors, HeatingPlantForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         _worded(self, PLANT_WORDS)
+        self._choose_site()
         for name in ("outside_sensor", "flow_sensor"):
             self.fields[name].queryset = _sensors()
         self.fields["zones"].queryset = Zone.objects.order_by("name")
@@ -198,9 +150,13 @@ class WeatherForm(_PlainErrors, forms.ModelForm):
         kwargs.setdefault("prefix", "weather")
         super().__init__(*args, **kwargs)
         _worded(self, WEATHER_WORDS)
+        # A class on the field's box: the page shows it only for its mode and output
+        # (staff/_plant_style.html), so a modulating boiler is not offered a valve's gain.
+        for name, shown_for in SHOWN_FOR.items():
+            self.fields[name].shown_for = shown_for  # type: ignore[attr-defined]
 
 
-class SolarForm(_PlainErrors, forms.ModelForm):
+class SolarForm(_SiteChoice, _PlainErrors, forms.ModelForm):
     reason = reason_field()
 
     class Meta:
@@ -211,6 +167,7 @@ class SolarForm(_PlainErrors, forms.ModelForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         _worded(self, SOLAR_WORDS)
+        self._choose_site()
         for name in ("collector_sensor", "tank_sensor"):
             self.fields[name].queryset = _sensors()
 
@@ -231,41 +188,6 @@ def curve_table(weather: WeatherCompensation) -> list[tuple[int, float]]:
             ),
         )
         for outside in CURVE_OUTSIDE_C
-    ]
-
-
-def snapshot(instance: Any, words: dict[str, str]) -> dict[str, str]:
-    """Each field's stored value in words: a relay or sensor by name, a choice by its label,
-    yes/no, a number as typed; the rooms by name."""
-    said = {}
-    for name in words:
-        field = instance._meta.get_field(name)
-        if field.many_to_many:
-            rows = getattr(instance, name).all() if instance.pk is not None else []
-            said[name] = ", ".join(thing_words(o) for o in rows)
-            continue
-        value = getattr(instance, name)
-        if value is None or value == "":
-            said[name] = ""
-        elif field.is_relation:
-            said[name] = thing_words(value)
-        elif field.choices:
-            said[name] = str(dict(field.choices).get(value, value))
-        elif isinstance(value, bool):
-            said[name] = "yes" if value else "no"
-        elif isinstance(value, float):
-            said[name] = f"{value:g}"
-        else:
-            said[name] = str(value)
-    return said
-
-
-def changes(before: dict[str, str], after: dict[str, str], words: dict[str, str]) -> list[str]:
-    """'Label old → new' for each field whose value changed."""
-    return [
-        f"{label} {before.get(name) or '—'} → {after.get(name) or '—'}"
-        for name, label in words.items()
-        if before.get(name) != after.get(name)
     ]
 
 

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from control.change_audit import audit, changes, snapshot, words_for
 from control.models import HeatingPlant, ProgrammeChange, SolarCircuit, WeatherCompensation
 from core.pages import staff_page
 from core.permissions import is_engineer
@@ -29,15 +30,17 @@ from staff.plant_forms import (
     PlantForm,
     SolarForm,
     WeatherForm,
-    changes,
     curve_table,
     read_only_rows,
-    snapshot,
 )
-from staff.schedules import RECENT_CHANGES, audit
+from staff.schedules import RECENT_CHANGES
 
 ONLY_ENGINEERS = "Only engineers may change heating plants and solar circuits."
 ADD_WEATHER = "add_weather"  # the checkbox that gives a plant without one a heating curve
+TICK_FOR_WEATHER = (
+    "These weather compensation settings were not saved: tick 'Give this plant weather "
+    "compensation' to give it a heating curve, or leave them as they were."
+)
 
 
 def plant_subject(plant: HeatingPlant) -> str:
@@ -111,6 +114,12 @@ def plant_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             request.POST if with_weather else None, instance=weather or WeatherCompensation()
         )
         valid = form.is_valid()
+        refused_weather = ""
+        if not with_weather and _weather_typed(request.POST):
+            # A curve typed without the box would be thrown away: say so, store nothing.
+            weather_form = WeatherForm(request.POST, instance=WeatherCompensation())
+            weather_form.instance.plant = form.instance
+            refused_weather, valid = TICK_FOR_WEATHER, False
         if with_weather:
             # WeatherCompensation.clean reads the plant's sensors: the ones being saved.
             weather_form.instance.plant = form.instance
@@ -123,18 +132,19 @@ def plant_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
                 if with_weather:
                     weather_form.instance.plant = saved
                     curve = weather_form.save()
+                    words = words_for(curve)  # the fields of its mode and output only
                     said += [
                         f"weather compensation: {c}"
-                        for c in changes(
-                            weather_before, snapshot(curve, WEATHER_WORDS), WEATHER_WORDS
-                        )
+                        for c in changes(weather_before, snapshot(curve, words), words)
                     ]
                 _record(request, plant_subject(saved), said, plant is None, form)
             return redirect("staff-plant-edit", pk=saved.pk)
         status = 400
-    elif may_edit:
-        form = PlantForm(instance=plant or HeatingPlant())
-        weather_form = WeatherForm(instance=weather or WeatherCompensation())
+    else:
+        refused_weather = ""
+        if may_edit:
+            form = PlantForm(instance=plant or HeatingPlant())
+            weather_form = WeatherForm(instance=weather or WeatherCompensation())
     return render(
         request,
         "staff/plant_edit.html",
@@ -145,15 +155,23 @@ def plant_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "form": form,
             "weather_form": weather_form,
             "add_weather": request.POST.get(ADD_WEATHER) if request.method == "POST" else "",
+            "refused_weather": refused_weather,
             "may_edit": may_edit,
             "rows": read_only_rows(plant, PLANT_WORDS) + _boiler_rows(plant) if plant else [],
-            "weather_rows": read_only_rows(weather, WEATHER_WORDS) if weather else [],
+            "weather_rows": read_only_rows(weather, words_for(weather)) if weather else [],
             "curve": curve_table(weather) if weather else [],
             "curve_room_c": CURVE_ROOM_C,
             "changes": _changes_of(plant_subject(plant) if plant else None),
         },
         status=status,
     )
+
+
+def _weather_typed(posted) -> bool:
+    """Whether weather compensation fields were changed from a new curve's defaults."""
+    if not any(key.startswith("weather-") for key in posted):
+        return False
+    return WeatherForm(posted, instance=WeatherCompensation()).has_changed()
 
 
 def _boiler_rows(plant: HeatingPlant) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 
 from control.forms import iso_date_input, iso_time_input
 from control.models import CALENDAR_ENTRY_MAX_DAYS, Schedule, SchedulePeriod, SiteCalendar, Zone
+from core.choice_fields import BoundedModelMultipleChoiceField
 from energy.models import MeterNode
 from staff.models import zones_in
 
@@ -38,7 +39,7 @@ class ScheduleForm(forms.Form):
     Period fields are named d<weekday>_<row>_start|end|setpoint (weekday 0 = Monday)."""
 
     name = forms.CharField(max_length=100)
-    calendars = forms.ModelMultipleChoiceField(
+    calendars = BoundedModelMultipleChoiceField(
         queryset=SiteCalendar.objects.all(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -58,7 +59,7 @@ class ScheduleForm(forms.Form):
         label="Apply to every room of building",
         empty_label="(no building)",
     )
-    zones = forms.ModelMultipleChoiceField(
+    zones = BoundedModelMultipleChoiceField(
         queryset=Zone.objects.order_by("name"),
         required=False,
         widget=forms.CheckboxSelectMultiple,

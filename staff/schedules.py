@@ -16,6 +16,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from control.change_audit import audit
 from control.models import (
     CalendarEntry,
     ProgrammeChange,
@@ -38,12 +39,6 @@ from staff.schedule_forms import (
 
 RECENT_CHANGES = 30  # audit rows shown on a page (the admin lists them all)
 ONLY_ENGINEERS = "Only engineers may change schedules and calendars."
-
-
-def audit(by: AbstractBaseUser, subject: str, change: str, reason: str) -> ProgrammeChange:
-    return ProgrammeChange.objects.create(
-        by=by.get_username(), subject=subject[:200], change=change, reason=reason
-    )
 
 
 def _period_text(p: SchedulePeriod) -> str:

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 import control.admin_plant  # noqa: F401  (registers the ModelAdmins)
-from control.models import HeatingPlant, SolarCircuit, Zone
+from control.models import DELTA_OFF_ABOVE_ON, HeatingPlant, SolarCircuit, Zone
 from sensors.models import Actuator
 
 from . import factories as f
@@ -131,7 +131,7 @@ def test_an_engineer_creates_and_changes_a_solar_circuit(engineer_api):
     url = f"/api/v1/solar-circuits/{circuit['id']}"
     response = engineer_api.patch(url, {"delta_off": 6.0}, format="json")
     assert response.status_code == 400
-    assert response.json()["fields"]["delta_off"] == ["ΔT off must be below ΔT on."]
+    assert response.json()["fields"]["delta_off"] == [DELTA_OFF_ABOVE_ON]
     assert engineer_api.patch(url, {"delta_on": 8.0}, format="json").status_code == 200
     assert SolarCircuit.objects.get().delta_on == 8.0
 

@@ -140,3 +140,71 @@ def test_a_viewer_reads_the_plant_with_no_form(server, plant_room):
         expect(page.locator("#read-only")).to_be_visible()
         expect(page.get_by_role("button", name="Save solar circuit")).to_have_count(0)
         assert seen["errors"] == []
+
+
+def test_only_the_weather_fields_that_mean_something_are_shown(server, plant_room):
+    """Issue #28, outside tester: a plant without a curve showed the curve fields and dropped
+    a changed slope; a modulating boiler was offered the mixing valve's limit and loop."""
+    plant = plant_room["plant"]
+    _db(lambda: WeatherCompensation.objects.all().delete())
+    path = f"/staff/plants/{plant.pk}/"
+    with logged_in_page(server.url, "estates", PASSWORD, path, VIEWPORT) as (page, seen):
+        slope = page.get_by_label("Curve slope (K of flow per K colder outside)")
+        box = page.get_by_label("Give this plant weather compensation (a heating curve)")
+        expect(slope).to_be_hidden()  # nothing to change until the box is ticked
+        box.check()
+        expect(slope).to_be_visible()
+        gain = page.get_by_label("Mixing valve gain (% per K)")
+        limit = page.get_by_label("Flow over-temperature limit: the valve closes (°C)")
+        expect(gain).to_be_visible()
+        expect(limit).to_be_visible()
+        expect(page.get_by_label("Valve open relay")).to_be_hidden()  # a register output
+        page.get_by_label("What it drives").select_option(
+            label="Modulating boiler (flow set point)"
+        )
+        expect(gain).to_be_hidden()
+        expect(limit).to_be_hidden()
+        expect(page.get_by_label("Output module address")).to_be_visible()
+        page.get_by_label("What it drives").select_option(
+            label="Mixing valve (PI loop on the flow temperature)"
+        )
+        page.locator("select[name=weather-output]").select_option(
+            label="Three-point valve (open / close relays)"
+        )
+        expect(page.get_by_label("Valve open relay")).to_be_visible()
+        expect(page.get_by_label("Output module address")).to_be_hidden()
+        page.locator("select[name=weather-output]").select_option(
+            label="Holding register (analogue output module)"
+        )
+
+        # A slope typed, then the box unticked: refused in words, not silently dropped.
+        slope.fill("1.2")
+        box.uncheck()
+        page.get_by_label("Why (for the audit)").fill("Colder rooms")
+        page.get_by_role("button", name="Save heating plant").click()
+        expect(page.locator("#weather-refused")).to_contain_text(
+            "tick 'Give this plant weather compensation'"
+        )
+        assert _db(lambda: WeatherCompensation.objects.count()) == 0
+
+        box.check()
+        expect(slope).to_have_value("1.2")  # what was typed is still there
+        page.get_by_label("Output module address").fill("10.0.0.8")
+        page.get_by_label("What it drives").select_option(
+            label="Modulating boiler (flow set point)"
+        )
+        page.get_by_label("Why (for the audit)").fill("Colder rooms")
+        page.get_by_role("button", name="Save heating plant").click()
+        expect(page.locator(".messages")).to_contain_text("Saved heating plant 'Boiler house'")
+        change = page.locator("#changes")
+        expect(change).to_contain_text("Curve slope (K of flow per K colder outside) — → 1.2")
+        expect(change).not_to_contain_text("Mixing valve gain")
+        assert seen["errors"] == [
+            "Failed to load resource: the server responded with a status of 400 (Bad Request)"
+        ]
+    assert _db(
+        lambda: (WeatherCompensation.objects.get().slope, WeatherCompensation.objects.get().mode)
+    ) == (
+        1.2,
+        "boiler_setpoint",
+    )
