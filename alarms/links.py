@@ -56,6 +56,16 @@ KINDS: dict[str, Kind] = {
     "modbus-register": Kind(
         "sensors_node", "the meter", "Check the register's address and type in the meter's map."
     ),
+    "bacnet-device": Kind(
+        "sensors_node",
+        "the controller",
+        "Check the controller's power and network, and its address and device number.",
+    ),
+    "bacnet-point": Kind(
+        "sensors_node",
+        "the controller",
+        "Check the point still exists on the controller; remove it from its points if not.",
+    ),
     "ical": Kind("control_zone", "the zone", "Check the calendar's address and that it is up."),
     "ical-capped": Kind(
         "control_zone", "the zone", "Trim the calendar, or give the room a calendar of its own."
