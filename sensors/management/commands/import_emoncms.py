@@ -50,8 +50,9 @@ class Command(BaseCommand):
         parser.add_argument("--site", help="site slug for new nodes (default: the only site)")
         parser.add_argument(
             "--source-name", default="emoncms",
-            help="name of this emoncms site; a second run with the same name updates what the "
-            "first imported (default 'emoncms'); use another for a second emoncms",
+            help="name of this emoncms site (default 'emoncms'); a second run with the same name "
+            "brings in only what the first did not and changes nothing already here; use "
+            "another name for a second emoncms",
         )  # fmt: skip
         parser.add_argument("--userid", type=int, help="emoncms user, when the dump has several")
         parser.add_argument(
