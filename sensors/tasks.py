@@ -26,7 +26,7 @@ from core.dates import when_text
 from core.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import node_state as state
-from sensors.models import Node
+from sensors.models import Node, Site
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,14 @@ def check_silent_nodes(now: float | None = None) -> dict:
     nodes = Node.objects.filter(enabled=True).only(
         "id", "name", "location", "interval", "created", "auto_created", "registered_by_id"
     )
+    # Node names are unique per site: with several sites, "Node emontx silent" twice named
+    # neither, so the message names the site too.
+    several_sites = Site.objects.count() > 1
+    if several_sites:
+        nodes = nodes.select_related("site").only(
+            "id", "name", "location", "interval", "created", "auto_created",
+            "registered_by_id", "site__name",
+        )  # fmt: skip
     for node in nodes:
         # A node that never posted is measured from when it was registered.
         last = seen.get(node.id, node.created.timestamp())
@@ -124,7 +132,9 @@ def check_silent_nodes(now: float | None = None) -> dict:
             since = timezone.localtime(datetime.fromtimestamp(last, UTC))
             _, created = raise_alarm(
                 key,
-                f"Node {node.name}{f' ({node.location})' if node.location else ''} silent since "
+                f"Node {node.name}"
+                f"{f' of site {node.site.name!r}' if several_sites and node.site else ''}"
+                f"{f' ({node.location})' if node.location else ''} silent since "
                 f"{when_text(since)} "
                 f"(expected every {node.interval} s)",
                 source="node",

@@ -140,3 +140,26 @@ def test_a_silent_node_alarm_names_where_the_node_is(redis_client):
     check_silent_nodes(now=now + 31)
     message = Alarm.objects.open().get(key=f"node-silent:{node.pk}").message
     assert message.startswith("Node emontx1 (Seminar room) silent since ")
+
+
+def test_with_several_sites_a_silent_node_alarm_names_its_site(redis_client):
+    """Node names are unique per site: two sites' 'emontx' silent were two alarms naming
+    neither site (outside tester, #26)."""
+    from sensors.models import Site
+
+    home = Site.objects.create(name="Home", slug="home")
+    barn = Site.objects.create(name="Barn", slug="barn")
+    a = Node.objects.create(name="emontx", site=home, interval=10, key_hash="a")
+    b = Node.objects.create(name="emontx", site=barn, interval=10, key_hash="b")
+    now = time.time()
+    check_silent_nodes(now=now + 3600)
+    assert (
+        Alarm.objects.open()
+        .get(key=f"node-silent:{a.pk}")
+        .message.startswith("Node emontx of site 'Home' silent since ")
+    )
+    assert (
+        Alarm.objects.open()
+        .get(key=f"node-silent:{b.pk}")
+        .message.startswith("Node emontx of site 'Barn' silent since ")
+    )
