@@ -120,11 +120,14 @@ _READ_STATES = """
 local n = tonumber(ARGV[1])
 local out = {}
 for i = 1, n do out[i] = redis.call('HGETALL', KEYS[i]) end
-if #ARGV > 1 then
-  out[n + 1] = redis.call('HMGET', KEYS[n + 1], unpack(ARGV, 2))
-else
-  out[n + 1] = {}
+-- HMGET in slices of 1,000 fields: unpack() of more than Lua's stack (about 8,000) fails,
+-- and a batch may read as many feeds as a post has values (BMS_INGEST_MAX_VALUES, 50,000).
+local last = {}
+for i = 2, #ARGV, 1000 do
+  local got = redis.call('HMGET', KEYS[n + 1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  for j = 1, #got do last[#last + 1] = got[j] end
 end
+out[n + 1] = last
 if #KEYS > n + 1 then out[n + 2] = redis.call('GET', KEYS[n + 2]) end
 return out
 """

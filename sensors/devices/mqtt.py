@@ -23,7 +23,6 @@ ingested.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -34,7 +33,7 @@ import paho.mqtt.client as mqtt
 
 from sensors.devices import mqtt_publish
 from sensors.devices.mqtt_auth import LOGIN_REFUSED, MqttAuth, apply_auth
-from sensors.ingest.emoncms_input import NonFinite, lenient_value
+from sensors.ingest.emoncms_input import lenient_value, loads_lenient
 from sensors.ingest.node_auth import lookup_ref
 from sensors.ingest.parse import (
     MIN_TIME,
@@ -164,7 +163,7 @@ def _json_doc(text: str) -> object:
     if not text.startswith(("{", "[")):
         return None
     try:
-        return json.loads(text, parse_constant=NonFinite)
+        return loads_lenient(text)
     except RecursionError as exc:
         raise IngestError("payload: JSON nested too deeply", field="payload") from exc
     except ValueError as exc:

@@ -40,6 +40,9 @@ read and did not process stays pending, taken over in order by the shards' next 
 
 Transient failures (database or Redis away) stop the drain with the entries left pending; they
 are taken over by the next drain (the web's next kick, or beat's safety net every few seconds).
+A request that gets the same error from Redis or the database set_aside.ATTEMPTS times running
+(a script error, not an outage) is moved aside and recorded on its node's input errors
+(sensors/ingest/set_aside.py), so it cannot stop its node and shards forever.
 Any other failure of a request is logged and the request dropped, as a failed Celery task was.
 """
 
@@ -63,6 +66,7 @@ from redis.exceptions import LockError
 from core import redis_lock
 from core.redis import get_redis, redis_script
 from sensors.cache import check_generation
+from sensors.ingest import set_aside
 from sensors.ingest import stream as stream
 
 log = logging.getLogger(__name__)
@@ -131,6 +135,7 @@ class DrainReport:
     wakes: int = 0  # waits ended by a bell (a request appended) rather than the timeout
     stopped: str = ""  # why the drain stopped early ("transient: ...", "lease lost", "budget")
     shed: int = 0  # shards it released to another drain because it fell behind
+    set_aside: int = 0  # requests that failed the same way set_aside.ATTEMPTS times: moved aside
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -475,8 +480,16 @@ class Drain:
                     )
                     if ran.already_done:
                         self.report.already_done += len(chunk_ids)
-            except TRANSIENT_ERRORS:
-                raise  # left pending; the next drain takes them over
+            except TRANSIENT_ERRORS as exc:
+                # Left pending for the next drain, unless it is the server's answer to these
+                # requests and came back set_aside.ATTEMPTS times: then it would stop the node
+                # (and this drain's shards) for good, so it is moved aside and recorded.
+                if not set_aside.repeatable(exc):
+                    raise
+                if set_aside.failed(self.client, node_id, chunk_ids[0]) < set_aside.ATTEMPTS:
+                    raise
+                set_aside.move_aside(self.client, node_id, chunk_ids, chunk_rows, exc)
+                self.report.set_aside += len(chunk_ids)
             except Exception:
                 # A bug or bad data, not a passing outage: retrying would stop the node for good.
                 log.exception(

@@ -65,6 +65,39 @@ class NonFinite:
 
 
 @dataclass(frozen=True)
+class LongInteger:
+    """An integer in the JSON with more digits than Python's int() reads (4,300: it raises
+    a ValueError naming `sys.set_int_max_str_digits()`): far beyond any value a feed holds
+    (float32), so a value to skip, not a reason to refuse the batch (#26 outside tester)."""
+
+    digits: int
+
+
+# An integer this long is read as a LongInteger (only when the fast parse failed on one, below).
+MAX_INT_DIGITS = 400
+
+
+def _json_int(text: str) -> int | LongInteger:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= MAX_INT_DIGITS else LongInteger(digits)
+
+
+def loads_lenient(text: str) -> Any:
+    """The JSON of a post: `NaN`/`Infinity` as NonFinite, an over-long integer as
+    LongInteger, for the caller to skip. Malformed JSON raises ValueError (RecursionError when
+    nested too deeply), as json.loads does."""
+    try:
+        return json.loads(text, parse_constant=NonFinite)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        # int() refused a too-long integer (the only ValueError json.loads raises that is not
+        # a JSONDecodeError); read again with the reader of integers that takes any length.
+        # Not on the first read: a Python call per integer costs a 50,000-value bulk.
+        return json.loads(text, parse_constant=NonFinite, parse_int=_json_int)
+
+
+@dataclass(frozen=True)
 class Skipped:
     """One value (or row) left out of an accepted batch, and why."""
 
@@ -107,6 +140,8 @@ def lenient_value(value: Any, *, php_casts: bool = True) -> tuple[float | None, 
         return (0.0, "") if php_casts else (None, "null")
     if isinstance(value, NonFinite):
         return None, f"{value.literal} is not a finite number"
+    if isinstance(value, LongInteger):
+        return None, f"a number of {value.digits} digits is too large for a feed (float32)"
     if isinstance(value, bool):
         return (float(value), "") if php_casts else (None, f"boolean {value!r}")
     if isinstance(value, str):
@@ -194,7 +229,7 @@ def parse_post(params: dict[str, str], now: float, limits: Limits) -> tuple[Bulk
     fulljson = "fulljson" in params
     if fulljson:
         try:
-            doc = json.loads(params["fulljson"], parse_constant=NonFinite)
+            doc = loads_lenient(params["fulljson"])
         except RecursionError as exc:
             raise IngestError("fulljson: JSON nested too deeply", field="fulljson") from exc
         except ValueError as exc:
@@ -207,10 +242,16 @@ def parse_post(params: dict[str, str], now: float, limits: Limits) -> tuple[Bulk
             raise IngestError("fulljson: no values besides time", field="fulljson")
         values: dict[str, float] = {}
         for raw_key, raw in doc.items():
-            key = check_key(raw_key, "fulljson")
+            # As emoncms (input_methods.php): characters a name may not hold are removed
+            # ("Power (W)" is input "Power W"); a name with nothing usable left is skipped.
+            key = emoncms_name(raw_key)
+            where = f"fulljson.{(key if key.strip() else raw_key)[:SHOWN_CHARS]}"
+            if not key.strip() or len(key) > MAX_NAME_LENGTH:
+                batch.skipped.append(Skipped(None, where, "input name not usable"))
+                continue
             number, why = lenient_value(raw)
             if number is None:
-                batch.skipped.append(Skipped(None, f"fulljson.{key}"[:80], why))
+                batch.skipped.append(Skipped(None, where, why))
             else:
                 values[key] = number
     else:
@@ -330,7 +371,7 @@ def parse_bulk(
 def decode_bulk(text: str, limits: Limits) -> list:
     """The bulk JSON as a non-empty list of at most limits.max_rows rows (not yet checked)."""
     try:
-        doc = json.loads(text, parse_constant=NonFinite)
+        doc = loads_lenient(text)
     except RecursionError as exc:  # the parser's own words name its stack, not the body
         raise IngestError("data: JSON nested too deeply", field="data") from exc
     except ValueError as exc:

@@ -64,6 +64,7 @@ SLOT_BYTES = 4  # one float32 per slot (feeds/store/phpfina.py)
 # A field never charged falls back (an auto-created input's feed: to what its key was charged
 # while it had no feed), else to now. Returns {1 | 0, cost, used after | before}.
 CHARGE_LUA = """
+local UNPACK_SLICE = 1000
 local used = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
 local cost = 0
 local moved = {}
@@ -81,7 +82,11 @@ for i = 4, #ARGV, 4 do
 end
 if cost == 0 then return {1, 0, used} end
 if used + cost > tonumber(ARGV[2]) then return {0, cost, used} end
-redis.call('HSET', KEYS[2], unpack(moved))
+-- In slices: unpack() of more than Lua's stack (about 8,000) fails, and one post may write
+-- 50,000 files (BMS_INGEST_MAX_VALUES). UNPACK_SLICE is even, so a field keeps its value.
+for i = 1, #moved, UNPACK_SLICE do
+  redis.call('HSET', KEYS[2], unpack(moved, i, math.min(i + UNPACK_SLICE - 1, #moved)))
+end
 return {1, cost, redis.call('HINCRBY', KEYS[1], ARGV[1], cost)}
 """
 

@@ -279,3 +279,16 @@ def test_validate_steps_names_the_step():
         "step 5 (power_to_kwh)",
     ]
     assert validate_steps({"process": "scale"}) == ["processes must be a list of steps"]
+
+
+def test_the_last_values_of_more_feeds_than_luas_stack_are_read_in_one_round_trip(runner):
+    # A post may carry 50,000 values (BMS_INGEST_MAX_VALUES), each input's steps reading a
+    # feed: the read script unpacks them in slices (unpack() of ~8,000 fails: #26).
+    feeds = list(range(1, 20_001))
+    runner.redis.hset(
+        runner.buffer.last_key, mapping={f: f"{1_700_000_000 + f} {f}.5" for f in feeds[::2]}
+    )
+    _states, last = runner._load(runner.redis, [], feeds)
+    assert len(last) == 10_000
+    assert last[1] == (1_700_000_001, 1.5) and last[19_999] == (1_700_019_999, 19_999.5)
+    assert 2 not in last and 20_000 not in last

@@ -335,3 +335,65 @@ def test_a_node_keys_bulk_naming_another_node_is_refused_whatever_its_values(
     r = client.post("/input/bulk", {"data": json.dumps(rows), "time": "0", "apikey": key})
     assert r.status_code == 403 and b"someone-else" in r.content
     assert queued_batches(redis_client) == []
+
+
+def test_fulljson_names_lose_the_characters_emoncms_removes_and_keep_their_values(
+    client, node_and_key, redis_client
+):
+    node, key = node_and_key
+    doc = f'{{"Power (W)": 120, "temp_\u00b0C": 21.5, "()": 3, "time": {T0}}}'
+    r = client.post("/input/post", {"fulljson": doc, "apikey": key})
+    assert r.status_code == 200 and r.json() == {"success": True}, r.content
+    # As emoncms's input_methods.php: `Power W` and `temp_C`; a name of nothing is skipped.
+    assert only_batch(redis_client, node) == [[T0, {"Power W": 120.0, "temp_C": 21.5}]]
+    record = input_errors.summary(input_errors.node_subject(node.pk))
+    assert int(record["count"]) == 1 and "fulljson.(): input name not usable" in record["last"]
+
+
+LONG = "9" * 5000  # more digits than Python's int() reads (4,300)
+
+
+@pytest.mark.parametrize(
+    "endpoint,params,values,where",
+    [
+        (
+            "/input/post",
+            {"fulljson": f'{{"a": 1, "b": {LONG}, "time": {T0}}}'},
+            {"a": 1.0},
+            "fulljson.b: a number of 5000 digits",
+        ),
+        (
+            "/input/bulk",
+            {"data": f"[[{T0}, 10, 1, {LONG}, 3]]", "time": "0"},
+            {"1": 1.0, "3": 3.0},
+            "row 0 data[3] (input 2): a number of 5000 digits",
+        ),
+        (
+            "/input/bulk",
+            {"data": f'[[{T0}, 10, {{"x": -{LONG}, "y": 2}}]]', "time": "0"},
+            {"y": 2.0},
+            "row 0 data[2].x: a number of 5000 digits",
+        ),
+    ],
+)
+def test_a_5000_digit_number_is_a_skipped_value_not_a_refused_request(
+    client, node_and_key, redis_client, endpoint, params, values, where
+):
+    node, key = node_and_key
+    r = client.post(endpoint, {**params, "apikey": key})
+    assert r.status_code == 200, r.content
+    assert only_batch(redis_client, node) == [[T0, values]]
+    record = input_errors.summary(input_errors.node_subject(node.pk))
+    assert int(record["count"]) == 1 and where in record["last"]
+
+
+def test_a_5000_digit_row_time_skips_that_row_only(client, node_and_key, redis_client):
+    node, key = node_and_key
+    data = f"[[{LONG}, 10, 1], [{T0}, 10, 2]]"
+    r = client.post("/input/bulk", {"data": data, "time": "0", "apikey": key})
+    assert r.status_code == 200 and r.content == b"ok"
+    assert only_batch(redis_client, node) == [[T0, {"1": 2.0}]]
+    assert (
+        "set_int_max_str_digits"
+        not in input_errors.summary(input_errors.node_subject(node.pk))["last"]
+    )
