@@ -83,8 +83,9 @@ PASSING_SUSTAIN = timedelta(hours=1)
 # is that stored heat, not a passing valve.
 PASSING_SETTLE = timedelta(minutes=30)
 # The heat a room's air, furniture and inner surfaces take per kelvin, when nothing better
-# is known: the same mid-size 60 m² room as ZONE_HEAT_KW at 80 kJ/(m²·K), EN ISO 52016-1's
-# (ex ISO 13790) "light" class internal heat capacity: 4,800 kJ/K = 1.333 kWh/K.
+# is known: the same mid-size 60 m² room as ZONE_HEAT_KW at 80 kJ/(m²·K), ISO 13790:2008
+# Table 12's "very light" internal heat capacity (an hour's warming reaches only the air,
+# furniture and the walls' inner layer): 4,800 kJ/K = 1.333 kWh/K.
 ROOM_HEAT_KWH_PER_K = 60 * 80 / 3600
 
 RULES: dict[str, Rule] = {
