@@ -250,3 +250,45 @@ def warming(
                 marked.append(Span(t0, t1))
     value_at = dict(readings)
     return [(s, value_at[s.end] - value_at[s.start]) for s in union(marked)]
+
+
+def spikes(
+    readings: Sequence[tuple[datetime, float]],
+    *,
+    jump_k: float,
+    revert_k: float,
+    within: timedelta,
+    step: timedelta,
+) -> list[datetime]:
+    """Times a reading jumped more than `jump_k` from the one before it (no more than `step`
+    earlier: a jump across a gap is a lost sensor, alarmed elsewhere) and a reading within
+    `within` after came back to within `revert_k` of the value before the jump. A room does not
+    move 5 K in five minutes and back; a loose wire or a radio glitch does."""
+    found: list[datetime] = []
+    for i in range(1, len(readings)):
+        (t0, before), (t1, value) = readings[i - 1], readings[i]
+        if t1 - t0 > step or abs(value - before) <= jump_k:
+            continue
+        for t, v in readings[i + 1 :]:
+            if t - t1 > within:
+                break
+            if abs(v - before) <= revert_k:
+                found.append(t1)
+                break
+    return found
+
+
+def per_day(
+    times: Sequence[datetime], start: datetime, end: datetime, *, more_than: int
+) -> list[tuple[Span, int]]:
+    """Days from `start` with more than `more_than` of `times`: (day, how many)."""
+    found: list[tuple[Span, int]] = []
+    day = timedelta(days=1)
+    d0 = start
+    while d0 < end:
+        d1 = min(d0 + day, end)
+        n = sum(1 for t in times if d0 <= t < d1)
+        if n > more_than:
+            found.append((Span(d0, d1), n))
+        d0 = d1
+    return found

@@ -364,12 +364,47 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
     return trips
 
 
+def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
+    rule = rules.RULES[rules.SENSOR_SPIKES]
+    trips = []
+    for zone in _zones():
+        sensor = zone.temperature_sensor
+        if sensor is None or sensor.feed_id is None:
+            continue
+        times = detect.spikes(
+            log.readings(sensor.feed_id),
+            jump_k=rules.SPIKE_JUMP_K,
+            revert_k=rules.SPIKE_REVERT_K,
+            within=rules.SPIKE_WITHIN,
+            step=timedelta(seconds=READ_INTERVAL_S),
+        )
+        days = detect.per_day(times, start, end, more_than=rules.SPIKES_PER_DAY)
+        if not days:
+            continue
+        name = sensor.name or sensor.key
+        trips.append(
+            Trip(
+                key=f"{rule.name}:sensor:{sensor.pk}",
+                rule=rule.name,
+                subject=f"Temperature sensor '{name}' of zone '{zone.name}'",
+                subject_url=_zone_url(zone),
+                site=zone.site,
+                spans=[span for span, _ in days],
+                detail=f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
+                f"in {len(days)} days (at most {max(n for _, n in days)} in a day)",
+                evidence=[{"feed": sensor.feed_id, "name": name}],
+            )
+        )
+    return trips
+
+
 CHECKS = {
     rules.HEATING_UNOCCUPIED: heating_unoccupied,
     rules.SENSOR_FLATLINE: sensor_flatline,
     rules.SHORT_CYCLING: short_cycling,
     rules.UNDER_SETPOINT: under_setpoint,
     rules.VALVE_PASSING: valve_passing,
+    rules.SENSOR_SPIKES: sensor_spikes,
 }
 
 

@@ -17,6 +17,7 @@ SENSOR_FLATLINE = "sensor_flatline"
 SHORT_CYCLING = "boiler_short_cycling"
 UNDER_SETPOINT = "zone_under_setpoint"
 VALVE_PASSING = "valve_passing"
+SENSOR_SPIKES = "sensor_spikes"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +88,14 @@ PASSING_SETTLE = timedelta(minutes=30)
 # Table 12's "very light" internal heat capacity (an hour's warming reaches only the air,
 # furniture and the walls' inner layer): 4,800 kJ/K = 1.333 kWh/K.
 ROOM_HEAT_KWH_PER_K = 60 * 80 / 3600
+
+# A spike: a jump of more than SPIKE_JUMP_K between consecutive 5-min readings that comes
+# back within SPIKE_REVERT_K of where it was inside SPIKE_WITHIN. More than SPIKES_PER_DAY in
+# a day is a sensor to look at: one a day can be a door slammed on a draught, many cannot.
+SPIKE_JUMP_K = 5.0
+SPIKE_REVERT_K = 1.0
+SPIKE_WITHIN = timedelta(minutes=15)
+SPIKES_PER_DAY = 3
 
 RULES: dict[str, Rule] = {
     r.name: r
@@ -172,6 +181,21 @@ RULES: dict[str, Rule] = {
             what_to_check="the valve: does it close (its actuator's pin, a seized seat, a "
             "manual override cap left on), and the pipework (a bypass or another circuit "
             "running through the room)",
+        ),
+        Rule(
+            name=SENSOR_SPIKES,
+            title="Sensor spikes",
+            needs=("zone temperature sensor's feed",),
+            condition=f"more than {SPIKES_PER_DAY} times in a day the zone's temperature jumps "
+            f"more than {SPIKE_JUMP_K:g} K between consecutive 5-min readings and comes back "
+            f"within {SPIKE_REVERT_K:g} K of where it was inside "
+            f"{SPIKE_WITHIN.seconds // 60} min",
+            window=timedelta(days=1),
+            min_duration=timedelta(days=1),
+            cost_method="",
+            what_to_check="the sensor's wiring and connector (a loose or corroded contact), its "
+            "radio's signal and battery, and anything hot or cold near it (a lamp, a vent). The "
+            "control may act on a spike: a jump down calls for heat, a jump up stops it.",
         ),
     )
 }

@@ -212,3 +212,28 @@ def test_warming_outside_the_spans_judged_is_not_counted():
     assert _warming(_ramp(1.5, 6, 8), during=[detect.Span(T0 + 9 * H, T0 + 24 * H)]) == []
     # a span shorter than the sustain cannot hold an hour's rise
     assert _warming(_ramp(1.5, 6, 8), during=[detect.Span(T0 + 6 * H, T0 + 6.5 * H)]) == []
+
+
+def _spikes(readings):
+    return detect.spikes(readings, jump_k=5.0, revert_k=1.0, within=15 * M, step=5 * M)
+
+
+def test_a_jump_of_over_five_kelvin_that_comes_back_within_fifteen_minutes_is_a_spike():
+    spiked = {24: 27.0, 48: 12.0, 49: 12.0, 50: 12.0}  # up one point; down for 15 min
+    found = _spikes(_series(lambda i: spiked.get(i, 20.0)))
+    assert found == [T0 + 24 * 5 * M, T0 + 48 * 5 * M]
+
+
+def test_a_jump_that_stays_or_of_five_kelvin_exactly_or_across_a_gap_is_no_spike():
+    assert _spikes(_series(lambda i: 20.0 if i < 24 else 26.0)) == []  # a step that stays
+    assert _spikes(_series(lambda i: 25.0 if i == 24 else 20.0)) == []  # exactly 5 K
+    slow = {24: 27.0, 25: 27.0, 26: 27.0, 27: 27.0}  # back after 20 min: not within 15
+    assert _spikes(_series(lambda i: slow.get(i, 20.0))) == []
+    gap = [(T0, 20.0), (T0 + H, 27.0), (T0 + H + 5 * M, 20.0)]  # an hour's gap before it
+    assert _spikes(gap) == []
+
+
+def test_days_with_more_than_n_of_them_are_counted_from_the_start():
+    times = [T0 + h * H for h in (1, 2, 3, 4)] + [T0 + 24 * H + h * H for h in (1, 2, 3)]
+    found = detect.per_day(times, T0, T0 + 48 * H, more_than=3)
+    assert found == [(detect.Span(T0, T0 + 24 * H), 4)]

@@ -314,3 +314,28 @@ def test_a_radiator_still_warming_the_room_just_after_its_valve_shut_is_no_passi
     monkeypatch.setattr(rules, "PASSING_SETTLE", timedelta())
     evaluate(MONDAY, MONDAY + WEEK)
     assert Finding.objects.filter(rule=rules.VALVE_PASSING).exists()
+
+
+def _glitches(n: int):
+    """20 °C with `n` one-reading spikes to 28 °C, two hours apart from 01:00."""
+    at = {60 + 120 * k for k in range(n)}
+    return lambda m: 28.0 if m in at else 20.0
+
+
+def test_a_sensor_spiking_four_times_in_a_day_is_found_with_no_cost(site_model):
+    feed = site_model["feed"]
+    record(feed.pk, MONDAY, 24, _glitches(4))
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule=rules.SENSOR_SPIKES)
+    assert f.subject == "Temperature sensor 'Hall thermometer' of zone 'Hall'"
+    assert (f.period_start, f.period_end) == (MONDAY, MONDAY + 24 * H)
+    assert "4 spikes" in f.detail and f.waste_kwh_week is None
+    assert "wiring" in f.what_to_check
+
+
+def test_three_spikes_a_day_is_the_bound_and_no_finding(site_model):
+    feed = site_model["feed"]
+    record(feed.pk, MONDAY, 24, _glitches(3))
+    record(feed.pk, MONDAY + 24 * H, 24, _glitches(3))
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.SENSOR_SPIKES).exists()
