@@ -161,3 +161,134 @@ def short_cycling(
             found.append((Span(h0, h0 + hour), n))
         h0 += hour
     return found
+
+
+def slots(
+    readings: Sequence[tuple[datetime, float]], step: timedelta
+) -> list[tuple[datetime, datetime, float]]:
+    """Each reading as the slot it stands for: from its time to the next reading, at most
+    `step` (a gap in the feed is not counted as time the reading held)."""
+    found = []
+    for i, (t, v) in enumerate(readings):
+        nxt = readings[i + 1][0] if i + 1 < len(readings) else t + step
+        found.append((t, min(nxt, t + step), v))
+    return found
+
+
+def _inside(t: datetime, spans: Sequence[Span]) -> bool:
+    return any(s.start <= t < s.end for s in spans)
+
+
+def under_setpoint(
+    readings: Sequence[tuple[datetime, float]],
+    occupied: Sequence[tuple[datetime, datetime, float]],
+    heat_on: Sequence[Span],
+    *,
+    margin_k: float,
+    step: timedelta,
+    min_total: timedelta,
+) -> list[Span]:
+    """Occupied time (windows with the setpoint each wants) during which the valve was ON
+    and the room read below setpoint − `margin_k`: a zone the heat does not reach.
+
+    Nothing unless the total is more than `min_total` (a morning's warm-up, a door left open
+    for a delivery, is not a fault). Spans merged, in time order."""
+    found: list[Span] = []
+    for t0, t1, value in slots(readings, step):
+        for w0, w1, setpoint in occupied:
+            if w0 <= t0 < w1 and value < setpoint - margin_k and _inside(t0, heat_on):
+                found.append(Span(t0, min(t1, w1)))
+                break
+    merged = union(found)
+    total = sum((s.end - s.start for s in merged), timedelta())
+    return merged if total > min_total else []
+
+
+def off_spans(commands: Sequence[Command], start: datetime, end: datetime) -> list[Span]:
+    """When the actuator was commanded OFF within [start, end): the mirror of `on_spans`.
+    Before its first command its state is unknown and is neither."""
+    flipped = [Command(c.at, not c.state, c.strategy) for c in commands]
+    return on_spans(flipped, start, end)
+
+
+def intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
+    """The time both span lists cover, in time order (a's strategy kept)."""
+    found = [
+        Span(max(x.start, y.start), min(x.end, y.end), x.strategy)
+        for x in a
+        for y in b
+        if min(x.end, y.end) > max(x.start, y.start)
+    ]
+    return sorted(found, key=lambda s: s.start)
+
+
+def warming(
+    readings: Sequence[tuple[datetime, float]],
+    during: Sequence[Span],
+    *,
+    rate_k_per_h: float,
+    sustain: timedelta,
+    step: timedelta,
+) -> list[tuple[Span, float]]:
+    """Spans within `during` where the room rose faster than `rate_k_per_h` over every
+    `sustain` it covers: (span, its rise in K). A reading is paired with the first one at least
+    `sustain` later; a pair with a gap in the feed (further apart than `sustain` + `step`) or
+    reaching outside one span of `during` is not judged."""
+    times = [t for t, _ in readings]
+    marked: list[Span] = []
+    for span in during:
+        lo, hi = bisect_left(times, span.start), bisect_left(times, span.end)
+        for i in range(lo, hi):
+            t0, v0 = readings[i]
+            j = bisect_left(times, t0 + sustain, lo=i + 1, hi=hi)
+            if j >= hi:
+                break
+            t1, v1 = readings[j]
+            if t1 - t0 > sustain + step:
+                continue
+            if (v1 - v0) / ((t1 - t0).total_seconds() / 3600) > rate_k_per_h:
+                marked.append(Span(t0, t1))
+    value_at = dict(readings)
+    return [(s, value_at[s.end] - value_at[s.start]) for s in union(marked)]
+
+
+def spikes(
+    readings: Sequence[tuple[datetime, float]],
+    *,
+    jump_k: float,
+    revert_k: float,
+    within: timedelta,
+    step: timedelta,
+) -> list[datetime]:
+    """Times a reading jumped more than `jump_k` from the one before it (no more than `step`
+    earlier: a jump across a gap is a lost sensor, alarmed elsewhere) and a reading within
+    `within` after came back to within `revert_k` of the value before the jump. A room does not
+    move 5 K in five minutes and back; a loose wire or a radio glitch does."""
+    found: list[datetime] = []
+    for i in range(1, len(readings)):
+        (t0, before), (t1, value) = readings[i - 1], readings[i]
+        if t1 - t0 > step or abs(value - before) <= jump_k:
+            continue
+        for t, v in readings[i + 1 :]:
+            if t - t1 > within:
+                break
+            if abs(v - before) <= revert_k:
+                found.append(t1)
+                break
+    return found
+
+
+def per_day(
+    times: Sequence[datetime], start: datetime, end: datetime, *, more_than: int
+) -> list[tuple[Span, int]]:
+    """Days from `start` with more than `more_than` of `times`: (day, how many)."""
+    found: list[tuple[Span, int]] = []
+    day = timedelta(days=1)
+    d0 = start
+    while d0 < end:
+        d1 = min(d0 + day, end)
+        n = sum(1 for t in times if d0 <= t < d1)
+        if n > more_than:
+            found.append((Span(d0, d1), n))
+        d0 = d1
+    return found

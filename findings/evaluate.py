@@ -81,20 +81,35 @@ def commands(actuator: Actuator, start: datetime, end: datetime) -> list[detect.
 
 
 class CommandLog:
-    """Each actuator's commands over one run's range, read once however many rules ask."""
+    """Each actuator's commands and each feed's readings over one run's range, read once
+    however many rules ask (three rules read a zone's temperature)."""
 
     def __init__(self, start: datetime, end: datetime) -> None:
         self.start, self.end = start, end
         self._rows: dict[int, list[detect.Command]] = {}
+        self._readings: dict[int, list[tuple[datetime, float]]] = {}
 
     def of(self, actuator: Actuator) -> list[detect.Command]:
         if actuator.pk not in self._rows:
             self._rows[actuator.pk] = commands(actuator, self.start, self.end)
         return self._rows[actuator.pk]
 
+    def readings(self, feed_id: int) -> list[tuple[datetime, float]]:
+        if feed_id not in self._readings:
+            self._readings[feed_id] = _readings(feed_id, self.start, self.end)
+        return self._readings[feed_id]
+
 
 def occupancy(zone: Zone, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
     """The zone's occupied windows from its schedule (with calendars) and live bookings."""
+    return [(w0, w1) for w0, w1, _ in occupied_setpoints(zone, start, end)]
+
+
+def occupied_setpoints(
+    zone: Zone, start: datetime, end: datetime
+) -> list[tuple[datetime, datetime, float]]:
+    """The zone's occupied windows with the setpoint each wants (a period's or booking's
+    own, else the zone's comfort setpoint)."""
     tz = ZoneInfo(settings.TIME_ZONE)
     found = []
     if zone.schedule is not None:
@@ -103,7 +118,7 @@ def occupancy(zone: Zone, start: datetime, end: datetime) -> list[tuple[datetime
     live = zone.bookings.filter(cancelled=False, end__gt=start, start__lt=end)
     specs = tuple(booking_spec(b) for b in live[:MAX_SUBJECTS])
     found += booking_windows.windows(specs, start, end, tz, zone.comfort_setpoint)
-    return [(w.start, w.end) for w in found]
+    return [(w.start, w.end, w.setpoint) for w in found]
 
 
 def _zones():
@@ -183,10 +198,9 @@ def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Tri
         valves = list(zone.actuators.all())
         if sensor is None or sensor.feed_id is None or not valves:
             continue
-        heat = [s for v in valves for s in detect.on_spans(log.of(v), start, end)]
         found = detect.flatline(
-            _readings(sensor.feed_id, start, end),
-            heat,
+            log.readings(sensor.feed_id),
+            _heat_on(valves, start, end, log),
             start,
             end,
             window=rule.window,
@@ -246,10 +260,151 @@ def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
     return trips
 
 
+def _heat_on(valves: list[Actuator], start: datetime, end: datetime, log: CommandLog):
+    return detect.union(s for v in valves for s in detect.on_spans(log.of(v), start, end))
+
+
+def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
+    rule = rules.RULES[rules.UNDER_SETPOINT]
+    trips = []
+    for zone in _zones():
+        sensor = zone.temperature_sensor
+        valves = list(zone.actuators.all())
+        if sensor is None or sensor.feed_id is None or not valves:
+            continue
+        occupied = occupied_setpoints(zone, start, end)
+        if not occupied:
+            continue
+        found = detect.under_setpoint(
+            log.readings(sensor.feed_id),
+            occupied,
+            _heat_on(valves, start, end, log),
+            margin_k=rules.UNDER_SETPOINT_MARGIN_K,
+            step=timedelta(seconds=READ_INTERVAL_S),
+            min_total=rule.min_duration,
+        )
+        if not found:
+            continue
+        name = sensor.name or sensor.key
+        trips.append(
+            Trip(
+                key=f"{rule.name}:zone:{zone.pk}",
+                rule=rule.name,
+                subject=f"Zone '{zone.name}'",
+                subject_url=_zone_url(zone),
+                site=zone.site,
+                spans=found,
+                detail=f"More than {rules.UNDER_SETPOINT_MARGIN_K:g} K below its setpoint for "
+                f"{_hours(found):.1f} h of occupied time with the valve ON, in {len(found)} "
+                "spells",
+                evidence=[{"feed": sensor.feed_id, "name": name}]
+                + [{"actuator": v.pk, "name": v.name} for v in valves],
+            )
+        )
+    return trips
+
+
+def _plants_of_zones() -> dict[int, list[HeatingPlant]]:
+    """Each zone's heating plants (a zone may be fed by more than one), read once a run."""
+    found: dict[int, list[HeatingPlant]] = {}
+    plants = HeatingPlant.objects.filter(enabled=True).select_related("boiler")
+    for plant in plants.prefetch_related("zones").order_by("pk")[:MAX_SUBJECTS]:
+        for zone in plant.zones.all():
+            found.setdefault(zone.pk, []).append(plant)
+    return found
+
+
+def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
+    rule = rules.RULES[rules.VALVE_PASSING]
+    plants_of = _plants_of_zones()
+    trips = []
+    for zone in _zones():
+        sensor = zone.temperature_sensor
+        valves = list(zone.actuators.all())
+        plants = plants_of.get(zone.pk, [])
+        if sensor is None or sensor.feed_id is None or not valves or not plants:
+            continue
+        # shut = every valve commanded OFF, from PASSING_SETTLE after its OFF
+        shut = [detect.Span(start, end)]
+        for v in valves:
+            off = detect.off_spans(log.of(v), start, end)
+            settled = [detect.Span(s.start + rules.PASSING_SETTLE, s.end) for s in off]
+            shut = detect.intersect(shut, [s for s in settled if s.end > s.start])
+        boiler_on = detect.union(
+            s for p in plants for s in detect.on_spans(log.of(p.boiler), start, end)
+        )
+        found = detect.warming(
+            log.readings(sensor.feed_id),
+            detect.intersect(shut, boiler_on),
+            rate_k_per_h=rules.PASSING_RATE_K_PER_H,
+            sustain=rules.PASSING_SUSTAIN,
+            step=timedelta(seconds=READ_INTERVAL_S),
+        )
+        if not found:
+            continue
+        rise = sum(k for _, k in found)
+        spans = [s for s, _ in found]
+        name = sensor.name or sensor.key
+        trips.append(
+            Trip(
+                key=f"{rule.name}:zone:{zone.pk}",
+                rule=rule.name,
+                subject=f"Valve of zone '{zone.name}'",
+                subject_url=_zone_url(zone),
+                site=zone.site,
+                spans=spans,
+                detail=f"Warmed {rise:.1f} K in {_hours(spans):.1f} h over {len(spans)} spells "
+                "with its valves commanded shut and the boiler ON",
+                evidence=[{"feed": sensor.feed_id, "name": name}]
+                + [{"actuator": v.pk, "name": v.name} for v in valves]
+                + [{"actuator": p.boiler.pk, "name": p.boiler.name} for p in plants],
+                kwh=rise * rules.ROOM_HEAT_KWH_PER_K / rules.BOILER_EFFICIENCY,
+            )
+        )
+    return trips
+
+
+def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
+    rule = rules.RULES[rules.SENSOR_SPIKES]
+    trips = []
+    for zone in _zones():
+        sensor = zone.temperature_sensor
+        if sensor is None or sensor.feed_id is None:
+            continue
+        times = detect.spikes(
+            log.readings(sensor.feed_id),
+            jump_k=rules.SPIKE_JUMP_K,
+            revert_k=rules.SPIKE_REVERT_K,
+            within=rules.SPIKE_WITHIN,
+            step=timedelta(seconds=READ_INTERVAL_S),
+        )
+        days = detect.per_day(times, start, end, more_than=rules.SPIKES_PER_DAY)
+        if not days:
+            continue
+        name = sensor.name or sensor.key
+        trips.append(
+            Trip(
+                key=f"{rule.name}:sensor:{sensor.pk}",
+                rule=rule.name,
+                subject=f"Temperature sensor '{name}' of zone '{zone.name}'",
+                subject_url=_zone_url(zone),
+                site=zone.site,
+                spans=[span for span, _ in days],
+                detail=f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
+                f"in {len(days)} days (at most {max(n for _, n in days)} in a day)",
+                evidence=[{"feed": sensor.feed_id, "name": name}],
+            )
+        )
+    return trips
+
+
 CHECKS = {
     rules.HEATING_UNOCCUPIED: heating_unoccupied,
     rules.SENSOR_FLATLINE: sensor_flatline,
     rules.SHORT_CYCLING: short_cycling,
+    rules.UNDER_SETPOINT: under_setpoint,
+    rules.VALVE_PASSING: valve_passing,
+    rules.SENSOR_SPIKES: sensor_spikes,
 }
 
 

@@ -15,6 +15,9 @@ from control.engine import specs
 HEATING_UNOCCUPIED = "heating_unoccupied"
 SENSOR_FLATLINE = "sensor_flatline"
 SHORT_CYCLING = "boiler_short_cycling"
+UNDER_SETPOINT = "zone_under_setpoint"
+VALVE_PASSING = "valve_passing"
+SENSOR_SPIKES = "sensor_spikes"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +70,33 @@ FLATLINE_BAND_K = 0.05
 FLATLINE_MIN_READINGS = 12  # one every half hour over 6 h at least
 FLATLINE_MIN_HEAT = timedelta(minutes=30)
 
+# A zone is short of its setpoint when it reads more than this below it while occupied and
+# heated, for more than UNDER_SETPOINT_MIN of the window's occupied time in all: a morning's
+# warm-up or a door opened for a delivery stays under it.
+UNDER_SETPOINT_MARGIN_K = 1.0
+UNDER_SETPOINT_MIN = timedelta(hours=2)
+
+# A room warming faster than this while its valve is commanded shut and its boiler runs
+# gets heat it was not asked to have: sun or a full room rarely add 1 K an hour for an hour.
+PASSING_RATE_K_PER_H = 1.0
+PASSING_SUSTAIN = timedelta(hours=1)
+# A radiator stays hot for a while after its valve shuts: warming this soon after an OFF
+# is that stored heat, not a passing valve.
+PASSING_SETTLE = timedelta(minutes=30)
+# The heat a room's air, furniture and inner surfaces take per kelvin, when nothing better
+# is known: the same mid-size 60 m² room as ZONE_HEAT_KW at 80 kJ/(m²·K), ISO 13790:2008
+# Table 12's "very light" internal heat capacity (an hour's warming reaches only the air,
+# furniture and the walls' inner layer): 4,800 kJ/K = 1.333 kWh/K.
+ROOM_HEAT_KWH_PER_K = 60 * 80 / 3600
+
+# A spike: a jump of more than SPIKE_JUMP_K between consecutive 5-min readings that comes
+# back within SPIKE_REVERT_K of where it was inside SPIKE_WITHIN. More than SPIKES_PER_DAY in
+# a day is a sensor to look at: one a day can be a door slammed on a draught, many cannot.
+SPIKE_JUMP_K = 5.0
+SPIKE_REVERT_K = 1.0
+SPIKE_WITHIN = timedelta(minutes=15)
+SPIKES_PER_DAY = 3
+
 RULES: dict[str, Rule] = {
     r.name: r
     for r in (
@@ -111,6 +141,61 @@ RULES: dict[str, Rule] = {
             what_to_check="the boiler's minimum run and rest times, its flow temperature and "
             "the zones' hysteresis; a boiler oversized for the load cycles on its own "
             "thermostat",
+        ),
+        Rule(
+            name=UNDER_SETPOINT,
+            title="Zone not reaching its setpoint",
+            needs=(
+                "zone temperature sensor's feed",
+                "zone schedule or bookings (with their setpoints)",
+                "zone valves' commands",
+            ),
+            condition=f"a zone reads more than {UNDER_SETPOINT_MARGIN_K:g} K below the setpoint "
+            "of its occupancy (schedule or booking) while its valve is commanded ON, for more "
+            f"than {UNDER_SETPOINT_MIN.seconds // 3600} h of occupied time in the week",
+            window=timedelta(days=7),
+            min_duration=UNDER_SETPOINT_MIN,
+            cost_method="",
+            what_to_check="the valve (does it open: feel the radiator's inlet), the radiator "
+            "(air in it, sized for the room), the sensor's placement (by a door, a window, an "
+            "outside wall) and the plant's flow temperature (its curve too low for the weather)",
+        ),
+        Rule(
+            name=VALVE_PASSING,
+            title="Valve passing: a room warms with its valve shut",
+            needs=(
+                "zone temperature sensor's feed",
+                "zone valves' commands",
+                "its heating plant's boiler commands",
+            ),
+            condition=f"a zone warms faster than {PASSING_RATE_K_PER_H:g} K/h over at least "
+            f"{PASSING_SUSTAIN.seconds // 3600} h while all its valves are commanded shut "
+            f"(from {PASSING_SETTLE.seconds // 60} min after the OFF) and its plant's boiler "
+            "is ON",
+            window=PASSING_SUSTAIN,
+            min_duration=PASSING_SUSTAIN,
+            cost_method=f"the rise (K) while shut × {ROOM_HEAT_KWH_PER_K:.3f} kWh/K (a 60 m² "
+            f"room at 80 kJ/m²K) ÷ {BOILER_EFFICIENCY:g}, scaled to a week, at the site's "
+            f"{HEATING_FUEL} tariff and carbon factor; a floor: the losses while warming are "
+            "not counted",
+            what_to_check="the valve: does it close (its actuator's pin, a seized seat, a "
+            "manual override cap left on), and the pipework (a bypass or another circuit "
+            "running through the room)",
+        ),
+        Rule(
+            name=SENSOR_SPIKES,
+            title="Sensor spikes",
+            needs=("zone temperature sensor's feed",),
+            condition=f"more than {SPIKES_PER_DAY} times in a day the zone's temperature jumps "
+            f"more than {SPIKE_JUMP_K:g} K between consecutive 5-min readings and comes back "
+            f"within {SPIKE_REVERT_K:g} K of where it was inside "
+            f"{SPIKE_WITHIN.seconds // 60} min",
+            window=timedelta(days=1),
+            min_duration=timedelta(days=1),
+            cost_method="",
+            what_to_check="the sensor's wiring and connector (a loose or corroded contact), its "
+            "radio's signal and battery, and anything hot or cold near it (a lamp, a vent). The "
+            "control may act on a spike: a jump down calls for heat, a jump up stops it.",
         ),
     )
 }

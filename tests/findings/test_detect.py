@@ -122,3 +122,118 @@ def test_two_valves_on_at_once_are_one_zone_heated_not_two():
     b = detect.Span(T0 + H, T0 + 3 * H, "booking")
     c = detect.Span(T0 + 5 * H, T0 + 6 * H, "schedule")
     assert detect.union([c, b, a]) == [detect.Span(T0, T0 + 3 * H, "schedule"), c]
+
+
+OFFICE = [(T0 + 8 * H, T0 + 17 * H, 20.0)]  # occupied 08:00–17:00 wanting 20 °C
+ALL_DAY = (detect.Span(T0, T0 + 24 * H),)
+
+
+def _under(value_at, heat=ALL_DAY, occupied=OFFICE):
+    return detect.under_setpoint(
+        _series(value_at), occupied, list(heat), margin_k=1.0, step=5 * M, min_total=2 * H
+    )
+
+
+def test_a_heated_zone_cold_for_three_occupied_hours_does_not_reach_its_setpoint():
+    found = _under(lambda i: 18.5 if i < 11 * 12 else 20.0)  # 18.5 °C until 11:00
+    assert found == [detect.Span(T0 + 8 * H, T0 + 11 * H)]
+
+
+def test_a_zone_cold_only_outside_occupancy_or_within_a_kelvin_is_no_fault():
+    assert _under(lambda i: 15.0 if i < 8 * 12 or i >= 17 * 12 else 20.0) == []
+    assert _under(lambda i: 19.1) == []  # 0.9 K short: within the margin
+
+
+def test_two_hours_under_is_the_bound_and_five_minutes_more_trips():
+    assert _under(lambda i: 18.0 if i < 10 * 12 else 20.0) == []  # 08:00–10:00: exactly 2 h
+    found = _under(lambda i: 18.0 if i <= 10 * 12 else 20.0)
+    assert found == [detect.Span(T0 + 8 * H, T0 + 10 * H + 5 * M)]
+
+
+def test_a_cold_zone_whose_valve_was_off_is_not_short_of_heat_it_was_not_given():
+    assert _under(lambda i: 15.0, heat=[detect.Span(T0 + 8 * H, T0 + 9 * H)]) == []
+
+
+def test_a_gap_in_the_feed_is_not_counted_as_cold_time():
+    readings = [(T0 + 8 * H, 15.0), (T0 + 16 * H, 15.0)]  # two readings eight hours apart
+    found = detect.under_setpoint(
+        readings, OFFICE, [detect.Span(T0, T0 + 24 * H)], margin_k=1.0, step=5 * M,
+        min_total=2 * H,
+    )  # fmt: skip
+    assert found == []
+
+
+def test_off_spans_mirror_on_spans_and_the_state_before_the_first_command_is_unknown():
+    commands = [cmd(2, False), cmd(4, True), cmd(6, False)]
+    assert detect.off_spans(commands, T0, T0 + 8 * H) == [
+        detect.Span(T0 + 2 * H, T0 + 4 * H, "schedule"),
+        detect.Span(T0 + 6 * H, T0 + 8 * H, "schedule"),
+    ]
+
+
+def test_intersect_keeps_the_time_both_cover():
+    a = [detect.Span(T0, T0 + 3 * H), detect.Span(T0 + 5 * H, T0 + 7 * H)]
+    b = [detect.Span(T0 + 2 * H, T0 + 6 * H)]
+    assert detect.intersect(a, b) == [
+        detect.Span(T0 + 2 * H, T0 + 3 * H),
+        detect.Span(T0 + 5 * H, T0 + 6 * H),
+    ]
+
+
+def _warming(value_at, during=ALL_DAY):
+    return detect.warming(_series(value_at), list(during), rate_k_per_h=1.0, sustain=H, step=5 * M)
+
+
+def _ramp(rate_k_per_h: float, from_h: float, to_h: float):
+    """16 °C, rising at `rate_k_per_h` from `from_h` to `to_h`, then steady: in quarter-hour
+    steps, so each value is exact in binary and a rise of exactly the rate is exactly it."""
+
+    def value_at(i: int) -> float:
+        quarters = (min(max(i, from_h * 12), to_h * 12) - from_h * 12) // 3
+        return 16.0 + rate_k_per_h / 4 * quarters
+
+    return value_at
+
+
+def test_a_room_rising_one_and_a_half_kelvin_an_hour_for_two_hours_is_warming():
+    [(span, rise)] = _warming(_ramp(1.5, 6, 8))
+    # the hour from 05:45 already rises 1.125 K (three quarter-hour steps), and so does the
+    # last one, 07:25–08:25; the rise is the span's, 16 → 19 °C
+    assert (span.start, span.end) == (T0 + 5 * H + 45 * M, T0 + 8 * H + 25 * M)
+    assert rise == 3.0
+
+
+def test_a_room_rising_one_kelvin_an_hour_or_less_than_a_kelvin_in_all_is_not_warming():
+    assert _warming(_ramp(1.0, 6, 9)) == []  # exactly the rate
+    assert _warming(_ramp(1.6, 6, 6.5)) == []  # fast, but 0.8 K in all: no hour rises 1 K
+
+
+def test_warming_outside_the_spans_judged_is_not_counted():
+    assert _warming(_ramp(1.5, 6, 8), during=[detect.Span(T0 + 9 * H, T0 + 24 * H)]) == []
+    # a span shorter than the sustain cannot hold an hour's rise
+    assert _warming(_ramp(1.5, 6, 8), during=[detect.Span(T0 + 6 * H, T0 + 6.5 * H)]) == []
+
+
+def _spikes(readings):
+    return detect.spikes(readings, jump_k=5.0, revert_k=1.0, within=15 * M, step=5 * M)
+
+
+def test_a_jump_of_over_five_kelvin_that_comes_back_within_fifteen_minutes_is_a_spike():
+    spiked = {24: 27.0, 48: 12.0, 49: 12.0, 50: 12.0}  # up one point; down for 15 min
+    found = _spikes(_series(lambda i: spiked.get(i, 20.0)))
+    assert found == [T0 + 24 * 5 * M, T0 + 48 * 5 * M]
+
+
+def test_a_jump_that_stays_or_of_five_kelvin_exactly_or_across_a_gap_is_no_spike():
+    assert _spikes(_series(lambda i: 20.0 if i < 24 else 26.0)) == []  # a step that stays
+    assert _spikes(_series(lambda i: 25.0 if i == 24 else 20.0)) == []  # exactly 5 K
+    slow = {24: 27.0, 25: 27.0, 26: 27.0, 27: 27.0}  # back after 20 min: not within 15
+    assert _spikes(_series(lambda i: slow.get(i, 20.0))) == []
+    gap = [(T0, 20.0), (T0 + H, 27.0), (T0 + H + 5 * M, 20.0)]  # an hour's gap before it
+    assert _spikes(gap) == []
+
+
+def test_days_with_more_than_n_of_them_are_counted_from_the_start():
+    times = [T0 + h * H for h in (1, 2, 3, 4)] + [T0 + 24 * H + h * H for h in (1, 2, 3)]
+    found = detect.per_day(times, T0, T0 + 48 * H, more_than=3)
+    assert found == [(detect.Span(T0, T0 + 24 * H), 4)]

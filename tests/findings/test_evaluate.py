@@ -218,3 +218,124 @@ def test_an_actuators_audit_rows_are_read_up_to_the_bound(site_model, monkeypatc
     # the row left out ends the judged log as an OFF: the ON at 04:00 holds one hour, not a week
     assert (rows[-1].at, rows[-1].state) == (MONDAY + 5 * H, False)
     assert len(evaluate_module.commands(valve, MONDAY, MONDAY + 5 * H)) == 1 + 5  # at the bound
+
+
+def test_a_heated_zone_three_hours_cold_in_its_occupancy_does_not_reach_its_setpoint(site_model):
+    valve, feed = site_model["valve"], site_model["feed"]
+    command(valve, MONDAY + 7 * H, True)
+    command(valve, MONDAY + 17 * H, False)
+    # comfort 20 °C; 18.5 °C from 08:00 to 11:00, then 20 °C
+    record(feed.pk, MONDAY + 7 * H, 10, lambda m: 18.5 if m < 240 else 20.0)
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule=rules.UNDER_SETPOINT)
+    assert f.subject == "Zone 'Hall'"
+    assert (f.period_start, f.period_end) == (MONDAY + 8 * H, MONDAY + 11 * H)
+    assert "3.0 h of occupied time" in f.detail
+    assert f.waste_kwh_week is None and "flow temperature" in f.what_to_check
+    assert {"feed": feed.pk, "name": "Hall thermometer"} in f.evidence
+
+
+def test_a_zone_that_warms_to_its_setpoint_within_the_hour_is_no_finding(site_model):
+    valve, feed = site_model["valve"], site_model["feed"]
+    command(valve, MONDAY + 7 * H, True)
+    command(valve, MONDAY + 17 * H, False)
+    record(feed.pk, MONDAY + 7 * H, 10, lambda m: min(17.0 + m / 40, 20.5))
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.UNDER_SETPOINT).exists()
+
+
+def test_a_bookings_own_setpoint_is_the_one_judged(site_model):
+    from control.models import Booking
+
+    zone, valve, feed = site_model["zone"], site_model["valve"], site_model["feed"]
+    Booking.objects.create(
+        zone=zone, title="Yoga", start=MONDAY + 18 * H, end=MONDAY + 22 * H, setpoint=23.0
+    )
+    command(valve, MONDAY + 18 * H, True, "booking")
+    command(valve, MONDAY + 22 * H, False, "booking")
+    record(feed.pk, MONDAY + 18 * H, 4, lambda m: 21.0)  # fine for 20 °C, 2 K short of 23
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule=rules.UNDER_SETPOINT)
+    assert (f.period_start, f.period_end) == (MONDAY + 18 * H, MONDAY + 22 * H)
+
+
+def _shut_valve_and_a_running_boiler(site_model) -> None:
+    command(site_model["valve"], MONDAY - H, False)  # shut all week
+    command(site_model["boiler"], MONDAY + 6 * H, True, "heating_plant")
+    command(site_model["boiler"], MONDAY + 10 * H, False, "heating_plant")
+
+
+def _rising(rate_k_per_h: float, from_min: int, to_min: int):
+    """16 °C, rising in quarter-hour steps (exact in binary) from `from_min` to `to_min`."""
+    return lambda m: 16.0 + rate_k_per_h / 4 * ((min(max(m, from_min), to_min) - from_min) // 15)
+
+
+def test_a_zone_warming_with_its_valve_shut_and_the_boiler_on_is_a_passing_valve(site_model):
+    _shut_valve_and_a_running_boiler(site_model)
+    feed = site_model["feed"]
+    record(feed.pk, MONDAY + 5 * H, 6, _rising(1.5, 60, 180))  # 06:00–08:00, 16 → 19 °C
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule=rules.VALVE_PASSING)
+    assert f.subject == "Valve of zone 'Hall'"
+    assert "Warmed 3.0 K" in f.detail
+    # by hand: 3 K × (60 m² × 80 kJ/m²K = 4,800 kJ/K = 1.3333 kWh/K) = 4 kWh of heat ÷ 0.85
+    # = 4.706 kWh of gas a week; × £0.07 = £0.33; × 0.18293 = 0.861 kg CO₂
+    assert f.waste_kwh_week == pytest.approx(4.706, abs=0.001)
+    assert f.waste_money_week == pytest.approx(0.33)
+    assert f.waste_kg_co2_week == pytest.approx(4.7059 * GAS_KG, abs=0.001)
+    boiler = site_model["boiler"]
+    assert {"actuator": boiler.pk, "name": "Boiler 1"} in f.evidence
+
+
+def test_warming_with_the_valve_open_or_the_boiler_off_is_no_passing_valve(site_model):
+    valve, boiler, feed = site_model["valve"], site_model["boiler"], site_model["feed"]
+    command(valve, MONDAY + 6 * H, True)  # the valve heats the room: it should warm
+    command(valve, MONDAY + 8 * H, False)
+    command(boiler, MONDAY + 6 * H, True, "heating_plant")
+    command(boiler, MONDAY + 8 * H, False, "heating_plant")
+    record(feed.pk, MONDAY + 5 * H, 6, _rising(1.5, 60, 180))
+    # Tuesday: the valve shut and the boiler off, the sun warms the room
+    record(feed.pk, MONDAY + 29 * H, 6, _rising(1.5, 60, 180))
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.VALVE_PASSING).exists()
+
+
+def test_a_radiator_still_warming_the_room_just_after_its_valve_shut_is_no_passing_valve(
+    site_model, monkeypatch
+):
+    valve, boiler, feed = site_model["valve"], site_model["boiler"], site_model["feed"]
+    command(boiler, MONDAY + 5 * H, True, "heating_plant")
+    command(valve, MONDAY + 5 * H, True)
+    command(valve, MONDAY + 6 * H, False)  # shut at 06:00; the room goes on warming 30 min
+    record(feed.pk, MONDAY + 5 * H, 4, _rising(3.0, 0, 90))  # 05:00–06:30, 16 → 20.5 °C
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.VALVE_PASSING).exists()
+    # the settling time is what spares it: judged from the OFF itself, 06:00–07:00 rises 1.5 K
+    monkeypatch.setattr(rules, "PASSING_SETTLE", timedelta())
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert Finding.objects.filter(rule=rules.VALVE_PASSING).exists()
+
+
+def _glitches(n: int):
+    """20 °C with `n` one-reading spikes to 28 °C, two hours apart from 01:00."""
+    at = {60 + 120 * k for k in range(n)}
+    return lambda m: 28.0 if m in at else 20.0
+
+
+def test_a_sensor_spiking_four_times_in_a_day_is_found_with_no_cost(site_model):
+    feed = site_model["feed"]
+    record(feed.pk, MONDAY, 24, _glitches(4))
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule=rules.SENSOR_SPIKES)
+    assert f.subject == "Temperature sensor 'Hall thermometer' of zone 'Hall'"
+    assert (f.period_start, f.period_end) == (MONDAY, MONDAY + 24 * H)
+    assert "4 spikes" in f.detail and f.waste_kwh_week is None
+    assert "wiring" in f.what_to_check
+
+
+def test_three_spikes_a_day_is_the_bound_and_no_finding(site_model):
+    feed = site_model["feed"]
+    record(feed.pk, MONDAY, 24, _glitches(3))
+    record(feed.pk, MONDAY + 24 * H, 24, _glitches(3))
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.SENSOR_SPIKES).exists()
