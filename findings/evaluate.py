@@ -133,6 +133,16 @@ def _zones():
     )
 
 
+def _measured_zones():
+    """(zone, its temperature sensor, its valves) for each zone with a recorded sensor and at
+    least one valve: what the rules over a room's temperature and its heat need."""
+    for zone in _zones():
+        sensor = zone.temperature_sensor
+        valves = list(zone.actuators.all())
+        if sensor is not None and sensor.feed_id is not None and valves:
+            yield zone, sensor, valves
+
+
 def _zone_url(zone: Zone) -> str:
     return f"/staff/control/#zone-{zone.slug}"
 
@@ -193,11 +203,7 @@ def _readings(feed_id: int, start: datetime, end: datetime) -> list[tuple[dateti
 def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_FLATLINE]
     trips = []
-    for zone in _zones():
-        sensor = zone.temperature_sensor
-        valves = list(zone.actuators.all())
-        if sensor is None or sensor.feed_id is None or not valves:
-            continue
+    for zone, sensor, valves in _measured_zones():
         found = detect.flatline(
             log.readings(sensor.feed_id),
             _heat_on(valves, start, end, log),
@@ -267,11 +273,7 @@ def _heat_on(valves: list[Actuator], start: datetime, end: datetime, log: Comman
 def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.UNDER_SETPOINT]
     trips = []
-    for zone in _zones():
-        sensor = zone.temperature_sensor
-        valves = list(zone.actuators.all())
-        if sensor is None or sensor.feed_id is None or not valves:
-            continue
+    for zone, sensor, valves in _measured_zones():
         occupied = occupied_setpoints(zone, start, end)
         if not occupied:
             continue
@@ -318,11 +320,9 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
     rule = rules.RULES[rules.VALVE_PASSING]
     plants_of = _plants_of_zones()
     trips = []
-    for zone in _zones():
-        sensor = zone.temperature_sensor
-        valves = list(zone.actuators.all())
+    for zone, sensor, valves in _measured_zones():
         plants = plants_of.get(zone.pk, [])
-        if sensor is None or sensor.feed_id is None or not valves or not plants:
+        if not plants:
             continue
         # shut = every valve commanded OFF, from PASSING_SETTLE after its OFF
         shut = [detect.Span(start, end)]
