@@ -425,7 +425,10 @@ def test_an_input_configured_by_hand_is_not_adopted(archive, feed_dir, site, red
     node = Node.objects.create(name="emontx1", site=site, protocol=Node.Protocol.EMONCMS)
     mine = Sensor.objects.create(node=node, key="power1", name="Mine", auto_created=False)
     out = run(archive, "--site", site.slug)
-    assert "emontx1:power1: already configured here" in out
+    assert (
+        "emontx1:power1: the input power1 of 'emontx1' was already configured here (by hand or "
+        "by another import); left as it is"
+    ) in out, out
     mine.refresh_from_db()
     assert (mine.name, mine.processes, mine.feed_id) == ("Mine", [], None)
 
