@@ -38,6 +38,7 @@ import math
 import re
 import shutil
 import tarfile
+import time
 import urllib.parse
 import urllib.request
 import zlib
@@ -686,6 +687,7 @@ def _import_feed_data(
             if feed.engine == PHPFINA:
                 meta = emoncms_files.copy_phpfina(files[0], files[1], feed_dir, ours.pk)
                 interval = meta.interval
+                _refuse_future(meta.start_time, time.time())
             else:
                 interval = phptimeseries.convert(files[0], feed_dir, ours.pk).interval
             if not 1 <= interval <= 86400:
@@ -700,6 +702,18 @@ def _import_feed_data(
             source=source, kind=EmoncmsOrigin.Kind.FEED, emoncms_id=feed.id, feed=ours
         )
     return ours.pk
+
+
+def _refuse_future(start_time: int, now: float) -> None:
+    """A feed whose data starts later than the store accepts a live point
+    (BMS_INGEST_MAX_FUTURE_S ahead) is refused: imported, every live point after it would be
+    refused as older than the file (a crafted meta dated 2096 did that)."""
+    bound = now + settings.BMS_INGEST_MAX_FUTURE_S
+    if start_time > bound:
+        raise phpfina.FeedError(
+            f"its data starts at {start_time}, more than BMS_INGEST_MAX_FUTURE_S "
+            f"({settings.BMS_INGEST_MAX_FUTURE_S} s) after now ({int(now)}): not imported"
+        )
 
 
 def _radio_id(name: str) -> int | None:
