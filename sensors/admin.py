@@ -155,8 +155,8 @@ class NodeAdmin(admin.ModelAdmin):
             return "none"
         at = datetime.fromtimestamp(int(record.get("at", 0)), UTC)
         return format_html(
-            "{} skipped, last at {}: <code>{}</code>",
-            record.get("count", "0"),
+            "{}, last at {}: <code>{}</code>",
+            input_errors.counted(record),
             timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S"),
             record.get("last", ""),
         )

@@ -49,8 +49,9 @@ def _clean_name(raw: str) -> str:
     return "".join(c for c in raw if c.isalnum() or c.isspace() or c in "_-.")
 
 
-def _found(request: Request) -> list[Sensor]:
-    slug = request.query_params.get("site") or None
+def _found(request: Request, slug: str | None = None) -> list[Sensor]:
+    """The inputs staff may read here: one site's (`slug`, else `?site=`) or every site's."""
+    slug = slug or request.query_params.get("site") or None
     if slug is not None:
         if len(slug) > MAX_SITE_CHARS or not re.fullmatch(r"[-a-zA-Z0-9_]+", slug):
             raise ValidationError({"site": ["must be a site's slug"]})
@@ -111,7 +112,9 @@ class InputGet(EmoncmsApiView):
         'or input that does not exist: 404 "Node does not exist" / "Node variable does not '
         'exist" (emoncms answers those strings with 200). Node names are unique per site: '
         "a name two sites share needs `site=` (else 400 naming `site` and the sites); "
-        "without it, the whole listing labels such nodes `<site slug>/<name>`." + KEYS
+        "without it, the whole listing labels such nodes `<site slug>/<name>`, and "
+        "`/input/get/<site slug>/<node>` (and `.../<node>/<name>`) answers for that site's "
+        "node, as `site=` does." + KEYS
         + STAFF_READ,
         parameters=[
             OpenApiParameter("node", OpenApiTypes.STR, Q),
@@ -122,9 +125,21 @@ class InputGet(EmoncmsApiView):
         responses={200: OpenApiTypes.OBJECT,
                    404: OpenApiResponse(description='{"success": false, "message"}')},
     )  # fmt: skip
-    def get(self, request: Request, node: str | None = None, name: str | None = None):
+    def get(
+        self,
+        request: Request,
+        node: str | None = None,
+        name: str | None = None,
+        site: str | None = None,
+    ):
         require_read(request)
         params = request.query_params
+        if site is None and name is not None and _site_then_node(node, name, params):
+            # /input/get/home/emontx: list.json's `nodeid` of a name two sites share
+            site, node, name = node, name, None
+        if site is not None and params.get("site") not in (None, "", site):
+            return emoncms_error(f"site: the path names {site[:MAX_SITE_CHARS]!r}, site= "
+                                 "another", 400, "site")  # fmt: skip
         # emoncms's route takes a format off the last part: /input/get/emontx/power1.json
         if name is not None:
             name = name.removesuffix(".json")
@@ -135,7 +150,7 @@ class InputGet(EmoncmsApiView):
         for value, field in ((node, "node"), (name, "name")):
             if value is not None and len(value) > MAX_NAME_CHARS:
                 return emoncms_error(f"{field}: at most {MAX_NAME_CHARS} characters", 400, field)
-        sensors = _found(request)
+        sensors = _found(request, site)
         inputs = emoncms_inputs.by_node(sensors, with_values=True)
         if node is None:
             return Response(inputs or [])
@@ -150,6 +165,8 @@ class InputGet(EmoncmsApiView):
                 "site",
             )
         found = inputs.get(_clean_name(node))
+        if found is None and site is not None:  # one site's node, labelled `<slug>/<name>`
+            found = inputs.get(f"{site}/{_clean_name(node)}")
         if found is None:
             return emoncms_error("Node does not exist", 404, "node")
         if name is None:
@@ -157,6 +174,20 @@ class InputGet(EmoncmsApiView):
         if (one := found.get(_clean_name(name))) is None:
             return emoncms_error("Node variable does not exist", 404, "name")
         return Response(one)
+
+
+def _site_then_node(first: str | None, second: str, params) -> bool:
+    """Whether /input/get/<first>/<second> means site `first`, node `second`: `first` is a
+    site's slug, no readable node is named `first`, and neither `site=` nor `.json` says
+    otherwise. A node named as a site keeps its emoncms meaning (node, then input)."""
+    if first is None or params.get("site") or len(first) > MAX_SITE_CHARS:
+        return False
+    if not re.fullmatch(r"[-a-zA-Z0-9_]+", first) or second.endswith(".json"):
+        return False
+    return (
+        Site.objects.filter(slug=first).exists()
+        and not emoncms_inputs.sensors().filter(node__name=_clean_name(first)).exists()
+    )
 
 
 def _sensor(request: Request) -> Sensor | Response:

@@ -19,6 +19,11 @@ urlpatterns = [
     path("input/get", inputs.InputGet.as_view(), name="input-get"),
     path("input/get/<str:node>", inputs.InputGet.as_view(), name="input-get-node"),
     path("input/get/<str:node>/<str:name>", inputs.InputGet.as_view(), name="input-get-name"),
+    path(
+        "input/get/<str:site>/<str:node>/<str:name>",
+        inputs.InputGet.as_view(),
+        name="input-get-site-name",
+    ),
     path("input/process/get.json", inputs.ProcessGet.as_view(), name="input-process-get"),
     path("input/process/set.json", inputs.ProcessSet.as_view(), name="input-process-set"),
 ]

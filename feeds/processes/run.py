@@ -103,6 +103,9 @@ class RunReport:
     points: int = 0
     skipped_bad_values: int = 0
     replayed: int = 0  # readings a stateful step could not count (late): see `late`
+    # Of those, the readings every late step processed by moving its clock back to them (as
+    # emoncms's does): processed late, not skipped; staff are told which is which.
+    processed_late: int = 0
     duplicates: int = 0  # readings a clock-back step had counted already (a resent row)
     late: list[Late] = field(default_factory=list)
     already_done: bool = False  # the mark was there: the batch ran before, nothing was done
@@ -305,6 +308,7 @@ class ProcessRunner:
         initial: float | None = value
         current: float | None = value
         late = False
+        all_moved_back = True  # every late step of this reading moved its clock back
         index, executed, limit = 0, 0, MAX_PASSES * len(steps)
         while index < len(steps):
             executed += 1
@@ -351,6 +355,7 @@ class ProcessRunner:
                             new_state.setdefault("t", state["t"])  # else the clock stays
                         if dropped:
                             late = True
+                            all_moved_back = all_moved_back and moved_back
                             if len(report.late) < SHOWN_LATE:
                                 report.late.append(Late(input_key, name, t, state["t"], moved_back))
                     else:
@@ -379,6 +384,7 @@ class ProcessRunner:
             index = next_index
         if late:
             report.replayed += 1
+            report.processed_late += all_moved_back
 
 
 def _posts(batch: list) -> Iterable[list]:

@@ -75,6 +75,19 @@ def decode(text: str | None) -> list[EmonStep]:
     return steps
 
 
+def logged_feeds(text: str | None) -> list[int]:
+    """The emoncms feed ids a stored list logs to (log_to_feed, log_to_feed_join): the
+    history an input feeds, to name when its list is not applied."""
+    found = []
+    for step in decode(text)[:MAX_STEPS]:
+        known = _known(step.key)
+        if known and known[0] in ("log_to_feed", "log_to_feed_join") and step.args:
+            arg = step.args[0]
+            if arg.isascii() and arg.isdigit() and len(arg) < 10:
+                found.append(int(arg))
+    return found
+
+
 def _known(key: str) -> tuple[str, tuple[str, ...]] | None:
     if key.isascii() and key.isdigit():
         return PROCESSES.get(int(key))

@@ -38,6 +38,7 @@ import math
 import re
 import shutil
 import tarfile
+import time
 import urllib.parse
 import urllib.request
 import zlib
@@ -530,7 +531,7 @@ def import_site(
     feed_map = _import_feeds(emon, source, feed_dir, buffer, report)
     # Only inputs new to us get emoncms's process list: one imported before may have been
     # corrected by hand since, and a second run must not undo that.
-    sensors, input_map = _import_inputs(emon, site, source, report)
+    sensors, input_map, collisions = _import_inputs(emon, site, source, report)
     units = dict(Feed.objects.filter(pk__in=feed_map.values()).values_list("pk", "unit"))
     by_id = {i.id: i for i in emon.inputs}
     for emon_id, sensor in sensors.items():
@@ -557,6 +558,8 @@ def import_site(
                     f"not from emoncms's last reading (at {inp.time}: a step before it reads "
                     "another input or feed, or the feed is newer than the reading)"
                 )
+    # After the lists are applied: only then is it known whether anything logs to a feed.
+    report.problems += [_collision_line(c, emon, feed_map) for c in collisions]
     _expect_readings_as_logged(report.new_nodes)
     from sensors.cache import bump_generation
 
@@ -684,6 +687,7 @@ def _import_feed_data(
             if feed.engine == PHPFINA:
                 meta = emoncms_files.copy_phpfina(files[0], files[1], feed_dir, ours.pk)
                 interval = meta.interval
+                _refuse_future(meta.start_time, time.time())
             else:
                 interval = phptimeseries.convert(files[0], feed_dir, ours.pk).interval
             if not 1 <= interval <= 86400:
@@ -698,6 +702,18 @@ def _import_feed_data(
             source=source, kind=EmoncmsOrigin.Kind.FEED, emoncms_id=feed.id, feed=ours
         )
     return ours.pk
+
+
+def _refuse_future(start_time: int, now: float) -> None:
+    """A feed whose data starts later than the store accepts a live point
+    (BMS_INGEST_MAX_FUTURE_S ahead) is refused: imported, every live point after it would be
+    refused as older than the file (a crafted meta dated 2096 did that)."""
+    bound = now + settings.BMS_INGEST_MAX_FUTURE_S
+    if start_time > bound:
+        raise phpfina.FeedError(
+            f"its data starts at {start_time}, more than BMS_INGEST_MAX_FUTURE_S "
+            f"({settings.BMS_INGEST_MAX_FUTURE_S} s) after now ({int(now)}): not imported"
+        )
 
 
 def _radio_id(name: str) -> int | None:
@@ -719,8 +735,7 @@ def _node_for(nodeid: str, site: Site | None, source: str, report: Report) -> No
         if radio is not None and node.node_id is None and not here.filter(node_id=radio).exists():
             node.node_id = radio  # posts by radio id (sendnames = 0) find it from now on
             node.save(update_fields=["node_id"])
-        made_by_this_source = EmoncmsOrigin.objects.filter(source=source, sensor__node=node)
-        if not made_by_this_source.exists():  # not this import run again: say where it went
+        if not _made_by_import(node, source):  # a node that was here first: said every run
             report.nodes_merged.append(
                 f"node {name} -> the existing node '{node.name}' (same name), no new node made"
             )
@@ -738,16 +753,43 @@ def _node_for(nodeid: str, site: Site | None, source: str, report: Report) -> No
     # No key of its own: a gateway key of the site posts for it, as for a node a gateway
     # registers (`GatewayKey` in sensors/models.py); `createnode --rotate` gives it one if needed.
     node = Node.objects.create(name=name, node_id=radio, site=site, protocol=Node.Protocol.EMONCMS,
-                               description="Imported from emoncms")  # fmt: skip
+                               description=IMPORTED_NODE)  # fmt: skip
     report.nodes_created += 1
     report.new_nodes.append(node)
     return node
 
 
+def _made_by_import(node: Node, source: str) -> bool:
+    """Whether an earlier run of this import made `node` (so finding it by name is not a
+    merge): it has the description the import gives and inputs this source brought. A node
+    that was here first is a merge on every run, so a re-run's count is the first run's."""
+    return (
+        node.description == IMPORTED_NODE
+        and EmoncmsOrigin.objects.filter(source=source, sensor__node=node).exists()
+    )
+
+
+IMPORTED_NODE = "Imported from emoncms"
+
+
+@dataclass
+class _Collision:
+    """An emoncms input whose node merged into a node of ours that already has an input of its
+    key, taken from another emoncms input by this same import (emoncms nodes `emontx` and
+    `10` both merged into `emontx`, radio id 10, each with a `power1`)."""
+
+    inp: EmonInput
+    node: Node
+    key: str
+    taken_from: int  # the emoncms input that took the key
+
+
 def _import_inputs(
     emon: EmonSite, site: Site | None, source: str, report: Report
-) -> tuple[dict[int, Sensor], dict[int, int]]:
-    """(emoncms id -> sensor new to us this run, emoncms id -> sensor id of every input)."""
+) -> tuple[dict[int, Sensor], dict[int, int], list[_Collision]]:
+    """(emoncms id -> sensor new to us this run, emoncms id -> sensor id of every input,
+    inputs that lost their key to another input of this import)."""
+    collisions: list[_Collision] = []
     sensors: dict[int, Sensor] = {}
     input_ids: dict[int, int] = {}
     nodes: dict[str, Node | None] = {}
@@ -775,9 +817,15 @@ def _import_inputs(
                 node=node, key=key, defaults={"name": name}
             )
             if not created and not _adoptable(sensor):
+                taken = EmoncmsOrigin.objects.filter(
+                    source=source, kind=EmoncmsOrigin.Kind.INPUT, sensor=sensor
+                ).first()
+                if taken is not None:  # this import's own doing: said once the feeds are known
+                    collisions.append(_Collision(inp, node, key, taken.emoncms_id))
+                    continue
                 report.problems.append(
-                    f"input {inp.id} {node.name}:{key}: already configured here (by hand or by "
-                    "another import); left as it is"
+                    f"input {inp.id} {inp.nodeid[:40]}:{key}: the input {key} of '{node.name}' "
+                    "was already configured here (by hand or by another import); left as it is"
                 )
                 continue
             EmoncmsOrigin.objects.create(
@@ -791,7 +839,26 @@ def _import_inputs(
             report.inputs_adopted += 1
         sensors[inp.id] = sensor
         input_ids[inp.id] = sensor.pk
-    return sensors, input_ids
+    return sensors, input_ids, collisions
+
+
+def _collision_line(c: _Collision, emon: EmonSite, feed_map: dict[int, int]) -> str:
+    """What happened to an input that lost its key to another input of this import: which
+    emoncms node took it, that its list was not applied, and the history it leaves unfed."""
+    nodes = {i.id: i.nodeid for i in emon.inputs}
+    other = nodes.get(c.taken_from)
+    by = f"emoncms node '{other[:40]}'" if other is not None else "another emoncms node"
+    line = (
+        f"input {c.inp.id} {c.inp.nodeid[:40]}:{c.key}: emoncms node '{c.inp.nodeid[:40]}' "
+        f"merged into '{c.node.name}', whose input {c.key} this import already took from {by} "
+        f"(input {c.taken_from}); its process list was not applied"
+    )
+    for emon_feed in emoncms_processlist.logged_feeds(c.inp.process_list):
+        ours = feed_map.get(emon_feed)
+        if ours is not None and not Sensor.objects.filter(feed_id=ours).exists():
+            line += f"; its history feed {ours} (emoncms feed {emon_feed}) was imported but "
+            line += "nothing logs to it"
+    return line
 
 
 def _adoptable(sensor: Sensor) -> bool:

@@ -65,15 +65,27 @@ def describe(skipped: list[Skipped], count: int | None = None) -> str:
     return text[:MAX_TEXT]
 
 
+def counted(record: dict) -> str:
+    """ "2 skipped, 1 processed late" from a record: a late reading a step moved its clock back
+    to was processed (the later steps ran), so it is not called skipped."""
+    late = int(record.get("late", 0))
+    skipped = int(record.get("count", 0)) - late
+    parts = [f"{skipped} skipped"] if skipped or not late else []
+    return ", ".join([*parts, *([f"{late} processed late"] if late else [])])
+
+
 def record(
     subject: str,
     label: str,
     skipped: list[Skipped],
     now: float | None = None,
     count: int | None = None,
+    processed_late: int = 0,
 ) -> None:
     """Count the skipped values of one accepted batch and keep the alarm open. `count`: how
-    many there were when `skipped` lists only some (the worker's late readings)."""
+    many there were when `skipped` lists only some (the worker's late readings);
+    `processed_late`: how many of those were processed after all (a step moved its clock back
+    to them), kept apart in the record's `late` so the node page does not call them skipped."""
     if not skipped:
         return
     now = time.time() if now is None else now
@@ -82,6 +94,7 @@ def record(
     key = record_key(subject)
     pipe = get_redis().pipeline(transaction=False)
     pipe.hincrby(key, "count", count)
+    pipe.hincrby(key, "late", processed_late)
     pipe.hincrby(key, "unsynced", count)
     pipe.hset(key, mapping={"last": text, "at": int(now)})
     pipe.hget(key, "synced_at")

@@ -360,7 +360,11 @@ def _record_late(node_id: int, run) -> None:
         for late in run.late
     ]
     input_errors.record(
-        input_errors.node_subject(node_id), f"Node '{name}'", skipped, count=run.replayed
+        input_errors.node_subject(node_id),
+        f"Node '{name}'",
+        skipped,
+        count=run.replayed,
+        processed_late=run.processed_late,
     )
 
 
@@ -368,7 +372,10 @@ def _late_outcome(late) -> str:
     if late.moved_back:
         # emoncms's rule: the next reading counts from this one, so an interval a future-dated
         # reading already covered is counted again. Staff should know the sender's clock jumped.
-        return "its clock moved back to it, as emoncms's does (the time up to the later one may count twice)"
+        return (
+            "processed late: its clock moved back to it, as emoncms's does (the time up to the "
+            "later one may count twice)"
+        )
     return "not counted by it"
 
 

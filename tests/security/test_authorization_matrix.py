@@ -189,6 +189,8 @@ ROWS: list[Row] = [
     Row("input/get/<str:node>", "GET", lambda w: "/input/get/node-a", STAFF),
     Row("input/get/<str:node>/<str:name>", "GET", lambda w: "/input/get/node-a/hidden_power",
         STAFF),
+    Row("input/get/<str:site>/<str:node>/<str:name>", "GET",
+        lambda w: "/input/get/hidden-site/node-a/hidden_power", STAFF),
     Row("input/process/get.json", "GET",
         lambda w: f"/input/process/get.json?inputid={w.ids['sensor']}", WRITERS),
     Row("input/process/set.json", "POST",

@@ -163,6 +163,32 @@ def test_nodes_of_two_sites_with_one_name_are_both_listed(viewer, engineer, plan
         assert get(client, "/input/get/boiler").json()["flow"]["value"] == 21.25  # one site's
 
 
+def test_the_listings_site_and_node_label_is_a_path_of_input_get(viewer, plant, redis_client):
+    """list.json labels a name two sites share `home/emontx`: /input/get/home/emontx (and
+    .../power1) answers for that site's node, as site= does; it was 404 "Node does not
+    exist". A node named as a site keeps emoncms's meaning (node, then input)."""
+    school = Node(name="emontx", site=plant["school"])
+    school.set_new_key()
+    school.save()
+    Sensor.objects.create(node=school, key="power1")
+    redis_client.hset(node_state.last_key(school.pk), mapping={"power1": f"{T + 9} 42.0"})
+    client = keyed(viewer)
+    for site, value in (("home", 1520.5), ("school", 42.0)):
+        assert get(client, f"/input/get/{site}/emontx").json()["power1"]["value"] == value
+        assert get(client, f"/input/get/{site}/emontx/power1").json()["value"] == value
+        assert get(client, f"/input/get/{site}/emontx/power1.json").json()["value"] == value
+    assert get(client, "/input/get/school/boiler").json()["flow"]["value"] == 21.25
+    refused(get(client, "/input/get/home/boiler"), 404, "Node does not exist")  # school's
+    refused(get(client, "/input/get/home/emontx/nothing"), 404, "Node variable does not exist")
+    refused(get(client, "/input/get/nosite/emontx/power1"), 404, "does not exist")
+    refused(get(client, "/input/get/home/emontx/power1", site="school"), 400, "site")
+    refused(get(client, "/input/get/" + "s" * 51 + "/emontx/power1"), 400, "site")
+    # a node named like a site: /input/get/<node>/<input>, as in emoncms
+    Sensor.objects.create(node=Node.objects.create(name="home", site=plant["school"]), key="t")
+    refused(get(client, "/input/get/home/emontx"), 404, "Node variable does not exist")
+    refused(APIClient().get("/input/get/school/emontx"), 401, "apikey")
+
+
 # --- key rules: input_controller.php: read block, then `$session["write"]` block --------------
 
 

@@ -133,7 +133,9 @@ def energy_node():
     return node, key, feeds
 
 
-def test_a_future_dated_row_does_not_freeze_the_steps_after_power_to_kwh(db, redis_client, client):
+def test_a_future_dated_row_does_not_freeze_the_steps_after_power_to_kwh(
+    db, redis_client, client, admin_client
+):
     """One bulk row 6 minutes ahead used to stop every feed after power_to_kwh for 6 minutes,
     silently, and then the kWh for as long. Now each later reading reaches them and the kWh
     keeps counting as emoncms's does; staff see that the sender's clock jumped back."""
@@ -168,8 +170,13 @@ def test_a_future_dated_row_does_not_freeze_the_steps_after_power_to_kwh(db, red
     assert int(record["count"]) == 1  # only the reading that moved the clock back
     assert (
         f"input power1: reading at {t + 20} is before the last one power_to_kwh processed "
-        f"({t + 380}): its clock moved back to it" in record["last"]
+        f"({t + 380}): processed late: its clock moved back to it" in record["last"]
     )
+    # processed, not skipped: the node's page says so (it said "1 skipped ... the later steps ran")
+    assert input_errors.counted(record) == "1 processed late"
+    page = admin_client.get(f"/admin/sensors/node/{node.pk}/change/").content.decode()
+    assert "1 processed late, last at" in page, page
+    assert "skipped, last at" not in page
 
 
 def test_a_batch_the_hub_sends_again_is_not_counted_twice(db, redis_client, client):

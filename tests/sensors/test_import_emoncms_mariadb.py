@@ -234,3 +234,44 @@ def test_node_10_merging_into_the_sites_radio_id_10_is_reported_as_a_merge(
     again = run(archive)  # run again: the same merge, said the same way, nothing new
     assert "nodes: 0 created, 1 merged into existing nodes;" in again, again
     assert "merged into an existing node: node 10 -> the existing node 'emontx'" in again
+
+
+# emoncms nodes `emontx` and `10` (emonhub's sendnames on and off), each with a power1 logged
+# to its own feed; the site already has `emontx` on radio id 10, so both merge into it.
+TWO_NAMES_INPUTS = [(2, 1, "emontx", "power1", "", "1:1", None, None),
+                    (4, 1, "10", "power1", "", "1:2", None, None)]  # fmt: skip
+TWO_NAMES_FEEDS = [(1, "power1", 1, "emontx", 0, 0, 1, 0, 0, 5, 0, "", "W"),
+                   (2, "power1", 1, "10", 0, 0, 1, 0, 0, 5, 0, "", "W")]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_two_emoncms_nodes_merged_into_one_say_which_took_the_input(
+    tmp_path, feed_dir, redis_client
+):
+    """Both `power1`s land on `emontx`: the second is not "already configured here (by hand or
+    by another import)" under the node's new name; the line names emoncms node 10, the node
+    that took the key, the list not applied and the imported feed nothing logs to. Both runs
+    count the two merges."""
+    from sensors.models import Node
+
+    home = Site.objects.create(name="Home", slug="home")
+    Node.objects.create(name="emontx", node_id=10, site=home, key_prefix="x", key_hash="y")
+    with mariadb.scratch_database(TWO_NAMES_INPUTS, TWO_NAMES_FEEDS) as name:
+        sql = dumped(name, "mysqldump", [])
+    backup.write_site(tmp_path / "emoncms", NOW, sql)
+    archive = backup.make_archive(tmp_path / "emoncms", tmp_path / "b.tgz")
+    out = run(archive)
+    unfed = EmoncmsOrigin.objects.get(kind="feed", emoncms_id=2).feed_id
+    line = (
+        "input 4 10:power1: emoncms node '10' merged into 'emontx', whose input power1 this "
+        "import already took from emoncms node 'emontx' (input 2); its process list was not "
+        f"applied; its history feed {unfed} (emoncms feed 2) was imported but nothing logs to it"
+    )
+    assert line in out, out
+    assert "already configured here" not in out, out
+    assert "nodes: 0 created, 2 merged into existing nodes;" in out, out
+    power1 = Sensor.objects.get(node__name="emontx", key="power1")
+    assert power1.feed_id == EmoncmsOrigin.objects.get(kind="feed", emoncms_id=1).feed_id
+    again = run(archive)
+    assert line in again, again
+    assert "nodes: 0 created, 2 merged into existing nodes;" in again, again

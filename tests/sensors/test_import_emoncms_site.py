@@ -425,7 +425,10 @@ def test_an_input_configured_by_hand_is_not_adopted(archive, feed_dir, site, red
     node = Node.objects.create(name="emontx1", site=site, protocol=Node.Protocol.EMONCMS)
     mine = Sensor.objects.create(node=node, key="power1", name="Mine", auto_created=False)
     out = run(archive, "--site", site.slug)
-    assert "emontx1:power1: already configured here" in out
+    assert (
+        "emontx1:power1: the input power1 of 'emontx1' was already configured here (by hand or "
+        "by another import); left as it is"
+    ) in out, out
     mine.refresh_from_db()
     assert (mine.name, mine.processes, mine.feed_id) == ("Mine", [], None)
 
@@ -453,3 +456,17 @@ def test_imported_nodes_expect_readings_as_often_as_their_feeds(
     flagged = set(result["raised"]) | set(result["waiting"])
     assert Node.objects.get(name="emonth").pk not in flagged
     assert Node.objects.get(name="emontx1").pk in flagged  # 10 s: silent after 30 s
+
+
+def test_a_feed_dated_far_in_the_future_is_refused_naming_it(tmp_path, feed_dir, site):
+    """A crafted PHPFina meta starting at 4000000000 (2096) was imported, and then every live
+    point was refused as older than the file. Its data is refused with a line naming it."""
+    folder = backup.write_site(tmp_path / "emoncms", NOW)
+    (folder / "phpfina" / "1.meta").write_bytes(phpfina.pack_meta(10, 4_000_000_000))
+    out = run(backup.make_archive(folder, tmp_path / "future.tar.gz"), "--site", site.slug)
+    assert (
+        "feed 1 emontx1:power1: data refused: its data starts at 4000000000, more than "
+        "BMS_INGEST_MAX_FUTURE_S (900 s) after now"
+    ) in out, out
+    assert not Feed.objects.filter(tag="emontx1", name="power1").exists()
+    assert Feed.objects.filter(tag="emontx1", name="use_kwh").exists()  # the rest comes in
