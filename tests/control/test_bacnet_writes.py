@@ -152,3 +152,37 @@ def test_writes_waiting_are_bounded_and_an_unanswered_one_times_out(device):
 
 def _never(write: NetworkWrite) -> None:
     raise AssertionError(f"no write should be decided here: {write}")
+
+
+@pytest.mark.django_db
+def test_an_engineer_enables_writes_on_the_zones_api_a_viewer_or_booker_may_not(
+    engineer_api, booker_api, viewer_api
+):
+    zone = f.zone("Hall")
+    url = f"/api/v1/zones/{zone.pk}"
+    for api in (viewer_api, booker_api):
+        assert api.patch(url, {"bacnet_setpoint_writable": True}, format="json").status_code == 403
+    bad = engineer_api.patch(url, {"bacnet_occupancy_writable": "perhaps"}, format="json")
+    assert bad.status_code == 400 and "bacnet_occupancy_writable" in bad.json()["fields"]
+    ok = engineer_api.patch(url, {"bacnet_setpoint_writable": True}, format="json")
+    assert ok.status_code == 200 and ok.json()["bacnet_setpoint_writable"] is True
+    zone.refresh_from_db()
+    assert (zone.bacnet_setpoint_writable, zone.bacnet_occupancy_writable) == (True, False)
+
+
+@pytest.mark.django_db
+def test_an_override_holding_a_setpoint_out_of_the_zones_limits_is_refused_on_the_api(
+    engineer_api,
+):
+    zone = f.zone("Hall")  # frost off 7 °C, cut-off 28 °C
+    now = timezone.now()
+    body = {"zone": zone.pk, "state": True, "reason": "test", "starts": now.isoformat(),
+            "expires": (now + timedelta(hours=1)).isoformat()}  # fmt: skip
+    for setpoint in (28, 6.5):
+        refused = engineer_api.post(
+            "/api/v1/overrides", {**body, "setpoint": setpoint}, format="json"
+        )
+        assert refused.status_code == 400 and "setpoint" in refused.json()["fields"]
+    assert not Override.objects.exists()
+    held = engineer_api.post("/api/v1/overrides", {**body, "setpoint": 21.5}, format="json")
+    assert held.status_code == 201 and held.json()["setpoint"] == 21.5
