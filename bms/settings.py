@@ -100,6 +100,9 @@ BMS_BACNET_SERVER_NAME = env_str("BMS_BACNET_SERVER_NAME", "Open BMS site")[:64]
 BMS_BACNET_SERVER_REFRESH_S = min(
     300.0, env_float("BMS_BACNET_SERVER_REFRESH_S", 10.0, minimum=2.0)
 )
+# How long a setpoint or occupancy written from the BACnet network holds (an override that
+# ends by itself: a head-end that wrote once and forgot must not hold the zone for ever).
+BMS_BACNET_WRITE_HOLD_MIN = min(24 * 60, env_int("BMS_BACNET_WRITE_HOLD_MIN", 120, minimum=5))
 # iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
 # unless named here (host names, addresses or networks: a calendar server on the LAN).
 BMS_ICAL_ALLOWED_HOSTS = env_list("BMS_ICAL_ALLOWED_HOSTS", [])

@@ -132,6 +132,10 @@ class ZoneAdmin(BoundedIdsAdmin, admin.ModelAdmin):
             },
         ),  # fmt: skip
         ("Bookings and safety", {"fields": ["bookable", "ical_url", "sensor_stale_after_s"]}),
+        (
+            "BACnet writes (docs/BACNET.md section 7)",
+            {"fields": ["bacnet_setpoint_writable", "bacnet_occupancy_writable"]},
+        ),
     ]
 
     @admin.display(description="status · bookings · replay")
@@ -198,6 +202,7 @@ class OverrideAdmin(HeldUntilAdmin):
         "actuator",
         "zone",
         "state",
+        "setpoint",
         "starts",
         "expires",
         "reason",

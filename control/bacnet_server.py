@@ -9,36 +9,54 @@ Objects, four per zone, the zone's id as their instance (at most MAX_ZONES zones
     binary-value,<id>   "<zone> occupied"          booked or scheduled occupied now
     binary-input,<id>   "<zone> heat demand"       the zone calls for heat
 
-Writes are refused, every one (property: write-access-denied), and logged with the writer's
-address: BACnet has no authentication, and an outside setpoint or occupancy write is a command
-to the plant. Enabling writes per object is not built yet (docs/BACNET.md).
+A WriteProperty of a setpoint's or an occupancy's present-value is decoded here and handed to
+the main thread through a bounded queue (MAX_PENDING_WRITES); the main thread decides it
+(control/bacnet_writes.py: refused unless an engineer enabled it on the zone, else an audited
+override) and the sender is answered once it has, or refused after WRITE_ANSWER_TIMEOUT_S.
+Every other write is refused (property: write-access-denied) and logged with the writer's
+address: BACnet has no authentication.
 
 Off unless BMS_BACNET_SERVER_ENABLED. It runs as its own process (`manage.py bacnet_server`):
 the BACnet application runs on an asyncio loop in a thread of its own; the process's main
-thread reads the database and Redis and hands plain values over (`update`), so no database
-access ever happens on the network's thread.
+thread reads the database and Redis and hands plain values over (`update`), and decides the
+writes (`handle_writes`), so no database access ever happens on the network's thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
+import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bacpypes3.apdu import SimpleAckPDU
+from bacpypes3.basetypes import BinaryPV, PropertyIdentifier
 from bacpypes3.errors import ExecutionError
 from bacpypes3.ipv4.app import NormalApplication
 from bacpypes3.local.analog import AnalogInputObject, AnalogValueObject
 from bacpypes3.local.binary import BinaryInputObject, BinaryValueObject
 from bacpypes3.local.device import DeviceObject
 from bacpypes3.pdu import IPv4Address
+from bacpypes3.primitivedata import ObjectType, Real
+
+from control.bacnet_writes import NetworkWrite, WriteRefused
 
 log = logging.getLogger(__name__)
 
 MAX_ZONES = 500  # 2,000 objects: what a head-end browses in one go, and a bound on memory
 OCCUPIED_MODES = frozenset({"booking", "schedule", "optimum_stop"})
+# Writes waiting for the main thread: a flood of writes is refused (device busy), not queued
+# without end. The answer timeout stays under a client's usual APDU timeout (3 s and more).
+MAX_PENDING_WRITES = 16
+WRITE_ANSWER_TIMEOUT_S = 2.5
+
+# Answer to a write: None when accepted, else the (error class, error code) it is refused with.
+Refusal = tuple[str, str] | None
 
 
 @dataclass(frozen=True)
@@ -60,11 +78,14 @@ def _refuse(apdu: Any, service: str) -> None:
     raise ExecutionError(errorClass="property", errorCode="writeAccessDenied")
 
 
-class _ReadOnlyApplication(NormalApplication):
-    """Answers reads and Who-Is; every write is refused before it touches an object."""
+class _SiteApplication(NormalApplication):
+    """Answers reads and Who-Is; a WriteProperty goes to the site device's `_write` (which
+    asks the main thread); WritePropertyMultiple is refused before it touches an object."""
+
+    site: SiteDevice
 
     async def do_WritePropertyRequest(self, apdu: Any) -> None:
-        _refuse(apdu, "WriteProperty")
+        await self.site._write(apdu)
 
     async def do_WritePropertyMultipleRequest(self, apdu: Any) -> None:
         _refuse(apdu, "WritePropertyMultiple")
@@ -81,11 +102,14 @@ class SiteDevice:
     def __init__(self, local: str, instance: int, name: str) -> None:
         self.local, self.instance, self.name = local, instance, name
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._app: _ReadOnlyApplication | None = None
+        self._app: _SiteApplication | None = None
         self._thread: threading.Thread | None = None
         self._objects: dict[int, tuple[Any, Any, Any, Any]] = {}
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._writes: queue.Queue[tuple[NetworkWrite, concurrent.futures.Future]] = queue.Queue(
+            MAX_PENDING_WRITES
+        )
 
     def start(self, timeout_s: float = 10.0) -> None:
         self._thread = threading.Thread(target=self._run, name="bacnet-server", daemon=True)
@@ -113,14 +137,88 @@ class SiteDevice:
             self._app.close()
             loop.close()
 
-    async def _create_app(self) -> _ReadOnlyApplication:
+    async def _create_app(self) -> _SiteApplication:
         device = DeviceObject(
             objectIdentifier=("device", self.instance),
             objectName=self.name,
             vendorIdentifier=999,  # ASHRAE's "no vendor id assigned"
             description="Open BMS: zones' temperatures, setpoints, occupancy and demand",
         )
-        return _ReadOnlyApplication(device, IPv4Address(self.local))
+        app = _SiteApplication(device, IPv4Address(self.local))
+        app.site = self
+        return app
+
+    async def _write(self, apdu: Any) -> None:
+        """On the network's thread: decode a WriteProperty, hand it to the main thread and
+        answer with what it decided (ExecutionError raised is bacpypes3's error answer)."""
+        object_type, instance = apdu.objectIdentifier
+        kinds = {ObjectType.analogValue: "setpoint", ObjectType.binaryValue: "occupancy"}
+        kind = kinds.get(object_type)
+        if (
+            kind is None
+            or apdu.propertyIdentifier != PropertyIdentifier.presentValue
+            or apdu.propertyArrayIndex is not None
+        ):
+            _refuse(apdu, "WriteProperty")
+        if instance not in self._objects:
+            raise ExecutionError(errorClass="object", errorCode="unknownObject")
+        try:
+            if kind == "setpoint":
+                # A BACnet Real is 32-bit: 27.9 arrives as 27.8999996; to the hundredth.
+                value = round(float(apdu.propertyValue.cast_out(Real)), 2)
+            else:
+                value = 1.0 if apdu.propertyValue.cast_out(BinaryPV) == BinaryPV.active else 0.0
+        except (TypeError, ValueError) as exc:
+            log.warning("BACnet write from %s refused: undecodable (%s)", apdu.pduSource, exc)
+            raise ExecutionError(errorClass="property", errorCode="invalidDataType") from exc
+        answer: concurrent.futures.Future[Refusal] = concurrent.futures.Future()
+        try:
+            self._writes.put_nowait(
+                (NetworkWrite(kind, instance, value, str(apdu.pduSource)), answer)
+            )
+        except queue.Full:
+            log.warning("BACnet write from %s refused: %d writes waiting", apdu.pduSource,
+                        MAX_PENDING_WRITES)  # fmt: skip
+            raise ExecutionError(errorClass="device", errorCode="deviceBusy") from None
+        try:
+            refusal = await asyncio.wait_for(asyncio.wrap_future(answer), WRITE_ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            # Cancelling the future stops the main thread from taking it up later; one it has
+            # already begun is decided and logged there, this sender is told it timed out.
+            log.warning("BACnet write from %s: no answer within %g s", apdu.pduSource,
+                        WRITE_ANSWER_TIMEOUT_S)  # fmt: skip
+            raise ExecutionError(errorClass="device", errorCode="timeout") from None
+        except Exception as exc:  # the main thread's failure (database away): logged there
+            raise ExecutionError(errorClass="device", errorCode="operationalProblem") from exc
+        if refusal is not None:
+            raise ExecutionError(errorClass=refusal[0], errorCode=refusal[1])
+        obj = self._objects[instance][1 if kind == "setpoint" else 2]
+        obj.presentValue = value if kind == "setpoint" else ("active" if value else "inactive")
+        await self._app.response(SimpleAckPDU(context=apdu))
+
+    def handle_writes(self, decide: Callable[[NetworkWrite], object], wait_s: float) -> int:
+        """On the main thread: decide the writes waiting (waiting up to `wait_s` for the first);
+        `decide` raises WriteRefused to refuse. Returns how many were decided."""
+        done = 0
+        block = True
+        while True:
+            try:
+                write, answer = self._writes.get(block, wait_s if block else None)
+            except queue.Empty:
+                return done
+            block = False
+            if not answer.set_running_or_notify_cancel():
+                continue  # its sender was already told it timed out
+            done += 1
+            try:
+                decide(write)
+            except WriteRefused as refused:
+                answer.set_result((refused.error_class, refused.error_code))
+            except Exception as exc:
+                answer.set_exception(exc)
+                raise
+            else:
+                answer.set_result(None)
 
     def update(self, zones: list[ZonePoint], timeout_s: float = 10.0) -> int:
         """Show `zones` (the first MAX_ZONES by id); returns how many are served."""

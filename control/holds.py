@@ -23,9 +23,10 @@ from control.models import HeldUntil, OutputOverride
 Hold = TypeVar("Hold", bound=HeldUntil)
 
 
-def place(hold: Hold, by: AbstractBaseUser, *, now: datetime | None = None) -> Hold:
-    """Save a new hold made by `by`. An output override starts when it is made (`now`), so
-    its length is counted from then; a relay override keeps the start it was given."""
+def place(hold: Hold, by: AbstractBaseUser | None, *, now: datetime | None = None) -> Hold:
+    """Save a new hold made by `by` (None: made by no person, a BACnet write whose reason
+    names its sender). An output override starts when it is made (`now`), so its length is
+    counted from then; a relay override keeps the start it was given."""
     hold.created_by = by
     if isinstance(hold, OutputOverride):
         hold.starts = now or timezone.now()

@@ -134,7 +134,7 @@ def _held(o: Override | OutputOverride) -> tuple:
 
 
 def override_spec(o: Override) -> OverrideSpec:
-    return OverrideSpec(o.state, *_held(o))
+    return OverrideSpec(o.state, *_held(o), setpoint=o.setpoint)
 
 
 def output_override_spec(o: OutputOverride) -> OutputOverrideSpec:

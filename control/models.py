@@ -186,6 +186,18 @@ class Zone(models.Model):
         "BMS_ICAL_ALLOWED_HOSTS names it).",
     )
     enabled = models.BooleanField(default=True)
+    # BACnet has no authentication: a write from the network is a command from whoever can send
+    # a UDP packet to the plant LAN, so each kind is refused until an engineer enables it here.
+    bacnet_setpoint_writable = models.BooleanField(
+        default=False,
+        help_text="Accept BACnet writes of this zone's setpoint (analog-value): each becomes an "
+        "audited override with an expiry. Off: refused.",
+    )
+    bacnet_occupancy_writable = models.BooleanField(
+        default=False,
+        help_text="Accept BACnet writes of this zone's occupancy (binary-value): each becomes an "
+        "audited override with an expiry. Off: refused.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -384,14 +396,28 @@ class Override(HeldUntil):
         Zone, on_delete=models.CASCADE, null=True, blank=True, related_name="overrides"
     )
     state = models.BooleanField(help_text="On (ticked) or off.")
+    setpoint = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(5), MaxValueValidator(30)],
+        help_text="°C a zone is held at (thermostat, frost and over-temperature still win); "
+        "empty: the override forces its relays on or off.",
+    )
 
     def __str__(self) -> str:
         target = self.actuator or self.zone
-        return f"{target} {'ON' if self.state else 'OFF'} until {when_text(timezone.localtime(self.expires))}"
+        held = (
+            f"{self.setpoint:g} °C"
+            if self.setpoint is not None
+            else ("ON" if self.state else "OFF")
+        )
+        return f"{target} {held} until {when_text(timezone.localtime(self.expires))}"
 
     def clean(self) -> None:
         if (self.actuator_id is None) == (self.zone_id is None):
             raise ValidationError("An override applies to exactly one actuator or one zone.")
+        if self.setpoint is not None:
+            self._check_setpoint()
         if self.starts is not None and self.expires is not None and self.expires <= self.starts:
             raise ValidationError({"expires": "An override must expire after it starts."})
         if self.starts is not None and self.expires is not None:
@@ -418,6 +444,20 @@ class Override(HeldUntil):
                         "plant's output instead."
                     }
                 )
+
+    def _check_setpoint(self) -> None:
+        """A held setpoint stays inside the zone's own limits: above where frost protection
+        stops and below the over-temperature cut-off (those limits still win at the tick)."""
+        if self.zone_id is None:
+            raise ValidationError({"setpoint": "Only a zone override holds a setpoint."})
+        zone = self.zone
+        if not zone.frost_off <= self.setpoint < zone.max_temperature:
+            raise ValidationError(
+                {
+                    "setpoint": f"Must be from the zone's frost-off {zone.frost_off:g} °C to "
+                    f"below its cut-off of {zone.max_temperature:g} °C."
+                }
+            )
 
 
 class ActuatorCommand(models.Model):

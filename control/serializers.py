@@ -60,7 +60,8 @@ class ZoneSerializer(ModelCleanSerializer):
                   "comfort_setpoint", "setback_setpoint", "frost_on", "frost_off",
                   "max_temperature", "hysteresis", "optimum_start", "optimum_stop",
                   "max_preheat_min", "heating_rate_min_per_k", "sensor_stale_after_s",
-                  "bookable", "ical_url", "enabled"]  # fmt: skip
+                  "bookable", "ical_url", "enabled", "bacnet_setpoint_writable",
+                  "bacnet_occupancy_writable"]  # fmt: skip
 
     def validate_actuators(self, actuators: list) -> list:
         # No valve in two zones, no plant or solar actuator in a zone: two drivers of one relay
@@ -103,7 +104,7 @@ class BookingSerializer(ModelCleanSerializer):
 class OverrideSerializer(ModelCleanSerializer):
     class Meta:
         model = Override
-        fields = ["id", "actuator", "zone", "state", "starts", "expires", "reason",
+        fields = ["id", "actuator", "zone", "state", "setpoint", "starts", "expires", "reason",
                   "created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]  # fmt: skip
         read_only_fields = ["created_by", "cancelled", "cancelled_at", "cancelled_by", "created"]
 

@@ -100,6 +100,7 @@ class OverrideSpec:
     user_id: int | None = None
     user_name: str = ""
     id: int | None = None
+    setpoint: float | None = None  # a zone held at this °C (thermostat) instead of forced
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,8 @@ def decide(tick: Tick, zone: ZoneSpec) -> ZoneResult:
             f"protection (outside below the plant's threshold), fixed duty "
             f"{zone.fallback_duty_pct:g}% while occupied, otherwise off"
         )
-        if override is not None:
+        # A held setpoint needs a reading to work to: without one the fallback decides.
+        if override is not None and override.setpoint is None:
             return ZoneResult(
                 zone.id,
                 override.state,
@@ -102,6 +103,21 @@ def decide(tick: Tick, zone: ZoneSpec) -> ZoneResult:
             temp,
             None,
             tuple(flags),
+        )
+    if override is not None and override.setpoint is not None:
+        was_on = bool(tick.remembered.get(f"{key}:heat"))
+        demand = thermostat.calls_for_heat(temp, override.setpoint, zone.hysteresis, was_on)
+        tick.memory[f"{key}:heat"] = demand
+        return ZoneResult(
+            zone.id,
+            demand,
+            OVERRIDE,
+            f"{override_rules.describe(override, tick.tz)} ({temp:.1f} °C — "
+            + ("heating)" if demand else "satisfied)"),
+            temp,
+            override.setpoint,
+            tuple(flags),
+            user_id=override.user_id,
         )
     if override is not None:
         return ZoneResult(

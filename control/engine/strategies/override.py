@@ -18,5 +18,8 @@ def active(override: OverrideSpec | None, now: datetime) -> OverrideSpec | None:
 def describe(override: OverrideSpec, tz: ZoneInfo) -> str:
     who = f" by {override.user_name}" if override.user_name else ""
     until = when_text(override.expires, tz)
-    state = "ON" if override.state else "OFF"
+    if override.setpoint is not None:
+        state = f"to {override.setpoint:g} °C"
+    else:
+        state = "ON" if override.state else "OFF"
     return f"Manual override {state}{who} until {until}: {override.reason}"

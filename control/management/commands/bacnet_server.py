@@ -3,8 +3,9 @@
     BMS_BACNET_SERVER_ENABLED=1 BMS_BACNET_ADDRESS=192.168.50.20/24 manage.py bacnet_server
 
 Off unless BMS_BACNET_SERVER_ENABLED. Refreshes the zones' objects every
-BMS_BACNET_SERVER_REFRESH_S seconds from what the control tick left; stops on SIGTERM. Every
-write from the network is refused (docs/BACNET.md section 7).
+BMS_BACNET_SERVER_REFRESH_S seconds from what the control tick left, and between refreshes
+decides the writes from the network (refused unless an engineer enabled them on the zone;
+docs/BACNET.md section 7); stops on SIGTERM.
 """
 
 from __future__ import annotations
@@ -12,19 +13,21 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
+from control import bacnet_writes
 from control.bacnet_server import SiteDevice, zone_points
 
 log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = "Serve the zones as BACnet objects (read-only) until SIGTERM."
+    help = "Serve the zones as BACnet objects (writes only where enabled) until SIGTERM."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--once", action="store_true", help="Start, load the zones, stop")
@@ -48,7 +51,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         self.stdout.write(
             f"BACnet device {settings.BMS_BACNET_SERVER_INSTANCE} "
-            f"'{settings.BMS_BACNET_SERVER_NAME}' on {local}: writes refused"
+            f"'{settings.BMS_BACNET_SERVER_NAME}' on {local}: writes refused unless "
+            "enabled on the zone"
         )
         try:
             while True:
@@ -59,7 +63,22 @@ class Command(BaseCommand):
                     # Keep answering with the last values; the next refresh tries again.
                     log.error("BACnet server: cannot refresh the zones (%s)", exc)
                     connection.close_if_unusable_or_obsolete()
-                if opts["once"] or stop.wait(settings.BMS_BACNET_SERVER_REFRESH_S):
+                if opts["once"]:
+                    break
+                self._decide_writes(device, stop)
+                if stop.is_set():
                     break
         finally:
             device.stop()
+
+    @staticmethod
+    def _decide_writes(device: SiteDevice, stop: threading.Event) -> None:
+        """Until the next refresh (or SIGTERM), decide the writes as they come."""
+        deadline = time.monotonic() + settings.BMS_BACNET_SERVER_REFRESH_S
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            try:
+                device.handle_writes(bacnet_writes.apply, wait_s=min(0.5, left))
+            except DatabaseError as exc:
+                # That writer was answered operational-problem; the next one tries again.
+                log.error("BACnet server: cannot decide a write (%s)", exc)
+                connection.close_if_unusable_or_obsolete()

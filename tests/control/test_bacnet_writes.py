@@ -1,0 +1,188 @@
+"""Writes from the BACnet network (control/bacnet_server.py + control/bacnet_writes.py), sent by
+the independent bac-py client in its own process, decided on this (main) thread as the
+`bacnet_server` command does: refused unless an engineer enabled them on the zone, and each
+accepted one an Override whose reason names the writer's address."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from concurrent.futures import Future
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from control import bacnet_writes, runtime
+from control.bacnet_server import MAX_PENDING_WRITES, SiteDevice, ZonePoint, zone_points
+from control.bacnet_writes import NetworkWrite
+from control.models import Override
+from control.runner import run_tick
+from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, PEER_PYTHON, free_udp_port
+
+from . import factories as f
+from .test_bacnet_server import CLIENT, peer
+
+
+def peer_while_deciding(device: SiteDevice, *args: str) -> list[dict]:
+    """Run the independent client while this thread decides the writes it sends."""
+    if not PEER_PYTHON.exists():
+        pytest.fail("No .venv-bacnet-peer: run `source scripts/setup.sh; bms_setup --for-tests`")
+    proc = subprocess.Popen(
+        [str(PEER_PYTHON), CLIENT, device.address, "--interface", PEER_HOST, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        while proc.poll() is None:
+            device.handle_writes(bacnet_writes.apply, wait_s=0.1)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.fixture
+def device():
+    port = free_udp_port(OUR_HOST)
+    site = SiteDevice(f"{OUR_HOST}/32:{port}", 4194001, "Test site")
+    site.start()
+    site.address = f"{OUR_HOST}:{port}"
+    yield site
+    site.stop()
+
+
+def served(device: SiteDevice) -> None:
+    device.update(zone_points())
+
+
+@pytest.mark.django_db
+def test_an_enabled_setpoint_write_becomes_an_override_naming_the_writer(redis_client, device):
+    zone = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True)
+    served(device)
+    answers = peer_while_deciding(device, "--write", f"analog-value,{zone.pk}=22.5")
+    assert answers == [{"write": f"analog-value,{zone.pk}", "ok": True}]
+    # The object reads back what was written (the client reads before it writes).
+    again = peer_while_deciding(device, "--read", f"analog-value,{zone.pk}")
+    assert again[0]["value"] == pytest.approx(22.5)
+    override = Override.objects.get(zone=zone)
+    assert override.setpoint == 22.5
+    assert override.reason.startswith(f"BACnet write from {PEER_HOST}:")
+    assert override.reason.endswith("setpoint 22.5 °C")
+    assert override.created_by is None
+    assert override.expires - override.starts == timedelta(minutes=120)
+    # The tick works to it: below the setpoint the zone calls for heat, named as the override.
+    run_tick(timezone.now())
+    result = runtime.load_zones([zone.pk])[zone.pk]
+    assert (result["demand"], result["target"]) == (True, 22.5)
+    assert "to 22.5 °C" in result["reason"] and "BACnet write from" in result["reason"]
+
+
+@pytest.mark.django_db
+def test_a_setpoint_write_not_enabled_is_refused_and_nothing_changes(redis_client, device, caplog):
+    zone = f.zone("Hall", temp=18.5)
+    served(device)
+    answers = peer_while_deciding(device, "--write", f"analog-value,{zone.pk}=22")
+    assert answers == [
+        {"write": f"analog-value,{zone.pk}", "error": "property: write_access_denied"}
+    ]
+    assert not Override.objects.exists()
+    assert any("refused" in r.getMessage() and PEER_HOST in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.django_db
+def test_a_setpoint_outside_the_zones_limits_is_refused(redis_client, device):
+    # frost off 7 °C, cut-off 28 °C
+    zone = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True)
+    served(device)
+    n = zone.pk
+    answers = peer_while_deciding(
+        device, "--write", f"analog-value,{n}=28", "--write", f"analog-value,{n}=6.9",
+        "--write", f"analog-value,{n}=27.9",
+    )  # fmt: skip
+    assert [a.get("error") for a in answers] == [
+        "property: value_out_of_range", "property: value_out_of_range", None,
+    ]  # fmt: skip
+    assert list(Override.objects.values_list("setpoint", flat=True)) == [27.9]
+
+
+@pytest.mark.django_db
+def test_an_occupancy_write_holds_comfort_or_setback_only_where_enabled(redis_client, device):
+    hall = f.zone("Hall", temp=18.5, bacnet_occupancy_writable=True, setback_setpoint=16.0)
+    # Setpoint writes only: its occupancy stays refused.
+    store = f.zone("Store", temp=18.5, bacnet_setpoint_writable=True)
+    served(device)
+    answers = peer_while_deciding(
+        device, "--write", f"binary-value,{hall.pk}=1", "--write", f"binary-value,{hall.pk}=0",
+        "--write", f"binary-value,{store.pk}=1",
+    )  # fmt: skip
+    assert [a.get("error") for a in answers] == [None, None, "property: write_access_denied"]
+    occupied, unoccupied = Override.objects.filter(zone=hall).order_by("pk")
+    assert (occupied.setpoint, unoccupied.setpoint) == (hall.comfort_setpoint, 16.0)
+    assert occupied.reason.endswith(": occupied") and unoccupied.reason.endswith(": unoccupied")
+    assert not Override.objects.filter(zone=store).exists()
+
+
+@pytest.mark.django_db
+def test_unoccupied_without_a_setback_turns_heating_off_but_frost_still_wins(redis_client):
+    zone = f.zone("Hall", temp=4.0, bacnet_occupancy_writable=True)  # below frost-on 5 °C
+    now = timezone.now()
+    write = NetworkWrite("occupancy", zone.pk, 0.0, "10.0.0.9:47808")
+    override = bacnet_writes.apply(write, now=now)
+    assert (override.state, override.setpoint) == (False, None)
+    run_tick(now)
+    result = runtime.load_zones([zone.pk])[zone.pk]
+    assert (result["demand"], result["mode"]) == (True, "frost_protection")
+
+
+def test_writes_waiting_are_bounded_and_an_unanswered_one_times_out(device):
+    device.update([ZonePoint(1, "Hall", 20.0, 21.0, False, False)])
+    # Nobody decides: the sender is told the device timed out, not left waiting.
+    answers = peer(device.address, "--write", "analog-value,1=21")
+    assert answers == [{"write": "analog-value,1", "error": "device: timeout"}]
+    assert device.handle_writes(_never, wait_s=0) == 0  # the timed-out one is never decided
+    # The queue full: the next write is refused at once.
+    while device._writes.qsize() < MAX_PENDING_WRITES:
+        device._writes.put_nowait((NetworkWrite("setpoint", 1, 21.0, "x"), Future()))
+    answers = peer(device.address, "--write", "analog-value,1=21")
+    assert answers == [{"write": "analog-value,1", "error": "device: device_busy"}]
+
+
+def _never(write: NetworkWrite) -> None:
+    raise AssertionError(f"no write should be decided here: {write}")
+
+
+@pytest.mark.django_db
+def test_an_engineer_enables_writes_on_the_zones_api_a_viewer_or_booker_may_not(
+    engineer_api, booker_api, viewer_api
+):
+    zone = f.zone("Hall")
+    url = f"/api/v1/zones/{zone.pk}"
+    for api in (viewer_api, booker_api):
+        assert api.patch(url, {"bacnet_setpoint_writable": True}, format="json").status_code == 403
+    bad = engineer_api.patch(url, {"bacnet_occupancy_writable": "perhaps"}, format="json")
+    assert bad.status_code == 400 and "bacnet_occupancy_writable" in bad.json()["fields"]
+    ok = engineer_api.patch(url, {"bacnet_setpoint_writable": True}, format="json")
+    assert ok.status_code == 200 and ok.json()["bacnet_setpoint_writable"] is True
+    zone.refresh_from_db()
+    assert (zone.bacnet_setpoint_writable, zone.bacnet_occupancy_writable) == (True, False)
+
+
+@pytest.mark.django_db
+def test_an_override_holding_a_setpoint_out_of_the_zones_limits_is_refused_on_the_api(
+    engineer_api,
+):
+    zone = f.zone("Hall")  # frost off 7 °C, cut-off 28 °C
+    now = timezone.now()
+    body = {"zone": zone.pk, "state": True, "reason": "test", "starts": now.isoformat(),
+            "expires": (now + timedelta(hours=1)).isoformat()}  # fmt: skip
+    for setpoint in (28, 6.5):
+        refused = engineer_api.post(
+            "/api/v1/overrides", {**body, "setpoint": setpoint}, format="json"
+        )
+        assert refused.status_code == 400 and "setpoint" in refused.json()["fields"]
+    assert not Override.objects.exists()
+    held = engineer_api.post("/api/v1/overrides", {**body, "setpoint": 21.5}, format="json")
+    assert held.status_code == 201 and held.json()["setpoint"] == 21.5
