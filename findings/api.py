@@ -34,6 +34,7 @@ class FindingViewSet(
         return queryset.filter(closed_at__isnull=raw == "1")
 
     def update(self, request, *args, **kwargs):
-        if "state" not in request.data:
+        # The body may be any JSON (null, a number, a list): only an object can name a state.
+        if not isinstance(request.data, dict) or "state" not in request.data:
             raise ValidationError({"state": "give the new state"})
         return super().update(request, *args, **kwargs)

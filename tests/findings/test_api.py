@@ -65,7 +65,8 @@ def test_a_viewer_may_not_mark_a_finding(findings, viewer_api):
 @pytest.mark.parametrize(
     ("body", "field"),
     [({}, "state"), ({"state": "new"}, "state"), ({"state": "gone"}, "state"),
-     ({"state": "x" * 10_000}, "state")],
+     ({"state": "x" * 10_000}, "state"), (None, "state"), (True, "state"), (3, "state"),
+     (["state"], "state")],
 )  # fmt: skip
 def test_a_bad_state_is_a_400_naming_the_field(findings, engineer_api, body, field):
     response = engineer_api.patch(f"/api/v1/findings/{findings[0].pk}", body, format="json")

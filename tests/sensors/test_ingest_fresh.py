@@ -64,14 +64,18 @@ def test_one_drain_holds_every_free_shard_and_leaves_a_held_one_alone(
 def test_a_drain_queued_for_a_held_shard_is_busy_and_serves_the_free_ones(
     db, redis_client, four_shards
 ):
-    quiet, quiet_feed = node_with("free-shard", 5, "log_to_feed")  # shard 1
-    redis_client.set(stream.lease_key(0), "another drain", px=60_000)
-    stream.append(4, rows(0, 1))  # shard 0: left to its holder
+    quiet, quiet_feed = node_with("free-shard", 5, "log_to_feed")
+    # A node's shard follows its primary key, which the database chooses (PostgreSQL does not
+    # reset sequences between tests): the held shard is one the quiet node is not on.
+    held = (stream.shard_of(quiet.pk) + 1) % four_shards
+    other = held + 4000 * four_shards  # a node id on the held shard
+    redis_client.set(stream.lease_key(held), "another drain", px=60_000)
+    stream.append(other, rows(0, 1))  # left to its holder
     stream.append(quiet.pk, rows(0, 1))
-    report = drain_shard(0)
+    report = drain_shard(held)
     assert report.busy and report.requests == 1 and report.shards == 3
     assert len(points(quiet_feed.pk)) == 1
-    assert redis_client.xlen(stream.stream_key(4)) == 1
+    assert redis_client.xlen(stream.stream_key(other)) == 1
 
 
 def test_a_flooding_node_does_not_delay_the_other_shards_nodes(
