@@ -304,9 +304,10 @@ def _convert_and_process(
                 log.warning("node %s input %s at %s: %s", node_id, key, t, exc)
                 continue
             items.append((f"{node_id}:{key}", spec.steps, t, value, post))
-            previous = last.get(key)
-            if previous is None or t >= previous[0]:
-                last[key] = (t, value)
+            # The row that arrived last, as emoncms's bulk sets each input row by row: a later
+            # request's *_input steps (and the inputs page) see it whatever its time, the same
+            # as a row of the same request does (the drain may run requests apart or together).
+            last[key] = (t, value)
             if spec.min_valid is not None or spec.max_valid is not None:
                 latest_checked[spec.id] = (spec, value)
                 if _outside(spec, value):
