@@ -52,6 +52,7 @@ class Trip:
     detail: str
     evidence: list[dict]
     kwh: float | None = None  # wasted over the range; None: the rule has no estimate
+    fuel: str = rules.HEATING_FUEL  # what the wasted kWh are of: its tariff and carbon factor
 
 
 @dataclass
@@ -443,7 +444,7 @@ def _keep(trip: Trip, start: datetime, end: datetime) -> bool:
         "what_to_check": rule.what_to_check,
     }
     if trip.kwh is not None:
-        w = waste(trip.kwh, end - start, rules.HEATING_FUEL, trip.site)
+        w = waste(trip.kwh, end - start, trip.fuel, trip.site)
         fields.update(
             waste_kwh_week=round(w.kwh_week, 3),
             waste_money_week=None if w.money_week is None else round(w.money_week, 2),
