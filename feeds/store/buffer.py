@@ -248,7 +248,13 @@ class FeedBuffer:
                     newest = r
             keys.append(self.key(feed_id))
             args += [feed_id, pack_records(rows), newest[0], repr(newest[1])]
-        self._add(keys=keys, args=args, client=pipe)
+        if pipe is None:
+            self._add(keys=keys, args=args)
+        else:
+            # EVAL, not the registered script's EVALSHA: a pipeline holding a registered
+            # script asks SCRIPT EXISTS before each execute, a round trip of its own on every
+            # ingest transaction (#29). Redis caches the compiled script by its hash either way.
+            pipe.eval(_ADD, len(keys), *keys, *args)
 
     def seed_last(self, feed_id: int, t: int, value: float) -> bool:
         """Set a feed's last value when it has none (an imported file's newest point), so
