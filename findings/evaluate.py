@@ -11,6 +11,7 @@ actuator a week, and feeds read at READ_INTERVAL_S (at most a week's 2,016 point
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -26,7 +27,7 @@ from feeds.store import service as feed_service
 from findings import detect, rules
 from findings.costs import waste
 from findings.models import Finding
-from sensors.models import Actuator, Site
+from sensors.models import Actuator, Sensor, Site
 
 MAX_RANGE = timedelta(days=7)
 MAX_SUBJECTS = 500
@@ -53,6 +54,67 @@ class Trip:
     evidence: list[dict]
     kwh: float | None = None  # wasted over the range; None: the rule has no estimate
     fuel: str = rules.HEATING_FUEL  # what the wasted kWh are of: its tariff and carbon factor
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a finding is about: its part of the finding's key ("zone:3"), its name in plain
+    words, the page it is on, and its site (for the tariff)."""
+
+    key: str
+    words: str
+    url: str
+    site: Site | None
+
+
+def zone_subject(zone: Zone, words: str = "") -> Subject:
+    return Subject(f"zone:{zone.pk}", words or f"Zone '{zone.name}'", _zone_url(zone), zone.site)
+
+
+def sensor_subject(zone: Zone, sensor: Sensor) -> Subject:
+    return Subject(
+        f"sensor:{sensor.pk}",
+        f"Temperature sensor '{_name(sensor)}' of zone '{zone.name}'",
+        _zone_url(zone),
+        zone.site,
+    )
+
+
+def plant_subject(plant: HeatingPlant, words: str) -> Subject:
+    return Subject(f"plant:{plant.pk}", words, f"/staff/plants/{plant.pk}/", plant.site)
+
+
+def _name(sensor: Sensor) -> str:
+    return sensor.name or sensor.key
+
+
+def trip(
+    rule: rules.Rule,
+    subject: Subject,
+    spans: list[detect.Span],
+    detail: str,
+    *,
+    sensors: Iterable[Sensor] = (),
+    actuators: Iterable[Actuator] = (),
+    kwh: float | None = None,
+    fuel: str = rules.HEATING_FUEL,
+) -> Trip:
+    """A rule's trip on `subject`, its evidence the feeds of `sensors` then `actuators`' audit
+    rows, in the order given (the page links them in that order)."""
+    evidence = [{"feed": s.feed_id, "name": _name(s)} for s in sensors]
+    evidence += [{"actuator": a.pk, "name": a.name} for a in actuators]
+    return Trip(
+        key=f"{rule.name}:{subject.key}",
+        rule=rule.name,
+        subject=subject.words,
+        subject_url=subject.url,
+        site=subject.site,
+        spans=spans,
+        detail=detail,
+        evidence=evidence,
+        kwh=kwh,
+        fuel=fuel,
+    )
 
 
 @dataclass
@@ -177,16 +239,13 @@ def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[
         found = detect.union(found)
         hours = _hours(found)
         trips.append(
-            Trip(
-                key=f"{rule.name}:zone:{zone.pk}",
-                rule=rule.name,
-                subject=f"Zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=found,
-                detail=f"Valve ON {hours:.1f} h outside occupancy in {len(found)} spells "
+            trip(
+                rule,
+                zone_subject(zone),
+                found,
+                f"Valve ON {hours:.1f} h outside occupancy in {len(found)} spells "
                 f"(asked for by: {', '.join(strategies)})",
-                evidence=[{"actuator": v.pk, "name": v.name} for v in valves],
+                actuators=valves,
                 kwh=hours * rules.ZONE_HEAT_KW / rules.BOILER_EFFICIENCY,
             )
         )
@@ -217,19 +276,15 @@ def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Tri
         )
         if not found:
             continue
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:sensor:{sensor.pk}",
-                rule=rule.name,
-                subject=f"Temperature sensor '{name}' of zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=found,
-                detail=f"Flat within {rules.FLATLINE_BAND_K:g} K for {len(found)} spells of 6 h "
+            trip(
+                rule,
+                sensor_subject(zone, sensor),
+                found,
+                f"Flat within {rules.FLATLINE_BAND_K:g} K for {len(found)} spells of 6 h "
                 "while the zone's valve was ON",
-                evidence=[{"feed": sensor.feed_id, "name": name}]
-                + [{"actuator": v.pk, "name": v.name} for v in valves],
+                sensors=[sensor],
+                actuators=valves,
             )
         )
     return trips
@@ -251,16 +306,15 @@ def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
         excess = sum(n - rules.MAX_STARTS_PER_HOUR for _, n in hours)
         worst = max(n for _, n in hours)
         trips.append(
-            Trip(
-                key=f"{rule.name}:plant:{plant.pk}",
-                rule=rule.name,
-                subject=f"Boiler '{plant.boiler.name}' of heating plant '{plant.name}'",
-                subject_url=f"/staff/plants/{plant.pk}/",
-                site=plant.site,
-                spans=[span for span, _ in hours],
-                detail=f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in {len(hours)} "
+            trip(
+                rule,
+                plant_subject(
+                    plant, f"Boiler '{plant.boiler.name}' of heating plant '{plant.name}'"
+                ),
+                [span for span, _ in hours],
+                f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in {len(hours)} "
                 f"hours (at most {worst}); {excess} starts beyond the threshold",
-                evidence=[{"actuator": plant.boiler.pk, "name": plant.boiler.name}],
+                actuators=[plant.boiler],
                 kwh=excess * rules.BOILER_KW * rules.CYCLE_LOSS_MIN / 60 / rules.BOILER_EFFICIENCY,
             )
         )
@@ -288,20 +342,16 @@ def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip
         )
         if not found:
             continue
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:zone:{zone.pk}",
-                rule=rule.name,
-                subject=f"Zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=found,
-                detail=f"More than {rules.UNDER_SETPOINT_MARGIN_K:g} K below its setpoint for "
+            trip(
+                rule,
+                zone_subject(zone),
+                found,
+                f"More than {rules.UNDER_SETPOINT_MARGIN_K:g} K below its setpoint for "
                 f"{_hours(found):.1f} h of occupied time with the valve ON, in {len(found)} "
                 "spells",
-                evidence=[{"feed": sensor.feed_id, "name": name}]
-                + [{"actuator": v.pk, "name": v.name} for v in valves],
+                sensors=[sensor],
+                actuators=valves,
             )
         )
     return trips
@@ -345,20 +395,15 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
             continue
         rise = sum(k for _, k in found)
         spans = [s for s, _ in found]
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:zone:{zone.pk}",
-                rule=rule.name,
-                subject=f"Valve of zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=spans,
-                detail=f"Warmed {rise:.1f} K in {_hours(spans):.1f} h over {len(spans)} spells "
+            trip(
+                rule,
+                zone_subject(zone, f"Valve of zone '{zone.name}'"),
+                spans,
+                f"Warmed {rise:.1f} K in {_hours(spans):.1f} h over {len(spans)} spells "
                 "with its valves commanded shut and the boiler ON",
-                evidence=[{"feed": sensor.feed_id, "name": name}]
-                + [{"actuator": v.pk, "name": v.name} for v in valves]
-                + [{"actuator": p.boiler.pk, "name": p.boiler.name} for p in plants],
+                sensors=[sensor],
+                actuators=valves + [p.boiler for p in plants],
                 kwh=rise * rules.ROOM_HEAT_KWH_PER_K / rules.BOILER_EFFICIENCY,
             )
         )
@@ -382,18 +427,14 @@ def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
         days = detect.per_day(times, start, end, more_than=rules.SPIKES_PER_DAY)
         if not days:
             continue
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:sensor:{sensor.pk}",
-                rule=rule.name,
-                subject=f"Temperature sensor '{name}' of zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=[span for span, _ in days],
-                detail=f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
+            trip(
+                rule,
+                sensor_subject(zone, sensor),
+                [span for span, _ in days],
+                f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
                 f"in {len(days)} days (at most {max(n for _, n in days)} in a day)",
-                evidence=[{"feed": sensor.feed_id, "name": name}],
+                sensors=[sensor],
             )
         )
     return trips
