@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from control.models import HeatingPlant
-from findings import detect, rules
+from findings import detect, plant_checks, rules
 from findings.costs import waste
 from findings.models import Finding
 from findings.points import (
@@ -262,6 +262,12 @@ CHECKS = {
     rules.UNDER_SETPOINT: under_setpoint,
     rules.VALVE_PASSING: valve_passing,
     rules.SENSOR_SPIKES: sensor_spikes,
+    rules.LOW_DELTA_T: plant_checks.low_delta_t,
+    rules.SOLAR_NO_GAIN: plant_checks.solar_no_gain,
+    rules.WINDOW_DROPS: plant_checks.window_drops,
+    rules.OPTIMUM_PINNED: plant_checks.optimum_pinned,
+    rules.SENSOR_RANGE: plant_checks.sensor_out_of_range,
+    rules.SENSOR_DRIFT: plant_checks.sensor_drift,
 }
 
 
