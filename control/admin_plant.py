@@ -86,6 +86,7 @@ class HeatingPlantAdmin(AuditedAdmin, BoundedIdsAdmin, admin.ModelAdmin):
                     "frost_outside_c",
                     "flow_sensor",
                     "flow_frost_c",
+                    "return_sensor",
                     "sensor_stale_after_s",
                     "index_zone",
                 ]

@@ -544,6 +544,17 @@ class HeatingPlant(models.Model):
         help_text="Flow temperature after the mixing valve: flow frost protection, and the "
         "mixing loop of weather compensation.",
     )
+    # Read by no control loop: with the flow it gives the circuit's flow-return ΔT, which the
+    # findings judge (findings/plant_checks.py, "low flow-return ΔT").
+    return_sensor = models.ForeignKey(
+        Sensor,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Return temperature of the circuit (optional): with the flow sensor, the "
+        "findings judge its flow-return ΔT. No control reads it.",
+    )
     flow_frost_c = models.FloatField(
         default=5.0,
         validators=[MinValueValidator(0), MaxValueValidator(15)],

@@ -21,6 +21,7 @@ PLANT_WORDS: dict[str, str] = {
     "frost_outside_c": "Frost protection below this outside temperature (°C)",
     "flow_sensor": "Flow temperature sensor",
     "flow_frost_c": "Frost protection below this flow temperature (°C)",
+    "return_sensor": "Return temperature sensor (optional: its flow-return ΔT is judged)",
     "sensor_stale_after_s": "A reading older than this counts as lost (s)",
 }
 # The boiler's own minimum run and rest times (anti-short-cycle) live on its actuator.

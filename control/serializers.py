@@ -144,7 +144,7 @@ class HeatingPlantSerializer(ModelCleanSerializer):
         fields = ["id", "site", "name", "enabled", "boiler", "pump", "zones", "has_bypass",
                   "pump_overrun_s", "pump_kick", "pump_kick_idle_days", "pump_kick_s",
                   "outside_sensor", "frost_outside_c", "flow_sensor", "flow_frost_c",
-                  "sensor_stale_after_s", "index_zone", "reason"]  # fmt: skip
+                  "return_sensor", "sensor_stale_after_s", "index_zone", "reason"]  # fmt: skip
 
     def validate(self, attrs: dict) -> dict:
         zones = attrs.get("zones")

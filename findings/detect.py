@@ -9,7 +9,7 @@ Times are timezone-aware datetimes.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -292,3 +292,122 @@ def per_day(
             found.append((Span(d0, d1), n))
         d0 = d1
     return found
+
+
+# --- the plant rules (findings/plant_checks.py) -------------------------------------------
+
+
+def difference(
+    a: Sequence[tuple[datetime, float]], b: Sequence[tuple[datetime, float]]
+) -> list[tuple[datetime, float]]:
+    """a − b at the times both were read (two feeds read on one grid), in time order."""
+    at = dict(b)
+    return [(t, v - at[t]) for t, v in a if t in at]
+
+
+def held(
+    readings: Sequence[tuple[datetime, float]],
+    test: Callable[[float], bool],
+    step: timedelta,
+) -> list[Span]:
+    """When `test` held of the readings: each passing reading's slot (to the next reading, at
+    most `step`: a gap in the feed is not counted), merged, in time order."""
+    return union(Span(t0, t1) for t0, t1, v in slots(readings, step) if test(v))
+
+
+def total(spans: Iterable[Span]) -> timedelta:
+    return sum((s.end - s.start for s in spans), timedelta())
+
+
+def strategy_spans(
+    commands: Sequence[Command], start: datetime, end: datetime, *, state: bool, strategy: str
+) -> list[Span]:
+    """When the actuator was held at `state` by `strategy` within [start, end); a run of rows
+    (a change and its keep-alives) is one span."""
+    spans = on_spans(commands, start, end) if state else off_spans(commands, start, end)
+    return union(s for s in spans if s.strategy == strategy)
+
+
+def drop_during(
+    readings: Sequence[tuple[datetime, float]], span: Span, *, before: timedelta
+) -> float:
+    """How far the room fell for an event: the warmest reading within `before` ahead of the
+    span's start (where the fall began) less the coldest within the span; 0 when unknown."""
+    ahead = [v for t, v in readings if span.start - before <= t <= span.start]
+    within = [v for t, v in readings if span.start <= t < span.end]
+    if not ahead or not within:
+        return 0.0
+    return max(0.0, max(ahead) - min(within))
+
+
+def pinned_days(
+    starts: Sequence[tuple[datetime, datetime, float]],
+    *,
+    max_lead: timedelta,
+    tolerance: timedelta,
+    rate_bounds: tuple[float, float],
+) -> tuple[list[Span], int]:
+    """Optimum start's pre-heats (occupancy start, pre-heat start, learned rate after) that
+    were pinned: a lead within `tolerance` of `max_lead`, or a learned rate at either bound.
+    Returns (the pinned pre-heats, how many days had a pre-heat at all), days by the
+    occupancy start's date."""
+    pinned = [
+        Span(pre, occ)
+        for occ, pre, rate in starts
+        if occ - pre >= max_lead - tolerance or rate <= rate_bounds[0] or rate >= rate_bounds[1]
+    ]
+    return pinned, len({occ.date() for occ, _, _ in starts})
+
+
+def daily_means(
+    readings: Sequence[tuple[datetime, float]],
+    start: datetime,
+    end: datetime,
+    *,
+    min_readings: int,
+) -> list[tuple[Span, float]]:
+    """The mean reading of each day from `start` (days with fewer than `min_readings` readings
+    left out: a mean of a few hours is not the day's)."""
+    found = []
+    times = [t for t, _ in readings]
+    day = timedelta(days=1)
+    d0 = start
+    while d0 < end:
+        d1 = min(d0 + day, end)
+        values = [v for _, v in readings[bisect_left(times, d0) : bisect_left(times, d1)]]
+        if len(values) >= min_readings:
+            found.append((Span(d0, d1), sum(values) / len(values)))
+        d0 = d1
+    return found
+
+
+def median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def growing_gap(
+    gaps: Sequence[tuple[Span, float]],
+    *,
+    band_k: float,
+    min_k_per_day: float,
+    min_days: int,
+) -> tuple[float, float] | None:
+    """A sensor's daily gap to its neighbours (its mean less theirs) that is wider than `band_k`
+    on its last day and has grown by at least `min_k_per_day` (least-squares slope over the
+    days, in the direction of the last gap): (last gap, slope K/day), else None. A steady
+    offset (a sunny room, a cold corner) is no drift; a gap that widens day after day is."""
+    if len(gaps) < min_days:
+        return None
+    last = gaps[-1][1]
+    if abs(last) <= band_k:
+        return None
+    xs = [(s.start - gaps[0][0].start).total_seconds() / 86400 for s, _ in gaps]
+    ys = [g for _, g in gaps]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / spread
+    if slope * (1 if last > 0 else -1) < min_k_per_day:
+        return None
+    return last, slope

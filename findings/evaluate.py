@@ -2,57 +2,45 @@
 
     evaluate(start, end) -> Summary(opened, updated, closed)
 
-Points are found through the site model: zones with their temperature sensors, valves,
-schedules and bookings; heating plants with their boilers; relay commands from the audit
-log (ActuatorCommand, with the strategy that asked). Work is bounded: a range is cut into
-weeks (MAX_RANGE), at most MAX_SUBJECTS zones or plants a rule, MAX_COMMANDS audit rows an
-actuator a week, and feeds read at READ_INTERVAL_S (at most a week's 2,016 points).
+The rules' points are found through the site model (findings/points.py); the six first rules'
+checks are here, the plant rules' in findings/plant_checks.py, all registered in CHECKS. Work is
+bounded: a range is cut into weeks (MAX_RANGE), and findings/points.py bounds what a rule reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db import transaction
 
-from control.engine.strategies import bookings as booking_windows
-from control.engine.strategies import schedule as schedule_windows
-from control.mapper import booking_spec, schedule_spec
-from control.models import ActuatorCommand, HeatingPlant, Zone
-from feeds.store import service as feed_service
-from findings import detect, rules
+from control.models import HeatingPlant
+from findings import detect, plant_checks, rules
 from findings.costs import waste
 from findings.models import Finding
-from sensors.models import Actuator, Site
+from findings.points import (
+    MAX_SUBJECTS,
+    READ_INTERVAL_S,
+    CommandLog,
+    Trip,
+    heat_on,
+    measured_zones,
+    occupancy,
+    occupied_setpoints,
+    plant_subject,
+    plants_of_zones,
+    sensor_subject,
+    span_hours,
+    trip,
+    zone_subject,
+    zones,
+)
 
 MAX_RANGE = timedelta(days=7)
-MAX_SUBJECTS = 500
-MAX_COMMANDS = 20_000  # a relay switched every 30 s for a week: more is a broken log
-READ_INTERVAL_S = 300
-TRUNCATED = "log_truncated"  # the strategy of the stop put where MAX_COMMANDS cut the log
 
 
 class RangeError(ValueError):
     """A range the evaluator refuses (end not after start, or longer than MAX_RANGE)."""
-
-
-@dataclass
-class Trip:
-    """One subject's fault over the range, before it becomes a Finding."""
-
-    key: str
-    rule: str
-    subject: str
-    subject_url: str
-    site: Site | None
-    spans: list[detect.Span]
-    detail: str
-    evidence: list[dict]
-    kwh: float | None = None  # wasted over the range; None: the rule has no estimate
-    fuel: str = rules.HEATING_FUEL  # what the wasted kWh are of: its tariff and carbon factor
 
 
 @dataclass
@@ -63,99 +51,10 @@ class Summary:
     keys: list[str] = field(default_factory=list)
 
 
-def commands(actuator: Actuator, start: datetime, end: datetime) -> list[detect.Command]:
-    """The actuator's audited commands that reached it (no error), the last one before `start`
-    first (the state the range opens in), at most MAX_COMMANDS; past the bound, an OFF at the
-    first row left out ends what can be judged."""
-    rows = ActuatorCommand.objects.filter(actuator=actuator, error="")
-    before = rows.filter(requested_at__lt=start).order_by("-requested_at").first()
-    within = rows.filter(requested_at__gte=start, requested_at__lt=end).order_by("requested_at")
-    found = [before] if before else []
-    kept = list(within[: MAX_COMMANDS + 1])
-    found += kept[:MAX_COMMANDS]
-    rows = [detect.Command(c.requested_at, c.state, c.strategy) for c in found]
-    if len(kept) > MAX_COMMANDS:
-        # The log goes on past the bound: the rest of the range is not judged, so the last
-        # row kept must not seem to hold to its end (an ON would count hours never seen).
-        rows.append(detect.Command(kept[MAX_COMMANDS].requested_at, False, TRUNCATED))
-    return rows
-
-
-class CommandLog:
-    """Each actuator's commands and each feed's readings over one run's range, read once
-    however many rules ask (three rules read a zone's temperature)."""
-
-    def __init__(self, start: datetime, end: datetime) -> None:
-        self.start, self.end = start, end
-        self._rows: dict[int, list[detect.Command]] = {}
-        self._readings: dict[int, list[tuple[datetime, float]]] = {}
-
-    def of(self, actuator: Actuator) -> list[detect.Command]:
-        if actuator.pk not in self._rows:
-            self._rows[actuator.pk] = commands(actuator, self.start, self.end)
-        return self._rows[actuator.pk]
-
-    def readings(self, feed_id: int) -> list[tuple[datetime, float]]:
-        if feed_id not in self._readings:
-            self._readings[feed_id] = _readings(feed_id, self.start, self.end)
-        return self._readings[feed_id]
-
-
-def occupancy(zone: Zone, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
-    """The zone's occupied windows from its schedule (with calendars) and live bookings."""
-    return [(w0, w1) for w0, w1, _ in occupied_setpoints(zone, start, end)]
-
-
-def occupied_setpoints(
-    zone: Zone, start: datetime, end: datetime
-) -> list[tuple[datetime, datetime, float]]:
-    """The zone's occupied windows with the setpoint each wants (a period's or booking's
-    own, else the zone's comfort setpoint)."""
-    tz = ZoneInfo(settings.TIME_ZONE)
-    found = []
-    if zone.schedule is not None:
-        spec = schedule_spec(zone.schedule, days=(start.date(), end.date()))
-        found += schedule_windows.windows(spec, start, end, tz, zone.comfort_setpoint)
-    live = zone.bookings.filter(cancelled=False, end__gt=start, start__lt=end)
-    specs = tuple(booking_spec(b) for b in live[:MAX_SUBJECTS])
-    found += booking_windows.windows(specs, start, end, tz, zone.comfort_setpoint)
-    return [(w.start, w.end, w.setpoint) for w in found]
-
-
-def _zones():
-    return (
-        Zone.objects.filter(enabled=True)
-        .select_related("site", "schedule", "temperature_sensor")
-        # what schedule_spec reads of each schedule, fetched once for all the zones
-        .prefetch_related(
-            "actuators", "schedule__periods", "schedule__exceptions", "schedule__calendars__entries"
-        )
-        .order_by("pk")[:MAX_SUBJECTS]
-    )
-
-
-def _measured_zones():
-    """(zone, its temperature sensor, its valves) for each zone with a recorded sensor and at
-    least one valve: what the rules over a room's temperature and its heat need."""
-    for zone in _zones():
-        sensor = zone.temperature_sensor
-        valves = list(zone.actuators.all())
-        if sensor is not None and sensor.feed_id is not None and valves:
-            yield zone, sensor, valves
-
-
-def _zone_url(zone: Zone) -> str:
-    return f"/staff/control/#zone-{zone.slug}"
-
-
-def _hours(spans: list[detect.Span]) -> float:
-    return sum(s.hours for s in spans)
-
-
 def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.HEATING_UNOCCUPIED]
     trips = []
-    for zone in _zones():
+    for zone in zones():
         valves = list(zone.actuators.all())
         if not valves:
             continue
@@ -175,39 +74,28 @@ def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[
             continue
         strategies = sorted({s.strategy or "unknown" for s in found})
         found = detect.union(found)
-        hours = _hours(found)
+        hours = span_hours(found)
         trips.append(
-            Trip(
-                key=f"{rule.name}:zone:{zone.pk}",
-                rule=rule.name,
-                subject=f"Zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=found,
-                detail=f"Valve ON {hours:.1f} h outside occupancy in {len(found)} spells "
+            trip(
+                rule,
+                zone_subject(zone),
+                found,
+                f"Valve ON {hours:.1f} h outside occupancy in {len(found)} spells "
                 f"(asked for by: {', '.join(strategies)})",
-                evidence=[{"actuator": v.pk, "name": v.name} for v in valves],
+                actuators=valves,
                 kwh=hours * rules.ZONE_HEAT_KW / rules.BOILER_EFFICIENCY,
             )
         )
     return trips
 
 
-def _readings(feed_id: int, start: datetime, end: datetime) -> list[tuple[datetime, float]]:
-    rows = feed_service.read(
-        feed_id, int(start.timestamp()), int(end.timestamp()), READ_INTERVAL_S, skipmissing=True
-    )
-    tz = start.tzinfo
-    return [(datetime.fromtimestamp(t / 1000, tz), v) for t, v in rows if v is not None]
-
-
 def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_FLATLINE]
     trips = []
-    for zone, sensor, valves in _measured_zones():
+    for zone, sensor, valves in measured_zones():
         found = detect.flatline(
             log.readings(sensor.feed_id),
-            _heat_on(valves, start, end, log),
+            heat_on(valves, start, end, log),
             start,
             end,
             window=rule.window,
@@ -217,19 +105,15 @@ def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Tri
         )
         if not found:
             continue
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:sensor:{sensor.pk}",
-                rule=rule.name,
-                subject=f"Temperature sensor '{name}' of zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=found,
-                detail=f"Flat within {rules.FLATLINE_BAND_K:g} K for {len(found)} spells of 6 h "
+            trip(
+                rule,
+                sensor_subject(zone, sensor),
+                found,
+                f"Flat within {rules.FLATLINE_BAND_K:g} K for {len(found)} spells of 6 h "
                 "while the zone's valve was ON",
-                evidence=[{"feed": sensor.feed_id, "name": name}]
-                + [{"actuator": v.pk, "name": v.name} for v in valves],
+                sensors=[sensor],
+                actuators=valves,
             )
         )
     return trips
@@ -251,77 +135,58 @@ def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
         excess = sum(n - rules.MAX_STARTS_PER_HOUR for _, n in hours)
         worst = max(n for _, n in hours)
         trips.append(
-            Trip(
-                key=f"{rule.name}:plant:{plant.pk}",
-                rule=rule.name,
-                subject=f"Boiler '{plant.boiler.name}' of heating plant '{plant.name}'",
-                subject_url=f"/staff/plants/{plant.pk}/",
-                site=plant.site,
-                spans=[span for span, _ in hours],
-                detail=f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in {len(hours)} "
+            trip(
+                rule,
+                plant_subject(
+                    plant, f"Boiler '{plant.boiler.name}' of heating plant '{plant.name}'"
+                ),
+                [span for span, _ in hours],
+                f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in {len(hours)} "
                 f"hours (at most {worst}); {excess} starts beyond the threshold",
-                evidence=[{"actuator": plant.boiler.pk, "name": plant.boiler.name}],
+                actuators=[plant.boiler],
                 kwh=excess * rules.BOILER_KW * rules.CYCLE_LOSS_MIN / 60 / rules.BOILER_EFFICIENCY,
             )
         )
     return trips
 
 
-def _heat_on(valves: list[Actuator], start: datetime, end: datetime, log: CommandLog):
-    return detect.union(s for v in valves for s in detect.on_spans(log.of(v), start, end))
-
-
 def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.UNDER_SETPOINT]
     trips = []
-    for zone, sensor, valves in _measured_zones():
+    for zone, sensor, valves in measured_zones():
         occupied = occupied_setpoints(zone, start, end)
         if not occupied:
             continue
         found = detect.under_setpoint(
             log.readings(sensor.feed_id),
             occupied,
-            _heat_on(valves, start, end, log),
+            heat_on(valves, start, end, log),
             margin_k=rules.UNDER_SETPOINT_MARGIN_K,
             step=timedelta(seconds=READ_INTERVAL_S),
             min_total=rule.min_duration,
         )
         if not found:
             continue
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:zone:{zone.pk}",
-                rule=rule.name,
-                subject=f"Zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=found,
-                detail=f"More than {rules.UNDER_SETPOINT_MARGIN_K:g} K below its setpoint for "
-                f"{_hours(found):.1f} h of occupied time with the valve ON, in {len(found)} "
+            trip(
+                rule,
+                zone_subject(zone),
+                found,
+                f"More than {rules.UNDER_SETPOINT_MARGIN_K:g} K below its setpoint for "
+                f"{span_hours(found):.1f} h of occupied time with the valve ON, in {len(found)} "
                 "spells",
-                evidence=[{"feed": sensor.feed_id, "name": name}]
-                + [{"actuator": v.pk, "name": v.name} for v in valves],
+                sensors=[sensor],
+                actuators=valves,
             )
         )
     return trips
 
 
-def _plants_of_zones() -> dict[int, list[HeatingPlant]]:
-    """Each zone's heating plants (a zone may be fed by more than one), read once a run."""
-    found: dict[int, list[HeatingPlant]] = {}
-    plants = HeatingPlant.objects.filter(enabled=True).select_related("boiler")
-    for plant in plants.prefetch_related("zones").order_by("pk")[:MAX_SUBJECTS]:
-        for zone in plant.zones.all():
-            found.setdefault(zone.pk, []).append(plant)
-    return found
-
-
 def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.VALVE_PASSING]
-    plants_of = _plants_of_zones()
+    plants_of = plants_of_zones()
     trips = []
-    for zone, sensor, valves in _measured_zones():
+    for zone, sensor, valves in measured_zones():
         plants = plants_of.get(zone.pk, [])
         if not plants:
             continue
@@ -345,20 +210,15 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
             continue
         rise = sum(k for _, k in found)
         spans = [s for s, _ in found]
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:zone:{zone.pk}",
-                rule=rule.name,
-                subject=f"Valve of zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=spans,
-                detail=f"Warmed {rise:.1f} K in {_hours(spans):.1f} h over {len(spans)} spells "
+            trip(
+                rule,
+                zone_subject(zone, f"Valve of zone '{zone.name}'"),
+                spans,
+                f"Warmed {rise:.1f} K in {span_hours(spans):.1f} h over {len(spans)} spells "
                 "with its valves commanded shut and the boiler ON",
-                evidence=[{"feed": sensor.feed_id, "name": name}]
-                + [{"actuator": v.pk, "name": v.name} for v in valves]
-                + [{"actuator": p.boiler.pk, "name": p.boiler.name} for p in plants],
+                sensors=[sensor],
+                actuators=valves + [p.boiler for p in plants],
                 kwh=rise * rules.ROOM_HEAT_KWH_PER_K / rules.BOILER_EFFICIENCY,
             )
         )
@@ -368,7 +228,7 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
 def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_SPIKES]
     trips = []
-    for zone in _zones():
+    for zone in zones():
         sensor = zone.temperature_sensor
         if sensor is None or sensor.feed_id is None:
             continue
@@ -382,18 +242,14 @@ def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
         days = detect.per_day(times, start, end, more_than=rules.SPIKES_PER_DAY)
         if not days:
             continue
-        name = sensor.name or sensor.key
         trips.append(
-            Trip(
-                key=f"{rule.name}:sensor:{sensor.pk}",
-                rule=rule.name,
-                subject=f"Temperature sensor '{name}' of zone '{zone.name}'",
-                subject_url=_zone_url(zone),
-                site=zone.site,
-                spans=[span for span, _ in days],
-                detail=f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
+            trip(
+                rule,
+                sensor_subject(zone, sensor),
+                [span for span, _ in days],
+                f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
                 f"in {len(days)} days (at most {max(n for _, n in days)} in a day)",
-                evidence=[{"feed": sensor.feed_id, "name": name}],
+                sensors=[sensor],
             )
         )
     return trips
@@ -406,6 +262,12 @@ CHECKS = {
     rules.UNDER_SETPOINT: under_setpoint,
     rules.VALVE_PASSING: valve_passing,
     rules.SENSOR_SPIKES: sensor_spikes,
+    rules.LOW_DELTA_T: plant_checks.low_delta_t,
+    rules.SOLAR_NO_GAIN: plant_checks.solar_no_gain,
+    rules.WINDOW_DROPS: plant_checks.window_drops,
+    rules.OPTIMUM_PINNED: plant_checks.optimum_pinned,
+    rules.SENSOR_RANGE: plant_checks.sensor_out_of_range,
+    rules.SENSOR_DRIFT: plant_checks.sensor_drift,
 }
 
 

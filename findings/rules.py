@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from control.engine import specs
+from control.engine.strategies import optimum_start
+from energy import benchmarks
 
 HEATING_UNOCCUPIED = "heating_unoccupied"
 SENSOR_FLATLINE = "sensor_flatline"
@@ -18,6 +20,12 @@ SHORT_CYCLING = "boiler_short_cycling"
 UNDER_SETPOINT = "zone_under_setpoint"
 VALVE_PASSING = "valve_passing"
 SENSOR_SPIKES = "sensor_spikes"
+LOW_DELTA_T = "low_delta_t"
+SOLAR_NO_GAIN = "solar_pump_no_gain"
+WINDOW_DROPS = "frequent_open_window"
+OPTIMUM_PINNED = "optimum_start_pinned"
+SENSOR_RANGE = "sensor_out_of_range"
+SENSOR_DRIFT = "sensor_drift"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +104,74 @@ SPIKE_JUMP_K = 5.0
 SPIKE_REVERT_K = 1.0
 SPIKE_WITHIN = timedelta(minutes=15)
 SPIKES_PER_DAY = 3
+
+# Low flow-return ΔT. A circuit designed for a condensing boiler runs a ΔT of about 20 K at
+# design (70/50 °C, 55/35 °C); at part load with a fixed-speed pump the ΔT falls with the load.
+# Judged only while the boiler fires and the flow is at least LOW_DT_MIN_FLOW_C (a real load,
+# not a mild day's low curve), from LOW_DT_SETTLE after it starts (the return lags the flow
+# while the circuit's water warms): a ΔT below LOW_DT_K then means water going round without
+# giving up its heat (a bypass open, a pump too fast, valves wide open) and a return too warm
+# for the boiler to condense. More than LOW_DT_MIN of it in the week, in all, is a fault.
+LOW_DT_K = 5.0
+LOW_DT_MIN_FLOW_C = 45.0
+LOW_DT_SETTLE = timedelta(minutes=30)
+LOW_DT_MIN = timedelta(hours=2)
+
+# A solar pump with no gain: commanded ON while the collector reads more than
+# SOLAR_NO_GAIN_MARGIN_K colder than the tank (two sensors' tolerance, ±1 K each), for
+# SOLAR_NO_GAIN_MIN in one spell: the differential controller stops the pump at ΔT ≤ 4 K, so
+# a pump that runs on is held by something else (a stale reading, an override left on, a
+# welded relay's command) and carries the tank's heat out to the roof. The collector's frost
+# protection (it circulates tank heat on purpose) and the weekly pump exercise are excused.
+SOLAR_NO_GAIN_MARGIN_K = 2.0
+SOLAR_NO_GAIN_MIN = timedelta(minutes=30)
+SOLAR_EXCUSED = frozenset({specs.SOLAR_ANTIFREEZE, specs.PUMP_KICK})
+# The pump's draw, when nothing better is known: a fixed-speed circulator of a solar pump
+# station draws about 45-90 W over its three speeds; 60 W is its middle. An EC pump draws less.
+SOLAR_PUMP_KW = 0.060
+# The tank's heat per kelvin, when nothing better is known: a 300 l solar cylinder of water,
+# 300 kg × 4.186 kJ/(kg·K) = 1,255.8 kJ/K = 0.3488 kWh/K.
+SOLAR_TANK_KWH_PER_K = 300 * 4.186 / 3600
+# The fuel a solar circuit's waste is of: its pump's electricity, and the tank's lost heat made
+# good by its immersion heater (electric, 1 kWh a kWh; a tank topped up by a boiler costs gas
+# instead, not modelled yet).
+ELECTRICITY_FUEL = benchmarks.ELECTRICITY
+
+# Frequent open-window drops: more than this many times a week the zone's heating was stopped
+# for an open window. Airing a room once a day is good practice; more than that is a window
+# left on the latch, a door propped open, a sensor by a draught, or a drop threshold too tight.
+WINDOW_DROPS_PER_WEEK = 7
+# Heat lost to each drop: the room's fall × the room's heat capacity (ROOM_HEAT_KWH_PER_K),
+# the heat the control must put back; a floor (what the walls lost is not counted).
+
+# Optimum start pinned: on more than half the days with a pre-heat, and at least on
+# OPTIMUM_PINNED_MIN_DAYS, the pre-heat began at the zone's maximum lead (within a tick or
+# two: OPTIMUM_PINNED_TOLERANCE) or the learned rate sits at its bound: the learning has run
+# away (a valve or sensor fault teaching it nonsense) or the room cannot warm in time.
+OPTIMUM_PINNED_MIN_DAYS = 3
+OPTIMUM_PINNED_TOLERANCE = timedelta(minutes=2)
+OPTIMUM_RATE_BOUNDS = (optimum_start.MIN_RATE, optimum_start.MAX_RATE)
+
+# Out of range: a room's temperature outside 0-40 °C for RANGE_MIN in one spell. Below 0 °C a
+# heated building would have frozen pipes and its frost protection would have run; above
+# 40 °C is a plant room or a fire, not an office. What sensors read when broken falls outside:
+# a DS18B20's power-on 85 °C and its −127 °C disconnected, an open RTD's hundreds of degrees.
+RANGE_LOW_C = 0.0
+RANGE_HIGH_C = 40.0
+RANGE_MIN = timedelta(hours=2)
+
+# Drift against neighbours: a zone's daily mean less the median of the other zones' of its
+# site, wider than DRIFT_BAND_K on the last day and widening by at least DRIFT_K_PER_DAY
+# (least-squares over at least DRIFT_MIN_DAYS days). Rooms of one building differ by a kelvin
+# or two (sun, a cold corner) but steadily; a sensor ageing or slipping off its wall drifts.
+# A day's mean needs DRIFT_MIN_READINGS (half a day of 5-min points); at least
+# DRIFT_MIN_NEIGHBOURS other zones make the median: the median of two is their mean, which one
+# drifting sensor pulls, so each of the others would seem to drift too; one of three is not.
+DRIFT_BAND_K = 2.0
+DRIFT_K_PER_DAY = 0.25
+DRIFT_MIN_DAYS = 4
+DRIFT_MIN_READINGS = 144
+DRIFT_MIN_NEIGHBOURS = 3
 
 RULES: dict[str, Rule] = {
     r.name: r
@@ -196,6 +272,107 @@ RULES: dict[str, Rule] = {
             what_to_check="the sensor's wiring and connector (a loose or corroded contact), its "
             "radio's signal and battery, and anything hot or cold near it (a lamp, a vent). The "
             "control may act on a spike: a jump down calls for heat, a jump up stops it.",
+        ),
+        Rule(
+            name=LOW_DELTA_T,
+            title="Low flow-return ΔT",
+            needs=(
+                "heating plant's flow sensor's feed",
+                "heating plant's return sensor's feed",
+                "heating plant's boiler commands",
+            ),
+            condition=f"the plant's flow less its return reads under {LOW_DT_K:g} K while its "
+            f"boiler is ON (from {LOW_DT_SETTLE.seconds // 60} min after it starts) and the "
+            f"flow is at least {LOW_DT_MIN_FLOW_C:g} °C, for more than "
+            f"{LOW_DT_MIN.seconds // 3600} h of the week in all",
+            window=timedelta(days=7),
+            min_duration=LOW_DT_MIN,
+            cost_method="",
+            what_to_check="the circuit's bypass (left open), the pump's speed (too fast for "
+            "the load: try a lower speed or constant-pressure mode), radiator valves wide open "
+            "or missing their lockshield balancing, and where the two sensors sit (both on the "
+            "flow, or the return sensor beside the boiler's own bypass)",
+        ),
+        Rule(
+            name=SOLAR_NO_GAIN,
+            title="Solar pump running with no gain",
+            needs=(
+                "solar circuit's collector sensor's feed",
+                "solar circuit's tank sensor's feed",
+                "solar circuit's pump commands",
+            ),
+            condition="the solar pump is commanded ON while the collector reads more than "
+            f"{SOLAR_NO_GAIN_MARGIN_K:g} K colder than the tank, for at least "
+            f"{SOLAR_NO_GAIN_MIN.seconds // 60} min in a spell (collector frost protection and "
+            "the weekly pump exercise excused)",
+            window=timedelta(days=7),
+            min_duration=SOLAR_NO_GAIN_MIN,
+            cost_method=f"hours ON with no gain × {SOLAR_PUMP_KW * 1000:g} W (a fixed-speed "
+            "solar circulator) plus the tank's fall over those hours × "
+            f"{SOLAR_TANK_KWH_PER_K:.4f} kWh/K (a 300 l tank; its immersion heater makes it "
+            "good), scaled to a week, at the site's electricity tariff and carbon factor; the "
+            "tank's fall also holds any hot water drawn meanwhile",
+            what_to_check="what held the pump on (its audit rows: an override left on, a stale "
+            "collector reading), the collector sensor (in its pocket, at the collector's "
+            "outlet), and the relay (does it release)",
+        ),
+        Rule(
+            name=WINDOW_DROPS,
+            title="Frequent open-window drops",
+            needs=("zone valves' commands", "zone temperature sensor's feed"),
+            condition="a zone's heating is stopped for an open window (a drop while heating or "
+            f"a window contact) more than {WINDOW_DROPS_PER_WEEK} times a week",
+            window=timedelta(days=7),
+            min_duration=timedelta(),
+            cost_method=f"the room's fall at each drop × {ROOM_HEAT_KWH_PER_K:.3f} kWh/K "
+            f"(a 60 m² room at 80 kJ/m²K) ÷ {BOILER_EFFICIENCY:g}: the heat put back, scaled "
+            f"to a week, at the site's {HEATING_FUEL} tariff and carbon factor; a floor",
+            what_to_check="the windows and doors (left on the latch, propped open), where the "
+            "sensor is (by a window or a door, in a draught), and the zone's drop threshold "
+            "(too small a fall for too long a time)",
+        ),
+        Rule(
+            name=OPTIMUM_PINNED,
+            title="Optimum start pinned at its limit",
+            needs=("zone's optimum start learning log", "zone's maximum pre-heat"),
+            condition="on more than half the days with a pre-heat (at least "
+            f"{OPTIMUM_PINNED_MIN_DAYS}), the pre-heat starts at the zone's maximum lead or its "
+            f"learned rate sits at a bound ({OPTIMUM_RATE_BOUNDS[0]:g} or "
+            f"{OPTIMUM_RATE_BOUNDS[1]:g} min/K)",
+            window=timedelta(days=7),
+            min_duration=timedelta(),
+            cost_method="",
+            what_to_check="the zone's learning log (the rate and why it moved): a valve that "
+            "does not open or a sensor in the wrong place teaches it a heating rate the room "
+            "does not have; then whether the room can warm in time at all (radiators, flow "
+            "temperature) and the maximum pre-heat itself",
+        ),
+        Rule(
+            name=SENSOR_RANGE,
+            title="Sensor reads out of range",
+            needs=("zone temperature sensor's feed",),
+            condition=f"a zone's temperature reads below {RANGE_LOW_C:g} °C or above "
+            f"{RANGE_HIGH_C:g} °C for at least {RANGE_MIN.seconds // 3600} h in a spell",
+            window=RANGE_MIN,
+            min_duration=RANGE_MIN,
+            cost_method="",
+            what_to_check="the sensor and its wiring (an open or shorted RTD, a DS18B20's "
+            "85 °C power-on value or −127 °C when lost), its conversion (kind, calibration, "
+            "scale) and whether it is really in the room. The control trusts this reading.",
+        ),
+        Rule(
+            name=SENSOR_DRIFT,
+            title="Sensor drifting from its neighbours",
+            needs=("zone temperature sensor's feed", "the other zones' of its site"),
+            condition="a zone's daily mean departs from the median of the other zones of its "
+            f"site by more than {DRIFT_BAND_K:g} K on the last day and the gap widens by at "
+            f"least {DRIFT_K_PER_DAY:g} K a day over at least {DRIFT_MIN_DAYS} days",
+            window=timedelta(days=7),
+            min_duration=timedelta(days=DRIFT_MIN_DAYS),
+            cost_method="",
+            what_to_check="the sensor against a hand thermometer beside it; its mounting "
+            "(slipped behind a radiator, in the sun, on an outside wall), and its battery; "
+            "a room that really drifts has a heating fault the other rules name",
         ),
     )
 }

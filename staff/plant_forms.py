@@ -95,7 +95,8 @@ class PlantForm(_SiteChoice, _PlainErrors, HeatingPlantForm):
     class Meta(HeatingPlantForm.Meta):
         fields = list(PLANT_WORDS)
         field_classes = {
-            name: _ThingChoice for name in ("boiler", "pump", "outside_sensor", "flow_sensor")
+            name: _ThingChoice
+            for name in ("boiler", "pump", "outside_sensor", "flow_sensor", "return_sensor")
         }
         widgets = {"zones": forms.CheckboxSelectMultiple}
 
@@ -103,7 +104,7 @@ class PlantForm(_SiteChoice, _PlainErrors, HeatingPlantForm):
         super().__init__(*args, **kwargs)
         _worded(self, PLANT_WORDS)
         self._choose_site()
-        for name in ("outside_sensor", "flow_sensor"):
+        for name in ("outside_sensor", "flow_sensor", "return_sensor"):
             self.fields[name].queryset = _sensors()
         self.fields["zones"].queryset = Zone.objects.order_by("name")
         self.fields["index_zone"].empty_label = "(the first room by name)"

@@ -237,3 +237,64 @@ def test_days_with_more_than_n_of_them_are_counted_from_the_start():
     times = [T0 + h * H for h in (1, 2, 3, 4)] + [T0 + 24 * H + h * H for h in (1, 2, 3)]
     found = detect.per_day(times, T0, T0 + 48 * H, more_than=3)
     assert found == [(detect.Span(T0, T0 + 24 * H), 4)]
+
+
+# --- the plant rules' conditions ----------------------------------------------------------
+
+D = timedelta(days=1)
+
+
+def test_held_counts_a_passing_readings_slot_and_not_a_gap_after_it():
+    readings = [(T0, 3.0), (T0 + 5 * M, 4.0), (T0 + 10 * M, 9.0), (T0 + 60 * M, 2.0)]
+    spans = detect.held(readings, lambda v: v < 5, 5 * M)
+    assert spans == [detect.Span(T0, T0 + 10 * M), detect.Span(T0 + 60 * M, T0 + 65 * M)]
+
+
+def test_difference_pairs_two_feeds_at_the_times_both_were_read():
+    a = [(T0, 60.0), (T0 + 5 * M, 61.0), (T0 + 10 * M, 62.0)]
+    b = [(T0, 50.0), (T0 + 10 * M, 59.0)]
+    assert detect.difference(a, b) == [(T0, 10.0), (T0 + 10 * M, 3.0)]
+
+
+def test_strategy_spans_join_a_change_and_its_keep_alives_into_one_event():
+    commands = [
+        cmd(9, True),
+        cmd(10, False, "open_window"),
+        cmd(10.25, False, "open_window"),
+        cmd(10.5, True),
+        cmd(11, False, "schedule"),
+    ]
+    spans = detect.strategy_spans(commands, T0, T0 + D, state=False, strategy="open_window")
+    assert spans == [detect.Span(T0 + 10 * H, T0 + 10.5 * H, "open_window")]
+
+
+def test_pinned_days_at_the_maximum_lead_within_the_tolerance_or_a_rate_at_a_bound():
+    def start(day: int, lead_min: float, rate: float = 30.0):
+        occ = T0 + day * D + 8 * H
+        return occ, occ - lead_min * M, rate
+
+    starts = [start(0, 178), start(1, 177.9), start(2, 60, 0.5), start(2, 60, 600.0)]
+    pinned, days = detect.pinned_days(
+        starts, max_lead=180 * M, tolerance=2 * M, rate_bounds=rules.OPTIMUM_RATE_BOUNDS
+    )
+    assert days == 3 and [s.end for s in pinned] == [starts[0][0], starts[2][0], starts[3][0]]
+
+
+def _gaps(values: list[float]) -> list[tuple[detect.Span, float]]:
+    return [(detect.Span(T0 + i * D, T0 + (i + 1) * D), g) for i, g in enumerate(values)]
+
+
+def test_growing_gap_needs_the_band_the_growth_and_the_days():
+    kw = {"band_k": 2.0, "min_k_per_day": 0.25, "min_days": 4}
+    assert detect.growing_gap(_gaps([0.0, -1.0, -2.0, -3.0]), **kw) == (-3.0, -1.0)
+    assert detect.growing_gap(_gaps([1.25, 1.5, 1.75, 2.0]), **kw) is None  # at the band
+    assert detect.growing_gap(_gaps([1.5, 1.75, 2.0, 2.25]), **kw) is not None  # 0.25 K/day
+    assert detect.growing_gap(_gaps([3.0, 3.0, 3.0, 3.0]), **kw) is None  # steady offset
+    assert detect.growing_gap(_gaps([1.0, 2.0, 3.0]), **kw) is None  # three days only
+
+
+def test_daily_means_leave_out_a_day_with_too_few_readings():
+    readings = [(T0 + i * 5 * M, 20.0) for i in range(288)] + [(T0 + D, 25.0)]
+    assert detect.daily_means(readings, T0, T0 + 2 * D, min_readings=144) == [
+        (detect.Span(T0, T0 + D), 20.0)
+    ]

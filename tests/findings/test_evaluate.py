@@ -206,7 +206,7 @@ def test_two_valves_of_one_zone_on_together_count_their_hours_once(site_model):
 
 
 def test_an_actuators_audit_rows_are_read_up_to_the_bound(site_model, monkeypatch):
-    from findings import evaluate as evaluate_module
+    from findings import points as evaluate_module
 
     monkeypatch.setattr(evaluate_module, "MAX_COMMANDS", 5)
     valve = site_model["valve"]
