@@ -23,7 +23,7 @@ from control.engine.strategies import schedule as schedule_windows
 from control.mapper import booking_spec, schedule_spec
 from control.models import ActuatorCommand, HeatingPlant, Zone
 from feeds.store import service as feed_service
-from findings import detect, rules
+from findings import detect, energy_checks, rules
 from findings.costs import waste
 from findings.models import Finding
 from sensors.models import Actuator, Site
@@ -406,6 +406,10 @@ CHECKS = {
     rules.UNDER_SETPOINT: under_setpoint,
     rules.VALVE_PASSING: valve_passing,
     rules.SENSOR_SPIKES: sensor_spikes,
+    rules.BASE_LOAD_RISING: energy_checks.base_load_rising,
+    rules.ABOVE_MODEL: energy_checks.above_model,
+    rules.PV_LOW_YIELD: energy_checks.pv_low_yield,
+    rules.HYDRO_NO_OUTPUT: energy_checks.hydro_no_output,
 }
 
 
