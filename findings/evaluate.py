@@ -440,6 +440,7 @@ def _keep(trip: Trip, start: datetime, end: datetime) -> bool:
         "rule": trip.rule,
         "subject": trip.subject[:200],
         "subject_url": trip.subject_url,
+        "site": trip.site,
         "period_end": max(s.end for s in trip.spans),
         "last_seen": max(s.end for s in trip.spans),
         "detail": trip.detail,
