@@ -1,5 +1,5 @@
 """The weekly digest e-mail: each site's open findings, most costly first, with links
-(docs/FINDINGS.md, "Weekly digest").
+(docs/FINDINGS.md, "Where to see them").
 
 Sent to the site's energy report recipients (energy.ReportRecipient: the people staff already
 name, in the admin or the API, to receive the site's energy figures), each address once,

@@ -89,7 +89,7 @@ def cusum_rising(
     the data or in the model) ends a run."""
     runs: list[Run] = []
     current: list[tuple[date, float, float]] = []
-    previous: float | None = 0.0  # the CUSUM is 0 before the first day of the range
+    previous = 0.0  # the CUSUM is 0 before the first day of the range
 
     def close() -> None:
         if len(current) >= min_days:
@@ -99,9 +99,11 @@ def cusum_rising(
         current.clear()
 
     for day, cusum, expected in days:
-        if cusum is None or expected is None or previous is None:
+        if cusum is None or expected is None:
+            # a gap adds nothing to the CUSUM: the next day's rise is measured from the last
+            # known value, but the run ends here
             close()
-            previous = cusum
+            previous = cusum if cusum is not None else previous
             continue
         rise = cusum - previous
         previous = cusum
