@@ -477,6 +477,11 @@ CELERY_BEAT_SCHEDULE = {
     "energy-refresh-recent": {"task": "energy.tasks.refresh_recent", "schedule": 900.0},
     # Find the waste: every rule over the last week, hourly (findings/tasks.py, docs/FINDINGS.md).
     "find-waste": {"task": "findings.tasks.find_waste_recent", "schedule": 3600.0},
+    # The week's open findings to each site's report recipients, Monday 07:30 (docs/FINDINGS.md).
+    "findings-weekly-digest": {
+        "task": "findings.tasks.send_weekly_digest",
+        "schedule": crontab(minute=30, hour=7, day_of_week=1),
+    },
     # Last month's energy report to each building's recipients, 06:10 on the 1st (docs/ENERGY.md).
     "energy-monthly-reports": {
         "task": "energy.tasks.send_monthly_reports",
@@ -565,6 +570,9 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 # An unreachable mail server must not hold up the task that raised the alarm.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "bms@localhost")
+# The site's address as people reach it (e.g. https://bms.example.org): links in e-mails (the
+# weekly findings digest) start with it; empty, they are paths.
+BMS_SITE_URL = env_str("BMS_SITE_URL", "")
 BMS_ALARM_EMAILS = env_list("BMS_ALARM_EMAILS", [])
 # At most one alarm e-mail (a digest of everything raised meanwhile) per this many seconds.
 BMS_ALARM_EMAIL_EVERY_S = env_int("BMS_ALARM_EMAIL_EVERY_S", 60, minimum=1)

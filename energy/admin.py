@@ -46,8 +46,8 @@ class VirtualTermInline(admin.TabularInline):
 
 @admin.register(Meter)
 class MeterAdmin(admin.ModelAdmin):
-    list_display = ["name", "node", "fuel", "source", "feed", "counts_to_node"]
-    list_filter = ["fuel", "source", "node__site"]
+    list_display = ["name", "node", "fuel", "source", "feed", "counts_to_node", "generator"]
+    list_filter = ["fuel", "source", "generator", "node__site"]
     search_fields = ["name", "node__name"]
     inlines = [VirtualTermInline]
 

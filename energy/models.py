@@ -23,6 +23,8 @@ MAX_TREE_DEPTH = 8
 MAX_TERMS = 50
 MAX_AREA_M2 = 10_000_000
 HOURS_A_YEAR = 8784  # a leap year
+PV, HYDRO, WIND = "pv", "hydro", "wind"
+GENERATOR_CHOICES = [(PV, "solar PV array"), (HYDRO, "hydro turbine"), (WIND, "wind turbine")]
 
 
 class EnergySite(models.Model):
@@ -292,6 +294,19 @@ class Meter(models.Model):
         "'regional server room'): its use is taken out of its building's for the DEC rating "
         "only. Blank for an ordinary meter.",
     )  # fmt: skip
+    # What a generation meter measures, so the findings rules know a PV array from a hydro
+    # turbine (docs/FINDINGS.md): PV arrays are judged against their own clear-day envelope
+    # and their sibling arrays, a turbine against the water it is given.
+    generator = models.CharField(
+        max_length=16, blank=True, choices=GENERATOR_CHOICES,
+        help_text="Generation meters: what generates (PV arrays are compared with each other, "
+        "a hydro turbine with its flow). Blank for other meters.",
+    )  # fmt: skip
+    flow_feed = models.ForeignKey(
+        Feed, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Hydro: the feed of the river or intake flow (or level) that drives it; "
+        "output absent while it shows water is a finding.",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["node__name", "name"]
@@ -341,6 +356,10 @@ class Meter(models.Model):
                 errors["feed"] = unit_error
         if self.separable_use.strip():
             errors.update(self._separable_errors())
+        if self.generator and self.fuel != benchmarks.GENERATION:
+            errors["generator"] = f"only a generation meter says what generates, not {self.fuel}"
+        if self.flow_feed_id is not None and self.generator != HYDRO:
+            errors["flow_feed"] = "only a hydro generator has a flow feed"
         if errors:
             raise ValidationError(errors)
 

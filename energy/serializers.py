@@ -97,7 +97,7 @@ class MeterSerializer(CleanedSerializer):
         model = Meter
         fields = [
             "id", "node", "name", "fuel", "unit", "source", "feed", "counts_to_node",
-            "max_fill_hours", "separable_use", "terms",
+            "max_fill_hours", "separable_use", "generator", "flow_feed", "terms",
         ]  # fmt: skip
 
     def extra_checks(self, instance) -> None:

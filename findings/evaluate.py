@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from control.models import HeatingPlant
-from findings import detect, plant_checks, rules
+from findings import detect, energy_checks, plant_checks, rules
 from findings.costs import waste
 from findings.models import Finding
 from findings.points import (
@@ -268,6 +268,10 @@ CHECKS = {
     rules.OPTIMUM_PINNED: plant_checks.optimum_pinned,
     rules.SENSOR_RANGE: plant_checks.sensor_out_of_range,
     rules.SENSOR_DRIFT: plant_checks.sensor_drift,
+    rules.BASE_LOAD_RISING: energy_checks.base_load_rising,
+    rules.ABOVE_MODEL: energy_checks.above_model,
+    rules.PV_LOW_YIELD: energy_checks.pv_low_yield,
+    rules.HYDRO_NO_OUTPUT: energy_checks.hydro_no_output,
 }
 
 
@@ -298,6 +302,7 @@ def _keep(trip: Trip, start: datetime, end: datetime) -> bool:
         "rule": trip.rule,
         "subject": trip.subject[:200],
         "subject_url": trip.subject_url,
+        "site": trip.site,
         "period_end": max(s.end for s in trip.spans),
         "last_seen": max(s.end for s in trip.spans),
         "detail": trip.detail,

@@ -24,6 +24,10 @@ class Finding(models.Model):
     key = models.CharField(max_length=200, db_index=True, help_text="rule:subject, e.g. 'x:zone:3'")
     subject = models.CharField(max_length=200, help_text="The thing, in plain words.")
     subject_url = models.CharField(max_length=300, blank=True)
+    # The site the subject is at: whose staff the weekly digest goes to (findings/digest.py).
+    site = models.ForeignKey(
+        "sensors.Site", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
     last_seen = models.DateTimeField(help_text="End of the last span the fault held.")

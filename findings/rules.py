@@ -376,3 +376,118 @@ RULES: dict[str, Rule] = {
         ),
     )
 }
+
+# --- The energy rules (findings/energy_checks.py): meters, the energy model, generation ---
+
+BASE_LOAD_RISING = "base_load_rising"
+ABOVE_MODEL = "above_model"
+PV_LOW_YIELD = "pv_low_yield"
+HYDRO_NO_OUTPUT = "hydro_no_output"
+
+# Out of hours: weekends, and weekdays before 07:00 and from 19:00, local time: 5 × 12 h +
+# 48 h = 108 h a week. A building's base load is what it draws then: servers, fridges,
+# standby, and whatever was left on.
+OPENS_HOUR, CLOSES_HOUR = 7, 19
+OUT_OF_HOURS_A_WEEK = 5 * (24 - (CLOSES_HOUR - OPENS_HOUR)) + 48
+# The base load: the 10th percentile of the out-of-hours hourly means, so a cleaner's hour
+# or a server's backup does not count but a load left on every night does.
+BASE_LOAD_PERCENTILE = 10
+BASE_LOAD_MIN_HOURS = 24  # out-of-hours hours with data a week needs to be judged
+BASE_LOAD_WEEKS = 4  # the previous weeks it is judged against
+BASE_LOAD_MIN_WEEKS = 2
+# A rise worth a look: 100 W (a heater or a few PCs left on) and 15 % of the base before.
+BASE_LOAD_MIN_RISE_KW = 0.1
+BASE_LOAD_MIN_RISE_RATIO = 0.15
+ELECTRICITY = "electricity"
+
+# The CUSUM turning up: at least ABOVE_MODEL_DAYS days in a row each using more than
+# ABOVE_MODEL_MARGIN over the model (a day's scatter about a good model is a few per cent).
+ABOVE_MODEL_DAYS = 4
+ABOVE_MODEL_MARGIN = 0.05
+
+# PV: an array whose best hours this week reach under PV_ENVELOPE_SHARE of its clear-day
+# envelope (its best hours of the PV_WEEKS before); with sibling arrays, one making under
+# PV_SIBLING_SHARE of what they make (each against its own past). Hours whose envelope is
+# under PV_DAYLIGHT_SHARE of its peak (dawn, dusk) are left out.
+PV_WEEKS = 4
+PV_ENVELOPE_SHARE = 0.7
+PV_SIBLING_SHARE = 0.8
+PV_DAYLIGHT_SHARE = 0.1
+
+# Hydro: running = output above HYDRO_RUNNING_SHARE of its 95th-percentile output; the water
+# it runs on = the HYDRO_FLOW_QUANTILE percentile of the flow while it ran, over the
+# HYDRO_WEEKS before. No output with that water for HYDRO_MIN_HOURS in a row is a finding.
+HYDRO_WEEKS = 4
+HYDRO_RUNNING_SHARE = 0.05
+HYDRO_FLOW_QUANTILE = 10
+HYDRO_MIN_HOURS = 3
+HYDRO_FLOW_BAND = 0.2
+
+for _rule in (
+    Rule(
+        name=BASE_LOAD_RISING,
+        title="Out-of-hours base load rising",
+        needs=("electricity meter's feed",),
+        condition=f"an electricity meter's out-of-hours base load (the {BASE_LOAD_PERCENTILE}th "
+        f"percentile of its hourly means on weekday nights before {OPENS_HOUR:02d}:00 and from "
+        f"{CLOSES_HOUR:02d}:00 and at weekends) is at least {BASE_LOAD_MIN_RISE_KW * 1000:g} W "
+        f"and {100 * BASE_LOAD_MIN_RISE_RATIO:.0f} % above the median of its previous "
+        f"{BASE_LOAD_WEEKS} weeks'",
+        window=timedelta(days=7),
+        min_duration=timedelta(hours=BASE_LOAD_MIN_HOURS),
+        cost_method=f"the rise (kW) × {OUT_OF_HOURS_A_WEEK} out-of-hours hours a week, at the "
+        "site's electricity tariff and carbon factor",
+        what_to_check="what runs at night and at weekends on this circuit: heaters, lights, "
+        "PCs and screens left on, a fridge or a pump with a failing thermostat, a timer lost "
+        "after a power cut; walk round at night with the meter's live reading",
+    ),
+    Rule(
+        name=ABOVE_MODEL,
+        title="Building using more than its model",
+        needs=("building's meters' daily use", "building's energy model or baseline"),
+        condition=f"a building uses more than its model (imported or its baseline line) by "
+        f"over {100 * ABOVE_MODEL_MARGIN:.0f} % on {ABOVE_MODEL_DAYS} or more days in a row: its "
+        "CUSUM has turned up",
+        window=timedelta(days=7),
+        min_duration=timedelta(days=ABOVE_MODEL_DAYS),
+        cost_method="the use above the model (kWh) on those days, scaled to a week, at the "
+        "site's tariff and carbon factor of the fuel",
+        what_to_check="what changed when the CUSUM turned: new equipment, longer hours, a "
+        "control setting (a schedule, a setpoint), a fault elsewhere on this list; the energy "
+        "page's CUSUM for the building shows the day",
+    ),
+    Rule(
+        name=PV_LOW_YIELD,
+        title="PV array yielding less than it should",
+        needs=("PV array generation meters' feeds",),
+        condition=f"a PV array makes under {100 * PV_SIBLING_SHARE:.0f} % of what its sibling arrays "
+        f"make (each against its own previous {PV_WEEKS} weeks); an array alone: its best "
+        f"hours of the week reach under {100 * PV_ENVELOPE_SHARE:.0f} % of its clear-day envelope "
+        f"(its best hours of the {PV_WEEKS} weeks before)",
+        window=timedelta(days=7),
+        min_duration=timedelta(days=1),
+        cost_method="the missing kWh (what it would have made at its siblings' share, or its "
+        "week's yield scaled up to its envelope) at the site's electricity tariff and "
+        "carbon factor: each kWh not generated is bought",
+        what_to_check="the inverter's display and error log, each string's breaker and "
+        "fuses, shading (a tree grown, scaffolding), soiling, and a string's connectors "
+        "after a storm",
+    ),
+    Rule(
+        name=HYDRO_NO_OUTPUT,
+        title="Hydro turbine idle with water",
+        needs=("hydro generation meter's feed", "its flow (or level) feed"),
+        condition=f"no output for {HYDRO_MIN_HOURS} h or more in a row while the flow is at or "
+        f"above what the turbine ran on in its previous {HYDRO_WEEKS} weeks (the "
+        f"{HYDRO_FLOW_QUANTILE}th percentile of the flow while running)",
+        window=timedelta(days=7),
+        min_duration=timedelta(hours=HYDRO_MIN_HOURS),
+        cost_method="each idle hour's output at such a flow before (the median of the hours "
+        f"with a flow within {100 * HYDRO_FLOW_BAND:.0f} %), at the site's electricity tariff and "
+        "carbon factor",
+        what_to_check="the intake screen (leaves, debris), the turbine's controller and its "
+        "trip log (a grid fault, an over-speed), the penstock valve, and the generator's "
+        "breaker",
+    ),
+):
+    RULES[_rule.name] = _rule

@@ -6,15 +6,17 @@ Everyone on the staff reads it; engineers mark a finding acknowledged, fixed or 
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core.api_errors import error_response
 from core.pages import staff_page
 from core.permissions import is_engineer
+from findings import evidence
 from findings.models import Finding
 from findings.rules import RULES
 
@@ -37,6 +39,7 @@ def finding_list(request: HttpRequest) -> HttpResponse:
         f.title = RULES[f.rule].title if f.rule in RULES else f.rule
     context = {
         "nav": "findings",
+        "time_zone": settings.TIME_ZONE,
         "findings": rows,
         "open_total": open_findings.count(),
         "closed": closed[:CLOSED_SHOWN],
@@ -60,3 +63,10 @@ def finding_state(request: HttpRequest, pk: int) -> HttpResponse:
     finding.mark(state, request.user)
     messages.info(request, f"{finding.subject}: {finding.get_state_display()}")
     return redirect("staff-findings")
+
+
+@staff_page
+def finding_evidence(request: HttpRequest, pk: int) -> JsonResponse:
+    """The series of a finding's evidence over its period, for the chart drawn on the page
+    when a person opens it (staff/static/staff/finding_chart.js)."""
+    return JsonResponse(evidence.series(get_object_or_404(Finding, pk=pk)))

@@ -39,6 +39,11 @@ urlpatterns = [
     ),
     path("staff/findings/", findings.finding_list, name="staff-findings"),
     path("staff/findings/<int:pk>/state", findings.finding_state, name="staff-finding-state"),
+    path(
+        "staff/findings/<int:pk>/evidence.json",
+        findings.finding_evidence,
+        name="staff-finding-evidence",
+    ),
     path("staff/schedules/", schedules.schedule_list, name="staff-schedules"),
     path("staff/schedules/new/", schedules.schedule_edit, name="staff-schedule-new"),
     path("staff/schedules/rooms/", schedules.rooms, name="staff-rooms"),

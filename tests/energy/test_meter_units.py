@@ -112,3 +112,20 @@ def test_a_register_in_wh_and_power_in_kw_give_the_same_kwh(office, redis_client
                     date(2024, 6, 1), now=NOW)  # fmt: skip
     got = {m.name: MeterDay.objects.get(meter=m, day=date(2024, 6, 1)).value for m in meters}
     assert got == pytest.approx({"reg kWh": 48.0, "reg Wh": 48.0, "pow W": 48.0, "pow kW": 48.0})
+
+
+def test_a_generator_or_flow_feed_on_the_wrong_meter_is_refused_naming_the_field(
+    engineer_api, office
+):
+    flow = Feed.objects.create(name="river", tag="t", interval=600, unit="l/s")
+    r = _post(engineer_api, office, "electricity", "power", "W", generator="pv")
+    assert r.status_code == 400 and "generator" in r.json()["fields"], r.content
+    r = _post(engineer_api, office, "generation", "power", "W", generator="pv", flow_feed=flow.pk)
+    assert r.status_code == 400 and list(r.json()["fields"]) == ["flow_feed"], r.content
+    r = _post(engineer_api, office, "generation", "power", "W", generator="tidal")
+    assert r.status_code == 400 and "generator" in r.json()["fields"], r.content
+    r = _post(
+        engineer_api, office, "generation", "power", "W", generator="hydro", flow_feed=flow.pk
+    )
+    assert r.status_code == 201, r.content
+    assert (r.json()["generator"], r.json()["flow_feed"]) == ("hydro", flow.pk)

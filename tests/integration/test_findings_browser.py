@@ -92,3 +92,59 @@ def test_an_engineer_acknowledges_a_finding_and_their_name_is_kept(engineer_page
     expect(page.locator("#open-findings tbody tr")).to_have_count(1)
     expect(page.locator("#closed-findings")).to_contain_text("Zone 'Hall'")
     assert seen["errors"] == []
+
+
+@pytest.fixture
+def base_load_data(site_data) -> dict:
+    """With the heating findings (and the users) of site_data, the office's meter: 0.5 kW every night for four weeks, then 1 kW for the week judged."""
+    from energy.models import FuelRate, Meter, MeterNode
+    from feeds.models import Feed
+    from tests.findings.test_energy_rules import HISTORY, office_load, record
+
+    site = site_data["site"]
+    FuelRate.objects.create(site=site, fuel="electricity", price_per_unit=0.25)
+    node = MeterNode.objects.create(site=site, name="Office", kind="building")
+    feed = Feed.objects.create(name="Office main", tag="t", unit="W", interval=3600)
+    Meter.objects.create(node=node, name="Office main", fuel="electricity", source="power",
+                         feed=feed)  # fmt: skip
+    record(feed.pk, MONDAY - HISTORY, 4 * 168, office_load(500))
+    record(feed.pk, MONDAY, 168, office_load(1000))
+    evaluate(MONDAY, MONDAY + WEEK)
+    return {"feed": feed}
+
+
+def test_a_manager_opens_a_findings_chart_and_sees_the_meter_it_tripped_on(base_load_data, server):
+    with logged_in_page(server.url, "manager", _base.PASSWORD, "/staff/", VIEWPORT) as opened:
+        page, seen = opened
+        page.get_by_role("link", name="Findings").click()
+        row = page.locator("#open-findings tbody tr", has_text="Out-of-hours base load rising")
+        # 0.5 kW more × 108 out-of-hours hours = 54 kWh a week, × £0.25 = £13.50
+        expect(row.locator(".cost")).to_contain_text("13.50 GBP")
+        expect(row.locator(".check")).to_contain_text("left on")
+        expect(row).to_contain_text("the rise (kW) × 108 out-of-hours hours a week")
+        row.get_by_text("Chart of the evidence").click()
+        canvas = row.locator("canvas")
+        expect(canvas).to_be_visible()
+        handle = canvas.element_handle()
+        page.wait_for_function("(c) => Chart.getChart(c) !== undefined", arg=handle)
+        drawn = page.evaluate(
+            """(c) => {
+                const chart = Chart.getChart(c);
+                const data = chart.data.datasets[0].data;
+                return {label: chart.data.datasets[0].label, points: data.length,
+                        values: data.filter((p) => p.y !== null).map((p) => p.y),
+                        width: c.width};
+            }""",
+            handle,
+        )
+        sent = page.evaluate(
+            "(u) => fetch(u).then((r) => r.json())", canvas.get_attribute("data-url")
+        )
+        assert drawn["label"] == "Office main"
+        # every point the server sent is on the chart, at the feed's own hourly interval: the
+        # week and an hour either side, with readings in the week's 168 h and the hour before
+        assert drawn["points"] == len(sent["series"][0]["points"]) >= 170
+        assert len(drawn["values"]) == 168 + 1
+        assert set(drawn["values"]) == {1000.0, 5000.0, 500.0}
+        assert drawn["width"] > 0
+        assert seen["errors"] == []

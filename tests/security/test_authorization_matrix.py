@@ -296,6 +296,8 @@ ROWS: list[Row] = [
         lambda w: {}),
     # findings (docs/FINDINGS.md): staff read, engineers mark; an empty form is refused (400)
     Row("staff/findings/", "GET", lambda w: "/staff/findings/", STAFF),
+    Row("staff/findings/<int:pk>/evidence.json", "GET",
+        lambda w: f"/staff/findings/{w.ids['finding']}/evidence.json", STAFF),
     Row("staff/findings/<int:pk>/state", "POST",
         lambda w: f"/staff/findings/{w.ids['finding']}/state", WRITERS, VALIDATION,
         lambda w: {}, form=True),

@@ -1,0 +1,219 @@
+"""Pure conditions of the energy rules: base load, the CUSUM, PV yield, hydro without output.
+
+No Django, no database: series in, what tripped out, so each is tested on recorded series
+with and without its fault (tests/findings/test_energy_detect.py). Hourly series are
+[(aware local datetime, kW)], daily ones [(date, value)]; findings/energy_checks.py reads them
+through the site model. Every threshold is an argument; the values used are in
+findings/rules.py with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from statistics import median
+
+import numpy as np
+
+Hourly = Sequence[tuple[datetime, float]]
+
+
+def out_of_hours(t: datetime, *, opens: int, closes: int) -> bool:
+    """True for an hour (local time) a workplace is empty: weekends, and weekday hours
+    before `opens` or from `closes`."""
+    return t.weekday() >= 5 or t.hour < opens or t.hour >= closes
+
+
+def low_percentile(values: Sequence[float], q: float, min_count: int) -> float | None:
+    """The `q` percentile of `values`, None when fewer than `min_count` (too few to say)."""
+    if len(values) < min_count:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+@dataclass(frozen=True)
+class BaseLoad:
+    now_kw: float  # this range's out-of-hours base load
+    before_kw: float  # the median of the previous weeks' base loads
+    weeks: int  # previous weeks it is judged against
+
+    @property
+    def rise_kw(self) -> float:
+        return self.now_kw - self.before_kw
+
+
+def base_load_rise(
+    now_kw: float | None,
+    before_kw: Sequence[float | None],
+    *,
+    min_weeks: int,
+    min_rise_kw: float,
+    min_rise_ratio: float,
+) -> BaseLoad | None:
+    """A base load risen against the same meter's previous weeks (their median, so one odd
+    week does not set the bar): by at least `min_rise_kw` and `min_rise_ratio` of before."""
+    known = [b for b in before_kw if b is not None]
+    if now_kw is None or len(known) < min_weeks:
+        return None
+    before = float(median(known))
+    rise = now_kw - before
+    if rise < min_rise_kw or rise < min_rise_ratio * max(before, 0.0):
+        return None
+    return BaseLoad(now_kw, before, len(known))
+
+
+@dataclass(frozen=True)
+class Run:
+    """Days in a row a building used more than its model."""
+
+    first: date
+    last: date
+    excess: float  # actual - expected summed over the run's days (kWh)
+    expected: float  # expected over the run's days
+
+    @property
+    def days(self) -> int:
+        return (self.last - self.first).days + 1
+
+
+def cusum_rising(
+    days: Sequence[tuple[date, float | None, float | None]],
+    *,
+    min_days: int,
+    day_margin: float,
+) -> list[Run]:
+    """Runs of at least `min_days` days in a row whose CUSUM rose each day by more than
+    `day_margin` of the day's expected use. `days` is (day, CUSUM at the end of the day,
+    the day's expected use) as the energy report gives them; a day with no CUSUM (a gap in
+    the data or in the model) ends a run."""
+    runs: list[Run] = []
+    current: list[tuple[date, float, float]] = []
+    previous = 0.0  # the CUSUM is 0 before the first day of the range
+
+    def close() -> None:
+        if len(current) >= min_days:
+            excess = sum(rise for _d, rise, _e in current)
+            expected = sum(e for _d, _r, e in current)
+            runs.append(Run(current[0][0], current[-1][0], excess, expected))
+        current.clear()
+
+    for day, cusum, expected in days:
+        if cusum is None or expected is None:
+            # a gap adds nothing to the CUSUM: the next day's rise is measured from the last
+            # known value, but the run ends here
+            close()
+            previous = cusum if cusum is not None else previous
+            continue
+        rise = cusum - previous
+        previous = cusum
+        if rise > day_margin * expected and rise > 0:
+            current.append((day, rise, expected))
+        else:
+            close()
+    close()
+    return runs
+
+
+def profile_max(series: Hourly) -> dict[int, float]:
+    """The highest output seen at each local hour of the day: a clear day's shape, taken
+    from the best hour of the days given."""
+    found: dict[int, float] = {}
+    for t, kw in series:
+        found[t.hour] = max(found.get(t.hour, 0.0), kw)
+    return found
+
+
+def envelope_ratio(now: Hourly, before: Hourly, *, daylight_share: float) -> float | None:
+    """This range's best-hour profile against the clear-day envelope of the weeks before,
+    as a ratio of their sums over the daylight hours (where the envelope reaches
+    `daylight_share` of its peak). A shaded or dead string lowers every hour of even the
+    clearest day; None when the envelope has no daylight (no history)."""
+    env = profile_max(before)
+    peak = max(env.values(), default=0.0)
+    if peak <= 0:
+        return None
+    hours = [h for h, kw in env.items() if kw >= daylight_share * peak]
+    best = profile_max(now)
+    return sum(best.get(h, 0.0) for h in hours) / sum(env[h] for h in hours)
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    ratio: float  # this array's yield against its own past, as a share
+    reference: float  # the same share of its siblings (their median) or 1 for the envelope
+    missing_kwh: float
+
+
+def sibling_shortfall(
+    now_kwh: float, before_kwh: float, siblings: Sequence[float], *, min_share: float
+) -> Shortfall | None:
+    """An array yielding under `min_share` of what its siblings yield, each against its own
+    past (`before_kwh`: what it made in as many hours before, at its past mean; `siblings`:
+    their now / before ratios), so arrays of any size are compared and the weather (the
+    same sky over all of them) cancels out. The missing kWh is what it would have made at
+    its siblings' ratio."""
+    if before_kwh <= 0 or not siblings:
+        return None
+    ratio = now_kwh / before_kwh
+    reference = float(median(siblings))
+    if reference <= 0 or ratio >= min_share * reference:
+        return None
+    return Shortfall(ratio, reference, reference * before_kwh - now_kwh)
+
+
+@dataclass(frozen=True)
+class Standstill:
+    hours: list[datetime]  # the hours with water and no output
+    missing_kwh: float  # what it made at such flows before
+
+
+def absent_with_flow(
+    power: Hourly,
+    flow: Hourly,
+    power_before: Hourly,
+    flow_before: Hourly,
+    *,
+    running_share: float,
+    flow_quantile: float,
+    min_hours: int,
+    flow_band: float,
+) -> Standstill | None:
+    """Hours in runs of at least `min_hours` in which a turbine gave no output though the
+    water it has run on before was there. From the weeks before: it runs when its output
+    exceeds `running_share` of its 95th-percentile output; the flow it runs on is the
+    `flow_quantile` percentile of the flow while running. The missing kWh of an hour is the
+    median output of the hours before with a flow within `flow_band` of that hour's (else
+    its median running output). None without a history of running."""
+    pb = dict(power_before)
+    history = [(f, pb[t]) for t, f in flow_before if t in pb]
+    if not history:
+        return None
+    top = float(np.percentile([p for _f, p in history], 95))
+    if top <= 0:
+        return None
+    on_kw = running_share * top
+    running = [(f, p) for f, p in history if p > on_kw]
+    if not running:
+        return None
+    flow_on = float(np.percentile([f for f, _p in running], flow_quantile))
+    if flow_on <= 0:
+        return None
+    now_power = dict(power)
+    idle = [(t, f) for t, f in flow if f >= flow_on and now_power.get(t, on_kw + 1) <= on_kw]
+    kept: list[tuple[datetime, float]] = []
+    run: list[tuple[datetime, float]] = []
+    for t, f in idle:
+        if run and (t - run[-1][0]).total_seconds() > 3600:
+            kept += run if len(run) >= min_hours else []
+            run = []
+        run.append((t, f))
+    kept += run if len(run) >= min_hours else []
+    if not kept:
+        return None
+    typical = float(median(p for _f, p in running))
+    missing = 0.0
+    for _t, f in kept:
+        near = [p for rf, p in running if abs(rf - f) <= flow_band * f]
+        missing += float(median(near)) if near else typical
+    return Standstill([t for t, _f in kept], missing)

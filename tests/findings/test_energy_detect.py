@@ -1,0 +1,91 @@
+"""The energy rules' pure conditions at their edges (findings/energy_detect.py): no Django."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from findings import energy_detect as ed
+
+D0 = date(2030, 1, 7)
+
+
+def _days(rises: list[float | None], expected: float = 100.0):
+    """(day, CUSUM, expected) from each day's actual - expected (None: a gap)."""
+    out, total = [], 0.0
+    for i, r in enumerate(rises):
+        if r is None:
+            out.append((D0 + timedelta(days=i), None, None))
+            continue
+        total += r
+        out.append((D0 + timedelta(days=i), total, expected))
+    return out
+
+
+def test_a_run_exactly_min_days_long_trips_and_one_shorter_does_not():
+    assert [r.days for r in ed.cusum_rising(_days([6, 6, 6, 6]), min_days=4, day_margin=0.05)] == [
+        4
+    ]
+    assert ed.cusum_rising(_days([6, 6, 6]), min_days=4, day_margin=0.05) == []
+
+
+def test_a_day_exactly_at_the_margin_ends_a_run_and_a_gap_does_too():
+    assert ed.cusum_rising(_days([6, 6, 5, 6, 6]), min_days=3, day_margin=0.05) == []
+    assert ed.cusum_rising(_days([6, 6, None, 6, 6]), min_days=3, day_margin=0.05) == []
+    # after a gap the CUSUM carries on from where it was, so the rise is judged day by day
+    [run] = ed.cusum_rising(_days([None, 6, 6, 6]), min_days=3, day_margin=0.05)
+    assert run.excess == 18 and run.first == D0 + timedelta(days=1)
+
+
+def test_a_base_load_rise_exactly_at_both_bounds_trips():
+    bounds = {"min_weeks": 2, "min_rise_kw": 0.5, "min_rise_ratio": 0.125}  # 0.125 × 4 = 0.5
+    found = ed.base_load_rise(4.5, [4.0, 4.0], **bounds)
+    assert found is not None and found.rise_kw == 0.5
+    assert ed.base_load_rise(4.49, [4.0, 4.0], **bounds) is None
+    assert ed.base_load_rise(9.0, [4.0, None], **bounds) is None  # one week known: too few
+
+
+def test_a_percentile_of_too_few_hours_is_none():
+    assert ed.low_percentile([1.0] * 23, 10, 24) is None
+    assert ed.low_percentile([1.0] * 24, 10, 24) == 1.0
+
+
+def test_out_of_hours_is_weekends_and_weekday_nights():
+    monday = datetime(2030, 1, 7, tzinfo=UTC)
+    hours = [monday + timedelta(hours=h) for h in range(168)]
+    assert sum(ed.out_of_hours(t, opens=7, closes=19) for t in hours) == 108
+    assert not ed.out_of_hours(monday.replace(hour=7), opens=7, closes=19)
+    assert ed.out_of_hours(monday.replace(hour=19), opens=7, closes=19)
+
+
+def test_an_envelope_with_no_daylight_is_not_judged():
+    t = datetime(2030, 1, 7, 12, tzinfo=UTC)
+    assert ed.envelope_ratio([(t, 1.0)], [(t, 0.0)], daylight_share=0.1) is None
+
+
+def test_a_sibling_share_exactly_at_the_bound_is_no_finding():
+    assert ed.sibling_shortfall(40, 100, [0.8], min_share=0.5) is None  # 40 % = 0.5 × 80 %
+    found = ed.sibling_shortfall(39, 100, [0.8], min_share=0.5)
+    assert found is not None and found.missing_kwh == 80 - 39
+
+
+def test_a_turbine_without_a_history_of_running_is_not_judged():
+    t = datetime(2030, 1, 7, tzinfo=UTC)
+    idle = [(t + timedelta(hours=h), 0.0) for h in range(10)]
+    flow = [(t + timedelta(hours=h), 80.0) for h in range(10)]
+    assert ed.absent_with_flow(idle, flow, idle, flow, running_share=0.05, flow_quantile=10,
+                               min_hours=3, flow_band=0.2) is None  # fmt: skip
+
+
+def test_two_idle_hours_with_water_are_not_yet_a_stop_three_are():
+    t0 = datetime(2030, 1, 7, tzinfo=UTC)
+    before = [(t0 - timedelta(hours=h), 5.0) for h in range(1, 50)]
+    flow_before = [(t, 80.0) for t, _ in before]
+    flow = [(t0 + timedelta(hours=h), 80.0) for h in range(6)]
+
+    def power(idle: int):
+        return [(t, 0.0 if i < idle else 5.0) for i, (t, _f) in enumerate(flow)]
+
+    args = {"running_share": 0.05, "flow_quantile": 10, "min_hours": 3, "flow_band": 0.2}
+    assert ed.absent_with_flow(power(2), flow, before, flow_before, **args) is None
+    found = ed.absent_with_flow(power(3), flow, before, flow_before, **args)
+    assert found is not None and len(found.hours) == 3 and found.missing_kwh == 15.0
