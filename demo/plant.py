@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from demo import layout, solar
+from demo.faults import FaultPlan
 from demo.hydro import RiverFlow, Turbine
 from demo.thermal import BoilerCircuit, MixingValve, Room, SolarThermal, Store
 from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
@@ -119,6 +120,8 @@ class DemoPlant:
         self.store = Store()
         self.import_kwh = 12_000.0 + self.rng.uniform(0, 500)  # a meter that has been in a while
         self.now = now
+        # Faults injected from known times (demo/faults.py); an empty plan changes nothing.
+        self.faults = FaultPlan()
         self.irradiance = 0.0
         self.pv_w = 0.0
         self.hydro_w = 0.0
@@ -241,11 +244,11 @@ class DemoPlant:
             sim_dt, self.circuit.flow_c, rooms_c, circulating, self.circuit.plant_room_c
         )
         for slug, room in self.rooms.items():
-            room.window_open = self._airing(slug, now)
+            room.window_open = self.faults.window_open(slug, self._airing(slug, now), now)
             room.step(
                 sim_dt,
                 self.outside_c,
-                coils.valves.get(slug, False),
+                self.faults.valve_open(slug, coils.valves.get(slug, False), now),
                 self.mixing.flow_c,
                 circulating,
             )
@@ -278,7 +281,7 @@ class DemoPlant:
             # Heating a room lowers its relative humidity (~3 %RH per K near room temperature).
             humidity = self.humidity.value - 3.0 * (room.temperature_c - 15.0)
             values[f"emonth-{slug}"] = {
-                "temperature": round(room.temperature_c, 2),
+                "temperature": round(self.faults.reading(slug, room.temperature_c, self.now), 2),
                 "humidity": round(min(95.0, max(25.0, humidity)), 1),
             }
         return values

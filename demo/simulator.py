@@ -28,6 +28,7 @@ from pathlib import Path
 from demo import layout
 from demo.bacnet_controller import BoilerController
 from demo.devices import EnergyMeter, RelayBoard
+from demo.faults import FaultPlan
 from demo.plant import Coils, DemoPlant, jeelib_line
 from demo.ports import udp_free
 
@@ -70,6 +71,8 @@ class SimulatorConfig:
     # The legacy BACnet boiler controller (demo/bacnet_controller.py); None: not run.
     bacnet_host: str = "127.0.0.1"
     bacnet_port: int | None = None
+    # Faults injected from known times (demo/faults.py, simulate_site --fault).
+    faults: FaultPlan = field(default_factory=FaultPlan)
 
 
 @dataclass
@@ -110,6 +113,7 @@ class Simulator:
         self.meter: EnergyMeter | None = None
         self.bacnet: BoilerController | None = None
         self.plant = DemoPlant(datetime.now(UTC), seed=config.seed)
+        self.plant.faults = config.faults
         resumed = self.plant.resume(config.resume)
         if resumed:
             log.info("Resumed from the last recorded values: %s", ", ".join(sorted(resumed)))

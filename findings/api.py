@@ -1,9 +1,16 @@
-"""Findings over the API: read, ranked by cost; engineers set the state (who and when kept)."""
+"""Findings over the API: read, ranked by cost; engineers set the state (who and when kept).
+The site's Brick model as Turtle for staff (docs/BRICK.md)."""
 
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import ValidationError
+from rest_framework.views import APIView
 
-from core.openapi import document_viewset
+from core.openapi import STAFF_READ, document_viewset
+from energy.api import SiteIdOrSlugField
+from findings import brick
 from findings.models import Finding
 from findings.serializers import FindingSerializer
 
@@ -38,3 +45,32 @@ class FindingViewSet(
         if not isinstance(request.data, dict) or "state" not in request.data:
             raise ValidationError({"state": "give the new state"})
         return super().update(request, *args, **kwargs)
+
+
+class BrickModelView(APIView):
+    """GET ?site=<id or slug>: the site's Brick model as Turtle; without `site`, every site."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "site", OpenApiTypes.STR, description="the site's numeric id or its slug"
+            )
+        ],
+        responses={(200, "text/turtle"): OpenApiResponse(OpenApiTypes.STR)},
+        tags=["findings"],
+        summary="Brick model (Turtle)",
+        description="Every site, building, zone, plant, meter, sensor and actuator with its "
+        "Brick 1.3 class, how they relate, and the feed of each recorded point. " + STAFF_READ,
+    )
+    def get(self, request):
+        raw = request.query_params.get("site")
+        site = None
+        if raw is not None:
+            try:
+                site = SiteIdOrSlugField().to_internal_value(raw)
+            except ValidationError as exc:
+                raise ValidationError({"site": exc.detail}) from None
+        name = site.slug if site is not None else "sites"
+        response = HttpResponse(brick.export(site), content_type="text/turtle; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}.ttl"'
+        return response

@@ -1,7 +1,9 @@
+from django.urls import path
+
 from core.routers import OptionalSlashRouter
-from findings.api import FindingViewSet
+from findings.api import BrickModelView, FindingViewSet
 
 router = OptionalSlashRouter()
 router.register("findings", FindingViewSet)
 
-urlpatterns = router.urls
+urlpatterns = router.urls + [path("brick.ttl", BrickModelView.as_view(), name="brick-model")]

@@ -20,7 +20,7 @@ from django.db import models
 from core.dates import DEFAULT_TIME_ZONE
 from core.hosts import validate_host
 from feeds.models import Feed
-from sensors import keys
+from sensors import brick, keys
 from sensors.sensor_params import param_errors
 
 MODBUS_MAX_ADDRESS = 65535
@@ -323,6 +323,13 @@ class Sensor(models.Model):
         default=list,
         blank=True,
         help_text="Input process list, emoncms names: [{'process': 'log_to_feed', 'feed': 3}, ...]",
+    )
+    brick_class = models.CharField(
+        max_length=48,
+        blank=True,
+        choices=[(c, c.replace("_", " ")) for c in brick.SENSOR_CHOICES],
+        help_text="Brick class, only where its kind and its place in the site model do not say "
+        "what it measures (a generic or pulse sensor): blank = derived (docs/BRICK.md).",
     )
     min_valid = models.FloatField(null=True, blank=True, help_text="Alarm below this value.")
     max_valid = models.FloatField(null=True, blank=True, help_text="Alarm above this value.")
@@ -792,6 +799,13 @@ class Actuator(models.Model):
         "A relay removed from its zone, or of a disabled zone, is driven to this.",
     )
     description = models.TextField(blank=True)
+    brick_class = models.CharField(
+        max_length=48,
+        blank=True,
+        choices=[(c, c.replace("_", " ")) for c in brick.ACTUATOR_CHOICES],
+        help_text="Brick class of what it switches, only where its kind does not say (a generic "
+        "relay): blank = derived (docs/BRICK.md).",
+    )
 
     class Meta:
         ordering = ["name"]

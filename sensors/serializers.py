@@ -52,7 +52,8 @@ class SensorSerializer(ModelCleanSerializer):
     class Meta:
         model = Sensor
         fields = ["id", "node", "key", "name", "kind", "unit", "scale", "offset", "params",
-                  "feed", "processes", "min_valid", "max_valid", "auto_created", "created"]  # fmt: skip
+                  "feed", "processes", "min_valid", "max_valid", "brick_class", "auto_created",
+                  "created"]  # fmt: skip
         read_only_fields = ["created"]
 
     def validate_processes(self, steps):
@@ -106,7 +107,7 @@ class ActuatorSerializer(ModelCleanSerializer):
         model = Actuator
         fields = ["id", "site", "name", "kind", "driver", "host", "port", "device_id", "coil",
                   "node", "min_on_s", "min_off_s", "feedback_sensor", "enabled", "idle_state",
-                  "description"]  # fmt: skip
+                  "description", "brick_class"]  # fmt: skip
         # The one-actuator-per-coil constraint is checked by Actuator.clean(), which names the
         # field and the actuator holding the coil; DRF's own validator would only say
         # "non_field_errors". The database constraint stays as the backstop.

@@ -121,6 +121,8 @@ ROWS: list[Row] = [
     *_api("findings", "finding", crud=False),
     Row("api/v1/^findings/(?P<pk>[^/.]+)/?$", "PATCH",
         lambda w: f"/api/v1/findings/{w.ids['finding']}", WRITERS, VALIDATION, lambda w: {}),
+    # the site's Brick model (docs/BRICK.md): every name and feed of the site, staff only
+    Row("api/v1/brick.ttl", "GET", lambda w: "/api/v1/brick.ttl", STAFF),
     Row("api/v1/^alarms/(?P<pk>[^/.]+)/acknowledge/?$", "POST",
         lambda w: f"/api/v1/alarms/{w.ids['alarm']}/acknowledge", WRITERS),
     *_api("zones", "zone"),

@@ -20,6 +20,7 @@ from demo.bacnet_setup import ensure_demo_bacnet
 from demo.devices import DeviceStartError
 from demo.displays import ensure_energy_display
 from demo.energy import ensure_demo_energy, hourly_extender
+from demo.faults import FaultError, FaultPlan, parse
 from demo.history import backfill
 from demo.keystore import gateway_config, write_private_json
 from demo.ports import BACNET_BASE, udp_free
@@ -83,6 +84,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, help="Random seed for clouds, river and wind")
         parser.add_argument(
+            "--fault",
+            action="append",
+            default=[],
+            metavar="KIND:TARGET@START[/END]",
+            help="Inject a fault from a known time (docs/DEMO.md, Faults), e.g. "
+            "window_open:workshop@2030-01-08T09:00+00:00; repeat for more. Kinds: "
+            "valve_stuck_open, window_open, sensor_flatline (a room's slug), "
+            "boiler_short_cycling (target: boiler).",
+        )
+        parser.add_argument(
             "--history-days",
             type=int,
             default=8,
@@ -93,6 +104,10 @@ class Command(BaseCommand):
     def handle(self, *args, **opts) -> None:
         if opts["speed"] <= 0:
             raise CommandError("--speed must be greater than 0.")
+        try:
+            faults = FaultPlan.of(parse(text) for text in opts["fault"])
+        except FaultError as exc:
+            raise CommandError(f"--fault: {exc}") from exc
         if not 0 <= opts["history_days"] <= 60:
             raise CommandError("--history-days must be between 0 and 60.")
         if opts["duration"] is not None and opts["duration"] <= 0:
@@ -164,6 +179,7 @@ class Command(BaseCommand):
             resume=resume,
             bacnet_host=BACNET_HOST,
             bacnet_port=bacnet_port,
+            faults=faults,
         )
         # pymodbus logs every listen and reconnect at INFO; our own lines say what matters.
         logging.getLogger("pymodbus").setLevel(logging.WARNING)

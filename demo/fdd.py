@@ -1,0 +1,252 @@
+"""Fault detection proven on the demo plant: a simulated run with faults injected at known times,
+the findings rules run over it as the hourly beat task would, and per rule what was found and how
+late (bench/fdd.py prints it; docs/BENCHMARKS.md "Fault detection").
+
+    rig = build(start)                               # a site of the demo's rooms, in the database
+    run(rig, start, days, FaultPlan.of(faults))      # the plant stepped on a simulated clock
+    found = detect(rig, start, days)                 # findings.evaluate, every `every`
+    rows = score(faults, found)
+
+The run writes what a live site would: each room's temperature through the real feed store,
+each relay change as an ActuatorCommand row with its strategy. The control here is the demo's
+own stand-in (each room heated to 20 °C in office hours with a learned-rate pre-heat, the boiler
+and pump on while any room is in its heating day), not control/'s engine: the rules judge
+records, whoever wrote them. Deterministic given the seed and the start.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+
+from control.models import ActuatorCommand, HeatingPlant, Schedule, SchedulePeriod, Zone
+from demo import faults as kinds
+from demo import layout
+from demo.faults import Fault, FaultPlan
+from demo.plant import Coils, DemoPlant
+from energy.models import FuelRate
+from feeds.models import Feed
+from feeds.store import service as feed_service
+from findings import rules
+from findings.evaluate import evaluate, occupancy
+from findings.models import Finding
+from sensors.models import Actuator, Node, Sensor, Site
+
+STEP = timedelta(minutes=1)  # the plant and its control; finer than a short cycle's 4 min
+SETPOINT_C = 20.0
+HYSTERESIS_K = 0.3
+PREHEAT_K_PER_H = 3.0  # the rooms' warming rate the pre-heat plans with
+MAX_PREHEAT = timedelta(hours=4)
+WEEK = timedelta(days=7)
+
+# Which rule should find each kind of fault (the first of these the site has).
+EXPECTED: dict[str, tuple[str, ...]] = {
+    kinds.VALVE_STUCK_OPEN: (rules.VALVE_PASSING,),
+    kinds.WINDOW_OPEN: ("open_window", rules.UNDER_SETPOINT),
+    kinds.SENSOR_FLATLINE: (rules.SENSOR_FLATLINE,),
+    kinds.BOILER_SHORT_CYCLING: (rules.SHORT_CYCLING,),
+}
+
+
+@dataclass
+class Rig:
+    site: Site
+    zones: dict[str, Zone]  # room slug -> zone
+    valves: dict[str, Actuator]
+    sensors: dict[str, Sensor]
+    boiler: Actuator
+    plant: HeatingPlant
+
+
+def build() -> Rig:
+    """The demo's rooms as zones (office hours, 08:00–17:00 on weekdays), each with a valve and
+    a temperature feed, one heating plant, and a gas tariff."""
+    site = Site.objects.create(name="FDD bench", slug="fdd-bench")
+    FuelRate.objects.create(site=site, fuel="gas", price_per_unit=0.07)
+    node = Node(name="fdd-rooms", site=site)
+    node.set_new_key()
+    node.save()
+    schedule = Schedule.objects.create(name="Office hours", site=site)
+    for day in range(5):
+        SchedulePeriod.objects.create(schedule=schedule, weekday=day, start=time(8), end=time(17))
+    zones, valves, sensors = {}, {}, {}
+    for room in layout.ROOMS:
+        feed = Feed.objects.create(
+            name=f"{room.name} temperature", tag="fdd", unit="°C", interval=60
+        )
+        sensors[room.slug] = Sensor.objects.create(
+            node=node, key=room.slug, name=f"{room.name} temperature", kind="temperature", feed=feed
+        )
+        valves[room.slug] = Actuator.objects.create(
+            name=f"{room.name} valve", kind="valve", site=site, coil=room.coil
+        )
+        zones[room.slug] = Zone.objects.create(
+            name=room.name, slug=room.slug, site=site, schedule=schedule,
+            temperature_sensor=sensors[room.slug], comfort_setpoint=SETPOINT_C,
+            optimum_start=True, max_preheat_min=int(MAX_PREHEAT.total_seconds() // 60),
+        )  # fmt: skip
+        zones[room.slug].actuators.set([valves[room.slug]])
+    boiler = Actuator.objects.create(name="Boiler", kind="boiler", site=site, coil=0)
+    plant = HeatingPlant.objects.create(name="Boiler house", boiler=boiler, site=site)
+    plant.zones.set(zones.values())
+    return Rig(site, zones, valves, sensors, boiler, plant)
+
+
+@dataclass
+class _Relays:
+    """Each relay's last state, and the audit rows of every change."""
+
+    state: dict[int, bool] = field(default_factory=dict)
+    rows: list[ActuatorCommand] = field(default_factory=list)
+
+    def set(self, actuator: Actuator, on: bool, strategy: str, t: datetime) -> None:
+        if self.state.get(actuator.pk) == on:
+            return
+        self.state[actuator.pk] = on
+        self.rows.append(
+            ActuatorCommand(
+                actuator=actuator, state=on, strategy=strategy, reason=f"fdd bench: {strategy}",
+                requested_at=t, sent_at=t, confirmed_at=t,
+            )
+        )  # fmt: skip
+
+
+def _window(windows: list[tuple[datetime, datetime]], t: datetime):
+    """The occupancy window `t` is in or the next one, or None."""
+    return next((w for w in windows if t < w[1]), None)
+
+
+def run(rig: Rig, start: datetime, days: int, plan: FaultPlan, seed: int = 1) -> int:
+    """Step the plant from `start` for `days` on a simulated clock; write the rooms' readings
+    and the relays' audit rows. Returns the number of relay changes."""
+    end = start + timedelta(days=days)
+    plant = DemoPlant(start, seed=seed)
+    plant.faults = plan
+    occupied = {slug: occupancy(z, start, end + timedelta(days=1)) for slug, z in rig.zones.items()}
+    relays = _Relays()
+    heating = {slug: False for slug in rig.zones}
+    points = []
+    t = start
+    while t < end:
+        readings = {
+            slug: plan.reading(slug, round(plant.rooms[slug].temperature_c, 2), t)
+            for slug in rig.zones
+        }
+        in_day = False
+        for slug, reading in readings.items():
+            strategy, wanted = _room(occupied[slug], t, reading, heating[slug])
+            heating[slug] = wanted
+            in_day = in_day or strategy != ""
+            relays.set(rig.valves[slug], wanted, strategy or "schedule", t)
+        boiler_on = plan.boiler(in_day, t)
+        relays.set(rig.boiler, boiler_on, "heating_plant", t)
+        coils = Coils(
+            boiler=boiler_on,
+            heating_pump=in_day,
+            valves={slug: relays.state[rig.valves[slug].pk] for slug in rig.zones},
+        )
+        plant.step(t, STEP.total_seconds(), 1.0, coils)
+        ts = int(t.timestamp())
+        points += [(rig.sensors[slug].feed_id, ts, value) for slug, value in readings.items()]
+        t += STEP
+    feed_service.log_points(points)
+    feed_service.commit_all(sync=True)
+    ActuatorCommand.objects.bulk_create(relays.rows, batch_size=2000)
+    return len(relays.rows)
+
+
+def _room(windows, t: datetime, reading: float, heating: bool) -> tuple[str, bool]:
+    """(strategy, valve wanted) for a room: in occupancy a thermostat on the setpoint; before
+    it, pre-heat from when the room's distance to the setpoint at PREHEAT_K_PER_H would reach
+    it ('' and OFF outside both)."""
+    w = _window(windows, t)
+    if w is None:
+        return "", False
+    on = reading < SETPOINT_C - HYSTERESIS_K or (heating and reading < SETPOINT_C + HYSTERESIS_K)
+    if w[0] <= t:
+        return "schedule", on
+    need = timedelta(hours=max(0.0, SETPOINT_C - reading) / PREHEAT_K_PER_H)
+    if t >= w[0] - min(need, MAX_PREHEAT):
+        return "optimum_start", on
+    return "", False
+
+
+def detect(
+    start: datetime, days: int, every: timedelta = timedelta(hours=1)
+) -> dict[str, datetime]:
+    """Run the rules as the beat task does (each run over the week before it), every `every`;
+    the first time each finding's key was seen."""
+    first: dict[str, datetime] = {}
+    end = start + timedelta(days=days)
+    t = start + every
+    while t <= end:
+        summary = evaluate(max(start, t - WEEK), t)
+        for key in summary.keys:
+            first.setdefault(key, t)
+        t += every
+    return first
+
+
+def expected_key(rig: Rig, fault: Fault) -> tuple[str, str]:
+    """(rule, finding key) that should find the fault."""
+    rule = next(r for r in EXPECTED[fault.kind] if r in rules.RULES)
+    if fault.kind == kinds.BOILER_SHORT_CYCLING:
+        return rule, f"{rule}:plant:{rig.plant.pk}"
+    if fault.kind == kinds.SENSOR_FLATLINE:
+        return rule, f"{rule}:sensor:{rig.sensors[fault.target].pk}"
+    return rule, f"{rule}:zone:{rig.zones[fault.target].pk}"
+
+
+@dataclass
+class RuleScore:
+    injected: int = 0
+    found: int = 0
+    delays: list[timedelta] = field(default_factory=list)
+    false: int = 0  # on a subject no fault was injected in
+    knock_on: int = 0  # another rule's finding on a faulted subject (a stuck sensor reads cold)
+
+
+def _subject(rig: Rig, key: str) -> str:
+    """The room slug (or 'boiler') a finding's key is about."""
+    _, kind, pk = key.split(":", 2)
+    if kind == "plant":
+        return kinds.BOILER
+    by_pk = rig.sensors if kind == "sensor" else rig.zones
+    return next((slug for slug, x in by_pk.items() if str(x.pk) == pk), "")
+
+
+def score(rig: Rig, injected: list[Fault], first: dict[str, datetime]) -> dict[str, RuleScore]:
+    """Per rule: faults injected for it, found (its key seen at or after the fault's start),
+    each delay; false findings (on a subject with no fault) and knock-on ones (another rule's
+    finding on a faulted subject, from the fault's start)."""
+    table: dict[str, RuleScore] = defaultdict(RuleScore)
+    explained = set()
+    for fault in injected:
+        rule, key = expected_key(rig, fault)
+        row = table[rule]
+        row.injected += 1
+        seen = first.get(key)
+        if seen is not None and seen >= fault.start:
+            row.found += 1
+            row.delays.append(seen - fault.start)
+            explained.add(key)
+    for key, seen in first.items():
+        if key in explained:
+            continue
+        row = table[key.split(":", 1)[0]]
+        subject = _subject(rig, key)
+        # a boiler's fault is every room's: short cycles starve the radiators of heat
+        if any(f.target in (subject, kinds.BOILER) and seen >= f.start for f in injected):
+            row.knock_on += 1
+        else:
+            row.false += 1
+    for rule in rules.RULES:
+        table.setdefault(rule, RuleScore())
+    return dict(sorted(table.items()))
+
+
+def reset() -> None:
+    """Forget the findings and the audit log of a run (the next run starts clean)."""
+    Finding.objects.all().delete()
+    ActuatorCommand.objects.all().delete()
