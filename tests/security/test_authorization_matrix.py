@@ -102,6 +102,8 @@ ROWS: list[Row] = [
     Row("api/v1/^sites/(?P<pk>[^/.]+)/history-budget/?$", "GET",
         lambda w: f"/api/v1/sites/{w.ids['site']}/history-budget", STAFF),
     *_api("nodes", "node-a"),
+    Row("api/v1/^nodes/(?P<pk>[^/.]+)/input-errors/?$", "GET",
+        lambda w: f"/api/v1/nodes/{w.ids['node-a']}/input-errors", STAFF),
     Row("api/v1/^nodes/(?P<pk>[^/.]+)/rotate-key/?$", "POST",
         lambda w: f"/api/v1/nodes/{w.ids['node-b']}/rotate-key", WRITERS),
     *_api("sensors", "sensor"),
