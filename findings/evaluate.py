@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from control.models import HeatingPlant
 from findings import detect, energy_checks, plant_checks, rules
@@ -318,17 +318,32 @@ def _keep(trip: Trip, start: datetime, end: datetime) -> bool:
             waste_kg_co2_week=round(w.kg_co2_week, 3),
             currency=w.currency,
         )
-    found = Finding.objects.select_for_update().filter(key=trip.key, closed_at__isnull=True).first()
+    found = _open_finding(trip.key)
     if found is None:
         first = min(s.start for s in trip.spans)
-        Finding.objects.create(key=trip.key, period_start=first, **fields)
-        return True
+        try:
+            # A savepoint: on PostgreSQL a failed statement spoils the whole transaction.
+            with transaction.atomic():
+                Finding.objects.create(key=trip.key, period_start=first, **fields)
+            return True
+        except IntegrityError:
+            # Another run (the hourly beat, find_waste, the staff "run now") opened this key's
+            # finding between our look and our insert, and the open-key constraint
+            # (finding_open_key) refused the second: update the winner's row instead. Read
+            # committed: this new query sees the winner's committed row.
+            found = _open_finding(trip.key)
+            if found is None:
+                raise  # not the open-key race: some other constraint, worth seeing
     for name, value in fields.items():
         setattr(found, name, value)
     found.period_end = max(found.period_end, fields["period_end"])
     found.last_seen = max(found.last_seen, fields["last_seen"])
     found.save()
     return False
+
+
+def _open_finding(key: str) -> Finding | None:
+    return Finding.objects.select_for_update().filter(key=key, closed_at__isnull=True).first()
 
 
 def evaluate_range(start: datetime, end: datetime) -> list[Summary]:

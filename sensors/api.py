@@ -84,6 +84,27 @@ class NodeViewSet(viewsets.ModelViewSet):
         return Response(self.get_serializer(node).data)
 
     @extend_schema(
+        request=None,
+        responses=OpenApiTypes.OBJECT,
+        tags=["nodes"],
+        summary="A node's input errors",
+        description="Values of the node's accepted batches not stored as sent "
+        "(docs/INGEST.md), each count in its own word: `skipped` (not stored or not counted), "
+        "`processed_late` (older than a reading a step had processed, processed after all, as "
+        "emoncms does), `duplicates` (a resent reading a step had counted already, passed by); "
+        "`text` says them as the staff pages do, `last` the newest, `at` when (unix seconds, "
+        "null if never). " + STAFF_READ,
+    )
+    @action(detail=True, methods=["get"], url_path="input-errors")
+    def input_error_counts(self, request, pk=None):
+        from sensors.ingest import input_errors  # the ingest path, not every API import
+
+        node = self.get_object()
+        return Response(
+            input_errors.as_json(input_errors.summary(input_errors.node_subject(node.pk)))
+        )
+
+    @extend_schema(
         request=RegisterMapRequestSerializer,
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
         tags=["sensors"],

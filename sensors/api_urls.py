@@ -1,4 +1,4 @@
-from django.urls import re_path
+from django.urls import path, re_path
 
 from core.routers import OptionalSlashRouter
 from sensors.api import (
@@ -12,6 +12,7 @@ from sensors.api import (
     SensorViewSet,
     SiteViewSet,
 )
+from sensors.aside_api import SetAsideDiscard, SetAsideList, SetAsideRetry
 from sensors.ingest import views as ingest_views
 
 router = OptionalSlashRouter()
@@ -28,5 +29,14 @@ router.register("bacnet-points", BacnetPointViewSet)
 # Node ingest before the router, so it is never taken for a viewset route.
 urlpatterns = [
     re_path(r"^readings/?$", ingest_views.readings, name="readings"),
+    path("set-aside", SetAsideList.as_view(), name="set-aside"),
+    path(
+        "set-aside/<int:node_pk>/<str:entry>/retry", SetAsideRetry.as_view(), name="set-aside-retry"
+    ),
+    path(
+        "set-aside/<int:node_pk>/<str:entry>/discard",
+        SetAsideDiscard.as_view(),
+        name="set-aside-discard",
+    ),
     *router.urls,
 ]

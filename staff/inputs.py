@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from feeds.models import Feed
 from feeds.processes import catalog
-from sensors.ingest import node_state
+from sensors.ingest import input_errors, node_state
 from sensors.models import Node, Sensor
 
 
@@ -43,6 +43,10 @@ class InputRow:
 class NodeGroup:
     node: Node
     inputs: list[InputRow]
+    # Its input errors (sensors/ingest/input_errors.py): counts in words, when, the newest
+    errors: str = ""
+    errors_at: datetime | None = None
+    errors_last: str = ""
 
 
 def value_text(value: float | None) -> str:
@@ -102,7 +106,7 @@ def input_groups(now: float | None = None) -> list[NodeGroup]:
     """Every node (site, then name) with its inputs (by key) and their last readings.
 
     Bounded by the inputs there are: auto-created ones by the per-site budget
-    (sensors/ingest/input_budget.py), the rest made by engineers. One Redis round trip."""
+    (sensors/ingest/input_budget.py), the rest made by engineers. Two Redis round trips."""
     now = time.time() if now is None else now
     sensors = list(Sensor.objects.select_related("node").order_by("node_id", "key"))
     feeds, inputs = referenced(sensors)
@@ -111,6 +115,7 @@ def input_groups(now: float | None = None) -> list[NodeGroup]:
         by_node.setdefault(sensor.node_id, []).append(sensor)
     nodes = list(Node.objects.select_related("site").order_by("site__name", "name"))
     last_of = node_state.last_values_of([node.pk for node in nodes])
+    errors_of = input_errors.summaries([input_errors.node_subject(node.pk) for node in nodes])
     groups = []
     for node in nodes:
         last = last_of[node.pk]
@@ -126,5 +131,12 @@ def input_groups(now: float | None = None) -> list[NodeGroup]:
                     steps=step_labels(sensor.processes, feeds, inputs),
                 )
             )
-        groups.append(NodeGroup(node=node, inputs=rows))
+        group = NodeGroup(node=node, inputs=rows)
+        record = errors_of[input_errors.node_subject(node.pk)]
+        if record:
+            group.errors = input_errors.counted(record)
+            group.errors_last = record.get("last", "")
+            if record.get("at", "").isdigit():
+                group.errors_at = datetime.fromtimestamp(int(record["at"]), UTC)
+        groups.append(group)
     return groups

@@ -2,7 +2,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from staff import bacnet_views, calendars, findings, input_views, plants, schedules
+from staff import aside_views, bacnet_views, calendars, findings, input_views, plants, schedules
 from staff import export as staff_export
 from staff import help as staff_help
 from staff import views as staff_views
@@ -21,6 +21,17 @@ urlpatterns = [
         "staff/inputs/<int:pk>/processes/save",
         input_views.process_list_save,
         name="staff-process-list-save",
+    ),
+    path("staff/inputs/set-aside/", aside_views.aside_list, name="staff-set-aside"),
+    path(
+        "staff/inputs/set-aside/<int:node_pk>/<str:entry>/retry",
+        aside_views.aside_retry,
+        name="staff-set-aside-retry",
+    ),
+    path(
+        "staff/inputs/set-aside/<int:node_pk>/<str:entry>/discard",
+        aside_views.aside_discard,
+        name="staff-set-aside-discard",
     ),
     path("staff/bacnet/", bacnet_views.bacnet_page, name="staff-bacnet"),
     path(

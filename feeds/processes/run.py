@@ -106,7 +106,8 @@ class RunReport:
     # Of those, the readings every late step processed by moving its clock back to them (as
     # emoncms's does): processed late, not skipped; staff are told which is which.
     processed_late: int = 0
-    duplicates: int = 0  # readings a clock-back step had counted already (a resent row)
+    # Readings (not late) a clock-back step had counted already (a resent row), one per reading
+    duplicates: int = 0
     late: list[Late] = field(default_factory=list)
     already_done: bool = False  # the mark was there: the batch ran before, nothing was done
     invalid_steps: int = 0
@@ -308,6 +309,8 @@ class ProcessRunner:
         initial: float | None = value
         current: float | None = value
         late = False
+        duplicate = False  # a step had counted it already (a resent row)
+        lates: list[Late] = []
         all_moved_back = True  # every late step of this reading moved its clock back
         index, executed, limit = 0, 0, MAX_PASSES * len(steps)
         while index < len(steps):
@@ -344,7 +347,7 @@ class ProcessRunner:
                         # catch it. emoncms would move its clock back and count them again;
                         # the value passes on and nothing changes.
                         new_state, emits = None, []
-                        report.duplicates += 1
+                        duplicate = True
                     elif state is not None and t <= state["t"]:
                         # At or before the last reading it processed: emoncms's elapsed <= 0.
                         current, new_state, emits, dropped = ps.LATE[name](
@@ -356,8 +359,7 @@ class ProcessRunner:
                         if dropped:
                             late = True
                             all_moved_back = all_moved_back and moved_back
-                            if len(report.late) < SHOWN_LATE:
-                                report.late.append(Late(input_key, name, t, state["t"], moved_back))
+                            lates.append(Late(input_key, name, t, state["t"], moved_back))
                     else:
                         result = ps.STATEFUL[name](b, step, state, t, current)
                         if result is None:
@@ -382,9 +384,16 @@ class ProcessRunner:
                 log.warning("input %s: step %d made the value non-finite", input_key, index)
                 break
             index = next_index
-        if late:
+        # Each reading counted once, in one word for staff. A duplicate first: a step that
+        # remembers its times saw this one already, so it is a resent row, and the late skips
+        # of steps that remember only their last time (a counter's) are the resend's doing, not
+        # a clock that jumped: the row was counted when it first came.
+        if duplicate:
+            report.duplicates += 1
+        elif late:
             report.replayed += 1
             report.processed_late += all_moved_back
+            report.late.extend(lates[: max(0, SHOWN_LATE - len(report.late))])
 
 
 def _posts(batch: list) -> Iterable[list]:

@@ -6,9 +6,11 @@ sensors/ingest/emoncms_input.py); the worker adds the readings a stateful input 
 not count (older than one it already processed: sensors/ingest/processing.py). Each skip is
 recorded where staff see it:
 
-- Redis hash `sensors:input-errors:<subject>`: `count` (values skipped so far), `last` (the
-  newest skips, named by row, position and reason), `at` (unix seconds). The node admin page
-  shows it ("input errors").
+- Redis hash `sensors:input-errors:<subject>`: `count` (values skipped so far), of them `late`
+  (processed late after all), `duplicates` (resent readings passed by: no alarm), `last` (the
+  newest skips, named by row, position and reason), `at` (unix seconds). The node admin page,
+  the staff inputs page and `GET /api/v1/nodes/<id>/input-errors` show it, each count in its
+  own words (`counts`, `counted`).
 - An alarm `node-input-errors:<node id>` (or `gateway-input-errors:<gateway key id>` for rows
   that name no usable node) opens on the first skip, on the overview and /staff/ like every
   alarm, and counts the skipped values (`occurrences`) with the newest skips as its message:
@@ -37,6 +39,7 @@ OPEN_KEY = "sensors:input-errors:open"
 CLEAR_AFTER_S = 3600
 SHOWN = 5  # skips named in the record and the alarm
 MAX_TEXT = 1000  # characters of the `last` record
+MAX_ALARM_TEXT = 1500  # the alarm's message: the counts, the words and `last`
 SYNC_EVERY_S = 10  # the alarm's count and message follow the record at most this often
 
 
@@ -65,13 +68,56 @@ def describe(skipped: list[Skipped], count: int | None = None) -> str:
     return text[:MAX_TEXT]
 
 
-def counted(record: dict) -> str:
-    """ "2 skipped, 1 processed late" from a record: a late reading a step moved its clock back
-    to was processed (the later steps ran), so it is not called skipped."""
+def counts(record: dict) -> dict[str, int]:
+    """A record's counts in the three words staff are shown (#26):
+
+    - `skipped`: values not stored or not counted (text, a bad time, node or input name, a
+      request set aside, a late reading a step did not count);
+    - `processed_late`: late readings every late step moved its clock back to, as emoncms's
+      do: processed after all (the later steps ran), so not called skipped;
+    - `duplicates`: readings a step had counted already (a hub resending rows it got no `ok`
+      for), passed by unchanged: skipped as a duplicate, which is the hub's retry working,
+      so they open no alarm."""
     late = int(record.get("late", 0))
-    skipped = int(record.get("count", 0)) - late
-    parts = [f"{skipped} skipped"] if skipped or not late else []
-    return ", ".join([*parts, *([f"{late} processed late"] if late else [])])
+    return {
+        "skipped": int(record.get("count", 0)) - late,
+        "processed_late": late,
+        "duplicates": int(record.get("duplicates", 0)),
+    }
+
+
+def counted(record: dict) -> str:
+    """ "2 skipped, 1 processed late, 3 skipped (duplicate)" from a record (`counts`)."""
+    n = counts(record)
+    parts = []
+    if n["skipped"] or not (n["processed_late"] or n["duplicates"]):
+        parts.append(f"{n['skipped']} skipped")
+    if n["processed_late"]:
+        parts.append(f"{n['processed_late']} processed late")
+    if n["duplicates"]:
+        parts.append(f"{n['duplicates']} skipped (duplicate)")
+    return ", ".join(parts)
+
+
+def as_json(record: dict) -> dict:
+    """What the API answers for a record (`GET /api/v1/nodes/<id>/input-errors`)."""
+    at = record.get("at", "")
+    return {
+        **counts(record),
+        "text": counted(record) if record else "none",
+        "last": record.get("last", ""),
+        "at": int(at) if str(at).isdigit() else None,
+    }
+
+
+def alarm_message(label: str, record: dict, text: str) -> str:
+    """The alarm's message: the counts in their own words, then the newest skips."""
+    return (
+        f"{label} sent values in accepted batches that were not stored as sent: "
+        f"{counted(record)} so far (the rest is stored). Skipped: text, a bad time, node or "
+        "input name, or a reading a step did not count; processed late: older than one already "
+        f"counted, processed as emoncms does. Newest: {text}"
+    )[:MAX_ALARM_TEXT]
 
 
 def record(
@@ -99,7 +145,8 @@ def record(
     pipe.hset(key, mapping={"last": text, "at": int(now)})
     pipe.hget(key, "synced_at")
     pipe.zadd(OPEN_KEY, {subject: now})
-    *_, unsynced, _, synced_at, newly_open = pipe.execute()
+    pipe.hmget(key, "count", "late", "duplicates")
+    *_, unsynced, _, synced_at, newly_open, totals = pipe.execute()
     log.warning("%s: %d value(s) skipped in an accepted batch: %s", label, count, text)
     if not newly_open and synced_at is not None and 0 <= now - float(synced_at) < SYNC_EVERY_S:
         return
@@ -108,14 +155,20 @@ def record(
     pipe.hincrby(key, "unsynced", -int(unsynced))
     pipe.hset(key, "synced_at", now)
     pipe.execute()
+    record_now = dict(zip(("count", "late", "duplicates"), (v or 0 for v in totals), strict=True))
     count_alarm(
         alarm_key(subject),
-        f"{label} sends values it cannot store (text, a bad time, node or input name) "
-        "or readings older than ones already counted; they are skipped, the rest is stored: "
-        f"{text}",
+        alarm_message(label, record_now, text),
         add=int(unsynced),
         source="node",
     )
+
+
+def record_duplicates(subject: str, count: int) -> None:
+    """Count readings a step had counted already (`counts`: shown, but no alarm: a resent
+    batch is emonhub doing its job, and the rows were stored the first time)."""
+    if count > 0:
+        get_redis().hincrby(record_key(subject), "duplicates", count)
 
 
 def clean(subjects: Iterable[str], now: float | None = None) -> None:
@@ -136,6 +189,17 @@ def clean(subjects: Iterable[str], now: float | None = None) -> None:
 
 
 def summary(subject: str) -> dict[str, str]:
-    """{count, last, at} of a subject's input errors (empty when it never had one)."""
-    raw = get_redis().hgetall(record_key(subject))
-    return {k.decode(): v.decode() for k, v in raw.items()}
+    """{count, late, duplicates, last, at} of a subject's input errors (empty when it never
+    had one)."""
+    return summaries([subject])[subject]
+
+
+def summaries(subjects: list[str]) -> dict[str, dict[str, str]]:
+    """`summary` of many subjects in one round trip (the inputs page lists every node)."""
+    pipe = get_redis().pipeline(transaction=False)
+    for subject in subjects:
+        pipe.hgetall(record_key(subject))
+    return {
+        subject: {k.decode(): v.decode() for k, v in raw.items()}
+        for subject, raw in zip(subjects, pipe.execute(), strict=True)
+    }

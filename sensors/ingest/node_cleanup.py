@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete
 
 from core.redis import REDIS_FAILURES, get_redis
-from sensors.ingest import node_state, stream
+from sensors.ingest import node_state, set_aside, stream
 from sensors.models import Node
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,8 @@ SWEEP_EVERY_S = 600
 
 
 def remove_nodes(node_ids: list[int]) -> None:
-    """Delete the ingest streams and live state of these (deleted) nodes: one round trip."""
+    """Delete the ingest streams, requests set aside and live state of these (deleted) nodes:
+    one round trip."""
     if not node_ids:
         return
     pipe = get_redis().pipeline(transaction=False)
@@ -39,6 +40,9 @@ def remove_nodes(node_ids: list[int]) -> None:
         pipe.srem(stream.ready_key(stream.shard_of(node_id)), node_id)
         pipe.hdel(node_state.SEEN_KEY, str(node_id))
         pipe.srem(node_state.SILENT_KEY, node_id)
+        # Its requests set aside: nobody could retry them onto a node that is gone.
+        pipe.delete(set_aside.ASIDE_PREFIX + str(node_id))
+        pipe.zrem(set_aside.INDEX_KEY, str(node_id))
     pipe.execute()
 
 

@@ -334,6 +334,8 @@ def _convert_and_process(
         if run.late:
             report.late = run.replayed
             _record_late(node_id, run)
+        if run.duplicates:
+            input_errors.record_duplicates(input_errors.node_subject(node_id), run.duplicates)
     if late_counts:
         _record_late_counts(node_id, late_counts)
     writes = NodeStateWrites() if node_state is None else node_state

@@ -10,8 +10,9 @@ bad request cannot stop its node.
 
 So a request that fails with such an answer ATTEMPTS times running is moved aside: its rows are
 copied to its node's aside stream (ASIDE_PREFIX<node id>, the newest ASIDE_MAXLEN kept, for an
-engineer to look at or re-post), it is acknowledged, and the node's input errors (admin page,
-alarm `node-input-errors:<node id>`) say so. A lost connection, a database that is away, Redis
+engineer to look at, retry or discard on /staff/inputs/set-aside/: aside_review.py), it is
+acknowledged, and the node's input errors (admin page, alarm `node-input-errors:<node id>`)
+say so. A lost connection, a database that is away, Redis
 out of memory or read-only are never counted: they pass, and the request waits for them.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import redis
 from django.db import DatabaseError, InterfaceError, OperationalError
@@ -33,6 +35,9 @@ FAILS_KEY = "sensors:ingest:fails"  # "<node id>:<first entry id>" -> failures s
 FAILS_TTL_S = 86_400  # a count nobody added to for a day is forgotten
 ASIDE_PREFIX = "sensors:ingest:aside:"
 ASIDE_MAXLEN = 100  # requests kept per node (each at most the body bound)
+# The nodes that have requests set aside (node id -> when, unix ms): the staff page and API
+# (sensors/ingest/aside_review.py) list these nodes' streams, never scan the keyspace.
+INDEX_KEY = "sensors:ingest:aside:nodes"
 
 # Redis answers that say "not now" rather than "not this": never counted.
 _PASSING = (redis.exceptions.ReadOnlyError, redis.exceptions.OutOfMemoryError)
@@ -74,6 +79,7 @@ def move_aside(
         approximate=False,
     )
     pipe.hdel(FAILS_KEY, f"{node_id}:{_text(entry_ids[0])}")
+    pipe.zadd(INDEX_KEY, {str(node_id): int(time.time() * 1000)})
     pipe.execute()
     name = Node.objects.filter(pk=node_id).values_list("name", flat=True).first() or node_id
     values = sum(len(row[1]) for row in rows if isinstance(row, list) and len(row) > 1)

@@ -66,6 +66,14 @@ def world(db, redis_client, engineer, booker, viewer, superuser) -> World:
         node.save()
         w.ids[name] = node.pk
     node_a = Node.objects.get(name="node-a")
+    from sensors.ingest import set_aside  # a request the drain set aside, for its pages
+
+    for entry in ("1700000000000-0", "1700000001000-0"):  # two: each writer retries one
+        set_aside.move_aside(
+            redis_client, node_a.pk, [entry], [[1_700_000_000, {"p": 1.0}]],
+            RuntimeError(f"{HIDDEN} error"),
+        )  # fmt: skip
+    w.slugs["aside"] = redis_client.xrange(set_aside.ASIDE_PREFIX + str(node_a.pk))[0][0].decode()
     private = Feed.objects.create(name=f"{HIDDEN} feed", tag="t", interval=10)
     public = Feed.objects.create(name="public pv", tag="t", interval=10, public=True)
     sensor = Sensor.objects.create(node=node_a, key="hidden_power", feed=private)

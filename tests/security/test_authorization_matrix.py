@@ -71,6 +71,15 @@ def _api(resource: str, key: str, *, write: frozenset[str] = WRITERS, crud: bool
     return rows
 
 
+def _aside_now(w: World) -> str:
+    """The newest request of node A still set aside (a retry takes one away)."""
+    from core.redis import get_redis
+    from sensors.ingest.set_aside import ASIDE_PREFIX
+
+    newest = get_redis().xrevrange(f"{ASIDE_PREFIX}{w.ids['node-a']}", count=1)
+    return newest[0][0].decode() if newest else w.slugs["aside"]
+
+
 def _commands(w: World, suffix: str = "") -> str:
     return f"/api/v1/nodes/{w.ids['node-a']}/commands{suffix}"
 
@@ -102,6 +111,15 @@ ROWS: list[Row] = [
     Row("api/v1/^sites/(?P<pk>[^/.]+)/history-budget/?$", "GET",
         lambda w: f"/api/v1/sites/{w.ids['site']}/history-budget", STAFF),
     *_api("nodes", "node-a"),
+    Row("api/v1/^nodes/(?P<pk>[^/.]+)/input-errors/?$", "GET",
+        lambda w: f"/api/v1/nodes/{w.ids['node-a']}/input-errors", STAFF),
+    Row("api/v1/set-aside", "GET", lambda w: "/api/v1/set-aside", STAFF),
+    # Each allowed caller retries one (the world has two): the one still set aside.
+    Row("api/v1/set-aside/<int:node_pk>/<str:entry>/retry", "POST",
+        lambda w: f"/api/v1/set-aside/{w.ids['node-a']}/{_aside_now(w)}/retry", WRITERS),
+    Row("api/v1/set-aside/<int:node_pk>/<str:entry>/discard", "POST",
+        lambda w: f"/api/v1/set-aside/{w.ids['node-a']}/{w.slugs['aside']}/discard", WRITERS,
+        VALIDATION, lambda w: {}),
     Row("api/v1/^nodes/(?P<pk>[^/.]+)/rotate-key/?$", "POST",
         lambda w: f"/api/v1/nodes/{w.ids['node-b']}/rotate-key", WRITERS),
     *_api("sensors", "sensor"),
@@ -296,6 +314,18 @@ ROWS: list[Row] = [
     Row("staff/inputs/<int:pk>/processes/save", "POST",
         lambda w: f"/staff/inputs/{w.ids['sensor']}/processes/save", WRITERS, VALIDATION,
         lambda w: {}),
+    # requests set aside by the drain (docs/INGEST.md): staff read, engineers retry or discard
+    # (a discard without its confirmation is refused: 400)
+    Row("staff/inputs/set-aside/", "GET", lambda w: "/staff/inputs/set-aside/", STAFF),
+    Row("staff/inputs/set-aside/<int:node_pk>/<str:entry>/retry", "POST",
+        lambda w: f"/staff/inputs/set-aside/{w.ids['node-a']}/{w.slugs['aside']}/retry",
+        WRITERS, form=True),
+    Row("staff/inputs/set-aside/<int:node_pk>/<str:entry>/discard", "GET",
+        lambda w: f"/staff/inputs/set-aside/{w.ids['node-a']}/{w.slugs['aside']}/discard",
+        WRITERS),
+    Row("staff/inputs/set-aside/<int:node_pk>/<str:entry>/discard", "POST",
+        lambda w: f"/staff/inputs/set-aside/{w.ids['node-a']}/{w.slugs['aside']}/discard",
+        WRITERS, VALIDATION, lambda w: {}, form=True),
     # findings (docs/FINDINGS.md): staff read, engineers mark; an empty form is refused (400)
     Row("staff/findings/", "GET", lambda w: "/staff/findings/", STAFF),
     Row("staff/findings/<int:pk>/evidence.json", "GET",
