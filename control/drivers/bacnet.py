@@ -66,6 +66,31 @@ def client_instance() -> int:
     return int(settings.BMS_BACNET_INSTANCE)
 
 
+def held_key(actuator_id: int) -> str:
+    return f"bacnet-priority:{actuator_id}"
+
+
+def held_words(actuator: Actuator, read: CommandState) -> str:
+    """The `bacnet-priority:` alarm's message when a priority above ours holds the point ('' when
+    none does): the controller, its device, the object and the value it holds, so whoever
+    looks knows which panel switch or override to find."""
+    if read.priority is None or read.priority >= actuator.bacnet_priority:
+        return ""
+    device = actuator.bacnet_device
+    controller = (
+        f"BACnet controller {device.node.name} (device {device.device_instance} at "
+        f"{device.address})"
+        if device
+        else "A BACnet controller"
+    )
+    return (
+        f"{controller}: {actuator.bacnet_object} (actuator '{actuator.name}') is held at "
+        f"{words(read.value)} by priority {read.priority}, above our priority "
+        f"{actuator.bacnet_priority}: it is not ours to command until that priority is released "
+        "(a hand switch at the controller, or a life-safety override)."
+    )
+
+
 def words(state: bool | None) -> str:
     return "released" if state is None else ("ON" if state else "OFF")
 

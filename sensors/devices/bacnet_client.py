@@ -91,10 +91,30 @@ class Browse:
     truncated: int = 0  # objects past MAX_OBJECTS, not read
 
 
+@dataclass(frozen=True)
+class Condition:
+    """What a point says of itself beside its value (its status-flags, and its reliability when
+    the fault flag is set): `reliability` in the device's words ('over-range'), '' when it
+    reports no fault."""
+
+    reliability: str = ""
+    out_of_service: bool = False
+
+    @property
+    def fault(self) -> bool:
+        return bool(self.reliability)
+
+
+NORMAL = Condition()
+
+
 @dataclass
 class Readings:
     values: dict[str, float] = field(default_factory=dict)  # object ref -> present value
     errors: dict[str, str] = field(default_factory=dict)  # object ref -> the device's words
+    # object ref -> its condition, for each point whose value was read and that said anything
+    # but "normal"; a point absent here is in no fault and in service.
+    conditions: dict[str, Condition] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -277,6 +297,39 @@ def browse(
     return _run(local, client_instance, timeout_s * (5 + 3 * max_objects), job)
 
 
+FAULT_FLAG, OUT_OF_SERVICE_FLAG = 1, 3  # StatusFlags bits (in-alarm, fault, overridden, oos)
+
+
+async def _condition(
+    app: NormalApplication, where: Address, oid: ObjectIdentifier, timeout_s: float
+) -> Condition:
+    """The point's status-flags (required of every input, output and value object), and its
+    reliability when the fault flag is set, so an alarm can quote the device. A device that
+    refuses status-flags is taken at its value: NORMAL."""
+    try:
+        flags = await asyncio.wait_for(app.read_property(where, oid, "status-flags"), timeout_s)
+    except (ErrorRejectAbortNack, ExecutionError):
+        return NORMAL
+    return await _condition_of(app, where, oid, flags, timeout_s)
+
+
+async def _condition_of(
+    app: NormalApplication, where: Address, oid: ObjectIdentifier, flags: Any, timeout_s: float
+) -> Condition:
+    bits = list(flags) + [0, 0, 0, 0]
+    reliability = ""
+    if bits[FAULT_FLAG]:
+        try:
+            reliability = str(
+                await asyncio.wait_for(app.read_property(where, oid, "reliability"), timeout_s)
+            )
+        except (ErrorRejectAbortNack, ExecutionError):
+            reliability = "fault (no reliability given)"
+        if reliability == "no-fault-detected":
+            reliability = ""
+    return Condition(reliability=reliability, out_of_service=bool(bits[OUT_OF_SERVICE_FLAG]))
+
+
 def _number(value: Any) -> float:
     if isinstance(value, BinaryPV):
         return 1.0 if int(value) else 0.0
@@ -296,7 +349,8 @@ def read_present_values(
     deadline_s: float = 10.0,
 ) -> Readings:
     """Present values of `refs` ('analog-input,1', ...): one ReadProperty each, so a point the
-    device refuses costs only itself. Raises BacnetError only when the device answers none."""
+    device refuses costs only itself, then each point's status-flags (and its reliability when
+    in fault) into `conditions`. Raises BacnetError only when the device answers none."""
 
     async def job(app: NormalApplication) -> Readings:
         where = Address(address)
@@ -323,6 +377,15 @@ def read_present_values(
                 result.values[ref] = _number(value)
             except (TypeError, ValueError) as exc:
                 result.errors[ref] = f"present value {value!r}: {exc}"
+                continue
+            try:
+                condition = await _condition(
+                    app, where, ObjectIdentifier((kind, number)), timeout_s
+                )
+            except TimeoutError:
+                continue  # its value is in; its condition is asked again next poll
+            if condition != NORMAL:
+                result.conditions[ref] = condition
         return result
 
     return _run(local, client_instance, deadline_s, job)

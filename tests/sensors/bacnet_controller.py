@@ -11,6 +11,15 @@ wins over it and relinquishing priority 8 gives the controller its point back; b
 "Hall valve", which its programme holds INACTIVE at priority 16. Prints `ready` once it listens;
 stops on SIGTERM.
 
+It answers SubscribeCOV (bac-py's COV manager) except for the objects named by `--refuse-cov`,
+which it refuses as a controller without COV support would. Its stdin stands in for the plant
+and the people at the controller: one command a line, answered `ok` (or `error: ...`):
+
+    pv analog-input,1 63.5             the sensor reads 63.5 (COV subscribers are told)
+    reliability analog-input,1 over-range   the input's own fault diagnosis (no-fault-detected)
+    oos analog-input,1 true            out-of-service set by hand at the controller
+    write binary-output,1 active 2     a write at a priority, as a hand switch would (null: release)
+
 Loopback has no broadcast domain, so `--broadcast-to HOST:PORT` stands in for the plant LAN:
 what the controller broadcasts (its I-Am) is delivered there, to the client under test, and
 nowhere else. Without it the controller would send its I-Am to 255.255.255.255, off this
@@ -22,13 +31,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sys
 
 from bac_py import BACnetApplication, DefaultServerHandlers, DeviceConfig, DeviceObject
 from bac_py.objects.analog import AnalogInputObject
 from bac_py.objects.binary import BinaryOutputObject
+from bac_py.services.errors import BACnetError
 from bac_py.transport.bip import BIPTransport
 from bac_py.transport.bvll import encode_bvll
-from bac_py.types.enums import BinaryPV, BvlcFunction, EngineeringUnits, PropertyIdentifier
+from bac_py.types.enums import (
+    BinaryPV,
+    BvlcFunction,
+    EngineeringUnits,
+    ErrorClass,
+    ErrorCode,
+    ObjectType,
+    PropertyIdentifier,
+    Reliability,
+)
+from bac_py.types.primitives import ObjectIdentifier
 
 
 def deliver_broadcasts_to(host: str, port: int) -> None:
@@ -40,6 +61,69 @@ def deliver_broadcasts_to(host: str, port: int) -> None:
         )
 
     BIPTransport.send_broadcast = send_broadcast
+
+
+def object_id(ref: str) -> ObjectIdentifier:
+    kind, _, number = ref.partition(",")
+    return ObjectIdentifier(ObjectType[kind.upper().replace("-", "_")], int(number))
+
+
+class Handlers(DefaultServerHandlers):
+    """bac-py's handlers, with SubscribeCOV refused for the objects in `refuse_cov`."""
+
+    refuse_cov: frozenset[ObjectIdentifier] = frozenset()
+
+    async def handle_subscribe_cov(self, service_choice, data, source):
+        from bac_py.services.cov import SubscribeCOVRequest
+
+        if SubscribeCOVRequest.decode(data).monitored_object_identifier in self.refuse_cov:
+            raise BACnetError(ErrorClass.SERVICES, ErrorCode.SERVICE_REQUEST_DENIED)
+        return await super().handle_subscribe_cov(service_choice, data, source)
+
+
+def plant(app: BACnetApplication, line: str) -> None:
+    """One stdin command (the module's docstring): the plant or a person changes a point."""
+    verb, ref, value, *rest = line.split()
+    obj = app.object_db.get(object_id(ref))
+    if obj is None:
+        raise ValueError(f"no object {ref}")
+    if verb == "pv":  # the sensor's own reading: set as the hardware would, not written
+        obj._properties[PropertyIdentifier.PRESENT_VALUE] = float(value)
+        changed = PropertyIdentifier.PRESENT_VALUE
+    elif verb == "reliability":
+        obj._properties[PropertyIdentifier.RELIABILITY] = Reliability[
+            value.upper().replace("-", "_")
+        ]
+        changed = PropertyIdentifier.RELIABILITY
+    elif verb == "oos":
+        obj.write_property(PropertyIdentifier.OUT_OF_SERVICE, value == "true")
+        changed = PropertyIdentifier.OUT_OF_SERVICE
+    elif verb == "write":
+        if value == "null":
+            written = None
+        elif value in ("active", "inactive"):
+            written = BinaryPV[value.upper()]
+        else:
+            written = float(value)
+        obj.write_property(PropertyIdentifier.PRESENT_VALUE, written, priority=int(rest[0]))
+        changed = PropertyIdentifier.PRESENT_VALUE
+    else:
+        raise ValueError(f"unknown command {verb!r}")
+    if app.cov_manager is not None:
+        app.cov_manager.check_and_notify(obj, changed)
+
+
+async def read_commands(app: BACnetApplication) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while line := (await reader.readline()).decode():
+        try:
+            plant(app, line)
+        except Exception as exc:  # the test reads why
+            print(f"error: {exc}", flush=True)
+        else:
+            print("ok", flush=True)
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -84,13 +168,17 @@ async def serve(args: argparse.Namespace) -> None:
         )
         app.object_db.add(valve)
         valve.write_property(PropertyIdentifier.PRESENT_VALUE, BinaryPV.INACTIVE, priority=16)
-        DefaultServerHandlers(app, app.object_db, device).register()
+        handlers = Handlers(app, app.object_db, device)
+        handlers.refuse_cov = frozenset(object_id(ref) for ref in args.refuse_cov)
+        handlers.register()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         loop.add_signal_handler(signal.SIGINT, stop.set)
+        commands = asyncio.ensure_future(read_commands(app))
         print("ready", flush=True)
         await stop.wait()
+        commands.cancel()
 
 
 def main() -> None:
@@ -100,6 +188,7 @@ def main() -> None:
     parser.add_argument("--instance", type=int, default=2601)
     parser.add_argument("--name", default="Boiler house controller")
     parser.add_argument("--flow", type=float, default=61.5)
+    parser.add_argument("--refuse-cov", action="append", default=[], metavar="REF")
     parser.add_argument("--broadcast-to", required=True, help="HOST:PORT of the client")
     asyncio.run(serve(parser.parse_args()))
 
