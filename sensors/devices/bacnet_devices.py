@@ -161,8 +161,16 @@ def record_failure(device: BacnetDevice, error: str) -> dict:
     return {"error": error, "failures": failures}
 
 
-def record_result(device: BacnetDevice, points: list[BacnetPoint], result: Readings) -> dict:
-    """The controller answered: clear its alarm, raise/clear per-point alarms, ingest."""
+def record_result(
+    device: BacnetDevice,
+    points: list[BacnetPoint],
+    result: Readings,
+    mapped: list[BacnetPoint] | None = None,
+) -> dict:
+    """The controller answered: clear its alarm, raise/clear per-point alarms, ingest.
+    `points` were read; `mapped` (default: the same) are all the device's points, so a point a
+    COV subscription holds keeps its alarms."""
+    mapped = points if mapped is None else mapped
     from sensors.ingest.processing import ingest_rows
 
     node_id = device.node_id
@@ -191,9 +199,9 @@ def record_result(device: BacnetDevice, points: list[BacnetPoint], result: Readi
                 f"'{point.name}' not read: the controller answered '{error}'",
                 source="bacnet",
             )
-    keys = {p.key for p in points}
+    keys = {p.key for p in mapped}
     _clear_except(prefix, keys, set(values))  # it reads again, or it left the map
-    faulty = record_conditions(device, points, result.values, result.conditions)
+    faulty = record_conditions(device, mapped, result.values, result.conditions)
     values = {key: value for key, value in values.items() if key not in faulty}
     if values:
         ingest_rows(node_id, [[int(time.time()), values]])
@@ -256,9 +264,13 @@ def record_conditions(
 def poll_device(device: BacnetDevice) -> dict:
     """Read every mapped point once. One poll of a controller at a time (a Redis lock): a poll
     still running when the next falls due is not doubled, so the rate stays bounded."""
-    points = list(device.points.all()[:BACNET_MAX_POINTS_PER_DEVICE])
-    if not points:
+    mapped = list(device.points.all()[:BACNET_MAX_POINTS_PER_DEVICE])
+    if not mapped:
         return {"skipped": True}
+    # Points a COV subscription holds are told to us on change (bacnet_cov_service.py); one
+    # is still read when all are, so a controller that stops answering is still alarmed.
+    covered = bacnet_status.covered_keys(device.node_id, time.time())
+    points = [p for p in mapped if p.key not in covered] or mapped[:1]
     lock = get_redis().lock(
         f"sensors:bacnet-poll-lock:{device.node_id}", timeout=POLL_LOCK_TTL_S, blocking=False
     )
@@ -276,6 +288,6 @@ def poll_device(device: BacnetDevice) -> dict:
             )
         except BacnetError as exc:
             return record_failure(device, str(exc))
-        return record_result(device, points, result)
+        return record_result(device, points, result, mapped)
     finally:
         lock.release()

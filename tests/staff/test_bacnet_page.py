@@ -114,3 +114,23 @@ def test_the_page_links_to_its_help_which_is_served(viewer, device):
     client = _login(viewer)
     assert '/staff/help/bacnet"' in client.get("/staff/bacnet/").content.decode()
     assert "BACnet/IP: read and command" in client.get("/staff/help/bacnet").content.decode()
+
+
+def test_each_point_says_whether_cov_or_the_poll_reads_it_and_what_was_dropped(
+    viewer, device, redis_client
+):
+    device.points.create(key="binary-output-1", object_type="binary-output", instance=1)
+    redis_client.hset(bacnet_status.cov_key(device.node_id), "analog-input-1", T + 200)
+    redis_client.hset(bacnet_status.dropped_key(device.node_id), "analog-input-1", 3)
+    redis_client.hset(
+        bacnet_status.refused_key(device.node_id),
+        "binary-output-1",
+        "services: service-request-denied",
+    )
+    with time_machine.travel(NOW, tick=False):
+        html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "COV <span" in html and "3 notifications dropped by the rate bound" in html
+    assert 'polled <span class="muted">(COV refused: services: service-request-denied)' in html
+    with time_machine.travel(NOW.timestamp() + 201, tick=False):  # the subscription lapsed
+        html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "COV <span" not in html
