@@ -30,7 +30,7 @@ from bacpypes3.errors import ExecutionError
 from bacpypes3.ipv4.app import NormalApplication
 from bacpypes3.local.device import DeviceObject
 from bacpypes3.pdu import Address, IPv4Address
-from bacpypes3.primitivedata import Null, ObjectIdentifier
+from bacpypes3.primitivedata import Null, ObjectIdentifier, Real, Unsigned
 
 MAX_INSTANCE = 4194302  # a device or object instance: 22 bits, 4194303 is the wildcard
 MAX_OBJECTS = 2000  # a browse reads at most this many objects of one device
@@ -51,6 +51,12 @@ POINT_TYPES = (
     "multi-state-value",
 )
 COMMANDABLE_BINARY = ("binary-output", "binary-value")
+# What the control tick commands: binary outputs (relays), and analogue or multi-state outputs
+# and values (a valve position, a set point, a fan speed), each at a priority of its array.
+COMMANDABLE = (*COMMANDABLE_BINARY, "analog-output", "analog-value", "multi-state-output",
+               "multi-state-value")  # fmt: skip
+# A commanded value: ON/OFF, an analogue value or a multi-state (1-based state number).
+Value = bool | float | int
 
 T = TypeVar("T")
 
@@ -122,9 +128,47 @@ class CommandState:
     """A commandable point as read back: its present value and which priority holds it
     (None: no slot holds it, the relinquish-default is in force)."""
 
-    value: bool
+    value: Value
     priority: int | None
-    ours: bool | None  # the value at our priority, None when our slot is NULL
+    ours: Value | None  # the value at our priority, None when our slot is NULL
+
+
+def same(a: Value | None, b: Value | None) -> bool:
+    """A value read back is the one written: exactly for binary and multi-state; for an
+    analogue one within what a BACnet Real (32 bits) keeps of it (65.3 reads 65.30000305)."""
+    if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-4)
+
+
+def _family(kind: str) -> str:
+    return kind.rsplit("-", 1)[0]  # "analog", "binary" or "multi-state"
+
+
+def _encode(kind: str, value: Value | None) -> Any:
+    """What is written: NULL relinquishes; else the point's own type."""
+    if value is None:
+        return Null(())
+    family = _family(kind)
+    if family == "binary":
+        return BinaryPV("active" if value else "inactive")
+    if family == "analog":
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"{number} is not a finite number")
+        return Real(number)
+    if isinstance(value, bool) or int(value) != value or int(value) < 1:
+        raise ValueError(f"multi-state value {value!r} is not a state number (1, 2, …)")
+    return Unsigned(int(value))
+
+
+def _decode(kind: str, value: Any) -> Value:
+    family = _family(kind)
+    if family == "binary":
+        return bool(int(value))
+    if family == "analog":
+        return float(value)
+    return int(value)
 
 
 def parse_object(ref: str) -> tuple[str, int]:
@@ -391,23 +435,24 @@ def read_present_values(
     return _run(local, client_instance, deadline_s, job)
 
 
-def _slot_value(slot: Any) -> bool | None:
-    """One entry of a priority array: None for NULL, else the binary value it holds."""
+def _slot_value(kind: str, slot: Any) -> Value | None:
+    """One entry of a priority array: None for NULL, else the value it holds."""
     choice = getattr(slot, "_choice", None)
     if choice in (None, "null"):
         return None
-    return bool(int(getattr(slot, choice)))
+    return _decode(kind, getattr(slot, choice))
 
 
 async def _command_state(
     app: NormalApplication, where: Address, oid: ObjectIdentifier, priority: int, timeout_s: float
 ) -> CommandState:
+    kind = str(oid[0])
     value = await asyncio.wait_for(app.read_property(where, oid, "present-value"), timeout_s)
     slots = await asyncio.wait_for(app.read_property(where, oid, "priority-array"), timeout_s)
-    held = [_slot_value(slot) for slot in slots]
+    held = [_slot_value(kind, slot) for slot in slots]
     in_force = next((index + 1 for index, slot in enumerate(held) if slot is not None), None)
     return CommandState(
-        value=bool(int(value)),
+        value=_decode(kind, value),
         priority=in_force,
         ours=held[priority - 1] if len(held) >= priority else None,
     )
@@ -470,11 +515,11 @@ class PointCommand:
     slot NULL). `write` False only reads it back, and rewrites it if our slot lost it (the
     controller restarted and cleared its priority array, someone wrote our slot)."""
 
-    key: int  # the caller's id for it (an actuator id)
+    key: int  # the caller's id for it (an actuator id, a plant id for its analogue output)
     address: str
     ref: str
     priority: int
-    state: bool | None
+    state: Value | None
     write: bool = True
     timeout_s: float = 3.0  # per request to this controller
 
@@ -484,7 +529,7 @@ class PointOutcome:
     read: CommandState | None = None
     written_at: float | None = None  # unix s of the last write, None when nothing was written
     corrected: bool = False  # not planned: our slot held something else, so it was rewritten
-    found: bool | None = None  # what our slot held when it had to be corrected (None: NULL)
+    found: Value | None = None  # what our slot held when it had to be corrected (None: NULL)
     error: str = ""
 
 
@@ -503,11 +548,10 @@ def command_points(
     groups: dict[str, list[PointCommand]] = {}
     for command in commands:
         kind, _ = parse_object(command.ref)
-        if kind not in COMMANDABLE_BINARY:
-            raise ValueError(
-                f"{command.ref}: only {' and '.join(COMMANDABLE_BINARY)} are commanded"
-            )
+        if kind not in COMMANDABLE:
+            raise ValueError(f"{command.ref}: only {', '.join(COMMANDABLE)} are commanded")
         check_priority(command.priority)
+        _encode(kind, command.state)  # a value the point cannot take: refused before sending
         groups.setdefault(command.address, []).append(command)
     outcomes = {c.key: PointOutcome() for c in commands}
     if not groups:
@@ -557,9 +601,7 @@ async def _serve_point(
     oid = ObjectIdentifier((kind, number))
 
     async def write() -> None:
-        value = (
-            Null(()) if point.state is None else BinaryPV("active" if point.state else "inactive")
-        )
+        value = _encode(kind, point.state)
         await asyncio.wait_for(
             app.write_property(where, oid, "present-value", value, priority=point.priority),
             point.timeout_s,
@@ -569,7 +611,7 @@ async def _serve_point(
     if point.write:
         await write()
     read = await _command_state(app, where, oid, point.priority, point.timeout_s)
-    if not point.write and read.ours != point.state:
+    if not point.write and not same(read.ours, point.state):
         outcome.corrected, outcome.found = True, read.ours
         await write()
         read = await _command_state(app, where, oid, point.priority, point.timeout_s)

@@ -8,7 +8,8 @@ Runs under its own Python (bac-py needs 3.13; scripts/setup.sh makes .venv-bacne
 Objects: analog-input 1 "Boiler flow temperature" (°C) and binary-output 1 "Boiler enable",
 which the controller's own time programme holds ACTIVE at priority 16, so a write at priority 8
 wins over it and relinquishing priority 8 gives the controller its point back; binary-output 2
-"Hall valve", which its programme holds INACTIVE at priority 16. Prints `ready` once it listens;
+"Hall valve", which its programme holds INACTIVE at priority 16; analog-output 1 "Mixing
+valve position" (%), which its programme holds at 20 % at priority 16. Prints `ready` once it listens;
 stops on SIGTERM.
 
 It answers SubscribeCOV (bac-py's COV manager) except for the objects named by `--refuse-cov`,
@@ -34,7 +35,7 @@ import signal
 import sys
 
 from bac_py import BACnetApplication, DefaultServerHandlers, DeviceConfig, DeviceObject
-from bac_py.objects.analog import AnalogInputObject
+from bac_py.objects.analog import AnalogInputObject, AnalogOutputObject
 from bac_py.objects.binary import BinaryOutputObject
 from bac_py.services.errors import BACnetError
 from bac_py.transport.bip import BIPTransport
@@ -168,6 +169,14 @@ async def serve(args: argparse.Namespace) -> None:
         )
         app.object_db.add(valve)
         valve.write_property(PropertyIdentifier.PRESENT_VALUE, BinaryPV.INACTIVE, priority=16)
+        mixing = AnalogOutputObject(
+            instance_number=1,
+            object_name="Mixing valve position",
+            description="Heating circuit mixing valve",
+            units=EngineeringUnits.PERCENT,
+        )
+        app.object_db.add(mixing)
+        mixing.write_property(PropertyIdentifier.PRESENT_VALUE, 20.0, priority=16)
         handlers = Handlers(app, app.object_db, device)
         handlers.refuse_cov = frozenset(object_id(ref) for ref in args.refuse_cov)
         handlers.register()
