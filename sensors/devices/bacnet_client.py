@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from bacpypes3.apdu import ErrorRejectAbortNack
 from bacpypes3.basetypes import BinaryPV
 from bacpypes3.errors import ExecutionError
-from bacpypes3.ipv4.app import NormalApplication
+from bacpypes3.ipv4.app import ForeignApplication, NormalApplication
 from bacpypes3.local.device import DeviceObject
 from bacpypes3.pdu import Address, IPv4Address
 from bacpypes3.primitivedata import Null, ObjectIdentifier, Real, Unsigned
@@ -223,12 +223,13 @@ def _run(
     client_instance: int,
     deadline_s: float,
     job: Callable[[NormalApplication], Awaitable[T]],
+    make_app: Callable[[str, int], Any] = _app,
 ) -> T:
     """Run `job` on a fresh application, closed afterwards, bounded by `deadline_s` whole."""
     deadline_s = min(max(deadline_s, 0.1), MAX_DEADLINE_S)
 
     async def main() -> T:
-        app = _app(local, client_instance)
+        app = make_app(local, client_instance)
         try:
             return await asyncio.wait_for(job(app), deadline_s)
         except TimeoutError as exc:
@@ -255,6 +256,45 @@ def _words(exc: BaseException) -> str:
     return f"refused ({reason})" if reason is not None else (str(exc) or type(exc).__name__)
 
 
+MIN_BBMD_TTL_S, MAX_BBMD_TTL_S = 10, 3600
+
+
+def check_ttl(ttl_s: int) -> int:
+    if not MIN_BBMD_TTL_S <= ttl_s <= MAX_BBMD_TTL_S:
+        raise ValueError(
+            f"foreign-device time-to-live {ttl_s} s is out of range "
+            f"{MIN_BBMD_TTL_S}-{MAX_BBMD_TTL_S}"
+        )
+    return ttl_s
+
+
+def _foreign_app(local: str, instance: int) -> ForeignApplication:
+    device = DeviceObject(
+        objectIdentifier=("device", instance),
+        objectName=f"Open BMS {instance}",
+        vendorIdentifier=999,
+    )
+    return ForeignApplication(device, IPv4Address(local))
+
+
+async def _register(app: ForeignApplication, bbmd: str, ttl_s: int, wait_s: float) -> None:
+    """Register with the BBMD as a foreign device and wait for its answer (Result code 0);
+    bacpypes3 renews it every `ttl_s` while the application lives."""
+    app.register(IPv4Address(bbmd), ttl_s)
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + wait_s
+    # bacpypes3 gives the registration's state as an attribute, not an awaitable: looked at
+    # every 50 ms, within the bound.
+    while app.foreign.bbmdRegistrationStatus != 0:
+        if loop.time() >= ends:
+            status = app.foreign.bbmdRegistrationStatus
+            why = "no answer" if status < 0 else f"it answered NAK (result code {status})"
+            raise BacnetError(
+                f"BBMD {bbmd} did not register us as a foreign device within {wait_s:g} s: {why}"
+            )
+        await asyncio.sleep(0.05)
+
+
 def discover(
     target: str | None,
     *,
@@ -263,16 +303,28 @@ def discover(
     local: str,
     client_instance: int,
     wait_s: float = 3.0,
+    bbmd: str | None = None,
+    ttl_s: int = 60,
 ) -> list[Found]:
     """Who-Is to `target` (an address, a directed broadcast, or None for the local broadcast),
-    for device instances low..high (both or neither). Collects I-Am answers for `wait_s`."""
+    for device instances low..high (both or neither). Collects I-Am answers for `wait_s`.
+
+    With `bbmd` ('host[:port]' of a BACnet broadcast management device on a routed site) we
+    first register with it as a foreign device for `ttl_s` (10-3600 s): our broadcast Who-Is
+    then goes to it, it broadcasts it on its own network, and forwards the I-Am answers to us."""
     if (low is None) != (high is None):
         raise ValueError("give both ends of the instance range, or neither")
     if low is not None and not 0 <= low <= high <= MAX_INSTANCE:  # type: ignore[operator]
         raise ValueError(f"instance range {low}-{high} is not within 0-{MAX_INSTANCE}")
     wait_s = min(max(wait_s, 0.5), 30.0)
+    if bbmd is not None:
+        host, port = parse_address(bbmd)
+        bbmd = f"{host}:{port}"
+        check_ttl(ttl_s)
 
     async def job(app: NormalApplication) -> list[Found]:
+        if bbmd is not None:
+            await _register(app, bbmd, ttl_s, wait_s)
         address = Address(target) if target else None
         i_ams = await app.who_is(low, high, address, timeout=wait_s)
         found = {}
@@ -284,9 +336,13 @@ def discover(
                 vendor_id=int(i_am.vendorID),
                 max_apdu=int(i_am.maxAPDULengthAccepted),
             )
+        if bbmd is not None:
+            app.unregister()  # the BBMD forgets us now, not when the time-to-live runs out
         return sorted(found.values(), key=lambda f: f.instance)
 
-    return _run(local, client_instance, wait_s + 2.0, job)
+    if bbmd is None:
+        return _run(local, client_instance, wait_s + 2.0, job)
+    return _run(local, client_instance, 2 * wait_s + 2.0, job, _foreign_app)
 
 
 async def _optional(app: NormalApplication, address: Address, ref: Any, prop: str) -> Any:

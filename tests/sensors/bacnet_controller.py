@@ -52,6 +52,8 @@ from bac_py.types.enums import (
 )
 from bac_py.types.primitives import ObjectIdentifier
 
+BBMD_LAN = "127.0.0.254"  # loopback, and no one there: the BBMD's own network in the test
+
 
 def deliver_broadcasts_to(host: str, port: int) -> None:
     """Every broadcast of this process goes to (host, port) only: the simulated LAN."""
@@ -128,8 +130,15 @@ async def read_commands(app: BACnetApplication) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    host, _, port = args.broadcast_to.rpartition(":")
-    deliver_broadcasts_to(host, int(port))
+    if args.bbmd:
+        # A routed site: the controller is also its network's BBMD. Its own broadcasts go to a
+        # loopback address nobody listens on (its "LAN"), and the BBMD forwards them to the
+        # foreign devices registered with it, which is the only way they reach our client.
+        broadcast = BBMD_LAN
+    else:
+        host, _, port = args.broadcast_to.rpartition(":")
+        deliver_broadcasts_to(host, int(port))
+        broadcast = "255.255.255.255"  # never used: deliver_broadcasts_to replaces it
     config = DeviceConfig(
         instance_number=args.instance,
         name=args.name,
@@ -137,8 +146,11 @@ async def serve(args: argparse.Namespace) -> None:
         vendor_id=999,
         interface=args.interface,
         port=args.port,
+        broadcast_address=broadcast,
     )
     async with BACnetApplication(config) as app:
+        if args.bbmd:
+            await app._transport.attach_bbmd()  # FDT only: foreign devices, no BDT peers
         device = DeviceObject(
             instance_number=args.instance,
             object_name=args.name,
@@ -197,8 +209,9 @@ def main() -> None:
     parser.add_argument("--instance", type=int, default=2601)
     parser.add_argument("--name", default="Boiler house controller")
     parser.add_argument("--flow", type=float, default=61.5)
+    parser.add_argument("--bbmd", action="store_true", help="also be the network's BBMD")
     parser.add_argument("--refuse-cov", action="append", default=[], metavar="REF")
-    parser.add_argument("--broadcast-to", required=True, help="HOST:PORT of the client")
+    parser.add_argument("--broadcast-to", default="", help="HOST:PORT of the client")
     asyncio.run(serve(parser.parse_args()))
 
 

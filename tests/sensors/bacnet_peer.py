@@ -26,8 +26,11 @@ def free_udp_port(host: str) -> int:
 class Controller:
     """The simulated boiler-house controller, started and stopped as a real process."""
 
-    def __init__(self, port: int, broadcast_to: str, refuse_cov: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, port: int, broadcast_to: str, refuse_cov: tuple[str, ...] = (), bbmd: bool = False
+    ) -> None:
         self.port, self.broadcast_to, self.refuse_cov = port, broadcast_to, refuse_cov
+        self.bbmd = bbmd
         self.process: subprocess.Popen | None = None
 
     @property
@@ -42,7 +45,8 @@ class Controller:
         self.process = subprocess.Popen(
             [str(PEER_PYTHON), str(CONTROLLER), "--interface", PEER_HOST, "--port",
              str(self.port), "--instance", str(INSTANCE), "--broadcast-to", self.broadcast_to,
-             *[arg for ref in self.refuse_cov for arg in ("--refuse-cov", ref)]],
+             *[arg for ref in self.refuse_cov for arg in ("--refuse-cov", ref)],
+             *(["--bbmd"] if self.bbmd else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
         )  # fmt: skip
         assert self.process.stdout.readline().strip() == "ready"
