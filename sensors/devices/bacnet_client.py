@@ -235,7 +235,7 @@ def _run(
         except TimeoutError as exc:
             raise BacnetError(f"no answer within {deadline_s:g} s") from exc
         except (ErrorRejectAbortNack, ExecutionError) as exc:
-            raise BacnetError(_words(exc)) from exc
+            raise BacnetError(device_words(exc)) from exc
         finally:
             app.close()
 
@@ -245,7 +245,7 @@ def _run(
         raise BacnetError(f"network error on {local}: {exc}") from exc
 
 
-def _words(exc: BaseException) -> str:
+def device_words(exc: BaseException) -> str:
     """The device's refusal as it put it: 'object: unknown-object', 'property: write-access-
     denied'."""
     error_class = getattr(exc, "errorClass", None)
@@ -410,10 +410,10 @@ async def _condition(
         flags = await asyncio.wait_for(app.read_property(where, oid, "status-flags"), timeout_s)
     except (ErrorRejectAbortNack, ExecutionError):
         return NORMAL
-    return await _condition_of(app, where, oid, flags, timeout_s)
+    return await condition_of(app, where, oid, flags, timeout_s)
 
 
-async def _condition_of(
+async def condition_of(
     app: NormalApplication, where: Address, oid: ObjectIdentifier, flags: Any, timeout_s: float
 ) -> Condition:
     bits = list(flags) + [0, 0, 0, 0]
@@ -430,7 +430,7 @@ async def _condition_of(
     return Condition(reliability=reliability, out_of_service=bool(bits[OUT_OF_SERVICE_FLAG]))
 
 
-def _number(value: Any) -> float:
+def as_number(value: Any) -> float:
     if isinstance(value, BinaryPV):
         return 1.0 if int(value) else 0.0
     number = float(value)
@@ -470,11 +470,11 @@ def read_present_values(
                 continue
             except (ErrorRejectAbortNack, ExecutionError) as exc:
                 answered = True
-                result.errors[ref] = _words(exc)
+                result.errors[ref] = device_words(exc)
                 continue
             answered = True
             try:
-                result.values[ref] = _number(value)
+                result.values[ref] = as_number(value)
             except (TypeError, ValueError) as exc:
                 result.errors[ref] = f"present value {value!r}: {exc}"
                 continue
@@ -626,7 +626,7 @@ def command_points(
                     outcomes[rest.key].error = outcomes[rest.key].error or words
                 return
             except (ErrorRejectAbortNack, ExecutionError) as exc:
-                outcome.error = _words(exc)
+                outcome.error = device_words(exc)
             except (TypeError, ValueError) as exc:  # a present value that is not binary
                 outcome.error = f"answered something unusable ({exc})"
 

@@ -45,9 +45,9 @@ from bacpypes3.primitivedata import ObjectIdentifier, Real, Unsigned
 from sensors.devices.bacnet_client import (
     MAX_INSTANCE,
     Condition,
-    _condition_of,
-    _number,
-    _words,
+    as_number,
+    condition_of,
+    device_words,
     parse_object,
 )
 
@@ -253,9 +253,9 @@ class CovClient:
         try:
             response = await asyncio.wait_for(self._app.request(request), self.timeout_s)
         except (ErrorRejectAbortNack, ExecutionError) as exc:
-            raise CovRefused(_words(exc)) from exc
+            raise CovRefused(device_words(exc)) from exc
         if isinstance(response, ErrorRejectAbortNack):
-            raise CovRefused(_words(response))
+            raise CovRefused(device_words(response))
 
     async def _notified(self, apdu: Any) -> None:
         """On the network thread: decode, quote a fault's reliability, queue for the main
@@ -270,7 +270,7 @@ class CovClient:
         for element in apdu.listOfValues:
             try:
                 if element.propertyIdentifier == PropertyIdentifier.presentValue:
-                    value = _number(element.value.cast_out(cast))
+                    value = as_number(element.value.cast_out(cast))
                 elif element.propertyIdentifier == PropertyIdentifier.statusFlags:
                     flags = element.value.cast_out(StatusFlags)
             except (TypeError, ValueError) as exc:
@@ -280,7 +280,7 @@ class CovClient:
         condition = None
         if flags is not None:
             try:
-                condition = await _condition_of(
+                condition = await condition_of(
                     self._app,
                     Address(watch.address),
                     ObjectIdentifier((kind, number)),
