@@ -66,6 +66,21 @@ KINDS: dict[str, Kind] = {
         "the controller",
         "Check the point still exists on the controller; remove it from its points if not.",
     ),
+    "bacnet-fault": Kind(
+        "sensors_node",
+        "the controller",
+        "Check the sensor and its wiring at the controller: the controller says it is faulty.",
+    ),
+    "bacnet-out-of-service": Kind(
+        "sensors_node",
+        "the controller",
+        "Ask who took the point out of service at the controller, and put it back in service.",
+    ),
+    "bacnet-priority": Kind(
+        "sensors_actuator",
+        "the actuator",
+        "Find the hand switch or override at the controller holding the point, and release it.",
+    ),
     "ical": Kind("control_zone", "the zone", "Check the calendar's address and that it is up."),
     "ical-capped": Kind(
         "control_zone", "the zone", "Trim the calendar, or give the room a calendar of its own."

@@ -91,6 +91,22 @@ BMS_BACNET_ADDRESS = env_str("BMS_BACNET_ADDRESS", "0.0.0.0")
 BMS_BACNET_PORT = min(65535, env_int("BMS_BACNET_PORT", 47808, minimum=1))
 BMS_BACNET_INSTANCE = min(4194302, env_int("BMS_BACNET_INSTANCE", 4194000, minimum=0))
 BMS_BACNET_POLL_DEADLINE_S = min(45.0, env_float("BMS_BACNET_POLL_DEADLINE_S", 20.0, minimum=1.0))
+# A routed site: discovery registers with this BBMD ("host[:port]") as a foreign device for the
+# time-to-live (10-3600 s; renewed while it listens) so its Who-Is reaches the controllers'
+# network and their I-Am reach us. Polls, commands and COV are unicast and need none of it.
+BMS_BACNET_BBMD = env_str("BMS_BACNET_BBMD", "")
+BMS_BACNET_BBMD_TTL_S = min(3600, env_int("BMS_BACNET_BBMD_TTL_S", 60, minimum=10))
+# COV subscriptions (`manage.py bacnet_cov`, sensors/devices/bacnet_cov_service.py): each
+# subscription's lifetime at the controller (renewed at two thirds of it; a forgotten one ends
+# by itself), how many points of one controller are subscribed (0: none, the rest polled), and
+# the least time between two recorded readings of one point (notifications between are dropped
+# and counted, the latest kept). Its own port: 0, any free one (notifications come back to it).
+BMS_BACNET_COV_LIFETIME_S = min(3600, env_int("BMS_BACNET_COV_LIFETIME_S", 300, minimum=5))
+BMS_BACNET_COV_MAX_PER_DEVICE = min(200, env_int("BMS_BACNET_COV_MAX_PER_DEVICE", 50, minimum=0))
+BMS_BACNET_COV_MIN_INTERVAL_S = min(
+    60.0, env_float("BMS_BACNET_COV_MIN_INTERVAL_S", 1.0, minimum=0.1)
+)
+BMS_BACNET_COV_PORT = min(65535, env_int("BMS_BACNET_COV_PORT", 0, minimum=0))
 # The site as a BACnet device (control/bacnet_server.py, `manage.py bacnet_server`): off unless
 # enabled; it listens on BMS_BACNET_ADDRESS at its own port (discovery binds BMS_BACNET_PORT).
 BMS_BACNET_SERVER_ENABLED = env_bool("BMS_BACNET_SERVER_ENABLED", False)

@@ -148,6 +148,9 @@ class WeatherCompensationInline(admin.StackedInline):
                     "close_actuator",
                     "run_time_s",
                     "min_pulse_s",
+                    "bacnet_device",
+                    "bacnet_object",
+                    "bacnet_priority",
                 ]
             },
         ),

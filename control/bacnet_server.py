@@ -54,6 +54,7 @@ OCCUPIED_MODES = frozenset({"booking", "schedule", "optimum_stop"})
 # without end. The answer timeout stays under a client's usual APDU timeout (3 s and more).
 MAX_PENDING_WRITES = 16
 WRITE_ANSWER_TIMEOUT_S = 2.5
+MAX_COV_LIFETIME_S = 8 * 3600
 
 # Answer to a write: None when accepted, else the (error class, error code) it is refused with.
 Refusal = tuple[str, str] | None
@@ -90,6 +91,35 @@ class _SiteApplication(NormalApplication):
     async def do_WritePropertyMultipleRequest(self, apdu: Any) -> None:
         _refuse(apdu, "WritePropertyMultiple")
 
+    async def do_SubscribeCOVRequest(self, apdu: Any) -> None:
+        """bacpypes3 keeps the subscriptions and sends the notifications; we bound them: a
+        lifetime of at most MAX_COV_LIFETIME_S (none "indefinite", which a head-end that
+        forgets us would hold for ever) and at most `max_subscriptions` at once."""
+        key = (
+            str(apdu.pduSource),
+            apdu.subscriberProcessIdentifier,
+            str(apdu.monitoredObjectIdentifier),
+        )
+        now = asyncio.get_running_loop().time()
+        held = self.site._subscriptions
+        for stale in [k for k, until in held.items() if until <= now]:
+            del held[stale]
+        if apdu.issueConfirmedNotifications is None and apdu.lifetime is None:  # a cancellation
+            held.pop(key, None)
+            await super().do_SubscribeCOVRequest(apdu)
+            return
+        lifetime = apdu.lifetime
+        if lifetime is None or not 1 <= lifetime <= MAX_COV_LIFETIME_S:
+            log.warning("BACnet SubscribeCOV from %s refused: lifetime %s s (1-%d)",
+                        apdu.pduSource, lifetime, MAX_COV_LIFETIME_S)  # fmt: skip
+            raise ExecutionError(errorClass="services", errorCode="valueOutOfRange")
+        if key not in held and len(held) >= self.site.max_subscriptions:
+            log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held",
+                        apdu.pduSource, len(held))  # fmt: skip
+            raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
+        await super().do_SubscribeCOVRequest(apdu)
+        held[key] = now + lifetime
+
 
 def _status(fault: bool) -> list[int]:
     return [0, 1 if fault else 0, 0, 0]  # in-alarm, fault, overridden, out-of-service
@@ -99,8 +129,14 @@ class SiteDevice:
     """The BACnet application on its own thread and loop. `start`, then `update` from any
     thread as often as the values change, `stop` at the end."""
 
-    def __init__(self, local: str, instance: int, name: str) -> None:
+    def __init__(
+        self, local: str, instance: int, name: str, *, max_subscriptions: int = 200
+    ) -> None:
         self.local, self.instance, self.name = local, instance, name
+        self.max_subscriptions = max_subscriptions
+        # COV subscriptions held (writer, process id, object) -> loop time they end: the
+        # network thread's alone.
+        self._subscriptions: dict[tuple[str, int, str], float] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._app: _SiteApplication | None = None
         self._thread: threading.Thread | None = None

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 CONFIG_KEY = f"{runtime.PREFIX}:config-cache"
 # Bumped when the cached form changes: a copy written by another version is not read (the tick
 # then reports that it has no configuration cache, as it would before its first tick).
-CONFIG_FORMAT = 3
+CONFIG_FORMAT = 4  # 4: a weather output's BACnet controller and object
 PENDING_AUDIT_KEY = f"{runtime.PREFIX}:pending-audit"  # list of ActuatorCommand rows as JSON
 PENDING_ANALOGUE_KEY = f"{runtime.PREFIX}:pending-analogue"  # AnalogueCommand rows as JSON
 PENDING_ALARMS_KEY = f"{runtime.PREFIX}:pending-alarms"  # hash: alarm key -> JSON action

@@ -339,7 +339,19 @@ def weather_config_spec(w: WeatherCompensation, site: SiteSettings) -> WeatherSp
         min_pulse_s=w.min_pulse_s,
         # A pulse ends well before the next tick, which waits for it (control/drivers/three_point.py).
         max_pulse_s=min(w.run_time_s, site.tick_s * 0.6),
+        **_bacnet_output(w),
     )
+
+
+def _bacnet_output(w: WeatherCompensation) -> dict:
+    device = w.bacnet_device if w.bacnet_device_id else None
+    return {
+        "bacnet_address": device.address if device else "",
+        "bacnet_ref": w.bacnet_object,
+        "bacnet_priority": w.bacnet_priority,
+        "bacnet_timeout_s": device.timeout_s if device else 0.0,
+        "bacnet_name": device.node.name if device else "",
+    }
 
 
 def weather_spec(plant: HeatingPlant, site: SiteSettings) -> WeatherSpec | None:

@@ -612,6 +612,9 @@ class HeatingPlant(models.Model):
 MODBUS_MAX = 65535
 
 
+BACNET_ANALOGUE = ("analog-output", "analog-value")
+
+
 class WeatherCompensation(models.Model):
     """A plant's heating curve and where its output goes: a holding register (a 0-10 V /
     4-20 mA output module) or a three-point valve (two relays). See control/engine/weather.py."""
@@ -623,6 +626,7 @@ class WeatherCompensation(models.Model):
     class Output(models.TextChoices):
         REGISTER = "register", "Holding register (analogue output module)"
         THREE_POINT = "three_point", "Three-point valve (open / close relays)"
+        BACNET = "bacnet", "BACnet analogue output (priority array)"
 
     plant = models.OneToOneField(HeatingPlant, on_delete=models.CASCADE, related_name="weather")
     enabled = models.BooleanField(default=True)
@@ -702,6 +706,28 @@ class WeatherCompensation(models.Model):
     close_actuator = models.ForeignKey(
         Actuator, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    # A BACnet controller's analog-output or analog-value (the old BMS's valve or boiler set
+    # point): written at a priority, read back, relinquished when released (docs/BACNET.md).
+    bacnet_device = models.ForeignKey(
+        "sensors.BacnetDevice",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="For a BACnet output: the controller that owns it.",
+    )
+    bacnet_object = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="For a BACnet output: 'analog-output,1' (or an analog-value), written in the "
+        "output's own unit (% valve or °C set point).",
+    )
+    bacnet_priority = models.PositiveSmallIntegerField(
+        default=8,
+        validators=[MinValueValidator(1), MaxValueValidator(16)],
+        help_text="Priority-array slot we write (1 highest … 16 lowest; 8 is 'manual operator'). "
+        "Released, it is set to NULL so the controller's own logic takes over.",
+    )
     run_time_s = models.FloatField(
         default=120.0,
         validators=[MinValueValidator(10), MaxValueValidator(900)],
@@ -745,9 +771,13 @@ class WeatherCompensation(models.Model):
                 )
                 if problem:
                     errors["register_address"] = problem
+        elif self.output == self.Output.BACNET:
+            errors.update(self._check_bacnet())
         else:
             if self.mode == self.Mode.BOILER_SETPOINT:
-                errors["output"] = "A boiler flow set point needs a holding register output."
+                errors["output"] = (
+                    "A boiler flow set point needs a holding register or BACnet output."
+                )
             elif not self.open_actuator_id or not self.close_actuator_id:
                 errors["open_actuator"] = "A three-point valve needs an open and a close relay."
             elif self.open_actuator_id == self.close_actuator_id:
@@ -772,6 +802,35 @@ class WeatherCompensation(models.Model):
                 errors["plant"] = "Weather compensation needs the plant's outside sensor."
         if errors:
             raise ValidationError(errors)
+
+    def _check_bacnet(self) -> dict[str, str]:
+        from sensors.devices.bacnet_client import parse_object
+
+        if self.bacnet_device_id is None:
+            return {"bacnet_device": "A BACnet output needs its controller."}
+        try:
+            kind, instance = parse_object(self.bacnet_object)
+        except ValueError as exc:
+            return {"bacnet_object": str(exc)}
+        if kind not in BACNET_ANALOGUE:
+            return {"bacnet_object": f"Only {' and '.join(BACNET_ANALOGUE)} carry this output."}
+        self.bacnet_object = f"{kind},{instance}"
+        other = (
+            WeatherCompensation.objects.filter(
+                output=self.Output.BACNET,
+                bacnet_device_id=self.bacnet_device_id,
+                bacnet_object=self.bacnet_object,
+            )
+            .exclude(plant_id=self.plant_id)
+            .select_related("plant")
+            .first()
+        )
+        if other is not None:
+            return {
+                "bacnet_object": f"{self.bacnet_object} is already the output of heating plant "
+                f"'{other.plant.name}'."
+            }
+        return {}
 
     def _plant(self) -> HeatingPlant | None:
         """The plant, also an unsaved one (the admin's inline validates with its parent)."""

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 
-from control import config_cache
+from control import bacnet_outputs, config_cache
 from control.drivers import registers, three_point
 from control.engine.specs import OutputDecision
 from control.models import ActuatorCommand, AnalogueCommand, RelayBoard
@@ -142,6 +142,7 @@ def apply(
     now_s = now.timestamp()
     states = load(OUTPUTS_KEY, list(outputs))
     targets, rows, pulses = [], {}, []
+    bacnet_outs: dict[int, tuple[Any, OutputDecision]] = {}
     updated: dict[int, dict[str, Any]] = {}
     for pid, out in outputs.items():
         w = plant_weather[pid]
@@ -160,9 +161,15 @@ def apply(
             "position_pct": out.position_pct,
             "decided_at": now_s,
         }
-        if out.raw is not None:
+        is_bacnet = w.output == "bacnet"
+        if out.raw is not None or is_bacnet:
             state = states.get(pid, {})
-            changed = state.get("raw") != out.raw
+            # A BACnet output carries the value itself: a change of 0.1 (% or °C) is a change.
+            changed = (
+                state.get("sent_value") != round(out.value, 1)
+                if is_bacnet
+                else state.get("raw") != out.raw
+            )
             # A row every BMS_CONTROL_KEEPALIVE while the value holds, timed from the last row
             # (the register is written every tick, so timing it from the last write never
             # came due: the outside test saw no keep-alive row in 12 minutes). Not while it
@@ -193,9 +200,14 @@ def apply(
                     user_id=out.user_id,
                     requested_at=now,
                 )
-            targets.append(
-                registers.RegisterTarget(f"{pid}", w.host, w.port, w.device_id, w.register, out.raw)
-            )
+            if is_bacnet:
+                bacnet_outs[pid] = (w, out)
+            else:
+                targets.append(
+                    registers.RegisterTarget(
+                        f"{pid}", w.host, w.port, w.device_id, w.register, out.raw
+                    )
+                )
         elif out.pulse_actuator_id is not None and out.pulse_s > 0:
             pulses.append((pid, out, reason))
     queued = bool(offline)
@@ -207,12 +219,14 @@ def apply(
             for row in rows.values():
                 row.pk = None
             queued = True
-    results = registers.write(
+    results: dict[str, Any] = registers.write(
         targets,
         timeout_s=settings.BMS_CONTROL_DEVICE_TIMEOUT,
         deadline_s=settings.BMS_CONTROL_DEVICE_DEADLINE,
         attempts=settings.BMS_CONTROL_DEVICE_ATTEMPTS,
     )
+    results.update({str(pid): r for pid, r in bacnet_outputs.write(bacnet_outs).items()})
+    bacnet_outputs.release_unheld({pid: w for pid, (w, _) in bacnet_outs.items()}, now, offline)
     faults = 0
     recovered: list[AnalogueCommand] = []
     for pid, res in ((int(k), r) for k, r in results.items()):
@@ -230,6 +244,8 @@ def apply(
                     )
                 except DatabaseError:
                     log.exception("control: cannot complete an output audit row")
+        if pid in bacnet_outs:
+            updated[pid]["sent_value"] = round(out.value, 1)
         updated[pid].update(
             raw=out.raw,
             sent_at=res.sent_at if res.written else before.get("sent_at"),
@@ -245,11 +261,15 @@ def apply(
             faults += 1
             if may_alarm and not before.get("alarmed"):
                 w = plant_weather[pid]
+                to = (
+                    f"to {bacnet_outputs.where(w)}"
+                    if pid in bacnet_outs
+                    else f"(raw {out.raw}) to {w.host}:{w.port} holding register {w.register}"
+                )
                 alarm(
                     key,
                     f"Heating plant '{plant_names.get(pid, pid)}': output {out.value:.1f} "
-                    f"{out.unit} (raw {out.raw}) to {w.host}:{w.port} holding register "
-                    f"{w.register} not confirmed: {res.error}",
+                    f"{out.unit} {to} not confirmed: {res.error}",
                 )
                 updated[pid]["alarmed"] = True
         elif before.get("alarmed"):

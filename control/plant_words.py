@@ -53,6 +53,9 @@ WEATHER_WORDS: dict[str, str] = {
     "close_actuator": "Valve close relay",
     "run_time_s": "Valve full stroke time (s)",
     "min_pulse_s": "Shortest valve pulse (s)",
+    "bacnet_device": "BACnet controller",
+    "bacnet_object": "BACnet object (analog-output,N or analog-value,N)",
+    "bacnet_priority": "BACnet priority we write (1-16; 8 is manual operator)",
 }
 SOLAR_WORDS: dict[str, str] = {
     "site": "Site",
@@ -84,16 +87,19 @@ MIXING_VALVE_ONLY = ("flow_limit_c", "kp", "ti_s")
 REGISTER_ONLY = ("register_host", "register_port", "register_device_id", "register_address",
                  "raw_min", "raw_max", "scale_low", "scale_high")  # fmt: skip
 THREE_POINT_ONLY = ("open_actuator", "close_actuator", "run_time_s", "min_pulse_s")
+BACNET_ONLY = ("bacnet_device", "bacnet_object", "bacnet_priority")
 SHOWN_FOR: dict[str, str] = {
     **{name: "mixing-valve-only" for name in MIXING_VALVE_ONLY},
     **{name: "register-only" for name in REGISTER_ONLY},
     **{name: "three-point-only" for name in THREE_POINT_ONLY},
+    **{name: "bacnet-only" for name in BACNET_ONLY},
 }
+_OUTPUT_FIELDS = {"register": REGISTER_ONLY, "three_point": THREE_POINT_ONLY, "bacnet": BACNET_ONLY}
 
 
 def weather_words_for(mode: str, output: str) -> dict[str, str]:
     """WEATHER_WORDS without the fields the chosen mode and output do not use."""
-    unused = set(THREE_POINT_ONLY if output == "register" else REGISTER_ONLY)
+    unused = {n for kind, names in _OUTPUT_FIELDS.items() if kind != output for n in names}
     if mode != "mixing_valve":
         unused |= set(MIXING_VALVE_ONLY) | set(THREE_POINT_ONLY)
     return {name: label for name, label in WEATHER_WORDS.items() if name not in unused}

@@ -506,8 +506,25 @@ def _update_runtime(
                 )
         elif before.fault and act.driver in _READ_BACK:
             _clear(alarm_key(aid))
+        if act.driver == Actuator.Driver.BACNET and may_alarm:
+            _priority_alarm(act, result, changed=before.fault != after.fault or recheck)
     runtime.save_actuators(updated)
     return faults
+
+
+def _priority_alarm(act: Actuator, result, *, changed: bool) -> None:
+    """`bacnet-priority:<id>`: a priority above ours holds the output, in the controller's terms.
+    Judged only when the output's fault changed (a hold is a fault whose words name the holding
+    priority and value), so a standing hold costs no alarm query per tick; an output that did
+    not answer keeps what it had."""
+    read = getattr(result, "read", None)
+    if not changed or read is None:
+        return
+    message = bacnet.held_words(act, read)
+    if message:
+        _raise(bacnet.held_key(act.pk), message, source="bacnet", severity=Alarm.Severity.WARNING)
+    else:
+        _clear(bacnet.held_key(act.pk))
 
 
 def _handed_back(
@@ -695,13 +712,13 @@ def _hhmm(value: datetime) -> str:
     return timezone.localtime(value).strftime("%H:%M")
 
 
-def _raise(key: str, message: str, source: str) -> None:
+def _raise(key: str, message: str, source: str, severity: str = Alarm.Severity.CRITICAL) -> None:
     """raise_alarm, or, while the database is away, a Redis note to raise it when it is back."""
     try:
-        raise_alarm(key, message, source=source, severity=Alarm.Severity.CRITICAL)
+        raise_alarm(key, message, source=source, severity=severity)
     except DatabaseError as exc:
         log.critical("ALARM %s (not recorded, database unavailable: %s): %s", key, exc, message)
-        config_cache.queue_alarm(key, {"raise": message, "source": source})
+        config_cache.queue_alarm(key, {"raise": message, "source": source, "severity": severity})
 
 
 def _clear(key: str) -> None:
@@ -739,7 +756,7 @@ def _raise_held(now: datetime) -> int:
             key,
             f"{action['raise']} (since the database outage)",
             source=action["source"],
-            severity=Alarm.Severity.CRITICAL,
+            severity=action.get("severity", Alarm.Severity.CRITICAL),
         )
         config_cache.drop_held(key)
         raised += 1
@@ -781,7 +798,10 @@ def _catch_up(now: datetime) -> None:
             config_cache.hold_alarm(key, action, now.timestamp() + grace)
         elif "raise" in action:
             raise_alarm(
-                key, action["raise"], source=action["source"], severity=Alarm.Severity.CRITICAL
+                key,
+                action["raise"],
+                source=action["source"],
+                severity=action.get("severity", Alarm.Severity.CRITICAL),
             )
         else:
             clear_alarm(key)

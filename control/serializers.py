@@ -130,7 +130,8 @@ class WeatherCompensationSerializer(ModelCleanSerializer):
                   "flow_min_c", "flow_max_c", "flow_limit_c", "kp", "ti_s", "output",
                   "register_host", "register_port", "register_device_id", "register_address",
                   "raw_min", "raw_max", "scale_low", "scale_high", "open_actuator",
-                  "close_actuator", "run_time_s", "min_pulse_s", "reason"]  # fmt: skip
+                  "close_actuator", "run_time_s", "min_pulse_s", "bacnet_device",
+                  "bacnet_object", "bacnet_priority", "reason"]  # fmt: skip
 
 
 class HeatingPlantSerializer(ModelCleanSerializer):

@@ -245,7 +245,13 @@ def output_rows() -> list[dict[str, Any]]:
                 "id": p.pk,
                 "name": p.name,
                 "mode": w.get_mode_display(),
-                "output_kind": "three-point valve" if three_point else "holding register",
+                "output_kind": "three-point valve"
+                if three_point
+                else (
+                    f"BACnet {w.bacnet_object} at priority {w.bacnet_priority}"
+                    if w.output == WeatherCompensation.Output.BACNET
+                    else "holding register"
+                ),
                 "unit": "°C" if w.mode == WeatherCompensation.Mode.BOILER_SETPOINT else "%",
                 "outside_c": s.get("outside_c"),
                 "flow_setpoint_c": s.get("flow_setpoint_c"),

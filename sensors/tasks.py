@@ -5,6 +5,7 @@
 - kick_ingest_drains (beat): the safety net, and the ingest backlog alarm.
 - check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
 - poll_bacnet_devices (beat): hands each due BACnet controller to its own short poll task.
+- discover_bacnet: a Who-Is an engineer asked for on the staff BACnet page.
 - poll_modbus_meters (beat): hands each due Modbus TCP meter to its own short poll task, and
   each RS-485 bus with due meters to one bus task (the meters share the line).
 """
@@ -291,3 +292,17 @@ def poll_bacnet_device(node_id: int) -> dict:
     if device is None:
         return {"skipped": True}
     return poll_device(device)
+
+
+@shared_task(
+    name="sensors.tasks.discover_bacnet",
+    ignore_result=True,
+    acks_late=False,  # an engineer asks again; a redelivered Who-Is is no use later
+    soft_time_limit=45,  # a Who-Is listens 3 s, through a BBMD at most twice that
+    time_limit=50,
+)
+def discover_bacnet(target: str) -> dict:
+    """A Who-Is asked for on the staff BACnet page (sensors/devices/bacnet_discovery.py)."""
+    from sensors.devices import bacnet_discovery
+
+    return bacnet_discovery.run(target)

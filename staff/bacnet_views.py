@@ -55,6 +55,16 @@ def _state(reading: ControllerReading) -> dict:
     return {"ok": False, "text": "Not read yet", "since": None}
 
 
+def _discovery(state: dict | None) -> dict | None:
+    if state is None:
+        return None
+    return {
+        **state,
+        "requested": _at(int(state["requested_at"])),
+        "done": _at(int(state["done_at"])) if "done_at" in state else None,
+    }
+
+
 def _controllers() -> tuple[list[dict], int]:
     devices = BacnetDevice.objects.select_related("node").prefetch_related("points")
     total = devices.count()
@@ -74,7 +84,14 @@ def _controllers() -> tuple[list[dict], int]:
     return shown, total
 
 
-def _page(request: HttpRequest, errors: dict | None = None, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    errors: dict | None = None,
+    status: int = 200,
+    discover_error: str = "",
+) -> HttpResponse:
+    from sensors.devices import bacnet_discovery
+
     controllers, total = _controllers()
     context = {
         "nav": "bacnet",
@@ -85,6 +102,9 @@ def _page(request: HttpRequest, errors: dict | None = None, status: int = 200) -
         "can_edit": is_engineer(request.user),
         "live_every": live_every_s(),
         "errors": errors or {},
+        "discovery": _discovery(bacnet_discovery.last()),
+        "discover_error": discover_error,
+        "discover_target": request.POST.get("target", "") if discover_error else "",
     }
     if wants_live(request):
         return live_json(request, "staff/_bacnet_live.html", context)
@@ -134,4 +154,25 @@ def bacnet_poll_now(request: HttpRequest, pk: int) -> HttpResponse:
     device = _engineers_device(request, pk)
     poll_bacnet_device.delay(device.node_id)
     messages.info(request, f"A poll of {device.node.name} is queued: this page shows its answer.")
+    return redirect("staff-bacnet")
+
+
+@staff_page
+@require_POST
+def bacnet_discover(request: HttpRequest) -> HttpResponse:
+    """Queue a Who-Is for the worker; the page shows what answers (sensors/devices/
+    bacnet_discovery.py). A bad target is a 400 naming the field."""
+    from sensors.devices import bacnet_discovery
+
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS)
+    target = request.POST.get("target", "")
+    try:
+        bacnet_discovery.request(target, request.user.get_username())
+    except ValueError as exc:
+        return _page(request, discover_error=f"target: {exc}", status=400)
+    except bacnet_discovery.Busy as exc:
+        messages.warning(request, str(exc))
+        return redirect("staff-bacnet")
+    messages.info(request, "A Who-Is is queued for the worker: what answers appears below.")
     return redirect("staff-bacnet")

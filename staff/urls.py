@@ -34,6 +34,7 @@ urlpatterns = [
         name="staff-set-aside-discard",
     ),
     path("staff/bacnet/", bacnet_views.bacnet_page, name="staff-bacnet"),
+    path("staff/bacnet/discover", bacnet_views.bacnet_discover, name="staff-bacnet-discover"),
     path(
         "staff/bacnet/<int:pk>/settings", bacnet_views.bacnet_settings, name="staff-bacnet-settings"
     ),

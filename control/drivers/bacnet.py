@@ -18,7 +18,7 @@ from django.conf import settings
 from control.drivers.modbus import CoilResult
 from control.engine.specs import IDLE_STATE, Decision
 from sensors.devices import bacnet_client
-from sensors.devices.bacnet_client import BacnetError, CommandState, PointCommand
+from sensors.devices.bacnet_client import BacnetError, CommandState, PointCommand, Value, same
 from sensors.models import Actuator
 
 log = logging.getLogger(__name__)
@@ -26,12 +26,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class OutputTarget:
-    actuator_id: int
+    actuator_id: int  # the caller's key: an actuator id, or a plant id for its analogue output
     address: str
-    ref: str  # 'binary-output,1'
+    ref: str  # 'binary-output,1', 'analog-output,3'
     priority: int
     timeout_s: float
-    state: bool | None  # None: relinquish
+    state: Value | None  # ON/OFF, or an analogue value; None: relinquish
     write: bool = True  # False: read back only (and rewrite if our slot lost it)
 
 
@@ -66,8 +66,37 @@ def client_instance() -> int:
     return int(settings.BMS_BACNET_INSTANCE)
 
 
-def words(state: bool | None) -> str:
-    return "released" if state is None else ("ON" if state else "OFF")
+def held_key(actuator_id: int) -> str:
+    return f"bacnet-priority:{actuator_id}"
+
+
+def held_words(actuator: Actuator, read: CommandState) -> str:
+    """The `bacnet-priority:` alarm's message when a priority above ours holds the point ('' when
+    none does): the controller, its device, the object and the value it holds, so whoever
+    looks knows which panel switch or override to find."""
+    if read.priority is None or read.priority >= actuator.bacnet_priority:
+        return ""
+    device = actuator.bacnet_device
+    controller = (
+        f"BACnet controller {device.node.name} (device {device.device_instance} at "
+        f"{device.address})"
+        if device
+        else "A BACnet controller"
+    )
+    return (
+        f"{controller}: {actuator.bacnet_object} (actuator '{actuator.name}') is held at "
+        f"{words(read.value)} by priority {read.priority}, above our priority "
+        f"{actuator.bacnet_priority}: it is not ours to command until that priority is released "
+        "(a hand switch at the controller, or a life-safety override)."
+    )
+
+
+def words(state: Value | None) -> str:
+    if state is None:
+        return "released"
+    if isinstance(state, bool):
+        return "ON" if state else "OFF"
+    return f"{state:g}" if isinstance(state, float) else str(state)
 
 
 def judge(target: OutputTarget, read: CommandState) -> str:
@@ -81,7 +110,7 @@ def judge(target: OutputTarget, read: CommandState) -> str:
             f"priority {read.priority} holds {target.ref} at {words(read.value)}: our write at "
             f"priority {target.priority} is not in force until it is released"
         )
-    if read.priority != target.priority or read.value != target.state:
+    if read.priority != target.priority or not same(read.value, target.state):
         return f"read back {words(read.value)} after writing {words(target.state)}"
     return ""
 
@@ -139,7 +168,7 @@ class PointResult(CoilResult):
     what the controller read back."""
 
     read: CommandState | None = None
-    found: bool | None = None  # what our slot held when it had to be corrected
+    found: Value | None = None  # what our slot held when it had to be corrected
     priority: int = 8
 
 

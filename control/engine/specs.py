@@ -241,7 +241,7 @@ class WeatherSpec:
     flow_min_c: float
     flow_max_c: float
     flow_limit_c: float  # over-temperature: valve closed / set point at flow min
-    output: str  # "register" or "three_point"
+    output: str  # "register", "three_point" or "bacnet"
     kp: float  # % valve per K
     ti_s: float
     # Holding register output (0-10 V / 4-20 mA module): scale_low -> raw_min, scale_high -> raw_max.
@@ -259,6 +259,13 @@ class WeatherSpec:
     run_time_s: float
     min_pulse_s: float
     max_pulse_s: float  # a pulse must end before the next tick (set from the tick)
+    # BACnet analogue output (a controller's analog-output/value, in the output's own unit):
+    # its controller's address and answer timeout, the object, our priority, for alarms its name.
+    bacnet_address: str
+    bacnet_ref: str
+    bacnet_priority: int
+    bacnet_timeout_s: float
+    bacnet_name: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -418,7 +425,7 @@ class OutputDecision:
     unit: str  # "°C" or "%"
     reason: str
     strategy: str
-    raw: int | None = None  # holding register output: raw counts
+    raw: int | None = None  # holding register output: raw counts (None for the others)
     pulse_actuator_id: int | None = None  # three-point: the relay to pulse
     pulse_s: float = 0.0
     # What the staff page shows beside it (control/outputs.py keeps it in Redis).

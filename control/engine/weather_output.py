@@ -164,8 +164,9 @@ def decide(tick: Tick, plant: PlantSpec, results: dict[int, ZoneResult], decisio
                     strategy,
                     owner=f"heating plant '{plant.name}'",
                 )
-    else:
+    elif w.output == "register":
         raw = to_raw(value, w.scale_low, w.scale_high, w.raw_min, w.raw_max)
+    # A BACnet output carries `value` itself, in its unit (control/outputs.py writes it).
     tick.memory[key] = mem
     owner = {
         OVER_TEMPERATURE: "over-temperature limit",

@@ -27,10 +27,10 @@ from typing import Any, TypeVar
 from bacpypes3.apdu import ErrorRejectAbortNack
 from bacpypes3.basetypes import BinaryPV
 from bacpypes3.errors import ExecutionError
-from bacpypes3.ipv4.app import NormalApplication
+from bacpypes3.ipv4.app import ForeignApplication, NormalApplication
 from bacpypes3.local.device import DeviceObject
 from bacpypes3.pdu import Address, IPv4Address
-from bacpypes3.primitivedata import Null, ObjectIdentifier
+from bacpypes3.primitivedata import Null, ObjectIdentifier, Real, Unsigned
 
 MAX_INSTANCE = 4194302  # a device or object instance: 22 bits, 4194303 is the wildcard
 MAX_OBJECTS = 2000  # a browse reads at most this many objects of one device
@@ -51,6 +51,12 @@ POINT_TYPES = (
     "multi-state-value",
 )
 COMMANDABLE_BINARY = ("binary-output", "binary-value")
+# What the control tick commands: binary outputs (relays), and analogue or multi-state outputs
+# and values (a valve position, a set point, a fan speed), each at a priority of its array.
+COMMANDABLE = (*COMMANDABLE_BINARY, "analog-output", "analog-value", "multi-state-output",
+               "multi-state-value")  # fmt: skip
+# A commanded value: ON/OFF, an analogue value or a multi-state (1-based state number).
+Value = bool | float | int
 
 T = TypeVar("T")
 
@@ -91,10 +97,30 @@ class Browse:
     truncated: int = 0  # objects past MAX_OBJECTS, not read
 
 
+@dataclass(frozen=True)
+class Condition:
+    """What a point says of itself beside its value (its status-flags, and its reliability when
+    the fault flag is set): `reliability` in the device's words ('over-range'), '' when it
+    reports no fault."""
+
+    reliability: str = ""
+    out_of_service: bool = False
+
+    @property
+    def fault(self) -> bool:
+        return bool(self.reliability)
+
+
+NORMAL = Condition()
+
+
 @dataclass
 class Readings:
     values: dict[str, float] = field(default_factory=dict)  # object ref -> present value
     errors: dict[str, str] = field(default_factory=dict)  # object ref -> the device's words
+    # object ref -> its condition, for each point whose value was read and that said anything
+    # but "normal"; a point absent here is in no fault and in service.
+    conditions: dict[str, Condition] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -102,9 +128,47 @@ class CommandState:
     """A commandable point as read back: its present value and which priority holds it
     (None: no slot holds it, the relinquish-default is in force)."""
 
-    value: bool
+    value: Value
     priority: int | None
-    ours: bool | None  # the value at our priority, None when our slot is NULL
+    ours: Value | None  # the value at our priority, None when our slot is NULL
+
+
+def same(a: Value | None, b: Value | None) -> bool:
+    """A value read back is the one written: exactly for binary and multi-state; for an
+    analogue one within what a BACnet Real (32 bits) keeps of it (65.3 reads 65.30000305)."""
+    if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-4)
+
+
+def _family(kind: str) -> str:
+    return kind.rsplit("-", 1)[0]  # "analog", "binary" or "multi-state"
+
+
+def _encode(kind: str, value: Value | None) -> Any:
+    """What is written: NULL relinquishes; else the point's own type."""
+    if value is None:
+        return Null(())
+    family = _family(kind)
+    if family == "binary":
+        return BinaryPV("active" if value else "inactive")
+    if family == "analog":
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"{number} is not a finite number")
+        return Real(number)
+    if isinstance(value, bool) or int(value) != value or int(value) < 1:
+        raise ValueError(f"multi-state value {value!r} is not a state number (1, 2, …)")
+    return Unsigned(int(value))
+
+
+def _decode(kind: str, value: Any) -> Value:
+    family = _family(kind)
+    if family == "binary":
+        return bool(int(value))
+    if family == "analog":
+        return float(value)
+    return int(value)
 
 
 def parse_object(ref: str) -> tuple[str, int]:
@@ -159,18 +223,19 @@ def _run(
     client_instance: int,
     deadline_s: float,
     job: Callable[[NormalApplication], Awaitable[T]],
+    make_app: Callable[[str, int], Any] = _app,
 ) -> T:
     """Run `job` on a fresh application, closed afterwards, bounded by `deadline_s` whole."""
     deadline_s = min(max(deadline_s, 0.1), MAX_DEADLINE_S)
 
     async def main() -> T:
-        app = _app(local, client_instance)
+        app = make_app(local, client_instance)
         try:
             return await asyncio.wait_for(job(app), deadline_s)
         except TimeoutError as exc:
             raise BacnetError(f"no answer within {deadline_s:g} s") from exc
         except (ErrorRejectAbortNack, ExecutionError) as exc:
-            raise BacnetError(_words(exc)) from exc
+            raise BacnetError(device_words(exc)) from exc
         finally:
             app.close()
 
@@ -180,7 +245,7 @@ def _run(
         raise BacnetError(f"network error on {local}: {exc}") from exc
 
 
-def _words(exc: BaseException) -> str:
+def device_words(exc: BaseException) -> str:
     """The device's refusal as it put it: 'object: unknown-object', 'property: write-access-
     denied'."""
     error_class = getattr(exc, "errorClass", None)
@@ -191,6 +256,45 @@ def _words(exc: BaseException) -> str:
     return f"refused ({reason})" if reason is not None else (str(exc) or type(exc).__name__)
 
 
+MIN_BBMD_TTL_S, MAX_BBMD_TTL_S = 10, 3600
+
+
+def check_ttl(ttl_s: int) -> int:
+    if not MIN_BBMD_TTL_S <= ttl_s <= MAX_BBMD_TTL_S:
+        raise ValueError(
+            f"foreign-device time-to-live {ttl_s} s is out of range "
+            f"{MIN_BBMD_TTL_S}-{MAX_BBMD_TTL_S}"
+        )
+    return ttl_s
+
+
+def _foreign_app(local: str, instance: int) -> ForeignApplication:
+    device = DeviceObject(
+        objectIdentifier=("device", instance),
+        objectName=f"Open BMS {instance}",
+        vendorIdentifier=999,
+    )
+    return ForeignApplication(device, IPv4Address(local))
+
+
+async def _register(app: ForeignApplication, bbmd: str, ttl_s: int, wait_s: float) -> None:
+    """Register with the BBMD as a foreign device and wait for its answer (Result code 0);
+    bacpypes3 renews it every `ttl_s` while the application lives."""
+    app.register(IPv4Address(bbmd), ttl_s)
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + wait_s
+    # bacpypes3 gives the registration's state as an attribute, not an awaitable: looked at
+    # every 50 ms, within the bound.
+    while app.foreign.bbmdRegistrationStatus != 0:
+        if loop.time() >= ends:
+            status = app.foreign.bbmdRegistrationStatus
+            why = "no answer" if status < 0 else f"it answered NAK (result code {status})"
+            raise BacnetError(
+                f"BBMD {bbmd} did not register us as a foreign device within {wait_s:g} s: {why}"
+            )
+        await asyncio.sleep(0.05)
+
+
 def discover(
     target: str | None,
     *,
@@ -199,16 +303,28 @@ def discover(
     local: str,
     client_instance: int,
     wait_s: float = 3.0,
+    bbmd: str | None = None,
+    ttl_s: int = 60,
 ) -> list[Found]:
     """Who-Is to `target` (an address, a directed broadcast, or None for the local broadcast),
-    for device instances low..high (both or neither). Collects I-Am answers for `wait_s`."""
+    for device instances low..high (both or neither). Collects I-Am answers for `wait_s`.
+
+    With `bbmd` ('host[:port]' of a BACnet broadcast management device on a routed site) we
+    first register with it as a foreign device for `ttl_s` (10-3600 s): our broadcast Who-Is
+    then goes to it, it broadcasts it on its own network, and forwards the I-Am answers to us."""
     if (low is None) != (high is None):
         raise ValueError("give both ends of the instance range, or neither")
     if low is not None and not 0 <= low <= high <= MAX_INSTANCE:  # type: ignore[operator]
         raise ValueError(f"instance range {low}-{high} is not within 0-{MAX_INSTANCE}")
     wait_s = min(max(wait_s, 0.5), 30.0)
+    if bbmd is not None:
+        host, port = parse_address(bbmd)
+        bbmd = f"{host}:{port}"
+        check_ttl(ttl_s)
 
     async def job(app: NormalApplication) -> list[Found]:
+        if bbmd is not None:
+            await _register(app, bbmd, ttl_s, wait_s)
         address = Address(target) if target else None
         i_ams = await app.who_is(low, high, address, timeout=wait_s)
         found = {}
@@ -220,9 +336,13 @@ def discover(
                 vendor_id=int(i_am.vendorID),
                 max_apdu=int(i_am.maxAPDULengthAccepted),
             )
+        if bbmd is not None:
+            app.unregister()  # the BBMD forgets us now, not when the time-to-live runs out
         return sorted(found.values(), key=lambda f: f.instance)
 
-    return _run(local, client_instance, wait_s + 2.0, job)
+    if bbmd is None:
+        return _run(local, client_instance, wait_s + 2.0, job)
+    return _run(local, client_instance, 2 * wait_s + 2.0, job, _foreign_app)
 
 
 async def _optional(app: NormalApplication, address: Address, ref: Any, prop: str) -> Any:
@@ -277,7 +397,40 @@ def browse(
     return _run(local, client_instance, timeout_s * (5 + 3 * max_objects), job)
 
 
-def _number(value: Any) -> float:
+FAULT_FLAG, OUT_OF_SERVICE_FLAG = 1, 3  # StatusFlags bits (in-alarm, fault, overridden, oos)
+
+
+async def _condition(
+    app: NormalApplication, where: Address, oid: ObjectIdentifier, timeout_s: float
+) -> Condition:
+    """The point's status-flags (required of every input, output and value object), and its
+    reliability when the fault flag is set, so an alarm can quote the device. A device that
+    refuses status-flags is taken at its value: NORMAL."""
+    try:
+        flags = await asyncio.wait_for(app.read_property(where, oid, "status-flags"), timeout_s)
+    except (ErrorRejectAbortNack, ExecutionError):
+        return NORMAL
+    return await condition_of(app, where, oid, flags, timeout_s)
+
+
+async def condition_of(
+    app: NormalApplication, where: Address, oid: ObjectIdentifier, flags: Any, timeout_s: float
+) -> Condition:
+    bits = list(flags) + [0, 0, 0, 0]
+    reliability = ""
+    if bits[FAULT_FLAG]:
+        try:
+            reliability = str(
+                await asyncio.wait_for(app.read_property(where, oid, "reliability"), timeout_s)
+            )
+        except (ErrorRejectAbortNack, ExecutionError):
+            reliability = "fault (no reliability given)"
+        if reliability == "no-fault-detected":
+            reliability = ""
+    return Condition(reliability=reliability, out_of_service=bool(bits[OUT_OF_SERVICE_FLAG]))
+
+
+def as_number(value: Any) -> float:
     if isinstance(value, BinaryPV):
         return 1.0 if int(value) else 0.0
     number = float(value)
@@ -296,7 +449,8 @@ def read_present_values(
     deadline_s: float = 10.0,
 ) -> Readings:
     """Present values of `refs` ('analog-input,1', ...): one ReadProperty each, so a point the
-    device refuses costs only itself. Raises BacnetError only when the device answers none."""
+    device refuses costs only itself, then each point's status-flags (and its reliability when
+    in fault) into `conditions`. Raises BacnetError only when the device answers none."""
 
     async def job(app: NormalApplication) -> Readings:
         where = Address(address)
@@ -316,35 +470,45 @@ def read_present_values(
                 continue
             except (ErrorRejectAbortNack, ExecutionError) as exc:
                 answered = True
-                result.errors[ref] = _words(exc)
+                result.errors[ref] = device_words(exc)
                 continue
             answered = True
             try:
-                result.values[ref] = _number(value)
+                result.values[ref] = as_number(value)
             except (TypeError, ValueError) as exc:
                 result.errors[ref] = f"present value {value!r}: {exc}"
+                continue
+            try:
+                condition = await _condition(
+                    app, where, ObjectIdentifier((kind, number)), timeout_s
+                )
+            except TimeoutError:
+                continue  # its value is in; its condition is asked again next poll
+            if condition != NORMAL:
+                result.conditions[ref] = condition
         return result
 
     return _run(local, client_instance, deadline_s, job)
 
 
-def _slot_value(slot: Any) -> bool | None:
-    """One entry of a priority array: None for NULL, else the binary value it holds."""
+def _slot_value(kind: str, slot: Any) -> Value | None:
+    """One entry of a priority array: None for NULL, else the value it holds."""
     choice = getattr(slot, "_choice", None)
     if choice in (None, "null"):
         return None
-    return bool(int(getattr(slot, choice)))
+    return _decode(kind, getattr(slot, choice))
 
 
 async def _command_state(
     app: NormalApplication, where: Address, oid: ObjectIdentifier, priority: int, timeout_s: float
 ) -> CommandState:
+    kind = str(oid[0])
     value = await asyncio.wait_for(app.read_property(where, oid, "present-value"), timeout_s)
     slots = await asyncio.wait_for(app.read_property(where, oid, "priority-array"), timeout_s)
-    held = [_slot_value(slot) for slot in slots]
+    held = [_slot_value(kind, slot) for slot in slots]
     in_force = next((index + 1 for index, slot in enumerate(held) if slot is not None), None)
     return CommandState(
-        value=bool(int(value)),
+        value=_decode(kind, value),
         priority=in_force,
         ours=held[priority - 1] if len(held) >= priority else None,
     )
@@ -407,11 +571,11 @@ class PointCommand:
     slot NULL). `write` False only reads it back, and rewrites it if our slot lost it (the
     controller restarted and cleared its priority array, someone wrote our slot)."""
 
-    key: int  # the caller's id for it (an actuator id)
+    key: int  # the caller's id for it (an actuator id, a plant id for its analogue output)
     address: str
     ref: str
     priority: int
-    state: bool | None
+    state: Value | None
     write: bool = True
     timeout_s: float = 3.0  # per request to this controller
 
@@ -421,7 +585,7 @@ class PointOutcome:
     read: CommandState | None = None
     written_at: float | None = None  # unix s of the last write, None when nothing was written
     corrected: bool = False  # not planned: our slot held something else, so it was rewritten
-    found: bool | None = None  # what our slot held when it had to be corrected (None: NULL)
+    found: Value | None = None  # what our slot held when it had to be corrected (None: NULL)
     error: str = ""
 
 
@@ -440,11 +604,10 @@ def command_points(
     groups: dict[str, list[PointCommand]] = {}
     for command in commands:
         kind, _ = parse_object(command.ref)
-        if kind not in COMMANDABLE_BINARY:
-            raise ValueError(
-                f"{command.ref}: only {' and '.join(COMMANDABLE_BINARY)} are commanded"
-            )
+        if kind not in COMMANDABLE:
+            raise ValueError(f"{command.ref}: only {', '.join(COMMANDABLE)} are commanded")
         check_priority(command.priority)
+        _encode(kind, command.state)  # a value the point cannot take: refused before sending
         groups.setdefault(command.address, []).append(command)
     outcomes = {c.key: PointOutcome() for c in commands}
     if not groups:
@@ -463,7 +626,7 @@ def command_points(
                     outcomes[rest.key].error = outcomes[rest.key].error or words
                 return
             except (ErrorRejectAbortNack, ExecutionError) as exc:
-                outcome.error = _words(exc)
+                outcome.error = device_words(exc)
             except (TypeError, ValueError) as exc:  # a present value that is not binary
                 outcome.error = f"answered something unusable ({exc})"
 
@@ -494,9 +657,7 @@ async def _serve_point(
     oid = ObjectIdentifier((kind, number))
 
     async def write() -> None:
-        value = (
-            Null(()) if point.state is None else BinaryPV("active" if point.state else "inactive")
-        )
+        value = _encode(kind, point.state)
         await asyncio.wait_for(
             app.write_property(where, oid, "present-value", value, priority=point.priority),
             point.timeout_s,
@@ -506,7 +667,7 @@ async def _serve_point(
     if point.write:
         await write()
     read = await _command_state(app, where, oid, point.priority, point.timeout_s)
-    if not point.write and read.ours != point.state:
+    if not point.write and not same(read.ours, point.state):
         outcome.corrected, outcome.found = True, read.ours
         await write()
         read = await _command_state(app, where, oid, point.priority, point.timeout_s)

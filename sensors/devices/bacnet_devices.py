@@ -5,6 +5,13 @@ Alarms, in plain words: `bacnet-device:<node id>` when the controller answers no
 polls in a row (cleared when it answers again); `bacnet-point:<node id>:<key>` when one point
 fails two polls in a row while the rest of the controller reads, in the controller's own words
 ("object: unknown-object"), cleared when it reads again or leaves the map.
+
+And what a point says of itself, raised at once since the controller states it (cleared when a
+reading shows the condition gone, or the point leaves the map):
+`bacnet-fault:<node id>:<key>` while its reliability is other than no-fault-detected, quoted
+("over-range"), its value then not recorded (it is not a measurement); and
+`bacnet-out-of-service:<node id>:<key>` while its out-of-service is true, its value (set by hand
+at the controller) recorded and the alarm saying so.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from alarms.lifecycle import clear_alarm, raise_alarm
 from alarms.models import Alarm
 from core.redis import get_redis
 from sensors.devices import bacnet_client, bacnet_status
-from sensors.devices.bacnet_client import BacnetError, ObjectInfo, Readings
+from sensors.devices.bacnet_client import BacnetError, Condition, ObjectInfo, Readings
 from sensors.models import (
     BACNET_MAX_POINTS_PER_DEVICE,
     BACNET_MIN_INTERVAL_S,
@@ -154,8 +161,16 @@ def record_failure(device: BacnetDevice, error: str) -> dict:
     return {"error": error, "failures": failures}
 
 
-def record_result(device: BacnetDevice, points: list[BacnetPoint], result: Readings) -> dict:
-    """The controller answered: clear its alarm, raise/clear per-point alarms, ingest."""
+def record_result(
+    device: BacnetDevice,
+    points: list[BacnetPoint],
+    result: Readings,
+    mapped: list[BacnetPoint] | None = None,
+) -> dict:
+    """The controller answered: clear its alarm, raise/clear per-point alarms, ingest.
+    `points` were read; `mapped` (default: the same) are all the device's points, so a point a
+    COV subscription holds keeps its alarms."""
+    mapped = points if mapped is None else mapped
     from sensors.ingest.processing import ingest_rows
 
     node_id = device.node_id
@@ -184,25 +199,78 @@ def record_result(device: BacnetDevice, points: list[BacnetPoint], result: Readi
                 f"'{point.name}' not read: the controller answered '{error}'",
                 source="bacnet",
             )
-    keys = {p.key for p in points}
+    keys = {p.key for p in mapped}
+    _clear_except(prefix, keys, set(values))  # it reads again, or it left the map
+    faulty = record_conditions(device, mapped, result.values, result.conditions)
+    values = {key: value for key, value in values.items() if key not in faulty}
+    if values:
+        ingest_rows(node_id, [[int(time.time()), values]])
+    return {"values": values, "errors": result.errors, "faults": sorted(faulty)}
+
+
+def _clear_except(prefix: str, mapped: set[str], cleared: set[str]) -> None:
+    """Clear the open alarms `prefix<key>` whose key is in `cleared` or no longer mapped."""
     open_keys = Alarm.objects.filter(key__startswith=prefix, cleared_at__isnull=True).values_list(
         "key", flat=True
     )
     for alarm_key in list(open_keys):
         key = alarm_key[len(prefix) :]
-        if key in values or key not in keys:
-            clear_alarm(alarm_key)  # it reads again, or it left the map
-    if values:
-        ingest_rows(node_id, [[int(time.time()), values]])
-    return {"values": values, "errors": result.errors}
+        if key in cleared or key not in mapped:
+            clear_alarm(alarm_key)
+
+
+def _raise_or_update(key: str, message: str) -> None:
+    """Raise it, or give the open alarm the device's newest words (over-range -> open-loop)."""
+    alarm, created = raise_alarm(key, message, source="bacnet")
+    if not created and alarm.message != message:
+        Alarm.objects.filter(pk=alarm.pk).update(message=message)
+
+
+def record_conditions(
+    device: BacnetDevice,
+    points: list[BacnetPoint],
+    values: dict[str, float],
+    conditions: dict[str, Condition],
+) -> set[str]:
+    """Raise or clear each read point's fault and out-of-service alarms, in the controller's
+    words. Returns the keys in fault, whose values are not to be recorded."""
+    node_id = device.node_id
+    by_ref = {p.ref: p for p in points}
+    faulty, out = set(), set()
+    for ref, value in values.items():
+        point, condition = by_ref[ref], conditions.get(ref, bacnet_client.NORMAL)
+        what = f"BACnet controller {device.node.name} ({_where(device)}): {ref} '{point.name}'"
+        if condition.fault:
+            faulty.add(point.key)
+            _raise_or_update(
+                f"bacnet-fault:{node_id}:{point.key}",
+                f"{what} reports a fault: reliability '{condition.reliability}' (present value "
+                f"{value:g}). Its value is not recorded while it does.",
+            )
+        if condition.out_of_service:
+            out.add(point.key)
+            _raise_or_update(
+                f"bacnet-out-of-service:{node_id}:{point.key}",
+                f"{what} is out of service at the controller: its present value ({value:g}) "
+                "is set by hand there, not measured or commanded by its programme.",
+            )
+    keys = {p.key for p in points}
+    read = {by_ref[ref].key for ref in values}
+    _clear_except(f"bacnet-fault:{node_id}:", keys, read - faulty)
+    _clear_except(f"bacnet-out-of-service:{node_id}:", keys, read - out)
+    return faulty
 
 
 def poll_device(device: BacnetDevice) -> dict:
     """Read every mapped point once. One poll of a controller at a time (a Redis lock): a poll
     still running when the next falls due is not doubled, so the rate stays bounded."""
-    points = list(device.points.all()[:BACNET_MAX_POINTS_PER_DEVICE])
-    if not points:
+    mapped = list(device.points.all()[:BACNET_MAX_POINTS_PER_DEVICE])
+    if not mapped:
         return {"skipped": True}
+    # Points a COV subscription holds are told to us on change (bacnet_cov_service.py); one
+    # is still read when all are, so a controller that stops answering is still alarmed.
+    covered = bacnet_status.covered_keys(device.node_id, time.time())
+    points = [p for p in mapped if p.key not in covered] or mapped[:1]
     lock = get_redis().lock(
         f"sensors:bacnet-poll-lock:{device.node_id}", timeout=POLL_LOCK_TTL_S, blocking=False
     )
@@ -220,6 +288,6 @@ def poll_device(device: BacnetDevice) -> dict:
             )
         except BacnetError as exc:
             return record_failure(device, str(exc))
-        return record_result(device, points, result)
+        return record_result(device, points, result, mapped)
     finally:
         lock.release()

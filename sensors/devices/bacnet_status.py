@@ -5,12 +5,17 @@ Redis keys (written by the poll, sensors/devices/bacnet_devices.py):
     sensors:bacnet-state:<node id>  hash answered_at (unix s of the last answer),
                                     failing_since (unix s of the first unanswered poll since),
                                     error (the last poll's failure, in the client's words)
+    sensors:bacnet-cov:<node id>    hash input key -> unix s its COV subscription holds until
+                                    (written by sensors/devices/bacnet_cov_service.py)
+    sensors:bacnet-cov-refused:<node id>  hash input key -> the controller's refusal of COV
+    sensors:bacnet-cov-dropped:<node id>  hash input key -> notifications dropped by the bound
 The points' values are the node's last readings (sensors/ingest/node_state.py), since a point's
 reading arrives as the node's input `key`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -23,6 +28,24 @@ STATE_TTL_S = 30 * 24 * 3600  # a controller removed leaves nothing behind for l
 
 def state_key(node_id: int) -> str:
     return f"sensors:bacnet-state:{node_id}"
+
+
+def cov_key(node_id: int) -> str:
+    return f"sensors:bacnet-cov:{node_id}"
+
+
+def refused_key(node_id: int) -> str:
+    return f"sensors:bacnet-cov-refused:{node_id}"
+
+
+def dropped_key(node_id: int) -> str:
+    return f"sensors:bacnet-cov-dropped:{node_id}"
+
+
+def covered_keys(node_id: int, now: float) -> set[str]:
+    """The input keys a COV subscription holds now: the poll need not read them."""
+    held = get_redis().hgetall(cov_key(node_id))
+    return {key.decode() for key, until in held.items() if float(until) > now}
 
 
 def mark_answered(node_id: int, now: float, pipe=None) -> None:
@@ -49,6 +72,12 @@ class PointReading:
     units: str
     value: float | None
     time: int | None  # unix seconds of the reading; None when never read
+    # How it is read: "cov" while a COV subscription holds it, "poll" otherwise; cov_refused
+    # the controller's refusal of COV in its words, cov_dropped the notifications dropped by
+    # the rate bound (docs/BACNET.md section 4).
+    read_by: str = "poll"
+    cov_refused: str = ""
+    cov_dropped: int = 0
 
 
 @dataclass
@@ -82,6 +111,10 @@ class ControllerReading:
         }
 
 
+def _decoded(raw: dict[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
 def _int(raw: bytes | None) -> int | None:
     return int(raw) if raw is not None else None
 
@@ -94,10 +127,20 @@ def last_read(devices: Iterable[BacnetDevice]) -> list[ControllerReading]:
     pipe = get_redis().pipeline(transaction=False)
     for node_id in node_ids:
         pipe.hgetall(state_key(node_id))
-    states = pipe.execute()
+        pipe.hgetall(cov_key(node_id))
+        pipe.hgetall(refused_key(node_id))
+        pipe.hgetall(dropped_key(node_id))
+    answers = pipe.execute()
+    states = answers[0::4]
+    covs = [_decoded(a) for a in answers[1::4]]
+    refusals = [_decoded(a) for a in answers[2::4]]
+    drops = [_decoded(a) for a in answers[3::4]]
+    now = time.time()
     last = node_state.last_values_of(node_ids)
     result = []
-    for device, state in zip(devices, states, strict=True):
+    for device, state, cov, refused, dropped in zip(
+        devices, states, covs, refusals, drops, strict=True
+    ):
         values = last[device.node_id]
         reading = ControllerReading(
             id=device.pk,
@@ -112,7 +155,12 @@ def last_read(devices: Iterable[BacnetDevice]) -> list[ControllerReading]:
         for p in device.points.all():
             t, value = values.get(p.key, (None, None))
             reading.points.append(
-                PointReading(p.pk, p.key, p.ref, p.name, p.units, value=value, time=t)
-            )
+                PointReading(
+                    p.pk, p.key, p.ref, p.name, p.units, value=value, time=t,
+                    read_by="cov" if float(cov.get(p.key, 0)) > now else "poll",
+                    cov_refused=refused.get(p.key, ""),
+                    cov_dropped=int(dropped.get(p.key, 0)),
+                )
+            )  # fmt: skip
         result.append(reading)
     return result

@@ -8,6 +8,10 @@ Runs under its own Python (bac-py needs 3.13; scripts/setup.sh makes .venv-bacne
 
 Prints one JSON object per request, in order: {"read": ref, "property": ..., "value": ...} or
 {"write": ref, "ok": true} or {..., "error": "<class>: <code>"}.
+
+`--subscribe REF` (repeatable) subscribes to COV on REF (`--lifetime` s, unconfirmed), printing
+{"subscribe": ref, "ok": true} or its error, then each notification as it arrives,
+{"notification": ref, "value": ...}, until `--notifications` of them or `--wait` seconds.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import asyncio
 import json
 
 from bac_py import Client, DeviceConfig
+from bac_py.app.client import decode_cov_values
 from bac_py.services.errors import BACnetBaseError
 
 
@@ -55,6 +60,35 @@ async def run(args: argparse.Namespace) -> None:
             except BACnetBaseError as exc:
                 out = {"write": ref, "error": words(exc)}
             print(json.dumps(out), flush=True)
+        if args.subscribe:
+            await subscribe(client, args)
+
+
+async def subscribe(client: Client, args: argparse.Namespace) -> None:
+    got = asyncio.Queue()
+
+    def on_change(notification, source) -> None:
+        oid = notification.monitored_object_identifier
+        ref = f"{oid.object_type.name.lower().replace('_', '-')},{oid.instance_number}"
+        value = decode_cov_values(notification).get("present-value")
+        got.put_nowait({"notification": ref, "value": plain(value)})
+
+    for process_id, ref in enumerate(args.subscribe, start=1):
+        kind, number = ref.split(",")
+        try:
+            await client.subscribe_cov_ex(
+                args.server, (kind, int(number)), process_id, confirmed=False,
+                lifetime=args.lifetime, callback=on_change,
+            )  # fmt: skip
+            out = {"subscribe": ref, "ok": True}
+        except BACnetBaseError as exc:
+            out = {"subscribe": ref, "error": words(exc)}
+        print(json.dumps(out), flush=True)
+    for _ in range(args.notifications):
+        try:
+            print(json.dumps(await asyncio.wait_for(got.get(), args.wait)), flush=True)
+        except TimeoutError:
+            return
 
 
 def main() -> None:
@@ -64,6 +98,10 @@ def main() -> None:
     parser.add_argument("--instance", type=int, default=2700)
     parser.add_argument("--read", action="append", default=[], help="type,N[:property]")
     parser.add_argument("--write", action="append", default=[], help="type,N=value")
+    parser.add_argument("--subscribe", action="append", default=[], help="type,N")
+    parser.add_argument("--lifetime", type=int, default=60)
+    parser.add_argument("--notifications", type=int, default=0)
+    parser.add_argument("--wait", type=float, default=20.0)
     asyncio.run(run(parser.parse_args()))
 
 

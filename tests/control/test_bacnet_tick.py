@@ -115,6 +115,14 @@ def test_a_higher_priority_holding_the_valve_is_a_fault_and_the_boiler_treats_it
         f"Actuator 'Hall valve' (BACnet controller boiler-house ({controller.address}) {VALVE} "
         f"at priority 8) did not confirm ON: {state.fault}"
     )
+    held = Alarm.objects.get(key=f"bacnet-priority:{valve.pk}", cleared_at=None)
+    assert (held.severity, held.message) == (
+        "warning",
+        f"BACnet controller boiler-house (device {INSTANCE} at {controller.address}): {VALVE} "
+        "(actuator 'Hall valve') is held at OFF by priority 2, above our priority 8: it is not "
+        "ours to command until that priority is released (a hand switch at the controller, or "
+        "a life-safety override).",
+    )
     # Decisions use confirmed state: the next tick knows no valve is confirmed open, so it
     # switches the boiler off (as it would for a Modbus valve that read back shut).
     run_tick(now + timedelta(seconds=90))
@@ -131,7 +139,8 @@ def test_a_higher_priority_holding_the_valve_is_a_fault_and_the_boiler_treats_it
     run_tick(now + timedelta(seconds=120))
     assert runtime.load_actuators([valve.pk])[valve.pk].confirmed
     alarm.refresh_from_db()
-    assert alarm.cleared_at is not None
+    held.refresh_from_db()
+    assert alarm.cleared_at is not None and held.cleared_at is not None
     recovered = ActuatorCommand.objects.filter(actuator=valve).first()
     assert recovered.reason.startswith(
         "Recovered after a fault: controller confirmed ON at priority 8"

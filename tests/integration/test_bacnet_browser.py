@@ -105,3 +105,25 @@ def test_a_viewer_sees_the_reading_and_no_edit_controls(server, device):
         expect(page.get_by_role("button", name="Poll now")).to_have_count(0)
         expect(page.locator("input[name=interval]")).to_have_count(0)
         assert not seen["errors"], seen["errors"]
+
+
+def test_an_engineer_discovers_the_controller_from_the_page(server, device, controller, settings):
+    """The button queues a Who-Is for the worker; the worker's run (here, the task called as the
+    worker calls it) answers, and the page shows the controller by itself."""
+    from sensors.tasks import discover_bacnet
+
+    settings.BMS_STAFF_LIVE_S = 1
+    with logged_in_page(server.url, "estates", PASSWORD, "/staff/bacnet/", VIEWPORT) as opened:
+        page, seen = opened
+        page.fill("#discover-target", "300.1.2.3")
+        page.get_by_role("button", name="Discover").click()
+        expect(page.locator(".errorlist")).to_contain_text("target: '300.1.2.3' is not an IPv4")
+        page.fill("#discover-target", controller.address)
+        page.get_by_role("button", name="Discover").click()
+        discovery = page.locator("#discovery")
+        expect(discovery).to_contain_text("waiting for the worker")
+        in_thread(lambda: discover_bacnet(controller.address))  # the worker's part
+        expect(discovery).to_contain_text("1 answered.")
+        expect(discovery).to_contain_text(
+            f"device {INSTANCE} at {controller.address} (vendor id 999) · recorded as boiler-house"
+        )

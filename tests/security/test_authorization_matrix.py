@@ -340,6 +340,8 @@ ROWS: list[Row] = [
         lambda w: {"interval": "4"}, form=True),
     Row("staff/bacnet/<int:pk>/poll", "POST",
         lambda w: f"/staff/bacnet/{w.ids['bacnet_device']}/poll", WRITERS, form=True),
+    Row("staff/bacnet/discover", "POST", lambda w: "/staff/bacnet/discover", WRITERS,
+        OK | VALIDATION, lambda w: {"target": "not-an-address"}, form=True),
     Row("staff/alarms/<int:pk>/acknowledge", "POST",
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
     Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",

@@ -26,8 +26,11 @@ def free_udp_port(host: str) -> int:
 class Controller:
     """The simulated boiler-house controller, started and stopped as a real process."""
 
-    def __init__(self, port: int, broadcast_to: str) -> None:
-        self.port, self.broadcast_to = port, broadcast_to
+    def __init__(
+        self, port: int, broadcast_to: str, refuse_cov: tuple[str, ...] = (), bbmd: bool = False
+    ) -> None:
+        self.port, self.broadcast_to, self.refuse_cov = port, broadcast_to, refuse_cov
+        self.bbmd = bbmd
         self.process: subprocess.Popen | None = None
 
     @property
@@ -41,10 +44,20 @@ class Controller:
             )
         self.process = subprocess.Popen(
             [str(PEER_PYTHON), str(CONTROLLER), "--interface", PEER_HOST, "--port",
-             str(self.port), "--instance", str(INSTANCE), "--broadcast-to", self.broadcast_to],
-            stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+             str(self.port), "--instance", str(INSTANCE), "--broadcast-to", self.broadcast_to,
+             *[arg for ref in self.refuse_cov for arg in ("--refuse-cov", ref)],
+             *(["--bbmd"] if self.bbmd else [])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
         )  # fmt: skip
         assert self.process.stdout.readline().strip() == "ready"
+
+    def plant(self, command: str) -> None:
+        """Change a point at the controller (bacnet_controller.py's stdin commands)."""
+        assert self.process is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline().strip()
+        assert answer == "ok", f"{command}: {answer}"
 
     def stop(self) -> None:
         if self.process is not None:

@@ -4,6 +4,7 @@ refused) and queue a poll; viewers only read, a hand-made POST refused too."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -114,3 +115,64 @@ def test_the_page_links_to_its_help_which_is_served(viewer, device):
     client = _login(viewer)
     assert '/staff/help/bacnet"' in client.get("/staff/bacnet/").content.decode()
     assert "BACnet/IP: read and command" in client.get("/staff/help/bacnet").content.decode()
+
+
+def test_each_point_says_whether_cov_or_the_poll_reads_it_and_what_was_dropped(
+    viewer, device, redis_client
+):
+    device.points.create(key="binary-output-1", object_type="binary-output", instance=1)
+    redis_client.hset(bacnet_status.cov_key(device.node_id), "analog-input-1", T + 200)
+    redis_client.hset(bacnet_status.dropped_key(device.node_id), "analog-input-1", 3)
+    redis_client.hset(
+        bacnet_status.refused_key(device.node_id),
+        "binary-output-1",
+        "services: service-request-denied",
+    )
+    with time_machine.travel(NOW, tick=False):
+        html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "COV <span" in html and "3 notifications dropped by the rate bound" in html
+    assert 'polled <span class="muted">(COV refused: services: service-request-denied)' in html
+    with time_machine.travel(NOW.timestamp() + 201, tick=False):  # the subscription lapsed
+        html = _section(_login(viewer).get("/staff/bacnet/").content.decode(), device)
+    assert "COV <span" not in html
+
+
+def test_discover_queues_a_who_is_for_the_worker_once_at_a_time(engineer, redis_client):
+    client = _login(engineer)
+    answer = client.post("/staff/bacnet/discover", {"target": "192.0.2.255"}, follow=True)
+    assert "A Who-Is is queued for the worker" in answer.content.decode()
+    assert "192.0.2.255 queued at" in answer.content.decode()
+    queued = b"".join(redis_client.lrange("ingest", 0, -1))
+    assert queued.count(b"sensors.tasks.discover_bacnet") == 1
+    again = client.post("/staff/bacnet/discover", {"target": ""}, follow=True)
+    assert "A discovery is already under way" in again.content.decode()
+    queued = b"".join(redis_client.lrange("ingest", 0, -1))
+    assert queued.count(b"sensors.tasks.discover_bacnet") == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("300.1.2.3", "target: &#x27;300.1.2.3&#x27; is not an IPv4 address"),
+     ("192.0.2.1:70000", "target: port 70000 is out of range 1-65535"),
+     ("1" * 64, "is not an IPv4 address"), ("1" * 65, "target: at most 64 characters")],
+)  # fmt: skip
+def test_a_bad_discover_target_is_refused_naming_the_field(engineer, redis_client, target, message):
+    answer = _login(engineer).post("/staff/bacnet/discover", {"target": target})
+    assert answer.status_code == 400 and message in answer.content.decode()
+    assert not redis_client.lrange("ingest", 0, -1)
+
+
+def test_a_finished_discovery_lists_what_answered_and_what_we_record(viewer, device, redis_client):
+    from sensors.devices import bacnet_discovery
+
+    redis_client.set(bacnet_discovery.KEY, json.dumps({
+        "requested_at": T - 5, "done_at": T - 2, "target": "", "by": "estates", "error": "",
+        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5,
+                   "recorded_as": "boiler-house"},
+                  {"instance": 2602, "address": "192.0.2.41", "vendor_id": 5,
+                   "recorded_as": ""}]}))  # fmt: skip
+    html = _login(viewer).get("/staff/bacnet/").content.decode()
+    assert "to the local broadcast" in html and "by estates: 2 answered." in html
+    assert "device 2601 at 192.0.2.40 (vendor id 5) · recorded as boiler-house" in html
+    assert "manage.py bacnet browse 192.0.2.41 2602" in html
+    assert 'id="discover"' not in html  # a viewer has no button

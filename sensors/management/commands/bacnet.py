@@ -36,6 +36,11 @@ class Command(BaseCommand):
         discover.add_argument("--low", type=int, help="Lowest device instance")
         discover.add_argument("--high", type=int, help="Highest device instance")
         discover.add_argument("--wait", type=float, default=3.0, help="Seconds to listen (≤30)")
+        discover.add_argument(
+            "--bbmd",
+            help="Register as a foreign device with this BBMD first (a routed site; default "
+            "BMS_BACNET_BBMD)",
+        )
         browse = sub.add_parser("browse", help="A device's objects: names, units, descriptions")
         browse.add_argument("address")
         browse.add_argument("instance", type=int)
@@ -66,6 +71,8 @@ class Command(BaseCommand):
             local=local_address(settings.BMS_BACNET_PORT),
             client_instance=client_instance(),
             wait_s=opts["wait"],
+            bbmd=opts["bbmd"] or settings.BMS_BACNET_BBMD or None,
+            ttl_s=settings.BMS_BACNET_BBMD_TTL_S,
         )
         for device in found:
             self.stdout.write(
