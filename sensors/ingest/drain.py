@@ -75,6 +75,11 @@ log = logging.getLogger(__name__)
 # drain that overran its task's time must not count the request it was in as failed).
 TRANSIENT_ERRORS = (DatabaseError, redis.RedisError, LockError, SoftTimeLimitExceeded)
 CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lease renewals
+# A chunk's time grows with its values, not its rows: one row may carry BMS_INGEST_MAX_VALUES
+# (50,000). Before a chunk of many values the leases are renewed for as long as it may take on
+# a starved CPU (CI saw 8 s for 50,000 values at load 6 against a 5 s lease, and the drain
+# stopped with "lease lost"); a dead drain's shards still free within that time.
+LEASE_PER_VALUE_S = 0.001
 NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
 # A drain looks for shards no drain holds this often (a drain that ended or died leaves them).
 ADOPT_EVERY_S = 1.0
@@ -102,6 +107,11 @@ _FORGET_IF_EMPTY = """
 if redis.call('XLEN', KEYS[1]) == 0 then return redis.call('SREM', KEYS[2], ARGV[1]) end
 return 0
 """
+
+
+def _values(rows: list) -> int:
+    """How many values the rows hold ([t, {key: value}] or [t, [values]] each)."""
+    return sum(len(r[1]) if len(r) > 1 and isinstance(r[1], dict | list) else 1 for r in rows)
 
 
 def lease_s() -> float:
@@ -205,13 +215,15 @@ class Drain:
             self.report.shards = max(self.report.shards, len(self.held))
         return taken
 
-    def renew(self) -> None:
-        """Renew every held lease (one round trip); LeaseLost if any ran out: another drain may
-        be working on that shard now, so this one stops without acknowledging anything."""
+    def renew(self, ttl_s: float | None = None) -> None:
+        """Renew every held lease (one round trip) for lease_s(), or `ttl_s`; LeaseLost if any
+        ran out: another drain may be working on that shard now, so this one stops without
+        acknowledging anything."""
         keys = [stream.lease_key(k) for k in self.held]
         renewed_at = time.monotonic()
+        ttl = lease_s() if ttl_s is None else max(lease_s(), ttl_s)
         for shard, ok in zip(
-            self.held, redis_lock.renew_each(self.client, keys, self.token, lease_s()), strict=True
+            self.held, redis_lock.renew_each(self.client, keys, self.token, ttl), strict=True
         ):
             if not ok:
                 raise LeaseLost(shard)
@@ -462,7 +474,12 @@ class Drain:
             last = index == len(entries) - 1
             if len(chunk_rows) < CHUNK_ROWS and not last:
                 continue
-            self.renew_if_due()  # still ours: nobody else is working on these entries
+            # Still ours: nobody else is working on these entries.
+            extra_s = _values(chunk_rows) * LEASE_PER_VALUE_S
+            if extra_s > lease_s() / 2:
+                self.renew(lease_s() + extra_s)
+            else:
+                self.renew_if_due()
             try:
                 if chunk_rows and not self.all_live:
                     # History over its site's budget is left out before any process runs on it

@@ -15,7 +15,7 @@ from feeds.models import Feed
 from feeds.store import service
 from sensors.ingest import input_errors, set_aside
 from sensors.ingest import stream as stream
-from sensors.ingest.drain import drain_shard
+from sensors.ingest.drain import LEASE_PER_VALUE_S, Drain, _values, drain_shard, lease_s
 from sensors.models import Sensor
 from tests.sensors.conftest import make_node
 from tests.wsgi_client import WsgiClient as Client
@@ -95,3 +95,20 @@ def test_an_outage_is_never_counted_towards_setting_a_request_aside():
     assert not set_aside.repeatable(redis.exceptions.OutOfMemoryError("OOM"))
     assert not set_aside.repeatable(OperationalError("server closed the connection"))
     assert set_aside.repeatable(redis.ResponseError("user_script:19: too many results"))
+
+
+def test_a_chunk_of_many_values_is_leased_for_them_and_a_small_one_for_the_lease(
+    db, redis_client, settings
+):
+    settings.BMS_INGEST_LEASE_S = 5.0
+    node, _ = make_node("leased", 22)
+    shard = stream.shard_of(node.pk)
+    drain = Drain(shard)
+    assert drain.acquire()
+    big = [[T0, {f"v{i}": 1.0 for i in range(settings.BMS_INGEST_MAX_VALUES)}]]
+    assert _values(big) == settings.BMS_INGEST_MAX_VALUES and _values([[T0, [1, 2, 3]]]) == 3
+    drain.renew(lease_s() + _values(big) * LEASE_PER_VALUE_S)
+    assert redis_client.pttl(stream.lease_key(shard)) > 50_000  # 5 s + 50,000 x 1 ms
+    drain.renew(1.0)  # never shorter than the lease
+    assert 4_000 < redis_client.pttl(stream.lease_key(shard)) <= 5_000
+    drain.release()
