@@ -18,7 +18,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from knox.models import AuthToken
 
-from tests.fuzz.profiles import API_FUZZ
+from tests.fuzz.profiles import API_FUZZ, API_FUZZ_CONFIG
 
 
 def _raw_schema() -> dict:
@@ -27,7 +27,7 @@ def _raw_schema() -> dict:
 
 
 APP = get_wsgi_application()
-schema = schemathesis.openapi.from_dict(_raw_schema())
+schema = schemathesis.openapi.from_dict(_raw_schema(), config=API_FUZZ_CONFIG)
 schema.app = APP
 
 
