@@ -28,8 +28,10 @@ FLOW, ENABLE = "analog-input,1", "binary-output,1"
 
 
 @pytest.fixture
-def controller(settings):
-    """The controller, refusing COV on its boiler enable (as one without COV support would)."""
+def controller(settings, redis_client):
+    """The controller, refusing COV on its boiler enable (as one without COV support would).
+    Redis is flushed before and after: the subscriptions this file makes are kept there per
+    device id, and another test's poll must not find them."""
     our_port = free_udp_port(OUR_HOST)
     settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
     settings.BMS_BACNET_PORT = our_port
