@@ -226,6 +226,7 @@ class MqttIngestor:
         apply_auth(self.client, auth or MqttAuth())
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
         self.client.on_disconnect = self._on_disconnect
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
@@ -235,8 +236,15 @@ class MqttIngestor:
                 self.refused = str(reason_code)
                 self._stop.set()
             return
-        # (Re)subscribe on every connect: a broker restart forgets subscriptions.
+        # (Re)subscribe on every connect: a broker restart forgets subscriptions. Connected
+        # once the broker has acknowledged it (_on_subscribe): until then a message published
+        # to the topic is not delivered to us.
         client.subscribe(self.topic, qos=0)
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        if any(code.is_failure for code in reason_codes):
+            log.error("MQTT subscription to %s refused: %s", self.topic, reason_codes)
+            return
         self.connected.set()
         log.info("MQTT subscribed to %s on %s:%s", self.topic, self.host, self.port)
 
