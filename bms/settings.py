@@ -17,7 +17,16 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from core.dates import DEFAULT_TIME_ZONE
-from core.env import env_bool, env_float, env_int, env_list, env_str, read_dotenv
+from core.env import (
+    env_bool,
+    env_float,
+    env_host_port,
+    env_int,
+    env_ipv4_interface,
+    env_list,
+    env_str,
+    read_dotenv,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 read_dotenv(BASE_DIR / ".env")
@@ -87,38 +96,44 @@ BMS_MODBUS_RETRIES = env_int("BMS_MODBUS_RETRIES", 1, minimum=0)
 # BACnet/IP (docs/BACNET.md): our interface address with its prefix ("192.168.1.20/24": the
 # prefix gives the broadcast address of discovery), the port discovery listens on, our client's
 # device instance, and the bound of one controller's poll (each answer has the device's timeout).
-BMS_BACNET_ADDRESS = env_str("BMS_BACNET_ADDRESS", "0.0.0.0")
-BMS_BACNET_PORT = min(65535, env_int("BMS_BACNET_PORT", 47808, minimum=1))
-BMS_BACNET_INSTANCE = min(4194302, env_int("BMS_BACNET_INSTANCE", 4194000, minimum=0))
-BMS_BACNET_POLL_DEADLINE_S = min(45.0, env_float("BMS_BACNET_POLL_DEADLINE_S", 20.0, minimum=1.0))
+BMS_BACNET_ADDRESS = env_ipv4_interface("BMS_BACNET_ADDRESS", "0.0.0.0")
+BMS_BACNET_PORT = env_int("BMS_BACNET_PORT", 47808, minimum=1, maximum=65535)
+BMS_BACNET_INSTANCE = env_int("BMS_BACNET_INSTANCE", 4194000, minimum=0, maximum=4194302)
+BMS_BACNET_POLL_DEADLINE_S = env_float(
+    "BMS_BACNET_POLL_DEADLINE_S", 20.0, minimum=1.0, maximum=45.0
+)
 # A routed site: discovery registers with this BBMD ("host[:port]") as a foreign device for the
 # time-to-live (10-3600 s; renewed while it listens) so its Who-Is reaches the controllers'
 # network and their I-Am reach us. Polls, commands and COV are unicast and need none of it.
-BMS_BACNET_BBMD = env_str("BMS_BACNET_BBMD", "")
-BMS_BACNET_BBMD_TTL_S = min(3600, env_int("BMS_BACNET_BBMD_TTL_S", 60, minimum=10))
+BMS_BACNET_BBMD = env_host_port("BMS_BACNET_BBMD", "")
+BMS_BACNET_BBMD_TTL_S = env_int("BMS_BACNET_BBMD_TTL_S", 60, minimum=10, maximum=3600)
 # COV subscriptions (`manage.py bacnet_cov`, sensors/devices/bacnet_cov_service.py): each
 # subscription's lifetime at the controller (renewed at two thirds of it; a forgotten one ends
 # by itself), how many points of one controller are subscribed (0: none, the rest polled), and
 # the least time between two recorded readings of one point (notifications between are dropped
 # and counted, the latest kept). Its own port: 0, any free one (notifications come back to it).
-BMS_BACNET_COV_LIFETIME_S = min(3600, env_int("BMS_BACNET_COV_LIFETIME_S", 300, minimum=5))
-BMS_BACNET_COV_MAX_PER_DEVICE = min(200, env_int("BMS_BACNET_COV_MAX_PER_DEVICE", 50, minimum=0))
-BMS_BACNET_COV_MIN_INTERVAL_S = min(
-    60.0, env_float("BMS_BACNET_COV_MIN_INTERVAL_S", 1.0, minimum=0.1)
+BMS_BACNET_COV_LIFETIME_S = env_int("BMS_BACNET_COV_LIFETIME_S", 300, minimum=5, maximum=3600)
+BMS_BACNET_COV_MAX_PER_DEVICE = env_int("BMS_BACNET_COV_MAX_PER_DEVICE", 50, minimum=0, maximum=200)
+BMS_BACNET_COV_MIN_INTERVAL_S = env_float(
+    "BMS_BACNET_COV_MIN_INTERVAL_S", 1.0, minimum=0.1, maximum=60.0
 )
-BMS_BACNET_COV_PORT = min(65535, env_int("BMS_BACNET_COV_PORT", 0, minimum=0))
+BMS_BACNET_COV_PORT = env_int("BMS_BACNET_COV_PORT", 0, minimum=0, maximum=65535)
 # The site as a BACnet device (control/bacnet_server.py, `manage.py bacnet_server`): off unless
 # enabled; it listens on BMS_BACNET_ADDRESS at its own port (discovery binds BMS_BACNET_PORT).
 BMS_BACNET_SERVER_ENABLED = env_bool("BMS_BACNET_SERVER_ENABLED", False)
-BMS_BACNET_SERVER_PORT = min(65535, env_int("BMS_BACNET_SERVER_PORT", 47809, minimum=1))
-BMS_BACNET_SERVER_INSTANCE = min(4194302, env_int("BMS_BACNET_SERVER_INSTANCE", 4194001, minimum=0))
-BMS_BACNET_SERVER_NAME = env_str("BMS_BACNET_SERVER_NAME", "Open BMS site")[:64]
-BMS_BACNET_SERVER_REFRESH_S = min(
-    300.0, env_float("BMS_BACNET_SERVER_REFRESH_S", 10.0, minimum=2.0)
+BMS_BACNET_SERVER_PORT = env_int("BMS_BACNET_SERVER_PORT", 47809, minimum=1, maximum=65535)
+BMS_BACNET_SERVER_INSTANCE = env_int(
+    "BMS_BACNET_SERVER_INSTANCE", 4194001, minimum=0, maximum=4194302
+)
+BMS_BACNET_SERVER_NAME = env_str("BMS_BACNET_SERVER_NAME", "Open BMS site")
+if not 1 <= len(BMS_BACNET_SERVER_NAME) <= 64:
+    raise ImproperlyConfigured("BMS_BACNET_SERVER_NAME must be 1-64 characters (a device name)")
+BMS_BACNET_SERVER_REFRESH_S = env_float(
+    "BMS_BACNET_SERVER_REFRESH_S", 10.0, minimum=2.0, maximum=300.0
 )
 # How long a setpoint or occupancy written from the BACnet network holds (an override that
 # ends by itself: a head-end that wrote once and forgot must not hold the zone for ever).
-BMS_BACNET_WRITE_HOLD_MIN = min(24 * 60, env_int("BMS_BACNET_WRITE_HOLD_MIN", 120, minimum=5))
+BMS_BACNET_WRITE_HOLD_MIN = env_int("BMS_BACNET_WRITE_HOLD_MIN", 120, minimum=5, maximum=24 * 60)
 # iCal feeds and bookings (docs/CONTROL.md). Feeds are fetched only from public addresses,
 # unless named here (host names, addresses or networks: a calendar server on the LAN).
 BMS_ICAL_ALLOWED_HOSTS = env_list("BMS_ICAL_ALLOWED_HOSTS", [])

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import DatabaseError
 
+from control import config_cache
 from control.drivers import bacnet
 from control.drivers.bacnet import OutputTarget, PointResult
 from control.engine.specs import OutputDecision, WeatherSpec
@@ -114,33 +115,37 @@ def _audit(
     done: list[int], gone: dict[int, dict], results: dict[int, PointResult], now: datetime,
     offline: str,
 ) -> None:  # fmt: skip
-    reasons = {
-        pid: f"Released: NULL at priority {gone[pid]['priority']} of {gone[pid]['ref']} "
-        f"({gone[pid]['address']}), so the controller's own logic has it again"
+    """One "Released" row per output handed back; while the database is away (or fails here)
+    queued in Redis and written by the first tick that has it (control/runner.py _catch_up, which
+    also drops the rows of a plant deleted meanwhile), as the holding registers' rows are."""
+    rows = {
+        pid: AnalogueCommand(
+            plant_id=pid,
+            value=gone[pid]["value"],
+            unit=gone[pid]["unit"],
+            reason=f"Released: NULL at priority {gone[pid]['priority']} of {gone[pid]['ref']} "
+            f"({gone[pid]['address']}), so the controller's own logic has it again",
+            strategy="released",
+            requested_at=now,
+            sent_at=_at(results[pid].sent_at),
+            confirmed_at=_at(results[pid].confirmed_at),
+        )
         for pid in done
     }
-    if offline:
-        for pid, reason in reasons.items():
-            log.warning("output of plant %d (database unavailable, not audited): %s", pid, reason)
-        return
-    try:
-        plants = set(HeatingPlant.objects.filter(pk__in=done).values_list("pk", flat=True))
-        AnalogueCommand.objects.bulk_create(
-            AnalogueCommand(
-                plant_id=pid,
-                value=gone[pid]["value"],
-                unit=gone[pid]["unit"],
-                reason=reasons[pid],
-                strategy="released",
-                requested_at=now,
-                sent_at=_at(results[pid].sent_at),
-                confirmed_at=_at(results[pid].confirmed_at),
-            )
-            for pid in done
-            if pid in plants  # a deleted plant has no audit trail to add to
+    if not offline:
+        try:
+            plants = set(HeatingPlant.objects.filter(pk__in=done).values_list("pk", flat=True))
+            # A deleted plant has no audit trail to add to.
+            AnalogueCommand.objects.bulk_create(r for pid, r in rows.items() if pid in plants)
+            return
+        except DatabaseError:
+            log.exception("control: cannot audit the BACnet outputs handed back: queued")
+    for row in rows.values():
+        row.pk = None
+        log.warning(
+            "output of plant %d (database unavailable, queued): %s", row.plant_id, row.reason
         )
-    except DatabaseError:
-        log.exception("control: cannot audit the BACnet outputs handed back: %s", reasons)
+    config_cache.queue_analogue(list(rows.values()))
 
 
 def _at(value: float | None) -> datetime | None:

@@ -48,6 +48,8 @@ _DRIVER_FIELDS = (
     "bacnet_device_id",
     "bacnet_object",
     "bacnet_priority",
+    "bacnet_on_state",
+    "bacnet_off_state",
 )
 _AUDIT_FIELDS = (
     "actuator_id",

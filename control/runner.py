@@ -428,8 +428,10 @@ def _audit_results(
             decision, _ = plan[aid]
             act = actuators[aid]
             why = (
-                bacnet.correction_words(act.bacnet_priority, act.bacnet_object, result.found,
-                                        None if aid in handed_back else decision.state)
+                bacnet.correction_words(
+                    act.bacnet_priority, act.bacnet_object, result.found,
+                    bacnet.point_value(act, None if aid in handed_back else decision.state),
+                )
                 if act.driver == Actuator.Driver.BACNET
                 else f"Re-asserted: relay read {'ON' if not decision.state else 'OFF'}, "
                 f"should be {'ON' if decision.state else 'OFF'} (rebooted or switched by hand?). "

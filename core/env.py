@@ -6,7 +6,9 @@ A bad value raises ImproperlyConfigured at start-up, not a surprise later.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -37,7 +39,7 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true/false)")
 
 
-def _env_number(name: str, default, parse, kind: str, minimum=None):
+def _env_number(name: str, default, parse, kind: str, minimum=None, maximum=None):
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -47,15 +49,69 @@ def _env_number(name: str, default, parse, kind: str, minimum=None):
         raise ImproperlyConfigured(f"{name}={raw!r} is not {kind}") from exc
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be at most {maximum}")
     return value
 
 
-def env_int(name: str, default: int, minimum: int | None = None) -> int:
-    return _env_number(name, default, int, "an integer", minimum)
+def env_int(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    return _env_number(name, default, int, "an integer", minimum, maximum)
 
 
-def env_float(name: str, default: float, minimum: float | None = None) -> float:
-    return _env_number(name, default, float, "a number", minimum)
+def env_float(
+    name: str, default: float, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    return _env_number(name, default, float, "a number", minimum, maximum)
+
+
+# A DNS name (RFC 1123 labels) or an IPv4 address; checked for form only, never resolved here
+# (the name server may not be up when a process starts).
+_HOST = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+
+
+def env_ipv4_interface(name: str, default: str) -> str:
+    """An IPv4 address with an optional prefix ("192.168.50.20/24"), as given."""
+    raw = env_str(name, default).strip()
+    try:
+        ipaddress.IPv4Interface(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not an IPv4 address with an optional prefix "
+            f"(e.g. 192.168.50.20/24): {exc}"
+        ) from exc
+    return raw
+
+
+def env_host_port(name: str, default: str) -> str:
+    """Empty, or "host" or "host:port" (a port 1-65535), as given."""
+    raw = env_str(name, default).strip()
+    if not raw:
+        return raw
+    host, sep, port = raw.partition(":")
+    if (
+        not _HOST.fullmatch(host)
+        or (_dotted_quad_like(host) and not _ipv4(host))
+        or (sep and not (port.isdigit() and 1 <= int(port) <= 65535))
+    ):
+        raise ImproperlyConfigured(
+            f'{name}={raw!r} is not "host" or "host:port" (an address or name, and a '
+            "port 1-65535), e.g. 192.168.60.1 or 192.168.60.1:47808"
+        )
+    return raw
+
+
+def _dotted_quad_like(host: str) -> bool:
+    return all(part.isdigit() for part in host.split("."))
+
+
+def _ipv4(host: str) -> bool:
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -52,6 +52,9 @@ class BoilerController:
             presentValue=20.0, units="degreesCelsius", statusFlags=_status(),
             eventState="normal", outOfService=False, reliability="noFaultDetected",
             description="Flow sensor after the boiler",
+            # COV (run-site.sh runs `bacnet_cov`): a subscriber is told each change of 0.1 °C
+            # or more; without an increment bacpypes3 fails the subscription's first change.
+            covIncrement=0.1,
         )  # fmt: skip
         self.enable = BinaryOutputObject(
             objectIdentifier=("binary-output", 1), objectName="Boiler enable",

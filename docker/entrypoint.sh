@@ -24,6 +24,14 @@ case "${1:-web}" in
     # RedBeat's lock in Redis: a second beat (another host) waits as a standby, never doubles a tick.
     exec celery -A bms beat -l INFO --pidfile /tmp/celerybeat.pid
     ;;
+  bacnet-cov)
+    # COV subscriptions to the recorded BACnet points (docs/BACNET.md): one per site.
+    exec python manage.py bacnet_cov
+    ;;
+  bacnet-server)
+    # The site as a BACnet device: refuses to start unless BMS_BACNET_SERVER_ENABLED.
+    exec python manage.py bacnet_server
+    ;;
   manage)
     shift
     exec python manage.py "$@"

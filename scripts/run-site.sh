@@ -107,6 +107,15 @@ if "$PY" manage.py help simulate_site >/dev/null 2>&1; then
   start demo "$PY" manage.py simulate_site --base-url "$URL" --speed "${BMS_SPEED:-1}" \
     --relay-port "$RELAY_PORT" --meter-port "$METER_PORT" --bacnet-port "$BACNET_PORT"
 fi
+# BACnet's own processes (docs/BACNET.md): COV subscriptions when our plant address is set or
+# the demo controller runs; the site's BACnet device only when BMS_BACNET_SERVER_ENABLED.
+BACNET_PROCS="$("$PY" -m bms.site_processes --demo-bacnet-port "${BACNET_PORT:-0}")"
+for proc in $BACNET_PROCS; do
+  case "$proc" in
+    bacnet-cov) start bacnet-cov "$PY" manage.py bacnet_cov ;;
+    bacnet-server) start bacnet-server "$PY" manage.py bacnet_server ;;
+  esac
+done
 
 cat <<INFO
 
@@ -119,6 +128,7 @@ cat <<INFO
     Health           $URL/healthz
     Demo Modbus      relay board 127.0.0.1:${RELAY_PORT:-none}, grid meter 127.0.0.1:${METER_PORT:-none}
     Demo BACnet      boiler controller 127.0.0.1:${BACNET_PORT:-0} (0: off)   $URL/staff/bacnet/
+    BACnet processes ${BACNET_PROCS:-none} (logs: bacnet-cov.log, bacnet-server.log)
   The demo's physics runs at ${BMS_SPEED:-1}x: at 1x a room takes an hour or more to warm.
   To see rooms warm in minutes:  BMS_SPEED=60 bash scripts/run-site.sh
   Logs in ${LOGS:-var/log}/. Press Ctrl-C to stop.

@@ -709,6 +709,8 @@ ACTUATOR_CHECKS: list = []
 
 
 MAX_MIN_TIME_S = 12 * 3600  # an actuator's minimum run or off time (anti-short-cycle)
+# A multi-state point's state number we write: BACnet's is any Unsigned; real ones list a handful.
+MAX_MULTI_STATE = 255
 
 
 class Actuator(models.Model):
@@ -722,7 +724,7 @@ class Actuator(models.Model):
     class Driver(models.TextChoices):
         MODBUS_COIL = "modbus_coil", "Modbus TCP coil"
         NODE_QUEUE = "node_queue", "HTTP node command queue"
-        BACNET = "bacnet", "BACnet binary output (priority array)"
+        BACNET = "bacnet", "BACnet binary or multi-state output (priority array)"
 
     site = models.ForeignKey(
         Site, on_delete=models.PROTECT, related_name="actuators", null=True, blank=True
@@ -768,7 +770,24 @@ class Actuator(models.Model):
     bacnet_object = models.CharField(
         max_length=40,
         blank=True,
-        help_text="For the BACnet driver: 'binary-output,1' (or a binary-value).",
+        help_text="For the BACnet driver: 'binary-output,1' (or a binary-value, or a "
+        "multi-state-output/-value with the states written for ON and OFF below).",
+    )
+    # A multi-state point (an old controller's pump command Off/On/Auto, a boiler's stage)
+    # driven ON/OFF: the state numbers (1-based, as its state-text lists them) we write for each.
+    bacnet_on_state = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_MULTI_STATE)],
+        help_text="For a BACnet multi-state output or value: the state written for ON "
+        "(e.g. 2 'On').",
+    )
+    bacnet_off_state = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_MULTI_STATE)],
+        help_text="For a BACnet multi-state output or value: the state written for OFF "
+        "(e.g. 1 'Off').",
     )
     bacnet_priority = models.PositiveSmallIntegerField(
         default=8,
@@ -849,7 +868,11 @@ class Actuator(models.Model):
         return same_board_hosts(self.host, candidates)
 
     def _clean_bacnet(self) -> None:
-        from sensors.devices.bacnet_client import COMMANDABLE_BINARY, parse_object
+        from sensors.devices.bacnet_client import (
+            COMMANDABLE_BINARY,
+            COMMANDABLE_MULTI_STATE,
+            parse_object,
+        )
 
         if self.bacnet_device_id is None:
             raise ValidationError({"bacnet_device": "A BACnet actuator needs its controller."})
@@ -857,11 +880,16 @@ class Actuator(models.Model):
             kind, instance = parse_object(self.bacnet_object)
         except ValueError as exc:
             raise ValidationError({"bacnet_object": str(exc)}) from exc
-        if kind not in COMMANDABLE_BINARY:
+        if kind not in (*COMMANDABLE_BINARY, *COMMANDABLE_MULTI_STATE):
             raise ValidationError(
-                {"bacnet_object": f"Only {' and '.join(COMMANDABLE_BINARY)} are switched."}
+                {
+                    "bacnet_object": f"Only {' and '.join(COMMANDABLE_BINARY)} (and, with "
+                    f"the states written for ON and OFF, {' and '.join(COMMANDABLE_MULTI_STATE)})"
+                    " are switched."
+                }
             )
         self.bacnet_object = f"{kind},{instance}"
+        self._clean_states(kind in COMMANDABLE_MULTI_STATE)
         if self.enabled:
             other = (
                 Actuator.objects.filter(
@@ -881,6 +909,29 @@ class Actuator(models.Model):
                         "one output would fight."
                     }
                 )
+
+    def _clean_states(self, multi_state: bool) -> None:
+        """A multi-state point needs the two states we write, distinct; a binary one none (they
+        would be ignored, and a reader would think them in use)."""
+        states = {
+            "bacnet_on_state": self.bacnet_on_state,
+            "bacnet_off_state": self.bacnet_off_state,
+        }
+        if not multi_state:
+            for field, value in states.items():
+                if value is not None:
+                    raise ValidationError({field: "Only for a multi-state output or value."})
+            return
+        for field, value in states.items():
+            if value is None:
+                raise ValidationError(
+                    {field: f"A multi-state output needs the state written for "
+                            f"{'ON' if field == 'bacnet_on_state' else 'OFF'} (1-{MAX_MULTI_STATE})."}
+                )  # fmt: skip
+            if not 1 <= value <= MAX_MULTI_STATE:
+                raise ValidationError({field: f"A state is 1-{MAX_MULTI_STATE}, not {value}."})
+        if self.bacnet_on_state == self.bacnet_off_state:
+            raise ValidationError({"bacnet_off_state": "ON and OFF must write different states."})
 
     def clean(self) -> None:
         if self.coil is not None and not 0 <= self.coil <= MODBUS_MAX_ADDRESS:

@@ -1,6 +1,9 @@
-"""BACnet binary outputs: write our priority of the point's priority array, read it back,
+"""BACnet binary (and multi-state) outputs: write our priority of the point's priority array, read it back,
 confirm; relinquish (NULL at our priority) when released, so the controller's own logic has
 the point again.
+
+A multi-state output or value (an old controller's pump command Off/On/Auto) is switched as
+a binary one: ON and OFF are the state numbers its actuator names (point_value).
 
 Confirmed means the controller reads back the state we wrote *and* our priority is the one in
 force. A higher priority holding the point (a hand switch at 1, a life-safety override) is a
@@ -18,7 +21,14 @@ from django.conf import settings
 from control.drivers.modbus import CoilResult
 from control.engine.specs import IDLE_STATE, Decision
 from sensors.devices import bacnet_client
-from sensors.devices.bacnet_client import BacnetError, CommandState, PointCommand, Value, same
+from sensors.devices.bacnet_client import (
+    COMMANDABLE_MULTI_STATE,
+    BacnetError,
+    CommandState,
+    PointCommand,
+    Value,
+    same,
+)
 from sensors.models import Actuator
 
 log = logging.getLogger(__name__)
@@ -35,6 +45,14 @@ class OutputTarget:
     write: bool = True  # False: read back only (and rewrite if our slot lost it)
 
 
+def point_value(actuator: Actuator, state: bool | None) -> Value | None:
+    """What is written for ON/OFF: the state itself, or for a multi-state point the state
+    number the actuator names for it. None (relinquish) stays None."""
+    if state is None or actuator.bacnet_on_state is None:
+        return state
+    return actuator.bacnet_on_state if state else actuator.bacnet_off_state
+
+
 def target_for(actuator: Actuator, state: bool | None, write: bool = True) -> OutputTarget:
     device = actuator.bacnet_device
     if device is None:
@@ -45,7 +63,7 @@ def target_for(actuator: Actuator, state: bool | None, write: bool = True) -> Ou
         actuator.bacnet_object,
         actuator.bacnet_priority,
         device.timeout_s,
-        state,
+        point_value(actuator, state),
         write,
     )
 
@@ -96,7 +114,8 @@ def words(state: Value | None) -> str:
         return "released"
     if isinstance(state, bool):
         return "ON" if state else "OFF"
-    return f"{state:g}" if isinstance(state, float) else str(state)
+    # An int is a multi-state point's state number (an analogue value is always a float).
+    return f"{state:g}" if isinstance(state, float) else f"state {state}"
 
 
 def judge(target: OutputTarget, read: CommandState) -> str:
@@ -117,6 +136,10 @@ def judge(target: OutputTarget, read: CommandState) -> str:
 
 def apply_one(target: OutputTarget) -> tuple[CoilResult, CommandState | None]:
     """Write (or relinquish), read back, judge. Never raises for the controller's faults."""
+    if target.ref.split(",", 1)[0] in COMMANDABLE_MULTI_STATE:
+        # By hand (`bacnet_output`) as the tick serves it: a state number, not ON/OFF.
+        point = apply([target], deadline_s=target.timeout_s * 4, timeout_s=target.timeout_s)
+        return point[target.actuator_id], point[target.actuator_id].read
     result = CoilResult(target.actuator_id)
     try:
         read = bacnet_client.command_binary(
@@ -172,7 +195,7 @@ class PointResult(CoilResult):
     priority: int = 8
 
 
-def correction_words(target_priority: int, ref: str, found: bool | None, state: bool) -> str:
+def correction_words(target_priority: int, ref: str, found: Value | None, state: Value) -> str:
     return (
         f"Re-asserted: priority {target_priority} of {ref} held {'NULL' if found is None else words(found)}, "
         f"should be {words(state)} (the controller restarted, or another client wrote our slot?). "

@@ -51,6 +51,7 @@ POINT_TYPES = (
     "multi-state-value",
 )
 COMMANDABLE_BINARY = ("binary-output", "binary-value")
+COMMANDABLE_MULTI_STATE = ("multi-state-output", "multi-state-value")
 # What the control tick commands: binary outputs (relays), and analogue or multi-state outputs
 # and values (a valve position, a set point, a fan speed), each at a priority of its array.
 COMMANDABLE = (*COMMANDABLE_BINARY, "analog-output", "analog-value", "multi-state-output",

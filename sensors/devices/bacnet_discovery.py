@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 
+from celery import current_app
 from django.conf import settings
 
 from core.redis import get_redis
@@ -42,6 +43,10 @@ def check_target(target: str) -> str:
     return target
 
 
+# The worker's task (sensors/tasks.py), by the name it is registered under.
+DISCOVER_TASK = "sensors.tasks.discover_bacnet"
+
+
 def last() -> dict | None:
     raw = get_redis().get(KEY)
     return json.loads(raw) if raw else None
@@ -49,15 +54,14 @@ def last() -> dict | None:
 
 def request(target: str, by: str, now: float | None = None) -> dict:
     """Record the request and queue the worker's Who-Is; Busy when one is under way."""
-    from sensors.tasks import discover_bacnet
-
     now = time.time() if now is None else now
     before = last()
     if before and "done_at" not in before and now - before["requested_at"] < STALE_S:
         raise Busy("A discovery is already under way: its answer appears here shortly.")
     state = {"requested_at": now, "target": check_target(target), "by": by[:150]}
     get_redis().set(KEY, json.dumps(state), ex=7 * 24 * 3600)
-    discover_bacnet.delay(state["target"])
+    # By name: the task module imports this one (routed to the ingest queue by name).
+    current_app.send_task(DISCOVER_TASK, (state["target"],))
     return state
 
 

@@ -19,11 +19,14 @@ from demo.bacnet_setup import FEED_NAME, ensure_demo_bacnet
 from demo.ports import bacnet_port
 from demo.simulator import Simulator, SimulatorConfig
 from feeds.store import service
-from sensors.devices import bacnet_client
+from sensors.devices import bacnet_client, bacnet_status
+from sensors.devices.bacnet_cov import CovClient, Plan
+from sensors.devices.bacnet_cov_service import CovService
 from sensors.devices.bacnet_devices import poll_device
 from sensors.models import BacnetDevice, Node, Site
 from sensors.tasks import poll_bacnet_devices
 from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, free_udp_port
+from tests.wait import wait_for
 
 LOCAL = f"{OUR_HOST}/32:0"
 
@@ -148,3 +151,40 @@ def test_its_port_follows_the_web_port():
 def test_simulate_site_refuses_a_bacnet_port_out_of_range():
     with pytest.raises(CommandError, match="--bacnet-port must be a port 0–65535"):
         call_command("simulate_site", "--bacnet-port", "70000", "--setup-only")
+
+
+@pytest.mark.django_db
+def test_its_flow_is_recorded_by_cov_as_scripts_run_site_runs_bacnet_cov(
+    controller, loop, settings, redis_client, tmp_path
+):
+    """run-site.sh starts `manage.py bacnet_cov` beside the demo: the controller's flow is
+    subscribed and each change it notifies recorded, the poll leaving the point alone."""
+    settings.BMS_FEED_DIR = str(tmp_path)
+    site = Site.objects.create(name="Demo", slug="demo")
+    device = ensure_demo_bacnet(site, controller.host, controller.port)
+    sensor = device.node.sensors.get(key="analog-input-1")
+    client = CovClient(LOCAL, 4194000, timeout_s=2)
+    client.start()
+    try:
+        cov = CovService(client, Plan(300), max_per_device=50, min_interval_s=0.1)
+        assert cov.load() == 1
+
+        def subscribed() -> bool:
+            cov.step()
+            return all(s.subscribed_until for s in cov.plan.states.values())
+
+        wait_for(subscribed, 20, "the demo controller to take the subscription")
+        loop.call(controller.publish, 61.75)
+
+        def recorded() -> bool:
+            cov.step()
+            last = service.last_value(sensor.feed_id)
+            return last is not None and last[1] == 61.75
+
+        wait_for(recorded, 20, "61.75 notified and recorded")
+        point = bacnet_status.last_read([device])[0].points[0]
+        assert (point.read_by, point.value) == ("cov", 61.75)
+    finally:
+        for watch in cov.plan.watches.values():
+            client.cancel(watch).result(3)
+        client.stop()

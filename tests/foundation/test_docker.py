@@ -47,11 +47,27 @@ def test_networks_follow_the_security_model(compose):
     }  # fmt: skip
     assert {name for name, nets in on.items() if "frontend" in nets} == {"proxy", "web"}
     assert {name for name, nets in on.items() if "backend" in nets} == {
-        "web", "worker", "worker-control", "beat", "redis", "postgres"
+        "web", "worker", "worker-control", "beat", "redis", "postgres", "bacnet-cov",
+        "bacnet-server",
     }  # fmt: skip
     assert on["redis"] == on["postgres"] == {"backend"}
     assert on["proxy"] == {"frontend"}
     assert "plant" in (DOCKER / "compose.yaml").read_text()  # where the relays attach
+
+
+def test_bacnet_processes_are_one_each_behind_a_profile(compose):
+    """docs/BACNET.md: `--profile bacnet` starts the COV client and the site's BACnet device,
+    each its entrypoint role, one of each, never on the front network."""
+    entry = (DOCKER / "entrypoint.sh").read_text()
+    for name, command in (("bacnet-cov", "bacnet_cov"), ("bacnet-server", "bacnet_server")):
+        svc = compose["services"][name]
+        assert svc["command"] == [name] and svc["profiles"] == ["bacnet"]
+        assert f"exec python manage.py {command}" in entry
+        assert "frontend" not in svc["networks"] and "replicas" not in str(svc)
+        # The shared environment as well as its own (the database, Redis, the secret key).
+        assert "DATABASE_URL" in svc["environment"] and "BMS_BACNET_ADDRESS" in svc["environment"]
+    server = compose["services"]["bacnet-server"]["environment"]
+    assert server["BMS_BACNET_SERVER_ENABLED"] == "${BMS_BACNET_SERVER_ENABLED:-false}"
 
 
 def test_compose_has_no_default_secrets(compose):

@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_list, env_str, read_dotenv
+from core.env import (
+    env_bool,
+    env_float,
+    env_host_port,
+    env_int,
+    env_ipv4_interface,
+    env_list,
+    env_str,
+    read_dotenv,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,3 +97,58 @@ def test_a_bad_setting_stops_start_up_with_its_name(tmp_path):
     result = _manage("check", BMS_CONTROL_TICK="fast", BMS_DATA_DIR=str(tmp_path))
     assert result.returncode != 0
     assert "BMS_CONTROL_TICK" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "value", ["192.168.60.1", "192.168.60.1:47808", "bbmd.plant.example", "bbmd:65535", ""]
+)
+def test_a_bbmd_is_a_host_with_an_optional_port(monkeypatch, value):
+    monkeypatch.setenv("X_BBMD", value)
+    assert env_host_port("X_BBMD", "") == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["192.168.60.1:0", "192.168.60.1:65536", "192.168.60.1:x", "300.1.1.1", "bbmd_1", "a b",
+     "192.168.60.1:47808:1", "-bbmd"],
+)  # fmt: skip
+def test_a_bad_bbmd_is_refused_naming_the_setting(monkeypatch, value):
+    monkeypatch.setenv("BMS_BACNET_BBMD", value)
+    with pytest.raises(ImproperlyConfigured, match=r"^BMS_BACNET_BBMD=.* is not \"host\""):
+        env_host_port("BMS_BACNET_BBMD", "")
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [("0.0.0.0", True), ("192.168.50.20/24", True), ("192.168.50.20/32", True),
+     ("192.168.50.20/33", False), ("192.168.50", False), ("eth0", False), ("::1", False)],
+)  # fmt: skip
+def test_our_bacnet_address_is_ipv4_with_an_optional_prefix(monkeypatch, value, ok):
+    monkeypatch.setenv("BMS_BACNET_ADDRESS", value)
+    if ok:
+        assert env_ipv4_interface("BMS_BACNET_ADDRESS", "0.0.0.0") == value
+    else:
+        with pytest.raises(ImproperlyConfigured, match=r"^BMS_BACNET_ADDRESS="):
+            env_ipv4_interface("BMS_BACNET_ADDRESS", "0.0.0.0")
+
+
+def test_a_number_past_its_maximum_is_refused_not_clamped(monkeypatch):
+    monkeypatch.setenv("X_PORT", "65535")
+    assert env_int("X_PORT", 1, minimum=1, maximum=65535) == 65535  # at the bound
+    monkeypatch.setenv("X_PORT", "65536")
+    with pytest.raises(ImproperlyConfigured, match=r"^X_PORT=65536 must be at most 65535"):
+        env_int("X_PORT", 1, minimum=1, maximum=65535)
+    monkeypatch.setenv("X_S", "300.5")
+    with pytest.raises(ImproperlyConfigured, match=r"^X_S=300.5 must be at most 300"):
+        env_float("X_S", 10.0, minimum=2.0, maximum=300.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("BMS_BACNET_BBMD", "192.168.60.1:70000"), ("BMS_BACNET_ADDRESS", "192.168.50.20/40"),
+     ("BMS_BACNET_SERVER_PORT", "70000"), ("BMS_BACNET_SERVER_NAME", "n" * 65)],
+)  # fmt: skip
+def test_a_bad_bacnet_setting_stops_start_up_with_its_name(tmp_path, name, value):
+    result = _manage("check", BMS_DATA_DIR=str(tmp_path), **{name: value})
+    assert result.returncode != 0
+    assert f"ImproperlyConfigured: {name}" in result.stderr, result.stderr[-2000:]

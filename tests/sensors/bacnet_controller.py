@@ -9,7 +9,9 @@ Objects: analog-input 1 "Boiler flow temperature" (°C) and binary-output 1 "Boi
 which the controller's own time programme holds ACTIVE at priority 16, so a write at priority 8
 wins over it and relinquishing priority 8 gives the controller its point back; binary-output 2
 "Hall valve", which its programme holds INACTIVE at priority 16; analog-output 1 "Mixing
-valve position" (%), which its programme holds at 20 % at priority 16. Prints `ready` once it listens;
+valve position" (%), which its programme holds at 20 % at priority 16; multi-state-output 1
+"Heating pump command" (states 1 Off, 2 On, 3 Auto), which its programme holds at 3 (Auto) at
+priority 16. Prints `ready` once it listens;
 stops on SIGTERM.
 
 It answers SubscribeCOV (bac-py's COV manager) except for the objects named by `--refuse-cov`,
@@ -37,6 +39,7 @@ import sys
 from bac_py import BACnetApplication, DefaultServerHandlers, DeviceConfig, DeviceObject
 from bac_py.objects.analog import AnalogInputObject, AnalogOutputObject
 from bac_py.objects.binary import BinaryOutputObject
+from bac_py.objects.multistate import MultiStateOutputObject
 from bac_py.services.errors import BACnetError
 from bac_py.transport.bip import BIPTransport
 from bac_py.transport.bvll import encode_bvll
@@ -106,6 +109,8 @@ def plant(app: BACnetApplication, line: str) -> None:
             written = None
         elif value in ("active", "inactive"):
             written = BinaryPV[value.upper()]
+        elif obj.object_identifier.object_type == ObjectType.MULTI_STATE_OUTPUT:
+            written = int(value)  # a state number
         else:
             written = float(value)
         obj.write_property(PropertyIdentifier.PRESENT_VALUE, written, priority=int(rest[0]))
@@ -189,6 +194,12 @@ async def serve(args: argparse.Namespace) -> None:
         )
         app.object_db.add(mixing)
         mixing.write_property(PropertyIdentifier.PRESENT_VALUE, 20.0, priority=16)
+        pump = MultiStateOutputObject(
+            instance_number=1, object_name="Heating pump command", number_of_states=3,
+            state_text=["Off", "On", "Auto"], description="Heating pump: Off, On or Auto",
+        )  # fmt: skip
+        app.object_db.add(pump)
+        pump.write_property(PropertyIdentifier.PRESENT_VALUE, 3, priority=16)  # its own: Auto
         handlers = Handlers(app, app.object_db, device)
         handlers.refuse_cov = frozenset(object_id(ref) for ref in args.refuse_cov)
         handlers.register()

@@ -1,0 +1,104 @@
+"""The server's write loop end to end: `manage.py bacnet_server` as the real process a site runs
+(its own loopback port, the test database shared through DATABASE_URL), written to by the
+independent bac-py client (tests/control/bacnet_peer_client.py) as a head-end would, and the
+next control tick (run here) acting on what it accepted. The decisions themselves, in process:
+tests/control/test_bacnet_writes.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from control import runtime
+from control.models import Override, Zone
+from control.runner import run_tick
+from tests.conftest import test_database_url
+from tests.processes import stop_process
+from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, free_udp_port
+
+from . import factories as f
+from .test_bacnet_server import peer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def hall(transactional_db, redis_client) -> Zone:
+    # Made before the server starts, so its first refresh serves it. frost off 7, cut-off 28 °C.
+    return f.zone("Hall", temp=18.5, setback_setpoint=16.0)
+
+
+@pytest.fixture
+def server(hall: Zone) -> Iterator[str]:
+    """`manage.py bacnet_server` on its own port; its address once it has served the zones."""
+    port = free_udp_port(OUR_HOST)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="bms.settings_test",
+        DATABASE_URL=test_database_url(),
+        BMS_BACNET_SERVER_ENABLED="1",
+        BMS_BACNET_ADDRESS=f"{OUR_HOST}/32",
+        BMS_BACNET_SERVER_PORT=str(port),
+        BMS_BACNET_SERVER_INSTANCE="4194011",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "bacnet_server"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # It says where it listens, then how many zones it served: from then on it answers.
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert lines[1].strip().endswith("zones served"), (lines, proc.poll())
+        yield f"{OUR_HOST}:{port}"
+    finally:
+        stop_process(proc, timeout_s=15)
+    assert proc.returncode == 0, proc.stderr.read()
+
+
+def zone_result(zone: Zone) -> dict:
+    run_tick(timezone.now())
+    return runtime.load_zones([zone.pk])[zone.pk]
+
+
+def test_a_head_end_writes_a_zone_through_the_real_server_process(hall, server):
+    n = hall.pk
+    setpoint, occupancy = f"analog-value,{n}", f"binary-value,{n}"
+
+    # Neither kind enabled: the writer is refused in BACnet's words, nothing is held.
+    refused = peer(server, "--write", f"{setpoint}=22.5", "--write", f"{occupancy}=1")
+    assert [a.get("error") for a in refused] == ["property: write_access_denied"] * 2
+    assert not Override.objects.exists()
+
+    # An engineer enables both (admin or API); the running server decides by the zone's flags
+    # at each write, so no restart and no refresh is needed.
+    Zone.objects.filter(pk=n).update(bacnet_setpoint_writable=True, bacnet_occupancy_writable=True)
+    accepted = peer(server, "--write", f"{setpoint}=22.5")
+    assert accepted == [{"write": setpoint, "ok": True}]
+    override = Override.objects.get(zone=hall)
+    assert override.setpoint == 22.5 and override.created_by is None
+    writer = override.reason.removeprefix("BACnet write from ").split(": ")[0]
+    assert writer.startswith(f"{PEER_HOST}:")  # the audit names the writer's address
+    assert override.reason == f"BACnet write from {writer}: setpoint 22.5 °C"
+    # The next tick works to it: 18.5 °C is below 22.5, so the zone calls for heat.
+    result = zone_result(hall)
+    assert (result["demand"], result["target"]) == (True, 22.5)
+    assert "BACnet write from" in result["reason"]
+
+    # Unoccupied from the network: the setback (16 °C) holds, the latest override winning.
+    assert peer(server, "--write", f"{occupancy}=0") == [{"write": occupancy, "ok": True}]
+    latest = Override.objects.filter(zone=hall).latest("pk")
+    assert latest.reason.endswith(": unoccupied") and latest.setpoint == 16.0
+    result = zone_result(hall)
+    assert (result["demand"], result["target"]) == (False, 16.0)
+
+    # A setpoint the zone's own limits refuse (its cut-off, 28 °C) changes nothing.
+    out_of_range = peer(server, "--write", f"{setpoint}=28")
+    assert out_of_range == [{"write": setpoint, "error": "property: value_out_of_range"}]
+    assert Override.objects.filter(zone=hall).count() == 2
+    assert zone_result(hall)["target"] == 16.0
