@@ -20,6 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 
+from django.utils.text import slugify
+
 from control.models import ActuatorCommand, HeatingPlant, Schedule, SchedulePeriod, Zone
 from demo import faults as kinds
 from demo import layout
@@ -29,7 +31,7 @@ from energy.models import FuelRate
 from feeds.models import Feed
 from feeds.store import service as feed_service
 from findings import rules
-from findings.evaluate import evaluate, occupancy
+from findings.evaluate import Summary, evaluate, occupancy
 from findings.models import Finding
 from sensors.models import Actuator, Node, Sensor, Site
 
@@ -39,6 +41,8 @@ HYSTERESIS_K = 0.3
 PREHEAT_K_PER_H = 3.0  # the rooms' warming rate the pre-heat plans with
 MAX_PREHEAT = timedelta(hours=4)
 WEEK = timedelta(days=7)
+WEEK_SITE_NAME, WEEK_SITE_SLUG = "Fault week", "fault-week"  # manage.py simulate_fault_week
+WEEK_SUFFIX = " (fault week)"  # its rooms beside the demo's own: "Seminar room (fault week)"
 
 # Which rule should find each kind of fault (the first of these the site has).
 EXPECTED: dict[str, tuple[str, ...]] = {
@@ -59,36 +63,40 @@ class Rig:
     plant: HeatingPlant
 
 
-def build() -> Rig:
+def build(name: str = "FDD bench", slug: str = "fdd-bench", suffix: str = "") -> Rig:
     """The demo's rooms as zones (office hours, 08:00–17:00 on weekdays), each with a valve and
-    a temperature feed, one heating plant, and a gas tariff."""
-    site = Site.objects.create(name="FDD bench", slug="fdd-bench")
+    a temperature feed, one heating plant, and a gas tariff. `suffix` follows every name (and,
+    slugified, every zone's slug): zone, actuator, schedule and plant names are unique across
+    the database, so a run beside the demo site needs names of its own."""
+    site = Site.objects.create(name=name, slug=slug)
+    tail = slugify(suffix)
+    tail = f"-{tail}" if tail else ""
     FuelRate.objects.create(site=site, fuel="gas", price_per_unit=0.07)
     node = Node(name="fdd-rooms", site=site)
     node.set_new_key()
     node.save()
-    schedule = Schedule.objects.create(name="Office hours", site=site)
+    schedule = Schedule.objects.create(name=f"Office hours{suffix}", site=site)
     for day in range(5):
         SchedulePeriod.objects.create(schedule=schedule, weekday=day, start=time(8), end=time(17))
     zones, valves, sensors = {}, {}, {}
     for room in layout.ROOMS:
         feed = Feed.objects.create(
-            name=f"{room.name} temperature", tag="fdd", unit="°C", interval=60
+            name=f"{room.name} temperature{suffix}", tag="fdd", unit="°C", interval=60
         )
         sensors[room.slug] = Sensor.objects.create(
             node=node, key=room.slug, name=f"{room.name} temperature", kind="temperature", feed=feed
         )
         valves[room.slug] = Actuator.objects.create(
-            name=f"{room.name} valve", kind="valve", site=site, coil=room.coil
+            name=f"{room.name} valve{suffix}", kind="valve", site=site, coil=room.coil
         )
         zones[room.slug] = Zone.objects.create(
-            name=room.name, slug=room.slug, site=site, schedule=schedule,
+            name=f"{room.name}{suffix}", slug=f"{room.slug}{tail}", site=site, schedule=schedule,
             temperature_sensor=sensors[room.slug], comfort_setpoint=SETPOINT_C,
             optimum_start=True, max_preheat_min=int(MAX_PREHEAT.total_seconds() // 60),
         )  # fmt: skip
         zones[room.slug].actuators.set([valves[room.slug]])
-    boiler = Actuator.objects.create(name="Boiler", kind="boiler", site=site, coil=0)
-    plant = HeatingPlant.objects.create(name="Boiler house", boiler=boiler, site=site)
+    boiler = Actuator.objects.create(name=f"Boiler{suffix}", kind="boiler", site=site, coil=0)
+    plant = HeatingPlant.objects.create(name=f"Boiler house{suffix}", boiler=boiler, site=site)
     plant.zones.set(zones.values())
     return Rig(site, zones, valves, sensors, boiler, plant)
 
@@ -244,6 +252,26 @@ def score(rig: Rig, injected: list[Fault], first: dict[str, datetime]) -> dict[s
     for rule in rules.RULES:
         table.setdefault(rule, RuleScore())
     return dict(sorted(table.items()))
+
+
+def week_faults(start: datetime) -> list[Fault]:
+    """The fault week's three faults (docs/FINDINGS.md "Try it"), at known times from `start`:
+    the lecture theatre's sensor sticks at 07:00 on the first day, the seminar room's valve
+    seizes open at 10:00, and the boiler starts short-cycling at 06:30 the next day."""
+    return [
+        Fault(kinds.SENSOR_FLATLINE, "lecture-theatre", start + timedelta(hours=7)),
+        Fault(kinds.VALVE_STUCK_OPEN, "seminar-room", start + timedelta(hours=10)),
+        Fault(kinds.BOILER_SHORT_CYCLING, kinds.BOILER, start + timedelta(hours=30.5)),
+    ]
+
+
+def fault_week(start: datetime, plan: FaultPlan, seed: int = 1) -> tuple[Rig, Summary]:
+    """A site of its own ("Fault week") stepped through the week from `start` with the plan's
+    faults, then the rules run over that week as the beat task would: the findings page shows
+    what they found. The caller checks the site is not there yet (its slug is unique)."""
+    rig = build(name=WEEK_SITE_NAME, slug=WEEK_SITE_SLUG, suffix=WEEK_SUFFIX)
+    run(rig, start, WEEK.days, plan, seed=seed)
+    return rig, evaluate(start, start + WEEK)
 
 
 def reset() -> None:
