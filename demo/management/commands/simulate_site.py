@@ -19,7 +19,7 @@ from demo.bacnet_controller import HOST as BACNET_HOST
 from demo.bacnet_setup import ensure_demo_bacnet
 from demo.devices import DeviceStartError
 from demo.displays import ensure_energy_display
-from demo.energy import ensure_demo_energy, hourly_extender
+from demo.energy import ensure_demo_energy, ensure_generation_meters, hourly_extender
 from demo.faults import FaultError, FaultPlan, parse
 from demo.history import backfill
 from demo.keystore import gateway_config, write_private_json
@@ -146,6 +146,7 @@ class Command(BaseCommand):
                 f"({written} points)."
             )
         energy, points, days = ensure_demo_energy(demo.site)
+        ensure_generation_meters(demo.site, demo.feeds_by_role)
         ensure_energy_display(demo.site, energy.lecture_block.pk, energy.lecture_block.name)
         if points or days:
             self.stdout.write(
