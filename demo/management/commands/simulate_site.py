@@ -91,7 +91,8 @@ class Command(BaseCommand):
             help="Inject a fault from a known time (docs/DEMO.md, Faults), e.g. "
             "window_open:workshop@2030-01-08T09:00+00:00; repeat for more. Kinds: "
             "valve_stuck_open, window_open, sensor_flatline (a room's slug), "
-            "boiler_short_cycling (target: boiler).",
+            "boiler_short_cycling (target: boiler), night_base_load (site), "
+            "pv_shaded (pv-string-1 or pv-string-2), solar_pump_forced_on (solar).",
         )
         parser.add_argument(
             "--history-days",
