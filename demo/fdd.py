@@ -7,8 +7,10 @@ late (bench/fdd.py prints it; docs/BENCHMARKS.md "Fault detection").
     found = detect(rig, start, days)                 # findings.evaluate, every `every`
     rows = score(faults, found)
 
-The run writes what a live site would: each room's temperature through the real feed store,
-each relay change as an ActuatorCommand row with its strategy. The control here is the demo's
+The run writes what a live site would: each room's and the solar circuit's temperatures through
+the real feed store, each relay change as an ActuatorCommand row with its strategy, and the
+hourly power of the site's electricity meter and of each PV string (four weeks before the run
+too, which the base load and PV rules compare with). The control here is the demo's
 own stand-in (each room heated to 20 °C in office hours with a learned-rate pre-heat, the boiler
 and pump on while any room is in its heating day), not control/'s engine: the rules judge
 records, whoever wrote them. Deterministic given the seed and the start.
