@@ -32,7 +32,8 @@ DAY, H = timedelta(days=1), timedelta(hours=1)
 
 
 def month_faults(start: datetime, days: int):
-    """One fault of each kind, a week apart (those that start within `days`)."""
+    """One fault of each kind (the rooms' and the boiler's a week apart, the meters' and the
+    solar pump's between them), those that start within `days`."""
     from demo import faults as k
 
     plan = [
@@ -40,6 +41,9 @@ def month_faults(start: datetime, days: int):
         k.Fault(k.WINDOW_OPEN, "workshop", start + 8 * DAY + 9 * H),
         k.Fault(k.SENSOR_FLATLINE, "lecture-theatre", start + 15 * DAY + 7 * H),
         k.Fault(k.BOILER_SHORT_CYCLING, k.BOILER, start + 22 * DAY + 6.5 * H),
+        k.Fault(k.NIGHT_BASE_LOAD, k.SITE, start + 3 * DAY + 18 * H),
+        k.Fault(k.PV_SHADED, "pv-string-2", start + 11 * DAY + 6 * H),
+        k.Fault(k.SOLAR_PUMP_FORCED_ON, k.SOLAR, start + 17 * DAY + 11 * H),
     ]
     return [f for f in plan if f.start < start + days * DAY]
 

@@ -13,7 +13,14 @@ Each fault acts where it would in a building:
   (stuck, off its wall): what the room does is no longer seen;
 - `boiler_short_cycling` (the boiler): while there is demand, its relay is switched every
   SHORT_CYCLE (a faulty flow thermostat, anti-cycling lost in a controller swap): the BMS's
-  own commands show it, as the audit log does on a real site.
+  own commands show it, as the audit log does on a real site;
+- `night_base_load` (the site's electricity): BASE_LOAD_RISE_W more, day and night (a heater,
+  a dehumidifier or a server left on): the night base load steps up;
+- `pv_shaded` (a PV string, PV_STRINGS): the string makes SHADED_SHARE of what it would (a tree
+  grown over it, half its modules bypassed after a storm);
+- `solar_pump_forced_on` (the solar circuit): its pump is held on whatever the differential
+  says (a manual override left on after commissioning): it runs at night and carries the
+  tank's heat out to a cold collector. The BMS's own commands show it, as an override.
 
 Pure and deterministic: given the same steps at the same times, a plan answers the same (the
 flat-lined value is the first reading the plan is asked for once the fault is on).
@@ -29,9 +36,22 @@ VALVE_STUCK_OPEN = "valve_stuck_open"
 WINDOW_OPEN = "window_open"
 SENSOR_FLATLINE = "sensor_flatline"
 BOILER_SHORT_CYCLING = "boiler_short_cycling"
-KINDS = (VALVE_STUCK_OPEN, WINDOW_OPEN, SENSOR_FLATLINE, BOILER_SHORT_CYCLING)
+NIGHT_BASE_LOAD = "night_base_load"
+PV_SHADED = "pv_shaded"
+SOLAR_PUMP_FORCED_ON = "solar_pump_forced_on"
+KINDS = (VALVE_STUCK_OPEN, WINDOW_OPEN, SENSOR_FLATLINE, BOILER_SHORT_CYCLING, NIGHT_BASE_LOAD,
+         PV_SHADED, SOLAR_PUMP_FORCED_ON)  # fmt: skip
 BOILER = "boiler"  # the target of a boiler fault
+SITE = "site"  # of a base load fault
+SOLAR = "solar"  # of a solar pump fault
+PV_STRINGS = ("pv-string-1", "pv-string-2")  # the array's two strings, half its peak each
+# The one target each plant fault has; a room fault's target is a room's slug (none of these).
+PLANT_TARGETS = {BOILER_SHORT_CYCLING: (BOILER,), NIGHT_BASE_LOAD: (SITE,),
+                 PV_SHADED: PV_STRINGS, SOLAR_PUMP_FORCED_ON: (SOLAR,)}  # fmt: skip
+NOT_ROOMS = frozenset(t for targets in PLANT_TARGETS.values() for t in targets)
 SHORT_CYCLE = timedelta(minutes=4)  # on 4 min, off 4 min: 7-8 starts an hour
+BASE_LOAD_RISE_W = 1000.0  # a 1 kW fan heater: 40 % on the demo's 2.5 kW night load
+SHADED_SHARE = 0.5  # half the string's modules bypassed
 MAX_FAULTS = 100  # a plan is written by hand or by a bench: more is a mistake
 
 
@@ -49,10 +69,11 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise FaultError(f"kind: {self.kind!r} is not one of {', '.join(KINDS)}")
-        if (self.kind == BOILER_SHORT_CYCLING) != (self.target == BOILER):
-            raise FaultError(
-                f"target: {self.kind} is of {'the boiler' if self.target == BOILER else 'a room'}"
-            )
+        targets = PLANT_TARGETS.get(self.kind)
+        if targets is not None and self.target not in targets:
+            raise FaultError(f"target: {self.kind} is of {' or '.join(targets)}")
+        if targets is None and self.target in NOT_ROOMS:
+            raise FaultError(f"target: {self.kind} is of a room, not {self.target}")
         if self.start.tzinfo is None:
             raise FaultError("start: a time with its time zone")
         if self.end is not None and self.end <= self.start:
@@ -117,3 +138,15 @@ class FaultPlan:
         if fault is None or not demand:
             return demand
         return int((t - fault.start) / SHORT_CYCLE) % 2 == 0
+
+    def extra_load_w(self, t: datetime) -> float:
+        """Electrical load beyond the site's own (W)."""
+        return BASE_LOAD_RISE_W if self._on(NIGHT_BASE_LOAD, SITE, t) is not None else 0.0
+
+    def pv_share(self, string: str, t: datetime) -> float:
+        """The share of its output a PV string makes (1: clean)."""
+        return SHADED_SHARE if self._on(PV_SHADED, string, t) is not None else 1.0
+
+    def solar_pump_forced(self, t: datetime) -> bool:
+        """Whether the solar pump is held on whatever the differential says."""
+        return self._on(SOLAR_PUMP_FORCED_ON, SOLAR, t) is not None

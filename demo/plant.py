@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 import random
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from demo import layout, solar
-from demo.faults import FaultPlan
+from demo.faults import PV_STRINGS, FaultPlan
 from demo.hydro import RiverFlow, Turbine
 from demo.thermal import BoilerCircuit, MixingValve, Room, SolarThermal, Store
 from demo.weather import Clouds, OrnsteinUhlenbeck, outside_temperature
@@ -124,6 +124,7 @@ class DemoPlant:
         self.faults = FaultPlan()
         self.irradiance = 0.0
         self.pv_w = 0.0
+        self.pv_strings_w = dict.fromkeys(PV_STRINGS, 0.0)
         self.hydro_w = 0.0
         self.grid_w = 0.0
         self._update_instantaneous(now)
@@ -161,7 +162,13 @@ class DemoPlant:
     def _update_instantaneous(self, now: datetime) -> None:
         elevation = solar.solar_elevation_deg(layout.LATITUDE, layout.LONGITUDE, now)
         self.irradiance = solar.clear_sky_ghi(elevation) * self.clouds.clear_fraction
-        self.pv_w = solar.pv_power_w(self.irradiance, PV_PEAK_KW)
+        # the array in its strings, each of half its peak: a shaded one makes less (faults.py)
+        share = PV_PEAK_KW / len(PV_STRINGS)
+        self.pv_strings_w = {
+            s: solar.pv_power_w(self.irradiance, share) * self.faults.pv_share(s, now)
+            for s in PV_STRINGS
+        }
+        self.pv_w = sum(self.pv_strings_w.values())
         self.hydro_w = self.turbine.power_w(self.river.flow_l_s)
         self.outside_c = self._outside(now)
         self.grid_w = self.site_demand_w(now) - self.pv_w - self.hydro_w
@@ -200,11 +207,14 @@ class DemoPlant:
         load = 2500.0 + (3500.0 if self._open(now) else 0.0)
         load += 90.0 * self.coils.heating_pump + 60.0 * self.coils.solar_pump
         load += 150.0 * self.coils.boiler  # burner fan and controls
+        load += self.faults.extra_load_w(now)  # something left on
         return load
 
     def step(self, now: datetime, real_dt_s: float, speed: float, coils: Coils) -> None:
         """Advance to `now`: stateful physics by real_dt_s × speed, counters by real_dt_s."""
         sim_dt = max(0.0, real_dt_s) * speed
+        if self.faults.solar_pump_forced(now) and not coils.solar_pump:
+            coils = replace(coils, solar_pump=True)  # held on at the panel, whatever the relay
         self.coils = coils
         self.now = now
         self.clouds.step(sim_dt)

@@ -83,6 +83,22 @@ def test_setup_creates_the_cat_like_site(key_file):
 
 
 @pytest.mark.django_db
+def test_the_pv_array_and_hydro_turbine_are_generation_meters_the_findings_rules_judge(key_file):
+    from energy.models import HYDRO, PV, Meter
+
+    _setup()
+    _setup()  # once only
+    pv = Meter.objects.get(name="PV array")
+    hydro = Meter.objects.get(name="Hydro turbine")
+    assert (pv.fuel, pv.source, pv.generator, pv.flow_feed) == ("generation", "power", PV, None)
+    assert pv.feed == Feed.objects.get(tag="emontx-pv", name="PV power")
+    assert (hydro.generator, hydro.feed.name) == (HYDRO, "Hydro power")
+    assert hydro.flow_feed == Feed.objects.get(name="River flow")
+    pv.full_clean()
+    hydro.full_clean()
+
+
+@pytest.mark.django_db
 def test_pv_power_is_logged_and_integrated_to_kwh(key_file):
     _setup()
     sensor = Sensor.objects.get(node__name="emontx-pv", key="power")

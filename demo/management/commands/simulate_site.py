@@ -19,7 +19,7 @@ from demo.bacnet_controller import HOST as BACNET_HOST
 from demo.bacnet_setup import ensure_demo_bacnet
 from demo.devices import DeviceStartError
 from demo.displays import ensure_energy_display
-from demo.energy import ensure_demo_energy, hourly_extender
+from demo.energy import ensure_demo_energy, ensure_generation_meters, hourly_extender
 from demo.faults import FaultError, FaultPlan, parse
 from demo.history import backfill
 from demo.keystore import gateway_config, write_private_json
@@ -91,7 +91,8 @@ class Command(BaseCommand):
             help="Inject a fault from a known time (docs/DEMO.md, Faults), e.g. "
             "window_open:workshop@2030-01-08T09:00+00:00; repeat for more. Kinds: "
             "valve_stuck_open, window_open, sensor_flatline (a room's slug), "
-            "boiler_short_cycling (target: boiler).",
+            "boiler_short_cycling (target: boiler), night_base_load (site), "
+            "pv_shaded (pv-string-1 or pv-string-2), solar_pump_forced_on (solar).",
         )
         parser.add_argument(
             "--history-days",
@@ -146,6 +147,7 @@ class Command(BaseCommand):
                 f"({written} points)."
             )
         energy, points, days = ensure_demo_energy(demo.site)
+        ensure_generation_meters(demo.site, demo.feeds_by_role)
         ensure_energy_display(demo.site, energy.lecture_block.pk, energy.lecture_block.name)
         if points or days:
             self.stdout.write(
