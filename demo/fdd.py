@@ -300,7 +300,7 @@ def detect(
     end = start + timedelta(days=days)
     t = start + every
     while t <= end:
-        summary = evaluate(max(start, t - WEEK), t)
+        summary = evaluate(max(start, t - WEEK), t, now=t)
         for key in summary.keys:
             first.setdefault(key, t)
         t += every
@@ -398,7 +398,7 @@ def fault_week(start: datetime, plan: FaultPlan, seed: int = 1) -> tuple[Rig, Su
     what they found. The caller checks the site is not there yet (its slug is unique)."""
     rig = build(name=WEEK_SITE_NAME, slug=WEEK_SITE_SLUG, suffix=WEEK_SUFFIX)
     run(rig, start, WEEK.days, plan, seed=seed)
-    return rig, evaluate(start, start + WEEK)
+    return rig, evaluate(start, start + WEEK, now=start + WEEK)
 
 
 def reset() -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from control.models import HeatingPlant
 from findings import detect, energy_checks, plant_checks, rules
@@ -37,6 +38,8 @@ from findings.points import (
 )
 
 MAX_RANGE = timedelta(days=7)
+# What `now` is when a caller gives none: a test of recorded weeks sets it (tests/findings).
+clock = timezone.now
 
 
 class RangeError(ValueError):
@@ -275,14 +278,20 @@ CHECKS = {
 }
 
 
-def evaluate(start: datetime, end: datetime) -> Summary:
-    """Run every rule over [start, end) (at most MAX_RANGE) and keep the findings: a trip
-    opens or updates its subject's open finding; an open finding of a subject that did not
-    trip, last seen before `start`, stopped recurring and is closed at `end`."""
+def evaluate(start: datetime, end: datetime, now: datetime | None = None) -> Summary:
+    """Run every rule over [start, end) (at most MAX_RANGE; the part after `now`, default
+    the clock, is not judged: it has not happened) and keep the findings: a trip opens or
+    updates its subject's open finding. Only a range of a whole week closes anything: an
+    open finding of a subject that did not trip in it, last seen before `start`, stopped
+    recurring and is closed at `end`. A shorter range cannot say a week passed without it."""
     if end <= start:
         raise RangeError("'to' must be after 'from'")
     if end - start > MAX_RANGE:
         raise RangeError(f"a range is at most {MAX_RANGE.days} days: cut it (find_waste does)")
+    whole_week = end - start >= MAX_RANGE
+    end = min(end, now or clock())
+    if end <= start:
+        return Summary()  # all in the future
     log = CommandLog(start, end)
     trips = [t for check in CHECKS.values() for t in check(start, end, log)]
     summary = Summary(keys=[t.key for t in trips])
@@ -290,8 +299,9 @@ def evaluate(start: datetime, end: datetime) -> Summary:
         for trip in trips:
             summary.opened += _keep(trip, start, end)
         summary.updated = len(trips) - summary.opened
-        stale = Finding.objects.filter(closed_at__isnull=True, last_seen__lte=start)
-        summary.closed = stale.exclude(key__in=summary.keys).update(closed_at=end)
+        if whole_week and end - start >= MAX_RANGE:
+            stale = Finding.objects.filter(closed_at__isnull=True, last_seen__lte=start)
+            summary.closed = stale.exclude(key__in=summary.keys).update(closed_at=end)
     return summary
 
 
@@ -303,8 +313,9 @@ def _keep(trip: Trip, start: datetime, end: datetime) -> bool:
         "subject": trip.subject[:200],
         "subject_url": trip.subject_url,
         "site": trip.site,
-        "period_end": max(s.end for s in trip.spans),
-        "last_seen": max(s.end for s in trip.spans),
+        # A span may run to its hour's or day's end: never past the judged range.
+        "period_end": min(max(s.end for s in trip.spans), end),
+        "last_seen": min(max(s.end for s in trip.spans), end),
         "detail": trip.detail,
         "evidence": trip.evidence,
         "cost_method": rule.cost_method,
@@ -346,13 +357,15 @@ def _open_finding(key: str) -> Finding | None:
     return Finding.objects.select_for_update().filter(key=key, closed_at__isnull=True).first()
 
 
-def evaluate_range(start: datetime, end: datetime) -> list[Summary]:
-    """`evaluate` week by week over a range of any length (find_waste --from --to)."""
+def evaluate_range(start: datetime, end: datetime, now: datetime | None = None) -> list[Summary]:
+    """`evaluate` week by week over a range of any length (find_waste --from --to); weeks
+    that have not begun by `now` are not run."""
     if end <= start:
         raise RangeError("'to' must be after 'from'")
+    now = now or clock()
     summaries = []
     t = start
-    while t < end:
-        summaries.append(evaluate(t, min(t + MAX_RANGE, end)))
+    while t < min(end, now):
+        summaries.append(evaluate(t, min(t + MAX_RANGE, end), now=now))
         t += MAX_RANGE
     return summaries

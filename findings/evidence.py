@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
+from django.utils import timezone
+
 from control.models import ActuatorCommand
 from feeds.models import Feed
 from feeds.store import service as feed_service
@@ -22,10 +24,14 @@ MAX_SPAN = timedelta(days=31)
 MAX_SERIES = 10
 MAX_COMMANDS = 2000
 MARGIN = timedelta(hours=1)
+# What `now` is (a test of recorded weeks sets it, tests/findings/conftest.py).
+clock = timezone.now
 
 
-def window(finding: Finding) -> tuple[datetime, datetime]:
-    end = finding.period_end + MARGIN
+def window(finding: Finding, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The period with an hour either side, never past now: a command's state is not
+    drawn on into hours that have not happened."""
+    end = min(finding.period_end + MARGIN, now or clock())
     return max(finding.period_start - MARGIN, end - MAX_SPAN), end
 
 

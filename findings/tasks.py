@@ -16,7 +16,7 @@ def find_waste_recent(now_ts: float | None = None) -> dict:
     """Every rule over the week to `now_ts` (unix s; default now): bounded by MAX_RANGE and
     the evaluator's caps. `now_ts` lets a replay or a test set the clock."""
     end = timezone.now() if now_ts is None else datetime.fromtimestamp(now_ts, UTC)
-    summary = evaluate(end - MAX_RANGE, end)
+    summary = evaluate(end - MAX_RANGE, end, now=end)
     return {"opened": summary.opened, "updated": summary.updated, "closed": summary.closed}
 
 

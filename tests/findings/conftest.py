@@ -9,6 +9,18 @@ import pytest
 
 MONDAY = datetime(2030, 1, 7, tzinfo=UTC)  # January: the site's local time is UTC
 WEEK = timedelta(days=7)
+
+
+@pytest.fixture(autouse=True)
+def after_the_recorded_weeks(monkeypatch):
+    """The recorded weeks lie in 2030: the evaluator's clock is set after them, as it would be
+    when they are judged (it never judges hours that have not happened)."""
+    from findings import evaluate, evidence
+
+    for module in (evaluate, evidence):
+        monkeypatch.setattr(module, "clock", lambda: datetime(2031, 1, 1, tzinfo=UTC))
+
+
 GAS_PRICE = 0.07  # £/kWh
 
 

@@ -14,7 +14,13 @@ from playwright.sync_api import Page, expect
 from core.roles import ENGINEERS, VIEWERS
 from findings.evaluate import evaluate
 from tests.browser import logged_in_page
-from tests.findings.conftest import MONDAY, WEEK, command, site_model  # noqa: F401 (fixture)
+from tests.findings.conftest import (  # noqa: F401 (fixtures)
+    MONDAY,
+    WEEK,
+    after_the_recorded_weeks,
+    command,
+    site_model,
+)
 from tests.integration import test_staff_browser as _base
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -146,5 +152,18 @@ def test_a_manager_opens_a_findings_chart_and_sees_the_meter_it_tripped_on(base_
         assert drawn["points"] == len(sent["series"][0]["points"]) >= 170
         assert len(drawn["values"]) == 168 + 1
         assert set(drawn["values"]) == {1000.0, 5000.0, 500.0}
+        # A reading between gaps (a sensor posting less often than the chart's step) has no
+        # line to draw: it is drawn as a dot (the chart was empty: fresh-eyes tester, #30).
+        radii = page.evaluate(
+            """(c) => {
+                const chart = Chart.getChart(c);
+                chart.data.datasets[0].data = [{x: 1, y: null}, {x: 2, y: 5}, {x: 3, y: null},
+                                               {x: 4, y: 6}, {x: 5, y: 7}];
+                chart.update();
+                return chart.getDatasetMeta(0).data.map((e) => e.options.radius);
+            }""",
+            handle,
+        )
+        assert radii[1] > 0 and radii[3] == radii[4] == 0
         assert drawn["width"] > 0
         assert seen["errors"] == []

@@ -4,7 +4,14 @@
 // animation, points as {x, y}: the habits of the feed explorer and the kiosks.
 (function () {
   "use strict";
-  const COLOURS = ["#2f6fb3", "#d9822b", "#3a9d5d", "#b53b3b", "#7d5ba6", "#8c6d31"];
+  // Chart.js scriptable radius: 2.5 for a value with no value either side, else none.
+const isolatedDot = (ctx) => {
+  const data = ctx.dataset.data;
+  const blank = (j) => j < 0 || j >= data.length || data[j].y === null;
+  const i = ctx.dataIndex;
+  return !blank(i) && blank(i - 1) && blank(i + 1) ? 2.5 : 0;
+};
+const COLOURS = ["#2f6fb3", "#d9822b", "#3a9d5d", "#b53b3b", "#7d5ba6", "#8c6d31"];
 
   function formatter(tz) {
     const options = { weekday: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
@@ -55,7 +62,9 @@
             stepped: s.step ? "after" : false, // a command holds until the next one
             borderColor: COLOURS[i % COLOURS.length],
             backgroundColor: COLOURS[i % COLOURS.length],
-            pointRadius: 0, borderWidth: 1.5, spanGaps: false,
+            // A reading between gaps has no line to draw: it gets a dot, or a sensor posting
+            // less often than the chart's step showed an empty chart.
+            pointRadius: isolatedDot, borderWidth: 1.5, spanGaps: false,
           })),
         },
         options: {
