@@ -203,10 +203,18 @@ class SiteDevice:
                 # A BACnet Real is 32-bit: 27.9 arrives as 27.8999996; to the hundredth.
                 value = round(float(apdu.propertyValue.cast_out(Real)), 2)
             else:
-                value = 1.0 if apdu.propertyValue.cast_out(BinaryPV) == BinaryPV.active else 0.0
+                state = int(apdu.propertyValue.cast_out(BinaryPV))
         except (TypeError, ValueError) as exc:
             log.warning("BACnet write from %s refused: undecodable (%s)", apdu.pduSource, exc)
             raise ExecutionError(errorClass="property", errorCode="invalidDataType") from exc
+        if kind == "occupancy":
+            # BinaryPV has two values; an enumerated 2 or 7 decodes without complaint and was
+            # taken as inactive, an unoccupied override nobody asked for.
+            if state not in (int(BinaryPV.inactive), int(BinaryPV.active)):
+                log.warning("BACnet write from %s refused: occupancy %d is neither inactive (0) "
+                            "nor active (1)", apdu.pduSource, state)  # fmt: skip
+                raise ExecutionError(errorClass="property", errorCode="valueOutOfRange")
+            value = 1.0 if state == int(BinaryPV.active) else 0.0
         answer: concurrent.futures.Future[Refusal] = concurrent.futures.Future()
         try:
             self._writes.put_nowait(

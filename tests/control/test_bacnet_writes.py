@@ -126,6 +126,23 @@ def test_an_occupancy_write_holds_comfort_or_setback_only_where_enabled(redis_cl
 
 
 @pytest.mark.django_db
+def test_an_occupancy_write_other_than_active_or_inactive_is_refused(redis_client, device):
+    # #31: an enumerated 2 or 7 was taken as inactive and made an unoccupied override.
+    hall = f.zone("Hall", temp=18.5, bacnet_occupancy_writable=True, setback_setpoint=16.0)
+    served(device)
+    answers = peer_while_deciding(
+        device, "--write", f"binary-value,{hall.pk}=2", "--write", f"binary-value,{hall.pk}=7",
+        "--write", f"binary-value,{hall.pk}=1",  # the bound: the last state there is
+    )  # fmt: skip
+    assert [a.get("error") for a in answers] == [
+        "property: value_out_of_range", "property: value_out_of_range", None,
+    ]  # fmt: skip
+    assert list(Override.objects.filter(zone=hall).values_list("setpoint", flat=True)) == [
+        hall.comfort_setpoint
+    ]
+
+
+@pytest.mark.django_db
 def test_unoccupied_without_a_setback_turns_heating_off_but_frost_still_wins(redis_client):
     zone = f.zone("Hall", temp=4.0, bacnet_occupancy_writable=True)  # below frost-on 5 °C
     now = timezone.now()
