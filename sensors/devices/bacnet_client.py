@@ -207,14 +207,30 @@ def parse_object(ref: str) -> tuple[str, int]:
     return kind, instance
 
 
+MULTICAST = ipaddress.IPv4Network("224.0.0.0/4")
+
+
 def parse_address(address: str) -> tuple[str, int]:
     """'192.168.1.40' or '192.168.1.40:47809' -> (host, port): a BACnet/IP device is an IPv4
-    address (a name would be resolved by whoever polls, each time)."""
-    host, _, port_text = address.strip().partition(":")
+    address (a name would be resolved by whoever polls, each time). Refused: 0.0.0.0 (no one),
+    the limited broadcast 255.255.255.255 (every host on our LAN: blank is the discovery's
+    local broadcast) and multicast 224.0.0.0/4. A directed broadcast (x.x.x.255) is let
+    through: without the subnet's prefix it cannot be told from a host, and Discover takes
+    one."""
+    text = address.strip()
+    if text.count(":") > 1 or text.startswith("["):
+        raise ValueError("IPv6 is not supported: give an IPv4 address")
+    host, _, port_text = text.partition(":")
     try:
-        ipaddress.IPv4Address(host)
+        ip = ipaddress.IPv4Address(host)
     except ValueError as exc:
         raise ValueError(f"{host!r} is not an IPv4 address") from exc
+    if ip.is_unspecified:
+        raise ValueError(f"{host} is no one's address: give the controller's IPv4 address")
+    if ip == ipaddress.IPv4Address("255.255.255.255"):
+        raise ValueError(f"{host} is the broadcast to every host: give one address")
+    if ip in MULTICAST:
+        raise ValueError(f"{host} is a multicast address (224.0.0.0/4): give one address")
     try:
         port = int(port_text) if port_text else 47808
     except ValueError as exc:

@@ -174,7 +174,11 @@ def test_discover_queues_a_who_is_for_the_worker_once_at_a_time(engineer, redis_
     ("target", "message"),
     [("300.1.2.3", "target: &#x27;300.1.2.3&#x27; is not an IPv4 address"),
      ("192.0.2.1:70000", "target: port 70000 is out of range 1-65535"),
-     ("1" * 64, "is not an IPv4 address"), ("1" * 65, "target: at most 64 characters")],
+     ("1" * 64, "is not an IPv4 address"), ("1" * 65, "target: at most 64 characters"),
+     ("0.0.0.0", "target: 0.0.0.0 is no one&#x27;s address"),
+     ("255.255.255.255", "target: 255.255.255.255 is the broadcast to every host"),
+     ("224.0.0.1", "target: 224.0.0.1 is a multicast address"),
+     ("fe80::1", "target: IPv6 is not supported: give an IPv4 address")],
 )  # fmt: skip
 def test_a_bad_discover_target_is_refused_naming_the_field(engineer, redis_client, target, message):
     answer = _login(engineer).post("/staff/bacnet/discover", {"target": target})
