@@ -1,5 +1,5 @@
 """An independent BACnet client (bac-py, as any BMS on the plant LAN could be) that subscribes to
-one object's COV and prints what it is told, for tests/demo/test_bacnet_demo_cov.py. Runs under
+one object's COV and prints what it is told, for tests/demo/test_bacnet_demo.py. Runs under
 .venv-bacnet-peer's Python (bac-py needs 3.13):
 
     .venv-bacnet-peer/bin/python tests/demo/bacpy_cov_subscriber.py \
