@@ -1,9 +1,11 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 
 from control import bookings, holds
 from control.admin_plant import actuator_state_and_why, zone_status_links
 from control.audited import AuditedAdmin
+from control.change_audit import ADMIN_REASON, record_zone_bacnet, zone_bacnet
 from control.claims import conflict
 from control.models import (
     ActuatorCommand,
@@ -141,6 +143,13 @@ class ZoneAdmin(BoundedIdsAdmin, admin.ModelAdmin):
     @admin.display(description="status · bookings · replay")
     def status_links(self, zone: Zone) -> str:
         return zone_status_links(zone)
+
+    def save_model(self, request, obj, form, change) -> None:  # type: ignore[no-untyped-def]
+        # Enabling BACnet writes is kept in the change history, as through the API.
+        before = zone_bacnet(obj if change else None)
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            record_zone_bacnet(request.user, obj, before, ADMIN_REASON)
 
 
 # The change permission, not just view: a viewer must not cancel a booking or an override

@@ -1,5 +1,6 @@
 """CRUD for zones, schedules, bookings, overrides; the command audit log is read-only."""
 
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import mixins, viewsets
@@ -7,6 +8,7 @@ from rest_framework.exceptions import ValidationError
 
 from control import bookings, holds
 from control.audited import AuditedViewSetMixin
+from control.change_audit import API_REASON, record_zone_bacnet, zone_bacnet
 from control.models import (
     ActuatorCommand,
     AnalogueCommand,
@@ -51,6 +53,20 @@ from core.serializers import model_errors_as_api_errors
 class ZoneViewSet(viewsets.ModelViewSet):
     queryset = Zone.objects.prefetch_related("actuators")
     serializer_class = ZoneSerializer
+
+    # Enabling BACnet writes opens the zone to an unauthenticated network: who did it is kept
+    # in the change history (control/change_audit.py), as a plant's programme changes are.
+    def perform_create(self, serializer) -> None:
+        with transaction.atomic():
+            super().perform_create(serializer)
+            record_zone_bacnet(self.request.user, serializer.instance, zone_bacnet(None),
+                               API_REASON)  # fmt: skip
+
+    def perform_update(self, serializer) -> None:
+        before = zone_bacnet(serializer.instance)
+        with transaction.atomic():
+            super().perform_update(serializer)
+            record_zone_bacnet(self.request.user, serializer.instance, before, API_REASON)
 
 
 @document_viewset("control", "weekly schedule", "weekly schedules")

@@ -6,7 +6,8 @@ Objects, four per zone, the zone's id as their instance (at most MAX_ZONES zones
     analog-input,<id>   "<zone> temperature"   °C  the zone's last reading (reliability
                                                    no-sensor and fault flag when there is none)
     analog-value,<id>   "<zone> setpoint"      °C  the target the last control tick worked to
-    binary-value,<id>   "<zone> occupied"          booked or scheduled occupied now
+    binary-value,<id>   "<zone> occupied"          booked or scheduled occupied now (an override:
+                                                   what it holds)
     binary-input,<id>   "<zone> heat demand"       the zone calls for heat
 
 A WriteProperty of a setpoint's or an occupancy's present-value is decoded here and handed to
@@ -32,6 +33,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from bacpypes3.apdu import SimpleAckPDU
@@ -203,10 +205,18 @@ class SiteDevice:
                 # A BACnet Real is 32-bit: 27.9 arrives as 27.8999996; to the hundredth.
                 value = round(float(apdu.propertyValue.cast_out(Real)), 2)
             else:
-                value = 1.0 if apdu.propertyValue.cast_out(BinaryPV) == BinaryPV.active else 0.0
+                state = int(apdu.propertyValue.cast_out(BinaryPV))
         except (TypeError, ValueError) as exc:
             log.warning("BACnet write from %s refused: undecodable (%s)", apdu.pduSource, exc)
             raise ExecutionError(errorClass="property", errorCode="invalidDataType") from exc
+        if kind == "occupancy":
+            # BinaryPV has two values; an enumerated 2 or 7 decodes without complaint and was
+            # taken as inactive, an unoccupied override nobody asked for.
+            if state not in (int(BinaryPV.inactive), int(BinaryPV.active)):
+                log.warning("BACnet write from %s refused: occupancy %d is neither inactive (0) "
+                            "nor active (1)", apdu.pduSource, state)  # fmt: skip
+                raise ExecutionError(errorClass="property", errorCode="valueOutOfRange")
+            value = 1.0 if state == int(BinaryPV.active) else 0.0
         answer: concurrent.futures.Future[Refusal] = concurrent.futures.Future()
         try:
             self._writes.put_nowait(
@@ -322,15 +332,32 @@ class SiteDevice:
             self._loop = None
 
 
-def zone_points() -> list[ZonePoint]:
+def held_occupied(override: Any, comfort_setpoint: float) -> bool:
+    """Whether a zone override holds the zone occupied: on, at its comfort setpoint or above
+    (an occupancy write of active holds comfort; of inactive, setback or off)."""
+    return bool(override.state) and (
+        override.setpoint is None or override.setpoint >= comfort_setpoint
+    )
+
+
+def zone_points(now: datetime | None = None) -> list[ZonePoint]:
     """Every zone's values as the last control tick left them (control/runtime.py) and its
-    sensor's last reading: the database and Redis, read on the caller's thread."""
+    sensor's last reading: the database and Redis, read on the caller's thread. A zone held by
+    an override shows the override's occupancy (`held_occupied`) while it holds: an accepted
+    occupancy write reads back as written, and is not reverted by the next refresh."""
+    from django.utils import timezone
+
     from control import runtime
-    from control.models import Zone
+    from control.models import Override, Zone
     from feeds.store import service as feed_service
 
+    now = now or timezone.now()
     zones = list(Zone.objects.select_related("temperature_sensor").order_by("pk")[:MAX_ZONES])
     results = runtime.load_zones([z.pk for z in zones])
+    held = {
+        o.zone_id: o  # the newest wins, as at the tick (control/snapshot.py)
+        for o in Override.objects.active(now).filter(zone__in=zones).order_by("starts", "pk")
+    }
     feed_ids = [z.temperature_sensor.feed_id for z in zones if z.temperature_sensor_id]
     last = feed_service.last_values([f for f in feed_ids if f])
     points = []
@@ -344,7 +371,11 @@ def zone_points() -> list[ZonePoint]:
                 name=z.name,
                 temperature=reading[1] if reading else None,
                 setpoint=result.get("target") if result else None,
-                occupied=bool(result and result.get("mode") in OCCUPIED_MODES),
+                occupied=(
+                    held_occupied(held[z.pk], z.comfort_setpoint)
+                    if z.pk in held
+                    else bool(result and result.get("mode") in OCCUPIED_MODES)
+                ),
                 demand=bool(result and result.get("demand")),
             )
         )

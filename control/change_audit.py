@@ -6,7 +6,8 @@ change as "label old → new" in the staff pages' words (control/plant_words.py)
 reads a heating plant with its weather compensation, or a heat main with its heat sources and
 thermal store, as one flat snapshot so an admin save of the plant and its inline is one entry.
 Audited: heating plants, weather compensation, solar circuits, heat mains, heat sources,
-thermal stores (API_AUDITED).
+thermal stores (API_AUDITED); of a zone, whether it accepts BACnet writes (`record_zone_bacnet`:
+a door to the plant from an unauthenticated network, so who opened it is kept).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from control.models import (
     SolarCircuit,
     ThermalStore,
     WeatherCompensation,
+    Zone,
 )
 from control.plant_words import PLANT_WORDS, SOLAR_WORDS, WEATHER_WORDS, weather_words_for
 from sensors.models import Actuator, Sensor
@@ -189,3 +191,28 @@ def record(
     else:
         change = "; ".join(diff(before, after)) or "no change"
     return audit(by, subject_of(instance), change, reason)
+
+
+# A zone's BACnet write switches (docs/BACNET.md section 7), in the staff pages' words.
+ZONE_BACNET_WORDS = {
+    "bacnet_setpoint_writable": "BACnet setpoint writes accepted",
+    "bacnet_occupancy_writable": "BACnet occupancy writes accepted",
+}
+
+
+def zone_bacnet(zone: Zone | None) -> dict[str, str]:
+    """The zone's BACnet write switches in words; a zone not yet saved has them off."""
+    if zone is None or zone.pk is None:
+        return dict.fromkeys(ZONE_BACNET_WORDS, "no")
+    return snapshot(Zone.objects.get(pk=zone.pk), ZONE_BACNET_WORDS)
+
+
+def record_zone_bacnet(
+    by: AbstractBaseUser, zone: Zone, before: dict[str, str], reason: str
+) -> ProgrammeChange | None:
+    """Audit a change of the zone's BACnet write switches (before: `zone_bacnet` of it before
+    the save); nothing when they did not change."""
+    said = changes(before, zone_bacnet(zone), ZONE_BACNET_WORDS)
+    if not said:
+        return None
+    return audit(by, f"zone '{zone.name}'", "; ".join(said), reason)

@@ -3,7 +3,7 @@ the plant LAN before the old BMS is retired, so `scripts/run-site.sh` shows the 
 working. A bacpypes3 device in the simulator's own asyncio loop; no Django.
 
     device,<DEMO_INSTANCE>  "Old boiler house controller"
-    analog-input,1          "Boiler flow temperature", °C: the simulated plant's flow
+    analog-input,1          "Boiler flow temperature", °C: the simulated plant's flow, COV increment 0.1 °C
     binary-output,1         "Boiler enable", commandable; the controller's own logic holds it
                             ON at priority 16, so a write at 8 and its release show the
                             priority array at work
@@ -29,6 +29,10 @@ log = logging.getLogger("demo")
 DEMO_INSTANCE = 2701
 DEMO_NODE = "old-boiler-controller"
 HOST = "127.0.0.1"
+# An analogue object must have a COV increment: without one, bacpypes3 compares the new value
+# against None on the first change after a SubscribeCOV, and the TypeError went up through
+# `publish` and stopped the simulator, and with it the whole demo site (#31).
+COV_INCREMENT_C = 0.1
 
 
 def _status() -> list[int]:
@@ -49,12 +53,9 @@ class BoilerController:
         bacpypes3 retries a bind that fails, in the background, for ever."""
         self.flow = AnalogInputObject(
             objectIdentifier=("analog-input", 1), objectName="Boiler flow temperature",
-            presentValue=20.0, units="degreesCelsius", statusFlags=_status(),
+            presentValue=20.0, units="degreesCelsius", statusFlags=_status(), covIncrement=COV_INCREMENT_C,
             eventState="normal", outOfService=False, reliability="noFaultDetected",
             description="Flow sensor after the boiler",
-            # COV (run-site.sh runs `bacnet_cov`): a subscriber is told each change of 0.1 °C
-            # or more; without an increment bacpypes3 fails the subscription's first change.
-            covIncrement=0.1,
         )  # fmt: skip
         self.enable = BinaryOutputObject(
             objectIdentifier=("binary-output", 1), objectName="Boiler enable",
@@ -79,8 +80,15 @@ class BoilerController:
         log.info("Demo BACnet controller (device %d) on %s:%d", self.instance, self.host, self.port)
 
     def publish(self, flow_c: float) -> None:
-        if self.flow is not None and math.isfinite(flow_c):
+        """Set the flow's present value; bacpypes3 tells COV subscribers from inside the
+        assignment. A fault in that (a subscriber's request we did not foresee) is logged and
+        this value skipped: one BACnet client must not stop the demo's plant."""
+        if self.flow is None or not math.isfinite(flow_c):
+            return
+        try:
             self.flow.presentValue = round(flow_c, 2)
+        except Exception:
+            log.exception("Demo BACnet controller: publishing the flow failed; it runs on")
 
     async def stop(self) -> None:
         if self.app is not None:

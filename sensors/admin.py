@@ -11,6 +11,8 @@ from sensors.ingest import node_state as state
 from sensors.models import (
     MODBUS_DEFAULT_BLOCK,
     Actuator,
+    BacnetDevice,
+    BacnetPoint,
     EmoncmsOrigin,
     GatewayKey,
     ModbusBus,
@@ -269,3 +271,37 @@ class ActuatorAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "driver", "host", "port", "device_id", "coil", "enabled"]
     list_filter = ["kind", "driver", "enabled", "site"]
     search_fields = ["name", "host", "description"]
+
+
+class BacnetPointInline(admin.TabularInline):
+    model = BacnetPoint
+    fields = ["key", "object_type", "instance", "name", "units"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(BacnetDevice)
+class BacnetDeviceAdmin(admin.ModelAdmin):
+    """The BACnet controllers we poll, read-only: they are added with `manage.py bacnet add`
+    (or the staff page's Discover) and tuned on the staff BACnet page, the API or the command.
+    Here for their History (who changed the poll interval or timeout on the staff page, and
+    when) and their points at a glance (docs/BACNET.md section 8)."""
+
+    list_display = ["node", "address", "device_instance", "timeout_s", "vendor_name"]
+    search_fields = ["node__name", "address"]
+    readonly_fields = ["node", "address", "device_instance", "timeout_s", "vendor_name"]
+    inlines = [BacnetPointInline]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # remove the node (admin, `manage.py bacnet remove`): its points go too

@@ -669,9 +669,25 @@ class BacnetDevice(models.Model):
         from sensors.devices.bacnet_client import parse_address
 
         try:
-            parse_address(self.address)
+            host, port = parse_address(self.address)
         except ValueError as exc:
             raise ValidationError({"address": str(exc)}) from exc
+        # Two rows for one controller would poll it twice and record it under two nodes.
+        others = BacnetDevice.objects.filter(device_instance=self.device_instance).exclude(
+            pk=self.pk
+        )
+        for other in others.select_related("node"):
+            try:
+                same = parse_address(other.address) == (host, port)
+            except ValueError:  # a row from before these checks: not ours to judge here
+                continue
+            if same:
+                raise ValidationError(
+                    {
+                        "address": f"device {self.device_instance} at {host}:{port} is already "
+                        f"recorded as {other}"
+                    }  # fmt: skip
+                )
 
 
 class BacnetPoint(models.Model):

@@ -66,6 +66,27 @@ class BacnetError(Exception):
     """The controller did not answer in time, refused, or answered something unusable."""
 
 
+class RequestTimeout(TimeoutError):
+    """One request went unanswered for its own timeout (`timeout_s`), as distinct from the
+    job's overall deadline: the message names the timeout that expired, so an alarm does not
+    say 'no answer within 20 s' when the controller had 3 s. A TimeoutError, so the callers
+    that skip one unanswered point go on catching it."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"no answer within {timeout_s:g} s")
+        self.timeout_s = timeout_s
+
+
+async def _within(coro: Awaitable[T], timeout_s: float) -> T:
+    """One request bounded by its own timeout (RequestTimeout when it expires)."""
+    try:
+        return await asyncio.wait_for(coro, timeout_s)
+    except TimeoutError as exc:
+        if isinstance(exc, RequestTimeout):  # raised further in: already named
+            raise
+        raise RequestTimeout(timeout_s) from exc
+
+
 @dataclass(frozen=True)
 class Found:
     """One I-Am: a device that answered a Who-Is."""
@@ -187,14 +208,30 @@ def parse_object(ref: str) -> tuple[str, int]:
     return kind, instance
 
 
+MULTICAST = ipaddress.IPv4Network("224.0.0.0/4")
+
+
 def parse_address(address: str) -> tuple[str, int]:
     """'192.168.1.40' or '192.168.1.40:47809' -> (host, port): a BACnet/IP device is an IPv4
-    address (a name would be resolved by whoever polls, each time)."""
-    host, _, port_text = address.strip().partition(":")
+    address (a name would be resolved by whoever polls, each time). Refused: 0.0.0.0 (no one),
+    the limited broadcast 255.255.255.255 (every host on our LAN: blank is the discovery's
+    local broadcast) and multicast 224.0.0.0/4. A directed broadcast (x.x.x.255) is let
+    through: without the subnet's prefix it cannot be told from a host, and Discover takes
+    one."""
+    text = address.strip()
+    if text.count(":") > 1 or text.startswith("["):
+        raise ValueError("IPv6 is not supported: give an IPv4 address")
+    host, _, port_text = text.partition(":")
     try:
-        ipaddress.IPv4Address(host)
+        ip = ipaddress.IPv4Address(host)
     except ValueError as exc:
         raise ValueError(f"{host!r} is not an IPv4 address") from exc
+    if ip.is_unspecified:
+        raise ValueError(f"{host} is no one's address: give the controller's IPv4 address")
+    if ip == ipaddress.IPv4Address("255.255.255.255"):
+        raise ValueError(f"{host} is the broadcast to every host: give one address")
+    if ip in MULTICAST:
+        raise ValueError(f"{host} is a multicast address (224.0.0.0/4): give one address")
     try:
         port = int(port_text) if port_text else 47808
     except ValueError as exc:
@@ -233,6 +270,8 @@ def _run(
         app = make_app(local, client_instance)
         try:
             return await asyncio.wait_for(job(app), deadline_s)
+        except RequestTimeout as exc:  # one request's own timeout, inside the deadline
+            raise BacnetError(str(exc)) from exc
         except TimeoutError as exc:
             raise BacnetError(f"no answer within {deadline_s:g} s") from exc
         except (ErrorRejectAbortNack, ExecutionError) as exc:
@@ -369,7 +408,7 @@ def browse(
     max_objects = min(max(max_objects, 1), MAX_OBJECTS)
 
     async def one(app: NormalApplication, coro: Awaitable[Any]) -> Any:
-        return await asyncio.wait_for(coro, timeout_s)
+        return await _within(coro, timeout_s)
 
     async def job(app: NormalApplication) -> Browse:
         where = Address(address)
@@ -408,7 +447,7 @@ async def _condition(
     reliability when the fault flag is set, so an alarm can quote the device. A device that
     refuses status-flags is taken at its value: NORMAL."""
     try:
-        flags = await asyncio.wait_for(app.read_property(where, oid, "status-flags"), timeout_s)
+        flags = await _within(app.read_property(where, oid, "status-flags"), timeout_s)
     except (ErrorRejectAbortNack, ExecutionError):
         return NORMAL
     return await condition_of(app, where, oid, flags, timeout_s)
@@ -422,7 +461,7 @@ async def condition_of(
     if bits[FAULT_FLAG]:
         try:
             reliability = str(
-                await asyncio.wait_for(app.read_property(where, oid, "reliability"), timeout_s)
+                await _within(app.read_property(where, oid, "reliability"), timeout_s)
             )
         except (ErrorRejectAbortNack, ExecutionError):
             reliability = "fault (no reliability given)"
@@ -460,7 +499,7 @@ def read_present_values(
         for ref in refs:
             kind, number = parse_object(ref)
             try:
-                value = await asyncio.wait_for(
+                value = await _within(
                     app.read_property(where, ObjectIdentifier((kind, number)), "present-value"),
                     timeout_s,
                 )
@@ -504,8 +543,8 @@ async def _command_state(
     app: NormalApplication, where: Address, oid: ObjectIdentifier, priority: int, timeout_s: float
 ) -> CommandState:
     kind = str(oid[0])
-    value = await asyncio.wait_for(app.read_property(where, oid, "present-value"), timeout_s)
-    slots = await asyncio.wait_for(app.read_property(where, oid, "priority-array"), timeout_s)
+    value = await _within(app.read_property(where, oid, "present-value"), timeout_s)
+    slots = await _within(app.read_property(where, oid, "priority-array"), timeout_s)
     held = [_slot_value(kind, slot) for slot in slots]
     in_force = next((index + 1 for index, slot in enumerate(held) if slot is not None), None)
     return CommandState(
@@ -536,7 +575,7 @@ def command_binary(
         where = Address(address)
         oid = ObjectIdentifier((kind, number))
         value = Null(()) if state is None else BinaryPV("active" if state else "inactive")
-        await asyncio.wait_for(
+        await _within(
             app.write_property(where, oid, "present-value", value, priority=priority), timeout_s
         )
         return await _command_state(app, where, oid, priority, timeout_s)
@@ -659,7 +698,7 @@ async def _serve_point(
 
     async def write() -> None:
         value = _encode(kind, point.state)
-        await asyncio.wait_for(
+        await _within(
             app.write_property(where, oid, "present-value", value, priority=point.priority),
             point.timeout_s,
         )

@@ -95,6 +95,23 @@ class CovService:
         self._publish(now)
         return self._drain(now)
 
+    def close(self, timeout_s: float = 3.0) -> int:
+        """On stop: cancel the subscriptions held (else the controllers notify a process that is
+        gone until each lifetime ends) and remove this process's covered entries, so the poll
+        reads those points again from its next run, not only once the lifetimes run out.
+        Returns how many cancellations the controllers acknowledged."""
+        held = [self.plan.watches[pid] for pid in self.plan.covered(self.now())]
+        cancels = [self.client.cancel(w) for w in held]
+        done, _ = concurrent.futures.wait(cancels, timeout=timeout_s)
+        acknowledged = sum(1 for f in done if f.exception() is None)
+        for node_id in set(self._published) | set(self.devices):
+            self._publish_node(node_id, {}, {})
+        log.info(
+            "BACnet COV stopped: %d of %d subscriptions cancelled; their points are polled again",
+            acknowledged, len(held),
+        )  # fmt: skip
+        return acknowledged
+
     def _answered(self, point_id: int, future: concurrent.futures.Future, now: float) -> None:
         try:
             future.result()

@@ -126,6 +126,46 @@ def test_an_occupancy_write_holds_comfort_or_setback_only_where_enabled(redis_cl
 
 
 @pytest.mark.django_db
+def test_an_occupancy_write_other_than_active_or_inactive_is_refused(redis_client, device):
+    # #31: an enumerated 2 or 7 was taken as inactive and made an unoccupied override.
+    hall = f.zone("Hall", temp=18.5, bacnet_occupancy_writable=True, setback_setpoint=16.0)
+    served(device)
+    answers = peer_while_deciding(
+        device, "--write", f"binary-value,{hall.pk}=2", "--write", f"binary-value,{hall.pk}=7",
+        "--write", f"binary-value,{hall.pk}=1",  # the bound: the last state there is
+    )  # fmt: skip
+    assert [a.get("error") for a in answers] == [
+        "property: value_out_of_range", "property: value_out_of_range", None,
+    ]  # fmt: skip
+    assert list(Override.objects.filter(zone=hall).values_list("setpoint", flat=True)) == [
+        hall.comfort_setpoint
+    ]
+
+
+@pytest.mark.django_db
+def test_an_accepted_occupancy_write_reads_back_after_refreshes_while_its_override_holds(
+    redis_client, device
+):
+    # #31: the next refresh showed the tick's mode ('manual_override': not occupied), so a
+    # COV subscriber was told inactive though the occupied override held.
+    hall = f.zone("Hall", temp=18.5, bacnet_occupancy_writable=True, setback_setpoint=16.0)
+    served(device)
+    assert peer_while_deciding(device, "--write", f"binary-value,{hall.pk}=1")[0]["ok"]
+    run_tick(timezone.now())
+    assert runtime.load_zones([hall.pk])[hall.pk]["mode"] == "manual_override"
+    served(device)
+    assert peer_while_deciding(device, "--read", f"binary-value,{hall.pk}")[0]["value"] == 1
+    assert peer_while_deciding(device, "--write", f"binary-value,{hall.pk}=0")[0]["ok"]
+    served(device)
+    assert peer_while_deciding(device, "--read", f"binary-value,{hall.pk}")[0]["value"] == 0
+    # Once the override ends, the zone's own programme shows again (no booking: unoccupied).
+    later = timezone.now() + timedelta(minutes=121)
+    assert [p.occupied for p in zone_points(later) if p.zone_id == hall.pk] == [False]
+    Override.objects.filter(zone=hall).update(setpoint=hall.comfort_setpoint)
+    assert [p.occupied for p in zone_points() if p.zone_id == hall.pk] == [True]
+
+
+@pytest.mark.django_db
 def test_unoccupied_without_a_setback_turns_heating_off_but_frost_still_wins(redis_client):
     zone = f.zone("Hall", temp=4.0, bacnet_occupancy_writable=True)  # below frost-on 5 °C
     now = timezone.now()

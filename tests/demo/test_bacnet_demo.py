@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -25,8 +28,10 @@ from sensors.devices.bacnet_cov_service import CovService
 from sensors.devices.bacnet_devices import poll_device
 from sensors.models import BacnetDevice, Node, Site
 from sensors.tasks import poll_bacnet_devices
-from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, free_udp_port
+from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, PEER_PYTHON, free_udp_port
 from tests.wait import wait_for
+
+SUBSCRIBER = Path(__file__).with_name("bacpy_cov_subscriber.py")
 
 LOCAL = f"{OUR_HOST}/32:0"
 
@@ -97,6 +102,64 @@ def test_our_client_discovers_it_reads_its_flow_and_its_own_priority_16(controll
     back = bacnet_client.command_binary(_address(controller), "binary-output,1", None,
                                         priority=8, local=LOCAL, client_instance=4194000)  # fmt: skip
     assert (back.value, back.priority) == (True, 16)  # its own logic has it again
+
+
+@pytest.mark.django_db
+class Subscriber:
+    """bac-py's SubscribeCOV from another process (tests/demo/bacpy_cov_subscriber.py), as an
+    unauthenticated BMS on the plant LAN could send; its printed lines read by a thread."""
+
+    def __init__(self, address: str, ref: str) -> None:
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [str(PEER_PYTHON), str(SUBSCRIBER), "--interface", OUR_HOST, "--to", address,
+             "--object", ref],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+        )  # fmt: skip
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line.strip())
+
+    def close(self) -> None:
+        self.process.stdin.close()  # its cue to stop
+        self.process.wait(10)
+        self.reader.join(10)
+
+
+def test_a_cov_subscription_is_notified_and_the_controller_lives_on(controller, loop, caplog):
+    # #31: the first change after a SubscribeCOV raised TypeError (no covIncrement) out of
+    # `publish`, which stopped the simulator and with it the demo site.
+    subscriber = Subscriber(_address(controller), "analog-input,1")
+    try:
+        wait_for(lambda: "subscribed" in subscriber.lines, 20, "subscribed",
+                 state=lambda: subscriber.lines)  # fmt: skip
+        loop.call(controller.publish, 30.0)
+        wait_for(lambda: "pv 30.0" in subscriber.lines, 20, "notified of 30.0",
+                 state=lambda: subscriber.lines)  # fmt: skip
+        loop.call(controller.publish, 30.05)  # within the increment: no notification
+        loop.call(controller.publish, 31.5)
+        wait_for(lambda: "pv 31.5" in subscriber.lines, 20, "notified of 31.5",
+                 state=lambda: subscriber.lines)  # fmt: skip
+        assert "pv 30.05" not in subscriber.lines
+    finally:
+        subscriber.close()
+
+    # A fault while telling subscribers is logged, not raised into the simulator's loop: a
+    # property monitor (bacpypes3 calls them from inside the assignment) that fails.
+    def broken(old: object, new: object) -> None:
+        raise TypeError("a monitor's fault")
+
+    controller.flow._property_monitors["presentValue"].append(broken)
+    loop.call(controller.publish, 40.0)
+    assert "publishing the flow failed" in caplog.text
+    read = bacnet_client.read_present_values(
+        _address(controller), ["analog-input,1"], local=LOCAL, client_instance=4194000,
+        timeout_s=2, deadline_s=5,
+    )  # fmt: skip
+    assert read.errors == {}  # it still answers
 
 
 @pytest.mark.django_db

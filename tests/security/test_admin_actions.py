@@ -48,6 +48,9 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("alarms.alarm", DELETE): NOBODY,
     # Findings keep who marked them what (docs/FINDINGS.md): never deleted.
     ("findings.finding", DELETE): NOBODY,
+    # A BACnet controller is shown, not edited, in the admin (its history): removed with its
+    # node.
+    ("sensors.bacnetdevice", DELETE): NOBODY,
     # The programme audit (schedules, calendars, rooms: the staff pages write it) is a record.
     ("control.programmechange", DELETE): NOBODY,
     **{

@@ -58,6 +58,11 @@ def test_a_viewer_reads_controllers_and_may_not_change_them(engineer_api, viewer
     ("change", "field"),
     [
         ({"address": "not an address:99999"}, "address"),
+        ({"address": "0.0.0.0"}, "address"),
+        ({"address": "255.255.255.255"}, "address"),
+        ({"address": "224.0.0.1"}, "address"),
+        ({"address": "239.255.255.255:47808"}, "address"),
+        ({"address": "fe80::1"}, "address"),
         ({"device_instance": 4194303}, "device_instance"),  # the wildcard, past the 22 bits
         ({"interval": 4}, "interval"),  # below the command's 5 s
         ({"interval": 86401}, "interval"),
@@ -75,6 +80,42 @@ def test_a_bad_controller_is_a_400_naming_the_field_and_nothing_is_stored(
     assert answer.status_code == 400
     assert field in answer.json()["fields"], answer.json()
     assert not BacnetDevice.objects.exists() and not Node.objects.exists()
+
+
+@pytest.mark.django_db
+def test_addresses_are_refused_in_words_and_a_directed_broadcast_or_the_last_unicast_taken(
+    engineer_api,
+):
+    said = {}
+    for address in ("0.0.0.0", "255.255.255.255", "224.0.0.0", "fe80::1", "[::1]:47808"):
+        answer = engineer_api.post("/api/v1/bacnet-devices", {**DEVICE, "address": address},
+                                   format="json")  # fmt: skip
+        assert answer.status_code == 400 and answer.json()["success"] is False
+        said[address] = answer.json()["fields"]["address"][0]
+    assert said["0.0.0.0"].startswith("0.0.0.0 is no one's address")
+    assert said["255.255.255.255"].startswith("255.255.255.255 is the broadcast to every host")
+    assert said["224.0.0.0"].startswith("224.0.0.0 is a multicast address")
+    assert said["fe80::1"] == said["[::1]:47808"] == "IPv6 is not supported: give an IPv4 address"
+    # The bounds either side: the last address below multicast, and a /24's .255 (a host on a
+    # wider subnet, or a directed broadcast: not ours to judge without the prefix).
+    for name, address in (("below", "223.255.255.255"), ("dot255", "10.1.2.255")):
+        answer = engineer_api.post("/api/v1/bacnet-devices",
+                                   {**DEVICE, "name": name, "address": address},
+                                   format="json")  # fmt: skip
+        assert answer.status_code == 201, answer.json()
+
+
+@pytest.mark.django_db
+def test_a_second_controller_at_the_same_address_and_instance_is_a_400_on_address(engineer_api):
+    assert engineer_api.post("/api/v1/bacnet-devices", DEVICE, format="json").status_code == 201
+    port = DEVICE["address"] if ":" in DEVICE["address"] else f"{DEVICE['address']}:47808"
+    twin = {**DEVICE, "name": "twin", "address": port}  # the same, with the default port said
+    answer = engineer_api.post("/api/v1/bacnet-devices", twin, format="json")
+    assert answer.status_code == 400
+    assert "is already recorded as" in answer.json()["fields"]["address"][0]
+    other = {**DEVICE, "name": "other", "device_instance": DEVICE["device_instance"] + 1}
+    assert engineer_api.post("/api/v1/bacnet-devices", other, format="json").status_code == 201
+    assert BacnetDevice.objects.count() == 2
 
 
 @pytest.mark.django_db

@@ -174,6 +174,26 @@ def test_notifications_faster_than_the_bound_are_dropped_counted_and_the_latest_
     assert points["analog-input-1"].cov_dropped == 3
 
 
+def test_on_stop_it_cancels_its_subscriptions_and_the_poll_reads_its_points_again(
+    controller, client, device, caplog
+):
+    # #31: a stopped process left its covered entries for the subscriptions' lifetime, and
+    # the poll skipped those points meanwhile.
+    service = CovService(client, Plan(300), max_per_device=50, min_interval_s=0.1)
+    service.load()
+    wait_for(lambda: settled(service, 1), 20, "the subscriptions answered")
+    assert bacnet_status.covered_keys(device.node_id, time.time()) == {"analog-input-1"}
+    assert poll_bacnet_device(device.node_id)["values"] == {"binary-output-1": 1.0}
+
+    assert service.close() == 1  # the flow's subscription; the refused enable had none
+    assert "BACnet COV stopped: 1 of 1 subscriptions cancelled" in caplog.text
+    assert bacnet_status.covered_keys(device.node_id, time.time()) == set()
+    assert bacnet_status.last_read([device])[0].points[0].read_by == "poll"
+    controller.plant(f"pv {FLOW} 64.0")
+    report = poll_bacnet_device(device.node_id)
+    assert report["values"] == {"analog-input-1": 64.0, "binary-output-1": 1.0}
+
+
 def test_the_command_runs_subscribes_and_stops_by_itself(controller, device, capsys, settings):
     settings.BMS_BACNET_COV_MIN_INTERVAL_S = 0.1
     call_command("bacnet_cov", "--for", "2")

@@ -104,6 +104,26 @@ def test_an_engineer_changes_the_poll_settings_audited(engineer, device):
     assert entry.change_message == "Poll every 5 s, timeout 30.0 s (staff BACnet page)."
 
 
+def test_a_controllers_settings_history_is_seen_in_the_admin_which_does_not_edit_it(
+    engineer, viewer, device
+):
+    # #31: the staff page's changes were logged with nowhere to see them.
+    _login(engineer).post(f"/staff/bacnet/{device.pk}/settings", {"interval": "5"})
+    for user in (engineer, viewer):
+        history = _login(user).get(f"/admin/sensors/bacnetdevice/{device.pk}/history/")
+        assert history.status_code == 200
+        assert "Poll every 5 s, timeout 3.0 s (staff BACnet page)." in history.content.decode()
+    page = _login(engineer).get(f"/admin/sensors/bacnetdevice/{device.pk}/change/")
+    html = page.content.decode()
+    assert page.status_code == 200 and "Boiler flow temperature" in html
+    assert 'name="timeout_s"' not in html  # read-only: changed on the staff page or the API
+    refused = _login(engineer).post(f"/admin/sensors/bacnetdevice/{device.pk}/change/",
+                                    {"timeout_s": "10"})  # fmt: skip
+    assert refused.status_code == 403
+    device.refresh_from_db()
+    assert device.timeout_s == 3.0
+
+
 def test_poll_now_queues_a_poll_for_the_worker(engineer, device, redis_client):
     answer = _login(engineer).post(f"/staff/bacnet/{device.pk}/poll", follow=True)
     assert "A poll of boiler-house is queued" in answer.content.decode()
@@ -154,7 +174,11 @@ def test_discover_queues_a_who_is_for_the_worker_once_at_a_time(engineer, redis_
     ("target", "message"),
     [("300.1.2.3", "target: &#x27;300.1.2.3&#x27; is not an IPv4 address"),
      ("192.0.2.1:70000", "target: port 70000 is out of range 1-65535"),
-     ("1" * 64, "is not an IPv4 address"), ("1" * 65, "target: at most 64 characters")],
+     ("1" * 64, "is not an IPv4 address"), ("1" * 65, "target: at most 64 characters"),
+     ("0.0.0.0", "target: 0.0.0.0 is no one&#x27;s address"),
+     ("255.255.255.255", "target: 255.255.255.255 is the broadcast to every host"),
+     ("224.0.0.1", "target: 224.0.0.1 is a multicast address"),
+     ("fe80::1", "target: IPv6 is not supported: give an IPv4 address")],
 )  # fmt: skip
 def test_a_bad_discover_target_is_refused_naming_the_field(engineer, redis_client, target, message):
     answer = _login(engineer).post("/staff/bacnet/discover", {"target": target})

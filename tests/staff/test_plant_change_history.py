@@ -209,3 +209,37 @@ def test_an_admin_heat_main_with_its_source_is_one_entry(engineer):
     assert (change.subject, change.reason) == ("heat main 'Heat main'", ADMIN_REASON)
     assert change.change.startswith("created: Name — → Heat main; ")
     assert "heat source 'Gas 1': Actuator — → Gas 1 (boiler)" in change.change
+
+
+def test_enabling_a_zones_bacnet_writes_is_recorded_through_the_api_and_the_admin(engineer):
+    # #31: it opens the zone to an unauthenticated network, and left no trace of who did it.
+    zone = f.zone("Hall")
+    api = token_client(engineer)
+    url = f"/api/v1/zones/{zone.pk}"
+    assert api.patch(url, {"bacnet_setpoint_writable": True}, format="json").status_code == 200
+    assert api.patch(url, {"comfort_setpoint": 20.5}, format="json").status_code == 200  # not it
+    change = ProgrammeChange.objects.get()
+    assert (change.by, change.subject, change.change, change.reason) == (
+        "engineer", "zone 'Hall'", "BACnet setpoint writes accepted no → yes", API_REASON,
+    )  # fmt: skip
+
+    admin_url = f"/admin/control/zone/{zone.pk}/change/"
+    c = client_for(engineer)
+    data = _admin_form(admin_url, c)
+    data.pop("bacnet_setpoint_writable", None)  # unticked
+    data["bacnet_occupancy_writable"] = "on"
+    page = c.post(admin_url, data)
+    assert page.status_code == 302, page.content.decode()[:3000]
+    latest = ProgrammeChange.objects.order_by("-pk").first()
+    assert (latest.subject, latest.change, latest.reason) == (
+        "zone 'Hall'",
+        "BACnet setpoint writes accepted yes → no; BACnet occupancy writes accepted no → yes",
+        ADMIN_REASON,
+    )
+
+
+def test_a_zone_created_with_bacnet_writes_on_is_recorded(engineer_api):
+    made = engineer_api.post("/api/v1/zones", {"name": "Gym", "slug": "gym", "bacnet_occupancy_writable": True},
+                             format="json")  # fmt: skip
+    assert made.status_code == 201, made.json()
+    assert ProgrammeChange.objects.get().change == "BACnet occupancy writes accepted no → yes"

@@ -6,12 +6,12 @@ controllers notify, so the poll need not ask (sensors/devices/bacnet_cov_service
 A long-running process of its own (like bms_mqtt), never a web request or a Celery task: it
 must be there to hear the notifications. Points a controller refuses to subscribe are polled
 as before; without this process every point is polled. Stops on SIGTERM, cancelling its
-subscriptions (each also ends by itself after BMS_BACNET_COV_LIFETIME_S).
+subscriptions (each also ends by itself after BMS_BACNET_COV_LIFETIME_S) and removing its
+"covered" entries from Redis, so the poll reads those points again at once.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import signal
 import threading
@@ -72,6 +72,9 @@ class Command(BaseCommand):
                     connection.close_if_unusable_or_obsolete()
                 stop.wait(STEP_S)
         finally:
-            cancels = [client.cancel(w) for w in service.plan.watches.values()]
-            concurrent.futures.wait(cancels, timeout=3)
-            client.stop()
+            try:
+                service.close()
+            except (DatabaseError, RedisError) as exc:  # covered entries then expire by time
+                log.error("BACnet COV: on stop: %s", exc)
+            finally:
+                client.stop()
