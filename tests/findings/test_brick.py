@@ -169,6 +169,15 @@ def test_export_brick_names_an_unknown_site(db):
         call_command("export_brick", "--site", "no-such-site")
 
 
+@pytest.mark.parametrize("where", ["missing/site.ttl", "."])
+def test_export_brick_names_an_output_it_cannot_write(db, tmp_path, where):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--output"):  # a message, not a traceback
+        call_command("export_brick", "-o", str(tmp_path / where))
+
+
 def test_staff_download_the_model_as_turtle(demo, client):
     from django.contrib.auth.models import User
 

@@ -32,5 +32,8 @@ class Command(BaseCommand):
         if output is None:
             self.stdout.write(ttl)
             return
-        Path(output).write_text(ttl, encoding="utf-8")
+        try:
+            Path(output).write_text(ttl, encoding="utf-8")
+        except OSError as exc:  # a missing directory, a directory, no permission
+            raise CommandError(f"--output {output}: {exc.strerror}") from None
         self.stderr.write(f"Wrote {output} ({len(ttl.encode())} bytes)")
