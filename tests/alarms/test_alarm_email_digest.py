@@ -42,7 +42,7 @@ def test_an_ingest_request_that_raises_an_alarm_sends_no_mail(recipients, redis_
     assert mail.outbox == []  # nothing sent on the web thread
     assert send_alarm_digest() == 1
     (message,) = mail.outbox
-    assert message.subject.startswith("[BMS warning] Gateway key 'emonpi' sends values")
+    assert message.subject.startswith("[BMS warning] Gateway key 'emonpi' sent values")
 
 
 def test_many_alarms_are_one_message_most_urgent_first(recipients, redis_client):
