@@ -47,6 +47,7 @@ from bacpypes3.pdu import IPv4Address
 from bacpypes3.primitivedata import ObjectType, Real
 
 from control.bacnet_writes import NetworkWrite, WriteRefused
+from sensors.devices.bacnet_app_thread import AppThread
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +128,12 @@ def _status(fault: bool) -> list[int]:
     return [0, 1 if fault else 0, 0, 0]  # in-alarm, fault, overridden, out-of-service
 
 
-class SiteDevice:
+class SiteDevice(AppThread):
     """The BACnet application on its own thread and loop. `start`, then `update` from any
     thread as often as the values change, `stop` at the end."""
+
+    LABEL = "BACnet server"
+    THREAD_NAME = "bacnet-server"
 
     def __init__(
         self, local: str, instance: int, name: str, *, max_subscriptions: int = 200
@@ -148,32 +152,6 @@ class SiteDevice:
         self._writes: queue.Queue[tuple[NetworkWrite, concurrent.futures.Future]] = queue.Queue(
             MAX_PENDING_WRITES
         )
-
-    def start(self, timeout_s: float = 10.0) -> None:
-        self._thread = threading.Thread(target=self._run, name="bacnet-server", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError(f"BACnet server did not start within {timeout_s:g} s")
-        if self._error is not None:
-            raise RuntimeError(f"BACnet server cannot listen on {self.local}: {self._error}")
-
-    def _run(self) -> None:
-        loop = self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            # bacpypes3 binds its socket on the running loop: created inside it.
-            self._app = loop.run_until_complete(self._create_app())
-        except (OSError, ValueError) as exc:
-            self._error = exc
-            self._ready.set()
-            loop.close()
-            return
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            self._app.close()
-            loop.close()
 
     async def _create_app(self) -> _SiteApplication:
         device = DeviceObject(

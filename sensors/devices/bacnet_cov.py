@@ -42,6 +42,7 @@ from bacpypes3.local.device import DeviceObject
 from bacpypes3.pdu import Address, IPv4Address
 from bacpypes3.primitivedata import ObjectIdentifier, Real, Unsigned
 
+from sensors.devices.bacnet_app_thread import AppThread
 from sensors.devices.bacnet_client import (
     MAX_INSTANCE,
     Condition,
@@ -167,9 +168,12 @@ class _CovApplication(NormalApplication):
 _PRESENT_VALUE_TYPES = {"analog": Real, "binary": BinaryPV, "multi-state": Unsigned}
 
 
-class CovClient:
+class CovClient(AppThread):
     """The BACnet application on its own thread and loop: `start`, `subscribe`/`cancel` from
     the main thread (each answers a concurrent Future), `notifications` to drain, `stop`."""
+
+    LABEL = "BACnet COV client"
+    THREAD_NAME = "bacnet-cov"
 
     def __init__(self, local: str, instance: int, *, timeout_s: float = 3.0) -> None:
         self.local, self.instance, self.timeout_s = local, instance, timeout_s
@@ -181,31 +185,6 @@ class CovClient:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
-
-    def start(self, timeout_s: float = 10.0) -> None:
-        self._thread = threading.Thread(target=self._run, name="bacnet-cov", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError(f"BACnet COV client did not start within {timeout_s:g} s")
-        if self._error is not None:
-            raise RuntimeError(f"BACnet COV client cannot listen on {self.local}: {self._error}")
-
-    def _run(self) -> None:
-        loop = self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            self._app = loop.run_until_complete(self._create_app())
-        except (OSError, ValueError) as exc:
-            self._error = exc
-            self._ready.set()
-            loop.close()
-            return
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            self._app.close()
-            loop.close()
 
     async def _create_app(self) -> _CovApplication:
         device = DeviceObject(
