@@ -55,9 +55,14 @@ METER_POINT = {
 # first one listed here).
 ZONE_AIR = "Zone_Air_Temperature_Sensor"
 SUPPLY_WATER = "Leaving_Hot_Water_Temperature_Sensor"
+RETURN_WATER = "Entering_Hot_Water_Temperature_Sensor"
 OUTSIDE_AIR = "Outside_Air_Temperature_Sensor"
 WATER = "Water_Temperature_Sensor"
 CONTACT = "Contact_Sensor"
+COLLECTOR = "Temperature_Sensor"  # a solar circuit's collector sensor reads its temperature
+# A zone's actuator switches its heat (Zone.actuators: radiator valves, circuit pumps): one
+# of the generic relay kind is a heating valve; a pump or a valve keeps its kind's class.
+ZONE_VALVE = "Heating_Valve"
 COMMAND = "On_Off_Command"  # each actuator's relay command, the audit log's rows
 
 
@@ -214,7 +219,8 @@ def _zones(b: _Builder, site: Site | None) -> None:
         if (sensor := b.sensor(zone.temperature_sensor, ZONE_AIR)) is not None:
             b.link(sensor, "isPointOf", uri)
         for valve in zone.actuators.all():
-            b.link(b.actuator(valve), "feeds", uri)
+            role = ZONE_VALVE if valve.kind == Actuator.Kind.RELAY else ""
+            b.link(b.actuator(valve, role), "feeds", uri)
     windows = WindowDetection.objects.select_related("contact_sensor__node")
     if site is not None:
         windows = windows.filter(zone__site=site)
@@ -229,7 +235,9 @@ def _pump_role(actuator: Actuator | None) -> str:
 
 
 def _plants(b: _Builder, site: Site | None) -> None:
-    plants = _of_site(HeatingPlant.objects.select_related("boiler", "pump"), site)
+    plants = _of_site(
+        HeatingPlant.objects.select_related("boiler", "pump", "flow_sensor", "return_sensor"), site
+    )
     for plant in plants.prefetch_related("zones").order_by("pk"):
         uri = b.entity(_node("plant", plant.pk), "Hot_Water_System", plant.name)
         boiler = b.actuator(plant.boiler, "Boiler")
@@ -241,6 +249,8 @@ def _plants(b: _Builder, site: Site | None) -> None:
         # Brick gives a System no points: the plant's sensors are points of its boiler.
         if (flow := b.sensor(plant.flow_sensor, SUPPLY_WATER)) is not None:
             b.link(flow, "isPointOf", boiler)
+        if (back := b.sensor(plant.return_sensor, RETURN_WATER)) is not None:
+            b.link(back, "isPointOf", boiler)
         if (outside := b.sensor(plant.outside_sensor, OUTSIDE_AIR)) is not None:
             b.link(outside, "isPointOf", boiler)
 
@@ -251,7 +261,7 @@ def _solar(b: _Builder, site: Site | None) -> None:
         collector = b.entity(_node("collector", c.pk), "Solar_Thermal_Collector", c.name)
         tank = b.entity(_node("tank", c.pk), "Hot_Water_Storage_Tank", f"{c.name}: tank")
         b.link(collector, "feeds", tank)
-        b.link(b.sensor(c.collector_sensor), "isPointOf", collector)
+        b.link(b.sensor(c.collector_sensor, COLLECTOR), "isPointOf", collector)
         b.link(b.sensor(c.tank_sensor, WATER), "isPointOf", tank)
         b.link(collector, "hasPart", b.actuator(c.pump))
 

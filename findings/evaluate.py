@@ -20,21 +20,20 @@ from findings import detect, energy_checks, plant_checks, rules
 from findings.costs import waste
 from findings.models import Finding
 from findings.points import (
-    MAX_SUBJECTS,
     READ_INTERVAL_S,
     CommandLog,
     Trip,
+    bound,
     heat_on,
     measured_zones,
     occupancy,
     occupied_setpoints,
     plant_subject,
-    plants_of_zones,
     sensor_subject,
     span_hours,
     trip,
+    zone_points,
     zone_subject,
-    zones,
 )
 
 MAX_RANGE = timedelta(days=7)
@@ -57,10 +56,8 @@ class Summary:
 def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.HEATING_UNOCCUPIED]
     trips = []
-    for zone in zones():
-        valves = list(zone.actuators.all())
-        if not valves:
-            continue
+    for zone, points in zone_points(rule, log):
+        valves = points["valves"]
         occupied = occupancy(zone, start, end)
         found: list[detect.Span] = []
         for valve in valves:
@@ -95,7 +92,7 @@ def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[
 def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_FLATLINE]
     trips = []
-    for zone, sensor, valves in measured_zones():
+    for zone, sensor, valves in measured_zones(rule, log):
         found = detect.flatline(
             log.readings(sensor.feed_id),
             heat_on(valves, start, end, log),
@@ -125,10 +122,11 @@ def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Tri
 def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SHORT_CYCLING]
     trips = []
-    plants = HeatingPlant.objects.filter(enabled=True).select_related("boiler", "site")
-    for plant in plants.order_by("pk")[:MAX_SUBJECTS]:
+    plants = HeatingPlant.objects.filter(enabled=True).select_related("site")
+    for plant, points in bound(rule, log, HeatingPlant, plants):
+        boiler = points["boiler"][0]
         hours = detect.short_cycling(
-            detect.starts(log.of(plant.boiler)),
+            detect.starts(log.of(boiler)),
             start,
             end,
             per_hour=rules.MAX_STARTS_PER_HOUR,
@@ -140,13 +138,11 @@ def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
         trips.append(
             trip(
                 rule,
-                plant_subject(
-                    plant, f"Boiler '{plant.boiler.name}' of heating plant '{plant.name}'"
-                ),
+                plant_subject(plant, f"Boiler '{boiler.name}' of heating plant '{plant.name}'"),
                 [span for span, _ in hours],
                 f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in {len(hours)} "
                 f"hours (at most {worst}); {excess} starts beyond the threshold",
-                actuators=[plant.boiler],
+                actuators=[boiler],
                 kwh=excess * rules.BOILER_KW * rules.CYCLE_LOSS_MIN / 60 / rules.BOILER_EFFICIENCY,
             )
         )
@@ -156,7 +152,7 @@ def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
 def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.UNDER_SETPOINT]
     trips = []
-    for zone, sensor, valves in measured_zones():
+    for zone, sensor, valves in measured_zones(rule, log):
         occupied = occupied_setpoints(zone, start, end)
         if not occupied:
             continue
@@ -187,21 +183,16 @@ def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip
 
 def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.VALVE_PASSING]
-    plants_of = plants_of_zones()
     trips = []
-    for zone, sensor, valves in measured_zones():
-        plants = plants_of.get(zone.pk, [])
-        if not plants:
-            continue
+    for zone, points in zone_points(rule, log):
+        sensor, valves, boilers = points["temperature"][0], points["valves"], points["boilers"]
         # shut = every valve commanded OFF, from PASSING_SETTLE after its OFF
         shut = [detect.Span(start, end)]
         for v in valves:
             off = detect.off_spans(log.of(v), start, end)
             settled = [detect.Span(s.start + rules.PASSING_SETTLE, s.end) for s in off]
             shut = detect.intersect(shut, [s for s in settled if s.end > s.start])
-        boiler_on = detect.union(
-            s for p in plants for s in detect.on_spans(log.of(p.boiler), start, end)
-        )
+        boiler_on = detect.union(s for b in boilers for s in detect.on_spans(log.of(b), start, end))
         found = detect.warming(
             log.readings(sensor.feed_id),
             detect.intersect(shut, boiler_on),
@@ -221,7 +212,7 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
                 f"Warmed {rise:.1f} K in {span_hours(spans):.1f} h over {len(spans)} spells "
                 "with its valves commanded shut and the boiler ON",
                 sensors=[sensor],
-                actuators=valves + [p.boiler for p in plants],
+                actuators=valves + boilers,
                 kwh=rise * rules.ROOM_HEAT_KWH_PER_K / rules.BOILER_EFFICIENCY,
             )
         )
@@ -231,10 +222,8 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
 def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_SPIKES]
     trips = []
-    for zone in zones():
-        sensor = zone.temperature_sensor
-        if sensor is None or sensor.feed_id is None:
-            continue
+    for zone, points in zone_points(rule, log):
+        sensor = points["temperature"][0]
         times = detect.spikes(
             log.readings(sensor.feed_id),
             jump_k=rules.SPIKE_JUMP_K,

@@ -16,13 +16,14 @@ from findings.points import (
     CommandLog,
     Subject,
     Trip,
+    bound,
     measured_zones,
     plant_subject,
     sensor_subject,
     span_hours,
     trip,
+    zone_points,
     zone_subject,
-    zones,
 )
 
 STEP = timedelta(seconds=READ_INTERVAL_S)
@@ -32,19 +33,18 @@ EVIDENCE_NEIGHBOURS = 5
 def low_delta_t(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.LOW_DELTA_T]
     trips = []
-    plants = HeatingPlant.objects.filter(
-        enabled=True, flow_sensor__feed__isnull=False, return_sensor__feed__isnull=False
-    ).select_related("boiler", "site", "flow_sensor", "return_sensor")
-    for plant in plants.order_by("pk")[:MAX_SUBJECTS]:
-        flow = log.readings(plant.flow_sensor.feed_id)
+    plants = HeatingPlant.objects.filter(enabled=True).select_related("site")
+    for plant, points in bound(rule, log, HeatingPlant, plants):
+        boiler, flow_sensor, return_sensor = (points[k][0] for k in ("boiler", "flow", "return"))
+        flow = log.readings(flow_sensor.feed_id)
         firing = [
             detect.Span(s.start + rules.LOW_DT_SETTLE, s.end)
-            for s in detect.on_spans(log.of(plant.boiler), start, end)
+            for s in detect.on_spans(log.of(boiler), start, end)
             if s.end - s.start > rules.LOW_DT_SETTLE
         ]
         hot = detect.held(flow, lambda v: v >= rules.LOW_DT_MIN_FLOW_C, STEP)
         small = detect.held(
-            detect.difference(flow, log.readings(plant.return_sensor.feed_id)),
+            detect.difference(flow, log.readings(return_sensor.feed_id)),
             lambda dt: dt < rules.LOW_DT_K,
             STEP,
         )
@@ -59,8 +59,8 @@ def low_delta_t(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
                 f"Flow-return ΔT under {rules.LOW_DT_K:g} K for {span_hours(found):.1f} h "
                 f"while the boiler fired with the flow at {rules.LOW_DT_MIN_FLOW_C:g} °C or "
                 f"more, in {len(found)} spells",
-                sensors=[plant.flow_sensor, plant.return_sensor],
-                actuators=[plant.boiler],
+                sensors=[flow_sensor, return_sensor],
+                actuators=[boiler],
             )
         )
     return trips
@@ -69,19 +69,18 @@ def low_delta_t(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
 def solar_no_gain(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SOLAR_NO_GAIN]
     trips = []
-    circuits = SolarCircuit.objects.filter(
-        enabled=True, collector_sensor__feed__isnull=False, tank_sensor__feed__isnull=False
-    ).select_related("pump", "site", "collector_sensor", "tank_sensor")
-    for circuit in circuits.order_by("pk")[:MAX_SUBJECTS]:
-        tank = log.readings(circuit.tank_sensor.feed_id)
+    circuits = SolarCircuit.objects.filter(enabled=True).select_related("site")
+    for circuit, points in bound(rule, log, SolarCircuit, circuits):
+        collector, tank_sensor, pump = (points[k][0] for k in ("collector", "tank", "pump"))
+        tank = log.readings(tank_sensor.feed_id)
         colder = detect.held(
-            detect.difference(log.readings(circuit.collector_sensor.feed_id), tank),
+            detect.difference(log.readings(collector.feed_id), tank),
             lambda dt: dt < -rules.SOLAR_NO_GAIN_MARGIN_K,
             STEP,
         )
         running = [
             s
-            for s in detect.on_spans(log.of(circuit.pump), start, end)
+            for s in detect.on_spans(log.of(pump), start, end)
             if s.strategy not in rules.SOLAR_EXCUSED
         ]
         found = [
@@ -93,7 +92,6 @@ def solar_no_gain(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
             continue
         hours = span_hours(found)
         fall = sum(_fall(tank, s) for s in found)
-        pump = circuit.pump
         trips.append(
             trip(
                 rule,
@@ -107,7 +105,7 @@ def solar_no_gain(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
                 f"Pump ON {hours:.1f} h in {len(found)} spells with the collector more than "
                 f"{rules.SOLAR_NO_GAIN_MARGIN_K:g} K colder than the tank; the tank fell "
                 f"{fall:.1f} K meanwhile",
-                sensors=[circuit.collector_sensor, circuit.tank_sensor],
+                sensors=[collector, tank_sensor],
                 actuators=[pump],
                 kwh=hours * rules.SOLAR_PUMP_KW + fall * rules.SOLAR_TANK_KWH_PER_K,
                 fuel=rules.ELECTRICITY_FUEL,
@@ -131,7 +129,7 @@ def window_drops(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     allowed = rules.WINDOW_DROPS_PER_WEEK * share
     detection = {w.zone_id: w for w in WindowDetection.objects.all()}
     trips = []
-    for zone, sensor, valves in measured_zones():
+    for zone, sensor, valves in measured_zones(rule, log):
         paused = detect.union(
             s
             for v in valves
@@ -164,7 +162,7 @@ def window_drops(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
 def optimum_pinned(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.OPTIMUM_PINNED]
     trips = []
-    for zone in zones():
+    for zone, points in zone_points(rule, log):
         if not zone.optimum_start:
             continue
         rows = OptimumStartLog.objects.filter(
@@ -187,7 +185,7 @@ def optimum_pinned(start: datetime, end: datetime, log: CommandLog) -> list[Trip
                 pinned,
                 f"Pre-heat pinned at its limit on {pinned_on} of {days} days (maximum "
                 f"{zone.max_preheat_min} min; learned rate now {starts[-1][2]:g} min/K)",
-                sensors=[zone.temperature_sensor] if zone.temperature_sensor else [],
+                sensors=points["temperature"],
             )
         )
     return trips
@@ -196,10 +194,8 @@ def optimum_pinned(start: datetime, end: datetime, log: CommandLog) -> list[Trip
 def sensor_out_of_range(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_RANGE]
     trips = []
-    for zone in zones():
-        sensor = zone.temperature_sensor
-        if sensor is None or sensor.feed_id is None:
-            continue
+    for zone, points in zone_points(rule, log):
+        sensor = points["temperature"][0]
         found = [
             s
             for s in detect.held(
@@ -227,10 +223,11 @@ def sensor_out_of_range(start: datetime, end: datetime, log: CommandLog) -> list
 def sensor_drift(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_DRIFT]
     means: dict[int, dict[datetime, float]] = {}
-    measured = [z for z in zones() if z.temperature_sensor and z.temperature_sensor.feed_id]
+    sensor_of = {zone: points["temperature"][0] for zone, points in zone_points(rule, log)}
+    measured = list(sensor_of)
     for zone in measured:
         days = detect.daily_means(
-            log.readings(zone.temperature_sensor.feed_id),
+            log.readings(sensor_of[zone].feed_id),
             start,
             end,
             min_readings=rules.DRIFT_MIN_READINGS,
@@ -258,7 +255,7 @@ def sensor_drift(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
         if drift is None:
             continue
         last, slope = drift
-        sensor = zone.temperature_sensor
+        sensor = sensor_of[zone]
         trips.append(
             trip(
                 rule,
@@ -268,7 +265,7 @@ def sensor_drift(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
                 f"other zones' of its site on the last day, the gap widening {abs(slope):.2f} K "
                 f"a day over {len(gaps)} days",
                 # its neighbours' feeds to compare with, a few: a site may have hundreds
-                sensors=[sensor] + [n.temperature_sensor for n in neighbours[:EVIDENCE_NEIGHBOURS]],
+                sensors=[sensor] + [sensor_of[n] for n in neighbours[:EVIDENCE_NEIGHBOURS]],
             )
         )
     return trips

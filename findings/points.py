@@ -1,8 +1,9 @@
 """Where a rule's points come from, and what a rule's trip is (docs/FINDINGS.md).
 
-Points are found through the site model: zones with their temperature sensors, valves,
-schedules and bookings; heating plants with their boilers and their zones; relay commands from
-the audit log (ActuatorCommand, with the strategy that asked); feeds read from the feed store.
+Points are found by Brick class in the site's Brick model (findings/needs.py, site_model.py):
+`bound(rule, log, Zone)` gives each zone the rule can judge with the sensors and actuators
+its needs name. Schedules and bookings come from the zone; relay commands from the audit log
+(ActuatorCommand, with the strategy that asked); feeds are read from the feed store.
 Shared by the rule modules (findings/evaluate.py, findings/plant_checks.py) so none imports
 another. Work is bounded: at most MAX_SUBJECTS zones or plants a rule, MAX_COMMANDS audit rows
 an actuator a range, and feeds read at READ_INTERVAL_S (at most a week's 2,016 points).
@@ -10,6 +11,7 @@ an actuator a range, and feeds read at READ_INTERVAL_S (at most a week's 2,016 p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,9 +22,11 @@ from django.conf import settings
 from control.engine.strategies import bookings as booking_windows
 from control.engine.strategies import schedule as schedule_windows
 from control.mapper import booking_spec, schedule_spec
-from control.models import ActuatorCommand, HeatingPlant, Zone
+from control.models import ActuatorCommand, HeatingPlant, SolarCircuit, Zone
 from feeds.store import service as feed_service
 from findings import detect, rules
+from findings.brick import site_graph
+from findings.site_model import SiteModel
 from sensors.models import Actuator, Sensor, Site
 
 MAX_SUBJECTS = 500
@@ -145,6 +149,58 @@ class CommandLog:
             self._readings[feed_id] = read_feed(feed_id, self.start, self.end)
         return self._readings[feed_id]
 
+    @functools.cached_property
+    def model(self) -> SiteModel:
+        """The site's Brick model, built once a run for every rule."""
+        return SiteModel(site_graph())
+
+
+# The Brick model's name for each kind of subject a rule judges (findings/brick.py).
+SUBJECT_KIND = {Zone: "zone", HeatingPlant: "plant", SolarCircuit: "collector"}
+Point = Sensor | Actuator
+
+
+def bound(rule: rules.Rule, log: CommandLog, model, rows=None) -> list[tuple]:
+    """Each enabled `model` row (a Zone, HeatingPlant or SolarCircuit) the rule's needs find
+    points for in the site's Brick model, with {need name: its sensors or actuators}; a
+    sensor counts only when recorded in a feed. In id order, at most MAX_SUBJECTS.
+    `rows`: the queryset to read the subjects from (default: the enabled ones)."""
+    kind = SUBJECT_KIND[model]
+    bindings = [b for b in log.model.bind(rule.subject, rule.needs) if b.subject.kind == kind]
+    if rows is None:
+        rows = model.objects.filter(enabled=True)
+    subjects = rows.in_bulk([b.subject.pk for b in bindings])
+    wanted = [e for b in bindings for points in b.points.values() for e in points]
+    sensors = Sensor.objects.in_bulk([e.pk for e in wanted if e.kind == "sensor"])
+    # a relay's command point is named for its actuator (urn:bms:command-<actuator id>)
+    actuators = Actuator.objects.in_bulk(
+        [e.pk for e in wanted if e.kind in ("command", "actuator")]
+    )
+    found = []
+    for b in bindings:
+        if (subject := subjects.get(b.subject.pk)) is None:
+            continue
+        points: dict[str, list[Point]] = {}
+        for need in rule.needs:
+            rows_of = []
+            for e in b.points.get(need.name, []):
+                if e.kind == "sensor" and (s := sensors.get(e.pk)) and s.feed_id is not None:
+                    rows_of.append(s)
+                elif e.kind in ("command", "actuator") and (a := actuators.get(e.pk)):
+                    rows_of.append(a)
+            if not rows_of and not need.optional:
+                break
+            points[need.name] = rows_of
+        else:
+            found.append((subject, points))
+            if len(found) >= MAX_SUBJECTS:
+                break
+    return found
+
+
+def zone_points(rule: rules.Rule, log: CommandLog) -> list[tuple[Zone, dict[str, list[Point]]]]:
+    return bound(rule, log, Zone, zones_queryset())
+
 
 def occupancy(zone: Zone, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
     """The zone's occupied windows from its schedule (with calendars) and live bookings."""
@@ -168,6 +224,10 @@ def occupied_setpoints(
 
 
 def zones():
+    return zones_queryset()[:MAX_SUBJECTS]
+
+
+def zones_queryset():
     return (
         Zone.objects.filter(enabled=True)
         .select_related("site", "schedule", "temperature_sensor")
@@ -175,18 +235,15 @@ def zones():
         .prefetch_related(
             "actuators", "schedule__periods", "schedule__exceptions", "schedule__calendars__entries"
         )
-        .order_by("pk")[:MAX_SUBJECTS]
+        .order_by("pk")
     )
 
 
-def measured_zones():
+def measured_zones(rule: rules.Rule, log: CommandLog):
     """(zone, its temperature sensor, its valves) for each zone with a recorded sensor and at
     least one valve: what the rules over a room's temperature and its heat need."""
-    for zone in zones():
-        sensor = zone.temperature_sensor
-        valves = list(zone.actuators.all())
-        if sensor is not None and sensor.feed_id is not None and valves:
-            yield zone, sensor, valves
+    for zone, points in zone_points(rule, log):
+        yield zone, points["temperature"][0], points["valves"]
 
 
 def zone_url(zone: Zone) -> str:
@@ -211,13 +268,3 @@ def read_feed(feed_id: int, start: datetime, end: datetime) -> list[tuple[dateti
 
 def heat_on(valves: list[Actuator], start: datetime, end: datetime, log: CommandLog):
     return detect.union(s for v in valves for s in detect.on_spans(log.of(v), start, end))
-
-
-def plants_of_zones() -> dict[int, list[HeatingPlant]]:
-    """Each zone's heating plants (a zone may be fed by more than one), read once a run."""
-    found: dict[int, list[HeatingPlant]] = {}
-    plants = HeatingPlant.objects.filter(enabled=True).select_related("boiler")
-    for plant in plants.prefetch_related("zones").order_by("pk")[:MAX_SUBJECTS]:
-        for zone in plant.zones.all():
-            found.setdefault(zone.pk, []).append(plant)
-    return found

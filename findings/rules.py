@@ -7,12 +7,13 @@ a rule uses is here, with why, and docs/FINDINGS.md says the same in words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from control.engine import specs
 from control.engine.strategies import optimum_start
 from energy import benchmarks
+from findings import needs as n
 
 HEATING_UNOCCUPIED = "heating_unoccupied"
 SENSOR_FLATLINE = "sensor_flatline"
@@ -32,7 +33,9 @@ SENSOR_DRIFT = "sensor_drift"
 class Rule:
     name: str
     title: str
-    needs: tuple[str, ...]  # the points by role, as the site model names them
+    subject: tuple[str, ...]  # what a finding is about, by Brick class (findings/needs.py)
+    needs: tuple[n.Need, ...]  # its points, by Brick class and relation, found in the model
+    uses: tuple[str, ...] = ()  # what else it reads that is not a point, in words
     condition: str  # in words, for the page and the docs
     window: timedelta  # the span the condition is judged over
     min_duration: timedelta  # shorter than this is not a fault
@@ -179,7 +182,9 @@ RULES: dict[str, Rule] = {
         Rule(
             name=HEATING_UNOCCUPIED,
             title="Heating an empty room",
-            needs=("zone", "zone schedule or bookings", "zone valves' commands"),
+            subject=n.ZONE,
+            needs=(n.ZONE_VALVES,),
+            uses=("the zone's schedule and bookings", "the strategy that asked for each command"),
             condition="a zone's valve commanded ON outside its occupancy (schedule, bookings, "
             "and the optimum-start allowance before them) by no frost, override, optimum-start "
             "or plant reason",
@@ -194,7 +199,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=SENSOR_FLATLINE,
             title="Sensor reads a flat line",
-            needs=("zone temperature sensor's feed", "zone valves' commands"),
+            subject=n.ZONE,
+            needs=(n.ZONE_TEMPERATURE, n.ZONE_VALVES),
             condition=f"a zone's temperature varies less than {FLATLINE_BAND_K:g} K over 6 h "
             f"while its valve was ON for at least {FLATLINE_MIN_HEAT.seconds // 60} min",
             window=timedelta(hours=6),
@@ -206,7 +212,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=SHORT_CYCLING,
             title="Boiler short-cycling",
-            needs=("heating plant's boiler commands",),
+            subject=n.PLANT,
+            needs=(n.PLANT_BOILER,),
             condition=f"more than {MAX_STARTS_PER_HOUR} boiler starts in a clock hour, "
             "in at least two hours of the week",
             window=timedelta(hours=1),
@@ -221,11 +228,9 @@ RULES: dict[str, Rule] = {
         Rule(
             name=UNDER_SETPOINT,
             title="Zone not reaching its setpoint",
-            needs=(
-                "zone temperature sensor's feed",
-                "zone schedule or bookings (with their setpoints)",
-                "zone valves' commands",
-            ),
+            subject=n.ZONE,
+            needs=(n.ZONE_TEMPERATURE, n.ZONE_VALVES),
+            uses=("the zone's schedule and bookings, with their setpoints",),
             condition=f"a zone reads more than {UNDER_SETPOINT_MARGIN_K:g} K below the setpoint "
             "of its occupancy (schedule or booking) while its valve is commanded ON, for more "
             f"than {UNDER_SETPOINT_MIN.seconds // 3600} h of occupied time in the week",
@@ -239,11 +244,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=VALVE_PASSING,
             title="Valve passing: a room warms with its valve shut",
-            needs=(
-                "zone temperature sensor's feed",
-                "zone valves' commands",
-                "its heating plant's boiler commands",
-            ),
+            subject=n.ZONE,
+            needs=(n.ZONE_TEMPERATURE, n.ZONE_VALVES, n.ZONE_BOILERS),
             condition=f"a zone warms faster than {PASSING_RATE_K_PER_H:g} K/h over at least "
             f"{PASSING_SUSTAIN.seconds // 3600} h while all its valves are commanded shut "
             f"(from {PASSING_SETTLE.seconds // 60} min after the OFF) and its plant's boiler "
@@ -261,7 +263,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=SENSOR_SPIKES,
             title="Sensor spikes",
-            needs=("zone temperature sensor's feed",),
+            subject=n.ZONE,
+            needs=(n.ZONE_TEMPERATURE,),
             condition=f"more than {SPIKES_PER_DAY} times in a day the zone's temperature jumps "
             f"more than {SPIKE_JUMP_K:g} K between consecutive 5-min readings and comes back "
             f"within {SPIKE_REVERT_K:g} K of where it was inside "
@@ -276,11 +279,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=LOW_DELTA_T,
             title="Low flow-return ΔT",
-            needs=(
-                "heating plant's flow sensor's feed",
-                "heating plant's return sensor's feed",
-                "heating plant's boiler commands",
-            ),
+            subject=n.PLANT,
+            needs=(n.PLANT_BOILER, n.PLANT_FLOW, n.PLANT_RETURN),
             condition=f"the plant's flow less its return reads under {LOW_DT_K:g} K while its "
             f"boiler is ON (from {LOW_DT_SETTLE.seconds // 60} min after it starts) and the "
             f"flow is at least {LOW_DT_MIN_FLOW_C:g} °C, for more than "
@@ -296,11 +296,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=SOLAR_NO_GAIN,
             title="Solar pump running with no gain",
-            needs=(
-                "solar circuit's collector sensor's feed",
-                "solar circuit's tank sensor's feed",
-                "solar circuit's pump commands",
-            ),
+            subject=n.COLLECTOR,
+            needs=(n.COLLECTOR_TEMPERATURE, n.TANK_TEMPERATURE, n.SOLAR_PUMP),
             condition="the solar pump is commanded ON while the collector reads more than "
             f"{SOLAR_NO_GAIN_MARGIN_K:g} K colder than the tank, for at least "
             f"{SOLAR_NO_GAIN_MIN.seconds // 60} min in a spell (collector frost protection and "
@@ -319,7 +316,9 @@ RULES: dict[str, Rule] = {
         Rule(
             name=WINDOW_DROPS,
             title="Frequent open-window drops",
-            needs=("zone valves' commands", "zone temperature sensor's feed"),
+            subject=n.ZONE,
+            needs=(n.ZONE_VALVES, n.ZONE_TEMPERATURE),
+            uses=("the zone's open-window detection settings",),
             condition="a zone's heating is stopped for an open window (a drop while heating or "
             f"a window contact) more than {WINDOW_DROPS_PER_WEEK} times a week",
             window=timedelta(days=7),
@@ -334,7 +333,9 @@ RULES: dict[str, Rule] = {
         Rule(
             name=OPTIMUM_PINNED,
             title="Optimum start pinned at its limit",
-            needs=("zone's optimum start learning log", "zone's maximum pre-heat"),
+            subject=n.ZONE,
+            needs=(replace(n.ZONE_TEMPERATURE, optional=True),),
+            uses=("the zone's optimum start learning log", "its maximum pre-heat"),
             condition="on more than half the days with a pre-heat (at least "
             f"{OPTIMUM_PINNED_MIN_DAYS}), the pre-heat starts at the zone's maximum lead or its "
             f"learned rate sits at a bound ({OPTIMUM_RATE_BOUNDS[0]:g} or "
@@ -350,7 +351,8 @@ RULES: dict[str, Rule] = {
         Rule(
             name=SENSOR_RANGE,
             title="Sensor reads out of range",
-            needs=("zone temperature sensor's feed",),
+            subject=n.ZONE,
+            needs=(n.ZONE_TEMPERATURE,),
             condition=f"a zone's temperature reads below {RANGE_LOW_C:g} °C or above "
             f"{RANGE_HIGH_C:g} °C for at least {RANGE_MIN.seconds // 3600} h in a spell",
             window=RANGE_MIN,
@@ -363,7 +365,9 @@ RULES: dict[str, Rule] = {
         Rule(
             name=SENSOR_DRIFT,
             title="Sensor drifting from its neighbours",
-            needs=("zone temperature sensor's feed", "the other zones' of its site"),
+            subject=n.ZONE,
+            needs=(n.ZONE_TEMPERATURE,),
+            uses=("the other zones' temperatures of its site",),
             condition="a zone's daily mean departs from the median of the other zones of its "
             f"site by more than {DRIFT_BAND_K:g} K on the last day and the gap widens by at "
             f"least {DRIFT_K_PER_DAY:g} K a day over at least {DRIFT_MIN_DAYS} days",
@@ -427,7 +431,9 @@ for _rule in (
     Rule(
         name=BASE_LOAD_RISING,
         title="Out-of-hours base load rising",
-        needs=("electricity meter's feed",),
+        subject=(),  # found through the metering tree, not yet by Brick class
+        needs=(),
+        uses=("electricity meter's feed",),
         condition=f"an electricity meter's out-of-hours base load (the {BASE_LOAD_PERCENTILE}th "
         f"percentile of its hourly means on weekday nights before {OPENS_HOUR:02d}:00 and from "
         f"{CLOSES_HOUR:02d}:00 and at weekends) is at least {BASE_LOAD_MIN_RISE_KW * 1000:g} W "
@@ -444,7 +450,9 @@ for _rule in (
     Rule(
         name=ABOVE_MODEL,
         title="Building using more than its model",
-        needs=("building's meters' daily use", "building's energy model or baseline"),
+        subject=(),  # found through the metering tree, not yet by Brick class
+        needs=(),
+        uses=("building's meters' daily use", "building's energy model or baseline"),
         condition=f"a building uses more than its model (imported or its baseline line) by "
         f"over {100 * ABOVE_MODEL_MARGIN:.0f} % on {ABOVE_MODEL_DAYS} or more days in a row: its "
         "CUSUM has turned up",
@@ -459,7 +467,9 @@ for _rule in (
     Rule(
         name=PV_LOW_YIELD,
         title="PV array yielding less than it should",
-        needs=("PV array generation meters' feeds",),
+        subject=(),  # found through the metering tree, not yet by Brick class
+        needs=(),
+        uses=("PV array generation meters' feeds",),
         condition=f"a PV array makes under {100 * PV_SIBLING_SHARE:.0f} % of what its sibling arrays "
         f"make (each against its own previous {PV_WEEKS} weeks); an array alone: its best "
         f"hours of the week reach under {100 * PV_ENVELOPE_SHARE:.0f} % of its clear-day envelope "
@@ -476,7 +486,9 @@ for _rule in (
     Rule(
         name=HYDRO_NO_OUTPUT,
         title="Hydro turbine idle with water",
-        needs=("hydro generation meter's feed", "its flow (or level) feed"),
+        subject=(),  # found through the metering tree, not yet by Brick class
+        needs=(),
+        uses=("hydro generation meter's feed", "its flow (or level) feed"),
         condition=f"no output for {HYDRO_MIN_HOURS} h or more in a row while the flow is at or "
         f"above what the turbine ran on in its previous {HYDRO_WEEKS} weeks (the "
         f"{HYDRO_FLOW_QUANTILE}th percentile of the flow while running)",
