@@ -131,6 +131,15 @@ if not 1 <= len(BMS_BACNET_SERVER_NAME) <= 64:
 BMS_BACNET_SERVER_REFRESH_S = env_float(
     "BMS_BACNET_SERVER_REFRESH_S", 10.0, minimum=2.0, maximum=300.0
 )
+# Per sender (an address: BACnet has no login), so one chatty or hostile head-end cannot starve
+# the others: its share of the server's 200 COV subscriptions, and the WriteProperty requests
+# it may send in any minute (more: device-busy). Both logged with the address when refused.
+BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER = env_int(
+    "BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER", 50, minimum=1, maximum=200
+)
+BMS_BACNET_SERVER_WRITES_PER_MINUTE = env_int(
+    "BMS_BACNET_SERVER_WRITES_PER_MINUTE", 10, minimum=1, maximum=600
+)
 # How long a setpoint or occupancy written from the BACnet network holds (an override that
 # ends by itself: a head-end that wrote once and forgot must not hold the zone for ever).
 BMS_BACNET_WRITE_HOLD_MIN = env_int("BMS_BACNET_WRITE_HOLD_MIN", 120, minimum=5, maximum=24 * 60)

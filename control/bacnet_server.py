@@ -17,6 +17,11 @@ override) and the sender is answered once it has, or refused after WRITE_ANSWER_
 Every other write is refused (property: write-access-denied) and logged with the writer's
 address: BACnet has no authentication.
 
+Per sender (`sender_of`: an IPv4 writer's host, whatever its source port), since one chatty or
+hostile head-end must not starve the others: at most `subscriptions_per_sender` of the COV
+subscriptions, and at most `writes_per_minute` WriteProperty requests in any minute
+(`WriteRate`, which tracks at most MAX_SENDERS senders, the least recently heard dropped).
+
 Off unless BMS_BACNET_SERVER_ENABLED. It runs as its own process (`manage.py bacnet_server`):
 the BACnet application runs on an asyncio loop in a thread of its own; the process's main
 thread reads the database and Redis and hands plain values over (`update`), and decides the
@@ -31,6 +36,7 @@ import logging
 import math
 import queue
 import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,17 +53,26 @@ from bacpypes3.pdu import IPv4Address
 from bacpypes3.primitivedata import ObjectType, Real
 
 from control.bacnet_writes import NetworkWrite, WriteRefused
+from control.engine.specs import FROST, OVER_TEMPERATURE
 from sensors.devices.bacnet_app_thread import AppThread
 
 log = logging.getLogger(__name__)
 
 MAX_ZONES = 500  # 2,000 objects: what a head-end browses in one go, and a bound on memory
 OCCUPIED_MODES = frozenset({"booking", "schedule", "optimum_stop"})
+# The tick's modes that beat an override's setpoint (control/engine/zones.py): while one holds,
+# the setpoint shown is the tick's (frost-off, or none), not the override's.
+SAFETY_MODES = frozenset({FROST, OVER_TEMPERATURE})
 # Writes waiting for the main thread: a flood of writes is refused (device busy), not queued
 # without end. The answer timeout stays under a client's usual APDU timeout (3 s and more).
 MAX_PENDING_WRITES = 16
 WRITE_ANSWER_TIMEOUT_S = 2.5
 MAX_COV_LIFETIME_S = 8 * 3600
+# Senders whose writes are counted: a bound on the table's memory. A plant LAN has a few
+# head-ends; one forging many addresses gets past any per-sender bound, and the queue's
+# bound (MAX_PENDING_WRITES) still holds it.
+MAX_SENDERS = 256
+WRITE_WINDOW_S = 60.0
 
 # Answer to a write: None when accepted, else the (error class, error code) it is refused with.
 Refusal = tuple[str, str] | None
@@ -73,6 +88,46 @@ class ZonePoint:
     setpoint: float | None
     occupied: bool
     demand: bool
+
+
+def sender_of(address: Any) -> str:
+    """Who a request is from, for the per-sender bounds: an IPv4 sender's host without its
+    port (one that takes a new source port for each request is still one sender), else the
+    address as given (a station behind a BACnet router: its network and MAC)."""
+    addr_tuple = getattr(address, "addrTuple", None)
+    if getattr(address, "addrNet", None) is None and addr_tuple:
+        return str(addr_tuple[0])
+    return str(address)
+
+
+class WriteRate:
+    """At most `per_minute` writes from one sender in any WRITE_WINDOW_S: a sliding window,
+    each sender's last writes' times. At most `max_senders` senders are tracked; a new one
+    past that drops the one heard from least recently (whose count then starts again).
+    `now` is the caller's monotonic clock (the network loop's; a test's own)."""
+
+    def __init__(self, per_minute: int, max_senders: int = MAX_SENDERS) -> None:
+        self.per_minute, self.max_senders = per_minute, max_senders
+        self._times: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def allow(self, sender: str, now: float) -> bool:
+        """Count a write from `sender` at `now` if its window has room; False if it has not."""
+        times = self._times.pop(sender, None)
+        if times is None:
+            times = deque(maxlen=self.per_minute)
+            while len(self._times) >= self.max_senders:
+                self._times.popitem(last=False)
+        self._times[sender] = times  # the most recently heard last
+        while times and times[0] <= now - WRITE_WINDOW_S:
+            times.popleft()
+        if len(times) >= self.per_minute:
+            return False
+        times.append(now)
+        return True
+
+    def senders(self) -> list[str]:
+        """The senders tracked, the least recently heard first."""
+        return list(self._times)
 
 
 def _refuse(apdu: Any, service: str) -> None:
@@ -97,8 +152,11 @@ class _SiteApplication(NormalApplication):
     async def do_SubscribeCOVRequest(self, apdu: Any) -> None:
         """bacpypes3 keeps the subscriptions and sends the notifications; we bound them: a
         lifetime of at most MAX_COV_LIFETIME_S (none "indefinite", which a head-end that
-        forgets us would hold for ever) and at most `max_subscriptions` at once."""
+        forgets us would hold for ever), at most `max_subscriptions` at once and of those at
+        most `subscriptions_per_sender` from one sender."""
+        sender = sender_of(apdu.pduSource)
         key = (
+            sender,
             str(apdu.pduSource),
             apdu.subscriberProcessIdentifier,
             str(apdu.monitoredObjectIdentifier),
@@ -116,10 +174,8 @@ class _SiteApplication(NormalApplication):
             log.warning("BACnet SubscribeCOV from %s refused: lifetime %s s (1-%d)",
                         apdu.pduSource, lifetime, MAX_COV_LIFETIME_S)  # fmt: skip
             raise ExecutionError(errorClass="services", errorCode="valueOutOfRange")
-        if key not in held and len(held) >= self.site.max_subscriptions:
-            log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held",
-                        apdu.pduSource, len(held))  # fmt: skip
-            raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
+        if key not in held:  # a renewal of one held is not a new one
+            self.site._bound_subscriptions(apdu, sender)
         await super().do_SubscribeCOVRequest(apdu)
         held[key] = now + lifetime
 
@@ -136,13 +192,22 @@ class SiteDevice(AppThread):
     THREAD_NAME = "bacnet-server"
 
     def __init__(
-        self, local: str, instance: int, name: str, *, max_subscriptions: int = 200
+        self,
+        local: str,
+        instance: int,
+        name: str,
+        *,
+        max_subscriptions: int = 200,
+        subscriptions_per_sender: int = 50,
+        writes_per_minute: int = 10,
     ) -> None:
         self.local, self.instance, self.name = local, instance, name
         self.max_subscriptions = max_subscriptions
-        # COV subscriptions held (writer, process id, object) -> loop time they end: the
-        # network thread's alone.
-        self._subscriptions: dict[tuple[str, int, str], float] = {}
+        self.subscriptions_per_sender = subscriptions_per_sender
+        # COV subscriptions held (sender, its address, process id, object) -> loop time they
+        # end; and the writes' rate per sender: the network thread's alone.
+        self._subscriptions: dict[tuple[str, str, int, str], float] = {}
+        self._write_rate = WriteRate(writes_per_minute)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._app: _SiteApplication | None = None
         self._thread: threading.Thread | None = None
@@ -152,6 +217,21 @@ class SiteDevice(AppThread):
         self._writes: queue.Queue[tuple[NetworkWrite, concurrent.futures.Future]] = queue.Queue(
             MAX_PENDING_WRITES
         )
+
+    def _bound_subscriptions(self, apdu: Any, sender: str) -> None:
+        """Refuse a new subscription past the sender's share or the total (resources:
+        no-space-to-add-list-element, what a device answers when its list is full)."""
+        held = self._subscriptions
+        mine = sum(1 for k in held if k[0] == sender)
+        if mine >= self.subscriptions_per_sender:
+            log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held by %s "
+                        "(at most %d a sender)", apdu.pduSource, mine, sender,
+                        self.subscriptions_per_sender)  # fmt: skip
+            raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
+        if len(held) >= self.max_subscriptions:
+            log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held",
+                        apdu.pduSource, len(held))  # fmt: skip
+            raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
 
     async def _create_app(self) -> _SiteApplication:
         device = DeviceObject(
@@ -167,6 +247,15 @@ class SiteDevice(AppThread):
     async def _write(self, apdu: Any) -> None:
         """On the network's thread: decode a WriteProperty, hand it to the main thread and
         answer with what it decided (ExecutionError raised is bacpypes3's error answer)."""
+        sender = sender_of(apdu.pduSource)
+        if not self._write_rate.allow(sender, asyncio.get_running_loop().time()):
+            # BACnet has no "too many requests"; device: device-busy is what a device answers
+            # when it cannot take a request now but may later, so a head-end retries after a
+            # while. A resources code (no space …) would read as a lasting lack of room.
+            log.warning("BACnet write from %s refused: more than %d writes from %s in %g s",
+                        apdu.pduSource, self._write_rate.per_minute, sender,
+                        WRITE_WINDOW_S)  # fmt: skip
+            raise ExecutionError(errorClass="device", errorCode="deviceBusy")
         object_type, instance = apdu.objectIdentifier
         kinds = {ObjectType.analogValue: "setpoint", ObjectType.binaryValue: "occupancy"}
         kind = kinds.get(object_type)
@@ -318,11 +407,23 @@ def held_occupied(override: Any, comfort_setpoint: float) -> bool:
     )
 
 
+def held_setpoint(override: Any, result: dict[str, Any] | None) -> float | None:
+    """The setpoint a zone shows: an override's while it holds one (the tick works to it from
+    its next run; until then the last tick's target is the one before the write), unless the
+    last tick's frost protection or over-temperature cut-off beat it; else the tick's target."""
+    mode = result.get("mode") if result else None
+    if override is not None and override.state and override.setpoint is not None:
+        if mode not in SAFETY_MODES:
+            return override.setpoint
+    return result.get("target") if result else None
+
+
 def zone_points(now: datetime | None = None) -> list[ZonePoint]:
     """Every zone's values as the last control tick left them (control/runtime.py) and its
     sensor's last reading: the database and Redis, read on the caller's thread. A zone held by
-    an override shows the override's occupancy (`held_occupied`) while it holds: an accepted
-    occupancy write reads back as written, and is not reverted by the next refresh."""
+    an override shows the override's occupancy (`held_occupied`) and setpoint (`held_setpoint`)
+    while it holds: an accepted write reads back as written, and is not reverted by a refresh
+    that comes before the next tick."""
     from django.utils import timezone
 
     from control import runtime
@@ -348,7 +449,7 @@ def zone_points(now: datetime | None = None) -> list[ZonePoint]:
                 zone_id=z.pk,
                 name=z.name,
                 temperature=reading[1] if reading else None,
-                setpoint=result.get("target") if result else None,
+                setpoint=held_setpoint(held.get(z.pk), result),
                 occupied=(
                     held_occupied(held[z.pk], z.comfort_setpoint)
                     if z.pk in held

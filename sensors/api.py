@@ -1,6 +1,7 @@
 """CRUD for sites, nodes, sensors, Modbus registers, BACnet controllers and points, actuators."""
 
-from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -198,6 +199,33 @@ class BacnetDeviceViewSet(viewsets.ModelViewSet):
     queryset = BacnetDevice.objects.select_related("node")
     serializer_class = BacnetDeviceSerializer
 
+    # Each change is kept in the controller's admin history (who, when, what), as the staff
+    # page's are: the admin shows controllers read-only, so its History is where all are seen.
+    @transaction.atomic
+    def perform_create(self, serializer) -> None:
+        device = serializer.save()
+        _log_bacnet(
+            self.request, device, ADDITION,
+            f"Added device {device.device_instance} at {device.address}, polled every "
+            f"{device.node.interval} s, timeout {device.timeout_s} s (API).",
+        )  # fmt: skip
+
+    @transaction.atomic
+    def perform_update(self, serializer) -> None:
+        before = _device_settings(serializer.instance)
+        device = serializer.save()
+        _log_bacnet(self.request, device, CHANGE, _changes(before, _device_settings(device)))
+
+    @transaction.atomic
+    def perform_destroy(self, instance: BacnetDevice) -> None:
+        # Logged first: the entry names the row, which the history keeps once it is gone.
+        _log_bacnet(
+            self.request, instance, DELETION,
+            f"Deleted device {instance.device_instance} at {instance.address}; its node "
+            f"'{instance.node.name}' and inputs kept (API).",
+        )  # fmt: skip
+        instance.delete()
+
     @extend_schema(
         request=None,
         responses=OpenApiTypes.OBJECT,
@@ -226,3 +254,54 @@ class BacnetPointViewSet(viewsets.ModelViewSet):
         )
     )
     serializer_class = BacnetPointSerializer
+
+    # A point's changes go to its controller's admin history, as an admin inline's would.
+    @transaction.atomic
+    def perform_create(self, serializer) -> None:
+        point = serializer.save()
+        _log_bacnet(self.request, point.device, CHANGE,
+                    f"Added point {_ref(point)} '{point.name}' (API).")  # fmt: skip
+
+    @transaction.atomic
+    def perform_update(self, serializer) -> None:
+        before = _point_settings(serializer.instance)
+        point = serializer.save()
+        changes = _changes(before, _point_settings(point), f"point {_ref(point)}: ")
+        _log_bacnet(self.request, point.device, CHANGE, changes)
+
+    @transaction.atomic
+    def perform_destroy(self, instance: BacnetPoint) -> None:
+        _log_bacnet(self.request, instance.device, CHANGE,
+                    f"Deleted point {_ref(instance)}; its input kept (API).")  # fmt: skip
+        instance.delete()
+
+
+def _log_bacnet(request, device: BacnetDevice, action_flag: int, message: str) -> None:
+    LogEntry.objects.log_actions(request.user.pk, [device], action_flag, change_message=message)
+
+
+def _device_settings(device: BacnetDevice) -> dict[str, object]:
+    return {
+        "name": device.node.name,
+        "address": device.address,
+        "device_instance": device.device_instance,
+        "timeout_s": device.timeout_s,
+        "interval": device.node.interval,
+        "vendor_name": device.vendor_name,
+    }
+
+
+def _point_settings(point: BacnetPoint) -> dict[str, object]:
+    return {"name": point.name, "units": point.units, "description": point.description}
+
+
+def _ref(point: BacnetPoint) -> str:
+    return f"{point.object_type},{point.instance}"
+
+
+def _changes(before: dict[str, object], after: dict[str, object], what: str = "") -> str:
+    """ "Changed address 192.0.2.40 → 192.0.2.41, interval 30 → 5 (API)." in the history."""
+    changed = [f"{k} {before[k]!s} → {after[k]!s}" for k in before if before[k] != after[k]]
+    if not changed:
+        return f"No fields changed{' on ' + what.rstrip(': ') if what else ''} (API)."
+    return f"Changed {what}{', '.join(changed)} (API)."

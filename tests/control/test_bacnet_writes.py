@@ -14,7 +14,13 @@ import pytest
 from django.utils import timezone
 
 from control import bacnet_writes, runtime
-from control.bacnet_server import MAX_PENDING_WRITES, SiteDevice, ZonePoint, zone_points
+from control.bacnet_server import (
+    MAX_PENDING_WRITES,
+    SiteDevice,
+    ZonePoint,
+    held_setpoint,
+    zone_points,
+)
 from control.bacnet_writes import NetworkWrite
 from control.models import Override
 from control.runner import run_tick
@@ -226,3 +232,35 @@ def test_an_override_holding_a_setpoint_out_of_the_zones_limits_is_refused_on_th
     assert not Override.objects.exists()
     held = engineer_api.post("/api/v1/overrides", {**body, "setpoint": 21.5}, format="json")
     assert held.status_code == 201 and held.json()["setpoint"] == 21.5
+
+
+@pytest.mark.django_db
+def test_an_accepted_setpoint_write_reads_back_at_once_and_after_a_refresh_before_the_tick(
+    redis_client, device
+):
+    # #31: the setpoint object showed the last tick's target, so a refresh between the write
+    # and the next tick showed the value from before the write again.
+    zone = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True)
+    run_tick(timezone.now())
+    served(device)
+    ref = f"analog-value,{zone.pk}"
+    assert peer(device.address, "--read", ref)[0]["value"] != pytest.approx(22.5)
+    assert peer_while_deciding(device, "--write", f"{ref}=22.5") == [{"write": ref, "ok": True}]
+    assert peer(device.address, "--read", ref)[0]["value"] == pytest.approx(22.5)  # at once
+    served(device)  # the refresh, before any tick
+    assert peer(device.address, "--read", ref)[0]["value"] == pytest.approx(22.5)
+    run_tick(timezone.now())
+    served(device)
+    assert peer(device.address, "--read", ref)[0]["value"] == pytest.approx(22.5)
+
+
+def test_frost_protection_or_the_cut_off_at_the_tick_beat_a_held_setpoint_shown():
+    held = Override(state=True, setpoint=22.5)
+    assert held_setpoint(held, {"mode": "manual_override", "target": 22.5}) == 22.5
+    assert held_setpoint(held, {"mode": "schedule", "target": 20.0}) == 22.5  # tick not yet run
+    assert held_setpoint(held, {"mode": "frost_protection", "target": 7.0}) == 7.0
+    assert held_setpoint(held, {"mode": "over_temperature", "target": None}) is None
+    off = Override(state=False, setpoint=None)  # unoccupied without a setback: heating off
+    assert held_setpoint(off, {"mode": "manual_override", "target": None}) is None
+    assert held_setpoint(None, {"mode": "schedule", "target": 20.0}) == 20.0
+    assert held_setpoint(None, None) is None

@@ -146,9 +146,27 @@ def test_a_number_past_its_maximum_is_refused_not_clamped(monkeypatch):
 @pytest.mark.parametrize(
     ("name", "value"),
     [("BMS_BACNET_BBMD", "192.168.60.1:70000"), ("BMS_BACNET_ADDRESS", "192.168.50.20/40"),
-     ("BMS_BACNET_SERVER_PORT", "70000"), ("BMS_BACNET_SERVER_NAME", "n" * 65)],
+     ("BMS_BACNET_SERVER_PORT", "70000"), ("BMS_BACNET_SERVER_NAME", "n" * 65),
+     ("BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER", "201"),
+     ("BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER", "0"),
+     ("BMS_BACNET_SERVER_WRITES_PER_MINUTE", "601"), ("BMS_BACNET_SERVER_WRITES_PER_MINUTE", "0")],
 )  # fmt: skip
 def test_a_bad_bacnet_setting_stops_start_up_with_its_name(tmp_path, name, value):
     result = _manage("check", BMS_DATA_DIR=str(tmp_path), **{name: value})
     assert result.returncode != 0
     assert f"ImproperlyConfigured: {name}" in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("subscriptions", "writes"), [("1", "1"), ("200", "600")])
+def test_the_bacnet_servers_per_sender_bounds_start_at_their_bounds(
+    tmp_path, subscriptions, writes
+):
+    result = _manage(
+        "shell", "-c",
+        "from django.conf import settings as s; print(s.BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER,"
+        " s.BMS_BACNET_SERVER_WRITES_PER_MINUTE)",
+        BMS_DATA_DIR=str(tmp_path), BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER=subscriptions,
+        BMS_BACNET_SERVER_WRITES_PER_MINUTE=writes,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1].split() == [subscriptions, writes]

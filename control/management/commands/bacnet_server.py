@@ -41,7 +41,11 @@ class Command(BaseCommand):
         host = settings.BMS_BACNET_ADDRESS
         local = f"{host}:{settings.BMS_BACNET_SERVER_PORT}"
         device = SiteDevice(
-            local, settings.BMS_BACNET_SERVER_INSTANCE, settings.BMS_BACNET_SERVER_NAME
+            local,
+            settings.BMS_BACNET_SERVER_INSTANCE,
+            settings.BMS_BACNET_SERVER_NAME,
+            subscriptions_per_sender=settings.BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER,
+            writes_per_minute=settings.BMS_BACNET_SERVER_WRITES_PER_MINUTE,
         )
         try:
             device.start()
