@@ -4,7 +4,7 @@
     model.bind(subject_classes, needs) -> [Binding(subject, {need name: [entity, ...]})]
 
 A class matches itself and every subclass of it in the Brick ontology brickschema ships
-(Brick 1.3, the version findings/brick.py writes), loaded once a process. Entities are the
+(Brick 1.3, the version findings/brick.py writes), read from a table derived from it. Entities are the
 model's own names, `urn:bms:<kind>-<id>`: `Entity.kind` and `Entity.pk` say which row of the
 site model each is, so a check reads its rows in bulk.
 """
@@ -12,8 +12,10 @@ site model each is, so a check reads its rows in bulk.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rdflib import RDF, RDFS, Graph, URIRef
 
@@ -21,20 +23,54 @@ from findings.brick import BMS, BRICK
 from findings.needs import Need, Step
 
 BRICK_VERSION = "1.3"
+# Each class a rule names (findings/needs.py) with its subclasses, as the Brick ontology says:
+# derived from the ontology brickschema ships by `manage.py brick_subclasses` and checked
+# against it in the tests. A file, not the ontology itself: loading the ontology takes a
+# second and a half and holds about 80 MB in every process that runs the rules.
+SUBCLASSES_FILE = Path(__file__).with_name("brick_subclasses.json")
 
 
 @functools.cache
-def _ontology() -> Graph:
-    import brickschema  # a second and a half to load: only when a rule first needs a class
-
-    return brickschema.Graph(load_brick=True, brick_version=BRICK_VERSION)
+def _table() -> dict[str, frozenset[str]]:
+    return {k: frozenset(v) for k, v in json.loads(SUBCLASSES_FILE.read_text()).items()}
 
 
-@functools.cache
 def subclasses(cls: str) -> frozenset[URIRef]:
     """The class and every class under it in the Brick ontology."""
-    found = set(_ontology().transitive_subjects(RDFS.subClassOf, BRICK[cls]))
-    return frozenset(found | {BRICK[cls]})
+    try:
+        names = _table()[cls]
+    except KeyError:
+        raise KeyError(
+            f"brick:{cls} is not in {SUBCLASSES_FILE.name}: run `manage.py brick_subclasses`"
+        ) from None
+    return frozenset(BRICK[c] for c in names | {cls})
+
+
+def derive(classes: Iterable[str]) -> dict[str, list[str]]:
+    """Each class's subclasses from the Brick ontology (for the file and its test)."""
+    import brickschema
+
+    ontology = brickschema.Graph(load_brick=True, brick_version=BRICK_VERSION)
+    table = {}
+    for cls in sorted(set(classes)):
+        if (BRICK[cls], None, None) not in ontology:
+            raise ValueError(f"brick:{cls} is not a class of Brick {BRICK_VERSION}")
+        under = ontology.transitive_subjects(RDFS.subClassOf, BRICK[cls])
+        table[cls] = sorted({str(u).removeprefix(str(BRICK)) for u in under} - {cls})
+    return table
+
+
+def named_classes() -> set[str]:
+    """Every class the rules name."""
+    from findings.rules import RULES
+
+    named = set()
+    for rule in RULES.values():
+        named.update(rule.subject)
+        for need in rule.needs:
+            for step in need.path:
+                named.update(step.classes)
+    return named
 
 
 def _matching(classes: tuple[str, ...]) -> frozenset[URIRef]:

@@ -4,6 +4,7 @@ classed a point as by hand."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,7 +13,14 @@ from rdflib import RDF, Graph, Namespace
 
 from findings import needs as n
 from findings import rules
-from findings.site_model import Entity, SiteModel, subclasses
+from findings.site_model import (
+    SUBCLASSES_FILE,
+    Entity,
+    SiteModel,
+    derive,
+    named_classes,
+    subclasses,
+)
 
 from .conftest import MONDAY, WEEK, command
 
@@ -91,24 +99,21 @@ def test_a_path_of_two_steps_finds_a_plants_sensors_through_its_boiler():
     assert model.bind(n.PLANT, (n.PLANT_BOILER, n.PLANT_FLOW, n.PLANT_RETURN)) == []
 
 
-def test_every_class_a_rule_names_is_in_brick():
-    named = set()
-    for rule in rules.RULES.values():
-        named.update(rule.subject)
-        for need in rule.needs:
-            for step in need.path:
-                named.update(step.classes)
-    assert named  # the zone, plant and solar rules name their points
-    for cls in sorted(named):
-        # a class Brick does not have would have no subclasses but itself: check it is defined
-        assert len(subclasses(cls)) >= 1
-        assert (BRICK[cls], None, None) in _ontology_graph(), cls
+def test_the_subclass_table_is_what_the_brick_ontology_says_of_every_class_a_rule_names():
+    """findings/brick_subclasses.json is derived from the ontology (`manage.py
+    brick_subclasses`); a rule naming a new class, or a new Brick, must write it again."""
+    named = named_classes()
+    assert {"HVAC_Zone", "Valve", "Boiler", "Air_Temperature_Sensor"} <= named
+    table = json.loads(SUBCLASSES_FILE.read_text())
+    assert table == derive(named)  # every named class is a Brick 1.3 class (derive checks)
+    assert "Hot_Water_Valve" in table["Valve"] and "Fan" not in table["Valve"]
 
 
-def _ontology_graph():
-    from findings.site_model import _ontology
-
-    return _ontology()
+def test_a_class_no_rule_names_is_refused_plainly():
+    with pytest.raises(KeyError, match="brick_subclasses"):
+        subclasses("Chiller")
+    with pytest.raises(ValueError, match="not a class of Brick"):
+        derive(["Not_A_Brick_Class"])
 
 
 def test_each_rule_on_the_site_says_its_points_in_brick_words():
