@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 
 from core.dates import day_text, when_text
+from core.words import one_line
 from energy.models import ReportRecipient
 from findings.models import Finding
 from findings.rules import RULES
@@ -78,24 +79,26 @@ def message(site: Site, findings: list[Finding], total: int, to: list[str], now:
         f"{SYMBOLS[c]}{v:.2f}" if c in SYMBOLS else f"{v:.2f} {c}" for c, v in money.items()
     )
     lines = [
-        f"Open findings at {site.name}, week to {day_text(now.astimezone(tz))}, most costly "
+        f"Open findings at {one_line(site.name)}, week to {day_text(now.astimezone(tz))}, most costly "
         "first. Estimates to rank the faults, with the method on each finding's page.",
         "",
     ]
     for n, f in enumerate(findings, 1):
         title = RULES[f.rule].title if f.rule in RULES else f.rule
+        # Each finding's lines start with its number or an indent: a name or text with a
+        # line break (a finding stored before names were made one line) must not start one.
         lines += [
-            f"{n}. {title}: {f.subject}",
+            f"{n}. {one_line(title)}: {one_line(f.subject)}",
             f"   {_cost(f)}; {f.get_state_display()}",
-            f"   {f.detail}",
+            f"   {one_line(f.detail)}",
             f"   {when_text(f.period_start, tz)} to {when_text(f.period_end, tz)}",
-            f"   What to check: {f.what_to_check}",
+            f"   What to check: {one_line(f.what_to_check)}",
             f"   {base}{FINDINGS_PATH}#finding-{f.pk}",
             "",
         ]
     if total > len(findings):
         lines.append(f"... and {total - len(findings)} more: {base}{FINDINGS_PATH}")
-    subject = f"[BMS] {site.name}: {total} open finding{'s' if total != 1 else ''}"
+    subject = f"[BMS] {one_line(site.name)}: {total} open finding{'s' if total != 1 else ''}"
     if worth:
         subject += f", {worth} a week"
     return EmailMessage(

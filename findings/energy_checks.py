@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
+from core.words import counted
 from energy import benchmarks, report
 from energy.models import HYDRO, PV, Meter, MeterNode
 from feeds.store import service as feed_service
@@ -185,7 +186,8 @@ def above_model(start: datetime, end: datetime, log: points.CommandLog) -> list[
                         for r in runs
                     ],
                     detail=f"{excess:.0f} kWh above its model ({100 * excess / expected:.0f} % "
-                    f"over {expected:.0f} kWh expected) on {sum(r.days for r in runs)} days "
+                    f"over {expected:.0f} kWh expected) on "
+                    f"{counted(sum(r.days for r in runs), 'day')} "
                     "in a row",
                     evidence=[{"feed": m.feed_id, "name": m.name} for m in meters[:5]],
                     kwh=excess,
@@ -283,7 +285,8 @@ def hydro_no_output(start: datetime, end: datetime, log: points.CommandLog) -> l
                 subject_url=ENERGY_URL,
                 site=meter.node.site,
                 spans=spans,
-                detail=f"No output for {len(found.hours)} h in {len(spans)} spells while the "
+                detail=f"No output for {len(found.hours)} h in {counted(len(spans), 'spell')} "
+                "while the "
                 f"flow was at or above what it runs on; about {found.missing_kwh:.0f} kWh "
                 "not generated",
                 evidence=[

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from control.models import HeatingPlant
+from core.words import counted, one_line
 from findings import detect, energy_checks, plant_checks, rules
 from findings.costs import waste
 from findings.models import Finding
@@ -80,7 +81,7 @@ def heating_unoccupied(start: datetime, end: datetime, log: CommandLog) -> list[
                 rule,
                 zone_subject(zone),
                 found,
-                f"Valve ON {hours:.1f} h outside occupancy in {len(found)} spells "
+                f"Valve ON {hours:.1f} h outside occupancy in {counted(len(found), 'spell')} "
                 f"(asked for by: {', '.join(strategies)})",
                 actuators=valves,
                 kwh=hours * rules.ZONE_HEAT_KW / rules.BOILER_EFFICIENCY,
@@ -110,7 +111,8 @@ def sensor_flatline(start: datetime, end: datetime, log: CommandLog) -> list[Tri
                 rule,
                 sensor_subject(zone, sensor),
                 found,
-                f"Flat within {rules.FLATLINE_BAND_K:g} K for {len(found)} spells of 6 h "
+                f"Flat within {rules.FLATLINE_BAND_K:g} K for {counted(len(found), 'spell')} "
+                "of 6 h "
                 "while the zone's valve was ON",
                 sensors=[sensor],
                 actuators=valves,
@@ -140,8 +142,9 @@ def short_cycling(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
                 rule,
                 plant_subject(plant, f"Boiler '{boiler.name}' of heating plant '{plant.name}'"),
                 [span for span, _ in hours],
-                f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in {len(hours)} "
-                f"hours (at most {worst}); {excess} starts beyond the threshold",
+                f"More than {rules.MAX_STARTS_PER_HOUR} starts an hour in "
+                f"{counted(len(hours), 'hour')} (at most {worst}); {excess} starts beyond the "
+                "threshold",
                 actuators=[boiler],
                 kwh=excess * rules.BOILER_KW * rules.CYCLE_LOSS_MIN / 60 / rules.BOILER_EFFICIENCY,
             )
@@ -172,8 +175,8 @@ def under_setpoint(start: datetime, end: datetime, log: CommandLog) -> list[Trip
                 zone_subject(zone),
                 found,
                 f"More than {rules.UNDER_SETPOINT_MARGIN_K:g} K below its setpoint for "
-                f"{span_hours(found):.1f} h of occupied time with the valve ON, in {len(found)} "
-                "spells",
+                f"{span_hours(found):.1f} h of occupied time with the valve ON, in "
+                f"{counted(len(found), 'spell')}",
                 sensors=[sensor],
                 actuators=valves,
             )
@@ -209,8 +212,8 @@ def valve_passing(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
                 rule,
                 zone_subject(zone, f"Valve of zone '{zone.name}'"),
                 spans,
-                f"Warmed {rise:.1f} K in {span_hours(spans):.1f} h over {len(spans)} spells "
-                "with its valves commanded shut and the boiler ON",
+                f"Warmed {rise:.1f} K in {span_hours(spans):.1f} h over "
+                f"{counted(len(spans), 'spell')} with its valves commanded shut and the boiler ON",
                 sensors=[sensor],
                 actuators=valves + boilers,
                 kwh=rise * rules.ROOM_HEAT_KWH_PER_K / rules.BOILER_EFFICIENCY,
@@ -240,7 +243,7 @@ def sensor_spikes(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
                 sensor_subject(zone, sensor),
                 [span for span, _ in days],
                 f"{sum(n for _, n in days)} spikes of more than {rules.SPIKE_JUMP_K:g} K "
-                f"in {len(days)} days (at most {max(n for _, n in days)} in a day)",
+                f"in {counted(len(days), 'day')} (at most {max(n for _, n in days)} in a day)",
                 sensors=[sensor],
             )
         )
@@ -299,13 +302,15 @@ def _keep(trip: Trip, start: datetime, end: datetime) -> bool:
     rule = rules.RULES[trip.rule]
     fields = {
         "rule": trip.rule,
-        "subject": trip.subject[:200],
+        # Names are people's (a zone called "Hall\nEast"): one line, so the page, the API and
+        # the digest's numbered list never show a break that reads as the next finding.
+        "subject": one_line(trip.subject)[:200],
         "subject_url": trip.subject_url,
         "site": trip.site,
         # A span may run to its hour's or day's end: never past the judged range.
         "period_end": min(max(s.end for s in trip.spans), end),
         "last_seen": min(max(s.end for s in trip.spans), end),
-        "detail": trip.detail,
+        "detail": one_line(trip.detail),
         "evidence": trip.evidence,
         "cost_method": rule.cost_method,
         "what_to_check": rule.what_to_check,

@@ -3,14 +3,19 @@
 Not an alarm: alarms are for now, findings for this week. One open finding per rule and
 subject (`key`); the evaluator updates it while the fault recurs and closes it when a whole
 evaluated range passes without it. People mark it acknowledged, fixed or a false alarm, and
-who and when is kept.
+who and when is kept; which marks a finding takes in which state is `Finding.refusal`
+(docs/FINDINGS.md, "States").
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
+
+
+class StateRefused(ValueError):
+    """A mark the finding's state does not take (Finding.refusal says why)."""
 
 
 class Finding(models.Model):
@@ -18,7 +23,10 @@ class Finding(models.Model):
         NEW = "new"
         ACKNOWLEDGED = "acknowledged"
         FIXED = "fixed"
-        FALSE_ALARM = "false_alarm", "false alarm"
+        FALSE_ALARM = "false_alarm", "False alarm"
+
+    # What a person may set; `new` is the evaluator's alone.
+    MARKS = (State.ACKNOWLEDGED, State.FIXED, State.FALSE_ALARM)
 
     rule = models.CharField(max_length=64, db_index=True)
     key = models.CharField(max_length=200, db_index=True, help_text="rule:subject, e.g. 'x:zone:3'")
@@ -85,10 +93,51 @@ class Finding(models.Model):
                 links.append((f"{name or 'actuator'}: commands", url))
         return links
 
-    def mark(self, state: str, user) -> None:
-        """A person's verdict, with who and when; 'fixed' closes it (a recurrence opens a new one)."""
-        now = timezone.now()
-        self.state, self.state_by, self.state_at = state, user, now
-        if state == self.State.FIXED and self.closed_at is None:
-            self.closed_at = now
-        self.save(update_fields=["state", "state_by", "state_at", "closed_at"])
+    def refusal(self, state: str) -> str | None:
+        """Why a person may not mark this finding `state` now, or None if they may.
+
+        Marking the state it already has is allowed and changes nothing (a second click, a
+        retried request). *Fixed* is final: the finding is closed and stays as the record of
+        what was done; if the fault comes back the evaluator opens a new finding, so nobody
+        reopens one by hand. A finding that closed by itself (it stopped recurring) may still
+        be marked fixed or a false alarm, to say why it stopped, but not acknowledged: there is
+        nothing left to look at. A false alarm may become acknowledged or fixed on a second
+        look, and an acknowledged one fixed or a false alarm.
+        """
+        if state not in self.MARKS:
+            return "'state' is one of acknowledged, fixed, false_alarm"
+        if state == self.state:
+            return None
+        if self.state == self.State.FIXED:
+            return (
+                f"finding {self.pk} is fixed and closed: a fixed finding is not marked again "
+                "(if the fault comes back, a new finding opens)"
+            )
+        if self.closed_at is not None and state == self.State.ACKNOWLEDGED:
+            return (
+                f"finding {self.pk} closed by itself (it stopped recurring): mark it fixed or "
+                "a false alarm, not acknowledged"
+            )
+        return None
+
+    def mark(self, state: str, user) -> bool:
+        """A person's verdict, with who and when; 'fixed' closes it (a recurrence opens a new one).
+
+        Raises StateRefused for a mark `refusal` does not allow. The row is read again under a
+        lock, so two people marking at once are judged one after the other, each against what
+        the other left. Returns False when the finding already had that state (who and when
+        stay those of the first)."""
+        with transaction.atomic():
+            current = type(self).objects.select_for_update().get(pk=self.pk)
+            refused = current.refusal(state)
+            if refused:
+                raise StateRefused(refused)
+            changed = current.state != state
+            if changed:
+                now = timezone.now()
+                current.state, current.state_by, current.state_at = state, user, now
+                if state == self.State.FIXED and current.closed_at is None:
+                    current.closed_at = now
+                current.save(update_fields=["state", "state_by", "state_at", "closed_at"])
+        self.refresh_from_db(fields=["state", "state_by", "state_at", "closed_at"])
+        return changed

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from control.engine import specs
 from control.models import HeatingPlant, OptimumStartLog, SolarCircuit, WindowDetection
+from core.words import counted
 from findings import detect, rules
 from findings.points import (
     MAX_SUBJECTS,
@@ -58,7 +59,7 @@ def low_delta_t(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
                 found,
                 f"Flow-return ΔT under {rules.LOW_DT_K:g} K for {span_hours(found):.1f} h "
                 f"while the boiler fired with the flow at {rules.LOW_DT_MIN_FLOW_C:g} °C or "
-                f"more, in {len(found)} spells",
+                f"more, in {counted(len(found), 'spell')}",
                 sensors=[flow_sensor, return_sensor],
                 actuators=[boiler],
             )
@@ -102,8 +103,8 @@ def solar_no_gain(start: datetime, end: datetime, log: CommandLog) -> list[Trip]
                     circuit.site,
                 ),
                 found,
-                f"Pump ON {hours:.1f} h in {len(found)} spells with the collector more than "
-                f"{rules.SOLAR_NO_GAIN_MARGIN_K:g} K colder than the tank; the tank fell "
+                f"Pump ON {hours:.1f} h in {counted(len(found), 'spell')} with the collector "
+                f"more than {rules.SOLAR_NO_GAIN_MARGIN_K:g} K colder than the tank; the tank fell "
                 f"{fall:.1f} K meanwhile",
                 sensors=[collector, tank_sensor],
                 actuators=[pump],
@@ -149,7 +150,7 @@ def window_drops(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
                 rule,
                 zone_subject(zone),
                 paused,
-                f"Heating stopped for an open window {len(paused)} times (more than "
+                f"Heating stopped for an open window {counted(len(paused), 'time')} (more than "
                 f"{rules.WINDOW_DROPS_PER_WEEK} a week); the room fell {fall:.1f} K in all",
                 sensors=[sensor],
                 actuators=valves,
@@ -213,7 +214,7 @@ def sensor_out_of_range(start: datetime, end: datetime, log: CommandLog) -> list
                 sensor_subject(zone, sensor),
                 found,
                 f"Read outside {rules.RANGE_LOW_C:g}–{rules.RANGE_HIGH_C:g} °C for "
-                f"{span_hours(found):.1f} h in {len(found)} spells",
+                f"{span_hours(found):.1f} h in {counted(len(found), 'spell')}",
                 sensors=[sensor],
             )
         )
@@ -263,7 +264,7 @@ def sensor_drift(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
                 [span for span, _ in gaps],
                 f"Its daily mean is {abs(last):.1f} K {'above' if last > 0 else 'below'} the "
                 f"other zones' of its site on the last day, the gap widening {abs(slope):.2f} K "
-                f"a day over {len(gaps)} days",
+                f"a day over {counted(len(gaps), 'day')}",
                 # its neighbours' feeds to compare with, a few: a site may have hundreds
                 sensors=[sensor] + [sensor_of[n] for n in neighbours[:EVIDENCE_NEIGHBOURS]],
             )

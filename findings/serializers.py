@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from findings.models import Finding
+from findings.models import Finding, StateRefused
 
 READ_FIELDS = ["id", "rule", "subject", "subject_url", "period_start", "period_end", "last_seen",
                "detail", "evidence", "waste_kwh_week", "waste_money_week", "waste_kg_co2_week",
@@ -15,12 +15,15 @@ class FindingSerializer(serializers.ModelSerializer):
         read_only_fields = [f for f in READ_FIELDS if f != "state"]
 
     def validate_state(self, value: str) -> str:
-        if value == Finding.State.NEW:
-            raise serializers.ValidationError(
-                "a finding is marked acknowledged, fixed or false_alarm"
-            )
+        # The model says which marks a finding takes in which state (Finding.refusal).
+        refused = self.instance.refusal(value) if self.instance is not None else None
+        if refused:
+            raise serializers.ValidationError(refused)
         return value
 
     def update(self, instance: Finding, validated_data: dict) -> Finding:
-        instance.mark(validated_data["state"], self.context["request"].user)
+        try:
+            instance.mark(validated_data["state"], self.context["request"].user)
+        except StateRefused as exc:  # another person's mark landed between validate and here
+            raise serializers.ValidationError({"state": [str(exc)]}) from exc
         return instance

@@ -2,6 +2,10 @@
 
 Everyone on the staff reads it; engineers mark a finding acknowledged, fixed or a false alarm
 (who and when are kept, findings.models.Finding.mark).
+
+The page's buttons post a plain form, so a refused mark (a finding gone, or fixed by someone
+else since the page was drawn) answers a page saying why, with its 4xx status; a script that
+asks for JSON (`Accept: application/json`) gets the API's error shape instead.
 """
 
 from __future__ import annotations
@@ -17,12 +21,11 @@ from core.api_errors import error_response
 from core.pages import staff_page
 from core.permissions import is_engineer
 from findings import evidence
-from findings.models import Finding
+from findings.models import Finding, StateRefused
 from findings.rules import RULES
 
 FINDINGS_PER_PAGE = 200  # open findings shown; a site with more has bigger problems than paging
 CLOSED_SHOWN = 50
-MARKS = {Finding.State.ACKNOWLEDGED, Finding.State.FIXED, Finding.State.FALSE_ALARM}
 
 
 def _ranked(queryset):
@@ -33,7 +36,7 @@ def _ranked(queryset):
 @staff_page
 def finding_list(request: HttpRequest) -> HttpResponse:
     open_findings = _ranked(Finding.objects.filter(closed_at__isnull=True))
-    closed = Finding.objects.filter(closed_at__isnull=False).order_by("-closed_at")
+    closed = _ranked(Finding.objects.filter(closed_at__isnull=False)).order_by("-closed_at")
     rows = list(open_findings[:FINDINGS_PER_PAGE])
     for f in rows:
         f.title = RULES[f.rule].title if f.rule in RULES else f.rule
@@ -44,9 +47,26 @@ def finding_list(request: HttpRequest) -> HttpResponse:
         "open_total": open_findings.count(),
         "closed": closed[:CLOSED_SHOWN],
         "can_mark": is_engineer(request.user),
-        "marks": [(s.value, s.label) for s in Finding.State if s in MARKS],
+        "marks": [(s.value, s.label) for s in Finding.MARKS],
     }
     return render(request, "staff/findings.html", context)
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    """A script asking for JSON; a browser's form post asks for text/html."""
+    accept = request.headers.get("Accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _refused(request: HttpRequest, message: str, status: int, field: str = "") -> HttpResponse:
+    """A refusal in the API's one shape (docs/API.md "Errors": `error`, and `fields` when a
+    field is refused) for a script, or the page saying it, with the same status, for a person."""
+    if _wants_json(request):
+        if field:
+            return error_response(f"{field}: {message}", status, fields={field: [message]})
+        return error_response(message, status)
+    context = {"nav": "findings", "message": message, "status": status}
+    return render(request, "staff/finding_refused.html", context, status=status)
 
 
 @require_POST
@@ -54,14 +74,20 @@ def finding_list(request: HttpRequest) -> HttpResponse:
 def finding_state(request: HttpRequest, pk: int) -> HttpResponse:
     if not is_engineer(request.user):
         raise PermissionDenied("Only engineers may mark findings.")
-    state = request.POST.get("state", "")
-    if state not in MARKS:
-        return error_response(
-            "'state' is one of acknowledged, fixed, false_alarm", 400, field="state"
-        )
-    finding = get_object_or_404(Finding, pk=pk)
-    finding.mark(state, request.user)
-    messages.info(request, f"{finding.subject}: {finding.get_state_display()}")
+    finding = Finding.objects.filter(pk=pk).first()
+    if finding is None:
+        return _refused(
+            request, f"There is no finding {pk}: it may have been deleted since the page was "
+            "drawn.", 404,
+        )  # fmt: skip
+    try:
+        changed = finding.mark(request.POST.get("state", ""), request.user)
+    except StateRefused as exc:
+        return _refused(request, str(exc), 400, field="state")
+    if _wants_json(request):
+        return JsonResponse({"success": True, "id": finding.pk, "state": finding.state})
+    if changed:
+        messages.info(request, f"{finding.subject}: {finding.get_state_display()}")
     return redirect("staff-findings")
 
 

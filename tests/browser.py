@@ -29,13 +29,16 @@ def logged_in_page(
     next_path: str,
     viewport: dict[str, int],
     timezone_id: str | None = None,
+    locale: str | None = None,
 ) -> Iterator[tuple[Page, dict]]:
     """(page, seen): seen["errors"] holds console and page errors, seen["hosts"] every host
-    a request went to. Playwright's sync API runs an event loop in this thread: enter it after
-    the ORM work."""
+    a request went to. `locale`: the browser's language (e.g. "en-US", whose clock is
+    12-hour). Playwright's sync API runs an event loop in this thread: enter it after the ORM
+    work."""
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_context(viewport=viewport, timezone_id=timezone_id).new_page()
+        context = browser.new_context(viewport=viewport, timezone_id=timezone_id, locale=locale)
+        page = context.new_page()
         seen: dict = {"errors": [], "hosts": set()}
         page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: seen["errors"].append(str(e)))

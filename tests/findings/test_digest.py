@@ -110,3 +110,38 @@ def test_the_command_sends_it_now(site_model, recipients, mailoutbox):
     call_command("find_waste_digest", stdout=out)
     assert "CAT: 2 findings to estates@example.org, office@example.org" in out.getvalue()
     assert len(mailoutbox) == 1
+
+
+def test_a_name_with_a_line_break_stays_on_its_findings_line(site_model, recipients, mailoutbox):
+    """A zone named with a newline (the fresh-eyes tester's): the subject is one line in the
+    finding, the digest's numbered list and the e-mail's subject."""
+    zone, site = site_model["zone"], site_model["site"]
+    zone.name = "Hall\nEast\r\n\x07wing\u2028north"
+    zone.save()
+    site.name = "CAT\nMain"
+    site.save()
+    _two_faults(site_model)
+    hall = Finding.objects.get(rule=rules.HEATING_UNOCCUPIED)
+    assert hall.subject == "Zone 'Hall East wing north'"
+    send_weekly_digest((MONDAY + WEEK + 7.5 * H).timestamp())
+    [mail] = mailoutbox
+    assert mail.subject.startswith("[BMS] CAT Main: 2 open findings")
+    assert "1. Heating an empty room: Zone 'Hall East wing north'\n   £0.99" in mail.body
+    lines = mail.body.splitlines()
+    # every finding's line starts with its number or the indent: none starts with a name
+    assert all(not line or line[0].isdigit() or line.startswith(("   ", "Open", "...", "Estim"))
+               for line in lines), lines  # fmt: skip
+
+
+def test_a_finding_stored_with_a_line_break_is_one_line_in_the_digest(
+    site_model, recipients, mailoutbox
+):
+    Finding.objects.create(
+        rule="heating_unoccupied", key="old", subject="Zone 'Hall\nEast'", site=site_model["site"],
+        period_start=MONDAY, period_end=MONDAY + H, last_seen=MONDAY + H,
+        detail="Valve ON\n2. Fake line", what_to_check="the\rschedule",
+    )  # fmt: skip
+    send_weekly_digest((MONDAY + WEEK).timestamp())
+    body = mailoutbox[0].body
+    assert "1. Heating an empty room: Zone 'Hall East'" in body
+    assert "   Valve ON 2. Fake line" in body and "What to check: the schedule" in body

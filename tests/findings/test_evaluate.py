@@ -32,7 +32,18 @@ def test_a_valve_left_on_four_hours_after_the_schedule_is_found_and_costed(site_
     assert f.waste_kg_co2_week == pytest.approx(14.1176 * GAS_KG, abs=0.001)
     assert f.currency == "GBP"
     assert "schedule" in f.detail and "the zone's schedule" in f.what_to_check
+    assert f.detail.startswith("Valve ON 4.0 h outside occupancy in 1 spell (")  # not "1 spells"
     assert f.evidence == [{"actuator": valve.pk, "name": "Hall valve"}]
+
+
+def test_two_evenings_are_two_spells(site_model):
+    valve = site_model["valve"]
+    for day in (0, 1):
+        command(valve, MONDAY + day * 24 * H + 8 * H, True)
+        command(valve, MONDAY + day * 24 * H + 19 * H, False)
+    evaluate(MONDAY, MONDAY + WEEK)
+    detail = Finding.objects.get(rule=rules.HEATING_UNOCCUPIED).detail
+    assert detail.startswith("Valve ON 4.0 h outside occupancy in 2 spells (")
 
 
 def test_a_valve_on_only_while_occupied_is_no_finding(site_model):

@@ -98,3 +98,91 @@ def test_a_bad_state_on_the_page_is_a_400_naming_the_field(site_model, engineer,
     answer = _client(engineer).post(f"/staff/findings/{pk}/state", {"state": state})
     assert answer.status_code == 400 and b"state" in answer.content
     assert Finding.objects.get().state == "new"
+
+
+JSON = {"HTTP_ACCEPT": "application/json"}
+
+
+def test_marking_a_finding_that_does_not_exist_is_a_404_page_saying_so(engineer):
+    answer = _client(engineer).post("/staff/findings/999999/state", {"state": "fixed"})
+    assert answer.status_code == 404
+    page = answer.content.decode()
+    assert "There is no finding 999999" in page and 'href="/staff/findings/"' in page
+
+
+def test_a_script_asking_for_json_gets_the_404_as_json(engineer):
+    answer = _client(engineer).post("/staff/findings/999999/state", {"state": "fixed"}, **JSON)
+    assert answer.status_code == 404 and answer["Content-Type"] == "application/json"
+    body = answer.json()
+    assert body["success"] is False and "There is no finding 999999" in body["error"]
+    assert "fields" not in body  # no field was refused: the id is in the path
+
+
+@pytest.mark.parametrize("pk", [999999, None])
+def test_a_viewer_is_refused_403_whether_or_not_the_finding_exists(site_model, viewer, pk):
+    from findings.evaluate import evaluate
+
+    _heated_evening(site_model)
+    evaluate(MONDAY, MONDAY + WEEK)
+    pk = pk or Finding.objects.get().pk
+    answer = _client(viewer).post(f"/staff/findings/{pk}/state", {"state": "fixed"}, **JSON)
+    assert answer.status_code == 403
+    assert Finding.objects.get().state == "new"
+
+
+def test_the_pages_refusals_use_the_apis_error_shape(site_model, engineer):
+    from findings.evaluate import evaluate
+
+    _heated_evening(site_model)
+    evaluate(MONDAY, MONDAY + WEEK)
+    pk = Finding.objects.get().pk
+    answer = _client(engineer).post(f"/staff/findings/{pk}/state", {"state": "new"}, **JSON)
+    assert answer.status_code == 400
+    body = answer.json()
+    message = "'state' is one of acknowledged, fixed, false_alarm"
+    assert body == {"success": False, "error": f"state: {message}", "fields": {"state": [message]}}
+
+
+def test_a_fixed_finding_cannot_be_acknowledged_from_a_stale_page(site_model, engineer):
+    from findings.evaluate import evaluate
+
+    _heated_evening(site_model)
+    evaluate(MONDAY, MONDAY + WEEK)
+    pk = Finding.objects.get().pk
+    client = _client(engineer)
+    assert client.post(f"/staff/findings/{pk}/state", {"state": "fixed"}).status_code == 302
+    answer = client.post(f"/staff/findings/{pk}/state", {"state": "acknowledged"})
+    assert answer.status_code == 400
+    assert "is fixed and closed" in answer.content.decode()
+    assert Finding.objects.get().state == "fixed"
+    as_json = client.post(f"/staff/findings/{pk}/state", {"state": "acknowledged"}, **JSON)
+    assert as_json.status_code == 400 and list(as_json.json()["fields"]) == ["state"]
+
+
+def test_an_engineers_json_mark_answers_json(site_model, engineer):
+    from findings.evaluate import evaluate
+
+    _heated_evening(site_model)
+    evaluate(MONDAY, MONDAY + WEEK)
+    pk = Finding.objects.get().pk
+    answer = _client(engineer).post(f"/staff/findings/{pk}/state", {"state": "fixed"}, **JSON)
+    assert answer.status_code == 200
+    assert answer.json() == {"success": True, "id": pk, "state": "fixed"}
+
+
+def test_the_closed_list_says_how_each_closed_in_one_capitalisation(site_model, engineer, viewer):
+    def closed(key: str, state: str, by) -> None:
+        Finding.objects.create(
+            rule="heating_unoccupied", key=key, subject=key, period_start=MONDAY,
+            period_end=MONDAY + H, last_seen=MONDAY + H, detail="seen", what_to_check="w",
+            state=state, state_by=by, state_at=MONDAY + 2 * H, closed_at=MONDAY + 3 * H,
+        )  # fmt: skip
+
+    closed("was-fixed", "fixed", engineer)
+    closed("was-false", "false_alarm", engineer)
+    closed("stopped", "new", None)
+    page = _client(viewer).get("/staff/findings/").content.decode()
+    table = page[page.index('id="closed-findings"') :]
+    assert "Fixed by engineer" in table and "False alarm by engineer" in table
+    assert "Stopped recurring" in table
+    assert "false alarm" not in table and ">New<" not in table

@@ -4,6 +4,7 @@ acknowledged and sees their name on it (issue #30)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -93,11 +94,40 @@ def test_an_engineer_acknowledges_a_finding_and_their_name_is_kept(engineer_page
     top = page.locator("#open-findings tbody tr").first
     top.get_by_role("button", name="Acknowledged").click()
     expect(page.locator("#open-findings tbody tr").first).to_contain_text("Acknowledged by estates")
+    # A second tab drawn before the finding is fixed: its buttons are stale.
+    stale = page.context.new_page()
+    stale.goto(server.url + "/staff/findings/")
     top = page.locator("#open-findings tbody tr").first
     top.get_by_role("button", name="Fixed").click()
     expect(page.locator("#open-findings tbody tr")).to_have_count(1)
-    expect(page.locator("#closed-findings")).to_contain_text("Zone 'Hall'")
-    assert seen["errors"] == []
+    closed = page.locator("#closed-findings tbody tr")
+    expect(closed).to_have_count(1)
+    expect(closed.first).to_contain_text("Zone 'Hall'")
+    expect(closed.first).to_contain_text("Fixed by estates")
+    # A fixed finding is final: the stale tab's "Acknowledged" is refused in words (a 400),
+    # with the way back, and the finding stays fixed.
+    answers = []
+    stale.on("response", lambda r: answers.append(r.status) if "/state" in r.url else None)
+    stale.locator("#open-findings tbody tr").first.get_by_role(
+        "button", name="Acknowledged"
+    ).click()
+    expect(stale.get_by_role("heading", name="Finding not marked")).to_be_visible()
+    expect(stale.locator("#refusal")).to_contain_text("is fixed and closed")
+    assert answers == [400]
+    stale.get_by_role("link", name="Back to the findings").click()
+    expect(stale.locator("#closed-findings")).to_contain_text("Fixed by estates")
+    # A finding that no longer exists (deleted since the page was drawn): a 404 in words.
+    stale.evaluate(
+        """() => {
+            const form = document.querySelector("#open-findings form");
+            form.action = "/staff/findings/999999/state";
+            form.querySelector("button[value=fixed]").click();
+        }"""
+    )
+    expect(stale.locator("#refusal")).to_contain_text("There is no finding 999999")
+    assert answers == [400, 404]
+    errors = [e for e in seen["errors"] if "status of 40" not in e]  # the refusals themselves
+    assert errors == []
 
 
 @pytest.fixture
@@ -120,7 +150,11 @@ def base_load_data(site_data) -> dict:
 
 
 def test_a_manager_opens_a_findings_chart_and_sees_the_meter_it_tripped_on(base_load_data, server):
-    with logged_in_page(server.url, "manager", _base.PASSWORD, "/staff/", VIEWPORT) as opened:
+    # An American browser, whose clock is 12-hour: the chart still reads 24-hour, as the UK
+    # site's other charts do (the fresh-eyes tester saw "05:00 PM").
+    with logged_in_page(
+        server.url, "manager", _base.PASSWORD, "/staff/", VIEWPORT, locale="en-US"
+    ) as opened:
         page, seen = opened
         page.get_by_role("link", name="Findings").click()
         row = page.locator("#open-findings tbody tr", has_text="Out-of-hours base load rising")
@@ -146,6 +180,20 @@ def test_a_manager_opens_a_findings_chart_and_sees_the_meter_it_tripped_on(base_
         sent = page.evaluate(
             "(u) => fetch(u).then((r) => r.json())", canvas.get_attribute("data-url")
         )
+        labels = page.evaluate(
+            """(c) => {
+                const chart = Chart.getChart(c);
+                const x = chart.scales.x;
+                return {ticks: x.ticks.map((t) => String(t.label)),
+                        evening: x.options.ticks.callback(Date.UTC(2030, 0, 7, 17, 5))};
+            }""",
+            handle,
+        )
+        assert labels["evening"] == "Mon 7, 17:05"
+        assert labels["ticks"] and all(
+            re.search(r"\b([01]\d|2[0-3]):[0-5]\d$", t) and "M" not in t[-3:]
+            for t in labels["ticks"]
+        ), labels
         assert drawn["label"] == "Office main"
         # every point the server sent is on the chart, at the feed's own hourly interval: the
         # week and an hour either side, with readings in the week's 168 h and the hour before

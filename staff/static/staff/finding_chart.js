@@ -13,12 +13,16 @@ const isolatedDot = (ctx) => {
 };
 const COLOURS = ["#2f6fb3", "#d9822b", "#3a9d5d", "#b53b3b", "#7d5ba6", "#8c6d31"];
 
+  // 24-hour times in British English whatever the browser's language, as the feed explorer
+  // and the kiosks draw them: an en-US browser showed "Mon 7, 05:00 PM" (fresh-eyes tester).
   function formatter(tz) {
-    const options = { weekday: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
+    const options = {
+      weekday: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23",
+    };
     try {
-      return new Intl.DateTimeFormat(undefined, { ...options, timeZone: tz || undefined });
+      return new Intl.DateTimeFormat("en-GB", { ...options, timeZone: tz || undefined });
     } catch (e) {
-      return new Intl.DateTimeFormat(undefined, options); // an unknown zone: the browser's own
+      return new Intl.DateTimeFormat("en-GB", options); // an unknown zone: the browser's own
     }
   }
 
