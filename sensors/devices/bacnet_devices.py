@@ -58,22 +58,40 @@ def key_for(info: ObjectInfo) -> str:
     return f"{info.object_type}-{info.instance}"
 
 
+def _node_for(name: str, address: str, interval: int) -> Node:
+    """The controller's node (found, or new and unsaved), its interval set: what is refused
+    raises ValueError (or ValidationError from the model) naming it."""
+    bacnet_client.parse_address(address)  # ValueError names what is wrong
+    if interval < BACNET_MIN_INTERVAL_S:
+        raise ValueError(f"interval {interval} s is below the {BACNET_MIN_INTERVAL_S} s bound")
+    node = Node.objects.filter(name=name).first()
+    if node is None:
+        node = Node(name=name, protocol=Node.Protocol.BACNET)
+        node.set_new_key()  # a polled controller never posts; the key only satisfies the model
+    elif node.protocol != Node.Protocol.BACNET:
+        raise ValueError(f"node '{name}' exists and is not a BACnet controller")
+    node.interval = interval
+    node.full_clean()
+    return node
+
+
+def check_device(name: str, address: str, instance: int, *, interval: int = 30) -> None:
+    """Refuse what add_device would refuse, before anything asks the network: browsing a
+    controller that is not there takes its whole timeout, and an engineer should hear about a
+    typing slip in the interval or the name at once."""
+    node = _node_for(name, address, interval)
+    device = BacnetDevice(address=address.strip(), device_instance=instance)
+    existing = getattr(node, "bacnet", None) if node.pk else None
+    device.pk = existing.pk if existing is not None else None
+    device.full_clean(exclude=["node"])
+
+
 def add_device(
     name: str, address: str, instance: int, *, interval: int = 30, vendor_name: str = ""
 ) -> BacnetDevice:
     """Create (or update) the node and device row of a controller."""
-    bacnet_client.parse_address(address)  # ValueError names what is wrong
-    if interval < BACNET_MIN_INTERVAL_S:
-        raise ValueError(f"interval {interval} s is below the {BACNET_MIN_INTERVAL_S} s bound")
     with transaction.atomic():
-        node = Node.objects.filter(name=name).first()
-        if node is None:
-            node = Node(name=name, protocol=Node.Protocol.BACNET)
-            node.set_new_key()  # a polled controller never posts; the key only satisfies the model
-        elif node.protocol != Node.Protocol.BACNET:
-            raise ValueError(f"node '{name}' exists and is not a BACnet controller")
-        node.interval = interval
-        node.full_clean()
+        node = _node_for(name, address, interval)
         node.save()
         device, _ = BacnetDevice.objects.update_or_create(
             node=node,

@@ -222,3 +222,44 @@ def test_points_per_controller_and_poll_interval_are_bounded(controller):
     assert len(map_points(device, many)) == BACNET_MAX_POINTS_PER_DEVICE
     with pytest.raises(ValueError, match="at most 200"):
         map_points(device, [bacnet_client.ObjectInfo("analog-value", 9999)])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--interval", "4"], "below the 5 s bound"),
+        (["--name", "roomnode"], "exists and is not a BACnet controller"),
+        (["--instance", "4194303"], "device_instance"),
+        (["--address", "192.0.2.40:70000"], "port"),
+        (["--duplicate"], "already recorded"),
+    ],
+)
+def test_bacnet_add_refuses_bad_arguments_before_asking_the_network(args, message, monkeypatch):
+    """A typing slip is refused at once, not after a browse of the controller has waited out
+    its timeout (#31 fresh-eyes: `bacnet add` probed the network first)."""
+    from sensors.devices.bacnet_devices import add_device
+    from sensors.models import Node
+
+    def no_network(*a, **k):
+        raise AssertionError("the network was asked before the arguments were checked")
+
+    monkeypatch.setattr(bacnet_client, "browse", no_network)
+    node = Node(name="roomnode")
+    node.set_new_key()
+    node.save()
+    name, address, instance, interval = "boiler-house", "192.0.2.40", "2601", "30"
+    if args == ["--duplicate"]:
+        add_device("old-name", address, int(instance))
+    elif args[0] == "--name":
+        name = args[1]
+    elif args[0] == "--instance":
+        instance = args[1]
+    elif args[0] == "--address":
+        address = args[1]
+    elif args[0] == "--interval":
+        interval = args[1]
+    with pytest.raises(CommandError, match=message):
+        call_command("bacnet", "add", name, address, instance, "--interval", interval,
+                     "--point", "analog-input,1")  # fmt: skip
+    assert not BacnetDevice.objects.filter(node__name=name).exists()

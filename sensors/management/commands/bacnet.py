@@ -16,6 +16,7 @@ from sensors.devices import bacnet_client
 from sensors.devices.bacnet_client import BacnetError
 from sensors.devices.bacnet_devices import (
     add_device,
+    check_device,
     client_instance,
     local_address,
     map_points,
@@ -99,6 +100,11 @@ class Command(BaseCommand):
         wanted = [bacnet_client.parse_object(ref) for ref in opts["point"]]
         if len(wanted) > BACNET_MAX_POINTS_PER_DEVICE:
             raise CommandError(f"At most {BACNET_MAX_POINTS_PER_DEVICE} points per controller.")
+        try:  # refused before the network is asked: a browse can take its whole timeout
+            check_device(opts["name"], opts["address"], opts["instance"], interval=opts["interval"])
+        except ValidationError as exc:
+            field, messages = next(iter(exc.message_dict.items()))
+            raise CommandError(f"{field}: {' '.join(messages)}") from exc
         found = self._browse_objects(opts["address"], opts["instance"])
         by_ref = {(o.object_type, o.instance): o for o in found.objects}
         missing = [f"{k},{i}" for k, i in wanted if (k, i) not in by_ref]
