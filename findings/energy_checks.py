@@ -103,10 +103,10 @@ def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> 
             "min_rise_ratio": rules.BASE_LOAD_MIN_RISE_RATIO,
         }
         found = ed.base_load_rise(base(start, end), before, **bars)
-        when = f"in the {found.weeks} weeks before" if found else ""
+        what = "Out-of-hours base load"
         if found is None:
             found = last_night(ooh, start, before, bars)
-            when = "the previous weeks' base (on the last night)"
+            what = "Out-of-hours base load on the last night"
         if found is None:
             continue
         high = [t for t, kw in ooh if t >= start and kw >= found.before_kw + found.rise_kw / 2]
@@ -119,8 +119,8 @@ def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> 
                 subject_url=ENERGY_URL,
                 site=meter.node.site,
                 spans=spans or [detect.Span(start, end)],
-                detail=f"Out-of-hours base load {found.now_kw:.2f} kW against "
-                f"{found.before_kw:.2f} kW {when} (+{found.rise_kw:.2f} kW)",
+                detail=f"{what} {found.now_kw:.2f} kW against {found.before_kw:.2f} kW in "
+                f"the {found.weeks} weeks before (+{found.rise_kw:.2f} kW)",
                 evidence=[{"feed": meter.feed_id, "name": meter.name}],
                 kwh=found.rise_kw * out_of_hours_in(start, end),
                 fuel=benchmarks.ELECTRICITY,
@@ -133,7 +133,7 @@ def last_night(
     ooh: list[tuple[datetime, float]],
     start: datetime,
     before: list[float | None],
-    bars: dict,
+    bars: dict[str, float],
 ) -> ed.BaseLoad | None:
     """The short look: the range's last NIGHT_HOURS out-of-hours hours against the previous
     weeks' base (`before`, the weekly look's) and the nights before the range. The cost is
@@ -228,10 +228,14 @@ def above_model(start: datetime, end: datetime, log: points.CommandLog) -> list[
     return trips
 
 
+# (meter, this range's hourly kW, the weeks before's, kWh now, kWh before in as many hours)
+Array = tuple[Meter, list[tuple[datetime, float]], list[tuple[datetime, float]], float, float]
+
+
 def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list[points.Trip]:
     rule = rules.RULES[rules.PV_LOW_YIELD]
     first = start - rules.PV_WEEKS * WEEK
-    arrays = []  # (meter, now series, before series, now kWh, before kWh in as many hours)
+    arrays: list[Array] = []
     for meter in _meters(fuel=benchmarks.GENERATION, generator=PV):
         before, now = _split(meter_kw(meter, first, end), start)
         if len(now) < 24 or len(before) < 7 * 24:
@@ -298,7 +302,9 @@ def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list
     return trips
 
 
-def bright_day(meter: Meter, now, before, arrays, end: datetime) -> ed.DayShortfall | None:
+def bright_day(
+    meter: Meter, now: ed.Hourly, before: ed.Hourly, arrays: list[Array], end: datetime
+) -> ed.DayShortfall | None:
     """The short look at a PV array with siblings: its last PV_DAY_HOURS against each sibling
     at the site on that sibling's bright hours (ed.bright_hours_shortfall), each against its
     own clear-day envelope. Found when most siblings find it short (one sibling alone in
