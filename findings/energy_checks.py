@@ -16,6 +16,7 @@ most a few weeks (840 points) a feed.
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
+from statistics import median
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -95,14 +96,18 @@ def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> 
                 rules.BASE_LOAD_MIN_HOURS,
             )
 
-        before = [base(start - k * WEEK, start - (k - 1) * WEEK) for k in range(1, 5)]
-        found = ed.base_load_rise(
-            base(start, end),
-            before,
-            min_weeks=rules.BASE_LOAD_MIN_WEEKS,
-            min_rise_kw=rules.BASE_LOAD_MIN_RISE_KW,
-            min_rise_ratio=rules.BASE_LOAD_MIN_RISE_RATIO,
-        )
+        weeks = range(1, rules.BASE_LOAD_WEEKS + 1)
+        before = [base(start - k * WEEK, start - (k - 1) * WEEK) for k in weeks]
+        bars = {
+            "min_weeks": rules.BASE_LOAD_MIN_WEEKS,
+            "min_rise_kw": rules.BASE_LOAD_MIN_RISE_KW,
+            "min_rise_ratio": rules.BASE_LOAD_MIN_RISE_RATIO,
+        }
+        found = ed.base_load_rise(base(start, end), before, **bars)
+        what = "Out-of-hours base load"
+        if found is None:
+            found = last_night(ooh, start, before, bars)
+            what = "Out-of-hours base load on the last night"
         if found is None:
             continue
         high = [t for t, kw in ooh if t >= start and kw >= found.before_kw + found.rise_kw / 2]
@@ -115,15 +120,43 @@ def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> 
                 subject_url=ENERGY_URL,
                 site=meter.node.site,
                 spans=spans or [detect.Span(start, end)],
-                detail=f"Out-of-hours base load {found.now_kw:.2f} kW against "
-                f"{found.before_kw:.2f} kW in the {found.weeks} weeks before "
-                f"(+{found.rise_kw:.2f} kW)",
+                detail=f"{what} {found.now_kw:.2f} kW against {found.before_kw:.2f} kW in "
+                f"the {found.weeks} weeks before (+{found.rise_kw:.2f} kW)",
                 evidence=[{"feed": meter.feed_id, "name": meter.name}],
                 kwh=found.rise_kw * out_of_hours_in(start, end),
                 fuel=benchmarks.ELECTRICITY,
             )
         )
     return trips
+
+
+def last_night(
+    ooh: list[tuple[datetime, float]],
+    start: datetime,
+    before: list[float | None],
+    bars: dict[str, float],
+) -> ed.BaseLoad | None:
+    """The short look: the range's last NIGHT_HOURS out-of-hours hours against the previous
+    weeks' base (`before`, the weekly look's) and the nights before the range. The cost is
+    the weekly look's (the rise over every out-of-hours hour): a step, once found, is paid
+    for every night until someone turns it off."""
+    known = [b for b in before if b is not None]
+    if len(known) < bars["min_weeks"]:
+        return None
+    before_kw = float(median(known))
+    night = [kw for t, kw in ooh if t >= start][-rules.NIGHT_HOURS :]
+    nights = ed.chunks([kw for t, kw in ooh if t < start], rules.NIGHT_HOURS)
+    now = ed.night_base_rise(
+        night,
+        nights,
+        before_kw,
+        q=rules.BASE_LOAD_PERCENTILE,
+        min_hours=rules.NIGHT_MIN_HOURS,
+        above_q=rules.NIGHT_ABOVE_PERCENTILE,
+        min_rise_kw=bars["min_rise_kw"],
+        min_rise_ratio=bars["min_rise_ratio"],
+    )
+    return None if now is None else ed.BaseLoad(now, before_kw, len(known))
 
 
 def out_of_hours_in(start: datetime, end: datetime) -> int:
@@ -197,10 +230,14 @@ def above_model(start: datetime, end: datetime, log: points.CommandLog) -> list[
     return trips
 
 
+# (meter, this range's hourly kW, the weeks before's, kWh now, kWh before in as many hours)
+Array = tuple[Meter, list[tuple[datetime, float]], list[tuple[datetime, float]], float, float]
+
+
 def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list[points.Trip]:
     rule = rules.RULES[rules.PV_LOW_YIELD]
     first = start - rules.PV_WEEKS * WEEK
-    arrays = []  # (meter, now series, before series, now kWh, before kWh in as many hours)
+    arrays: list[Array] = []
     for meter in _meters(fuel=benchmarks.GENERATION, generator=PV):
         before, now = _split(meter_kw(meter, first, end), start)
         if len(now) < 24 or len(before) < 7 * 24:
@@ -215,17 +252,30 @@ def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list
             for m, _n, _b, n, b in arrays
             if m.pk != meter.pk and m.node.site_id == meter.node.site_id and b > 0
         ]
+        span = detect.Span(now[0][0], now[-1][0] + timedelta(hours=1))
         if siblings:
             found = ed.sibling_shortfall(
                 now_kwh, before_kwh, siblings, min_share=rules.PV_SIBLING_SHARE
             )
-            if found is None:
-                continue
-            missing = found.missing_kwh
-            detail = (
-                f"Made {now_kwh:.0f} kWh, {100 * found.ratio:.0f} % of its past rate, while its sibling "
-                f"arrays made {100 * found.reference:.0f} % of theirs"
-            )
+            if found is not None:
+                missing = found.missing_kwh
+                detail = (
+                    f"Made {now_kwh:.0f} kWh, {100 * found.ratio:.0f} % of its past rate, while "
+                    f"its sibling arrays made {100 * found.reference:.0f} % of theirs"
+                )
+            else:
+                day = bright_day(meter, now, before, arrays, end)
+                if day is None:
+                    continue
+                # the share it fell short by on the bright hours, over what it made in as
+                # many hours before: what a week of it costs if it goes on
+                missing = (1 - day.share) * before_kwh
+                span = detect.Span(day.hours[0], day.hours[-1] + timedelta(hours=1))
+                detail = (
+                    f"On {len(day.hours)} bright hours of the last day it made "
+                    f"{100 * day.share:.0f} % of what its sibling arrays made, each against "
+                    "its own clear-day envelope"
+                )
         else:
             ratio = ed.envelope_ratio(now, before, daylight_share=rules.PV_DAYLIGHT_SHARE)
             if ratio is None or ratio >= rules.PV_ENVELOPE_SHARE:
@@ -244,7 +294,7 @@ def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list
                 subject=_meter_subject(meter, "PV array"),
                 subject_url=ENERGY_URL,
                 site=meter.node.site,
-                spans=[detect.Span(now[0][0], now[-1][0] + timedelta(hours=1))],
+                spans=[span],
                 detail=detail,
                 evidence=[{"feed": meter.feed_id, "name": meter.name}],
                 kwh=missing,
@@ -252,6 +302,39 @@ def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list
             )
         )
     return trips
+
+
+def bright_day(
+    meter: Meter, now: ed.Hourly, before: ed.Hourly, arrays: list[Array], end: datetime
+) -> ed.DayShortfall | None:
+    """The short look at a PV array with siblings: its last PV_DAY_HOURS against each sibling
+    at the site on that sibling's bright hours (ed.bright_hours_shortfall), each against its
+    own clear-day envelope. Found when most siblings find it short (one sibling alone in
+    the sun under a passing gap in the clouds is not enough; a sibling with too few bright
+    hours counts as not finding it); the middle one of their verdicts is reported."""
+    since = end - timedelta(hours=rules.PV_DAY_HOURS)
+    day = [(t, kw) for t, kw in now if t >= since]
+    envelope = ed.profile_max(before)
+    found = []
+    for m, sib_now, sib_before, _n, _b in arrays:
+        if m.pk == meter.pk or m.node.site_id != meter.node.site_id:
+            continue
+        found.append(
+            ed.bright_hours_shortfall(
+                day,
+                envelope,
+                [(t, kw) for t, kw in sib_now if t >= since],
+                ed.profile_max(sib_before),
+                bright_share=rules.PV_BRIGHT_SHARE,
+                daylight_share=rules.PV_DAYLIGHT_SHARE,
+                min_hours=rules.PV_BRIGHT_MIN_HOURS,
+                min_share=rules.PV_SIBLING_SHARE,
+            )
+        )
+    judged = sorted((f for f in found if f is not None), key=lambda f: f.share)
+    if 2 * len(judged) <= len(found):
+        return None
+    return judged[len(judged) // 2]
 
 
 def hydro_no_output(start: datetime, end: datetime, log: points.CommandLog) -> list[points.Trip]:

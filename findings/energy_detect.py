@@ -1,4 +1,5 @@
-"""Pure conditions of the energy rules: base load, the CUSUM, PV yield, hydro without output.
+"""Pure conditions of the energy rules: base load (a week's and the last night's), the CUSUM,
+PV yield (a week's and a bright day's), hydro without output.
 
 No Django, no database: series in, what tripped out, so each is tested on recorded series
 with and without its fault (tests/findings/test_energy_detect.py). Hourly series are
@@ -61,6 +62,44 @@ def base_load_rise(
     if rise < min_rise_kw or rise < min_rise_ratio * max(before, 0.0):
         return None
     return BaseLoad(now_kw, before, len(known))
+
+
+def night_base_rise(
+    night: Sequence[float],
+    nights_before: Sequence[Sequence[float]],
+    before_kw: float | None,
+    *,
+    q: float,
+    min_hours: int,
+    above_q: float,
+    min_rise_kw: float,
+    min_rise_ratio: float,
+) -> float | None:
+    """The short look at a base load: the last night's `q` percentile (`night`: its
+    out-of-hours hourly means, at least `min_hours`) risen above `before_kw` (the previous
+    weeks' base) by `min_rise_kw` and `min_rise_ratio`, and above the `above_q` percentile
+    of the previous nights' own bases, so a meter whose nights scatter more sets its own bar
+    higher. The low percentile keeps a cleaner's hour or an hour of noise from counting: a
+    load left on all night is what lifts it. Returns the night's base (kW), None when it
+    has not risen or there is too little to say."""
+    now = low_percentile(night, q, min_hours)
+    bases = [b for b in (low_percentile(n, q, min_hours) for n in nights_before) if b is not None]
+    if now is None or before_kw is None or not bases:
+        return None
+    rise = now - before_kw
+    if rise < min_rise_kw or rise < min_rise_ratio * max(before_kw, 0.0):
+        return None
+    if now <= float(np.percentile(np.asarray(bases, dtype=np.float64), above_q)):
+        return None
+    return now
+
+
+def chunks(values: Sequence[float], size: int) -> list[list[float]]:
+    """`values` cut into runs of `size` from the end (the oldest, shorter run left out): the
+    previous nights, as runs of as many out-of-hours hours as the night judged."""
+    n = len(values) // size * size
+    start = len(values) - n
+    return [list(values[i : i + size]) for i in range(start, len(values), size)]
 
 
 @dataclass(frozen=True)
@@ -160,6 +199,51 @@ def sibling_shortfall(
     if reference <= 0 or ratio >= min_share * reference:
         return None
     return Shortfall(ratio, reference, reference * before_kwh - now_kwh)
+
+
+@dataclass(frozen=True)
+class DayShortfall:
+    share: float  # this array's hourly share of its envelope ÷ its sibling's (the median)
+    hours: list[datetime]  # the bright hours judged
+
+
+def bright_hours_shortfall(
+    now: Hourly,
+    envelope: dict[int, float],
+    sibling_now: Hourly,
+    sibling_envelope: dict[int, float],
+    *,
+    bright_share: float,
+    daylight_share: float,
+    min_hours: int,
+    min_share: float,
+) -> DayShortfall | None:
+    """The short look at a PV array: over the hours its sibling was bright (made at least
+    `bright_share` of its own clear-day envelope at that hour of the day), each hour's share
+    of this array's envelope against the sibling's, their median under `min_share`. Only
+    bright hours are judged, so a grey day is no evidence either way; the median, so one
+    hour a cloud shades one array and not the other does not decide. Dawn and dusk (an
+    envelope under `daylight_share` of its peak) are left out. None with fewer than
+    `min_hours` bright hours or no shortfall."""
+    peak = max(envelope.values(), default=0.0)
+    sibling_peak = max(sibling_envelope.values(), default=0.0)
+    if peak <= 0 or sibling_peak <= 0:
+        return None
+    sibling = dict(sibling_now)
+    ratios, hours = [], []
+    for t, kw in now:
+        env, sib_env = envelope.get(t.hour, 0.0), sibling_envelope.get(t.hour, 0.0)
+        if env < daylight_share * peak or sib_env < daylight_share * sibling_peak:
+            continue
+        sib = sibling.get(t)
+        if sib is None or sib < bright_share * sib_env:
+            continue
+        ratios.append((kw / env) / (sib / sib_env))
+        hours.append(t)
+    if len(ratios) < min_hours:
+        return None
+    share = float(median(ratios))
+    return DayShortfall(share, hours) if share < min_share else None
 
 
 @dataclass(frozen=True)

@@ -402,6 +402,16 @@ BASE_LOAD_MIN_WEEKS = 2
 # A rise worth a look: 100 W (a heater or a few PCs left on) and 15 % of the base before.
 BASE_LOAD_MIN_RISE_KW = 0.1
 BASE_LOAD_MIN_RISE_RATIO = 0.15
+# The short look, so a step is found the morning after it (issue 30: within a day): the last
+# NIGHT_HOURS out-of-hours hours (one weekday night; a weekend's are longer) with at least
+# NIGHT_MIN_HOURS of data, their BASE_LOAD_PERCENTILE percentile risen by the same bars
+# against the previous weeks' base, and above the NIGHT_ABOVE_PERCENTILE percentile of the
+# previous weeks' nights (runs of as many out-of-hours hours) as well: a meter whose nights
+# vary (frost heaters on cold nights) is judged against its own spread. One night, not two:
+# a step on a Thursday evening has only one night before Friday evening.
+NIGHT_HOURS = 12
+NIGHT_MIN_HOURS = 10
+NIGHT_ABOVE_PERCENTILE = 90
 ELECTRICITY = "electricity"
 
 # The CUSUM turning up: at least ABOVE_MODEL_DAYS days in a row each using more than
@@ -417,6 +427,13 @@ PV_WEEKS = 4
 PV_ENVELOPE_SHARE = 0.7
 PV_SIBLING_SHARE = 0.8
 PV_DAYLIGHT_SHARE = 0.1
+# The short look (with sibling arrays): over the last PV_DAY_HOURS, the hours a sibling made
+# at least PV_BRIGHT_SHARE of its clear-day envelope at that hour (a bright hour: a grey day
+# has none and is not judged), at least PV_BRIGHT_MIN_HOURS of them; the array's share of
+# its own envelope in each, against the sibling's, has a median under PV_SIBLING_SHARE.
+PV_DAY_HOURS = 24
+PV_BRIGHT_SHARE = 0.6
+PV_BRIGHT_MIN_HOURS = 3
 
 # Hydro: running = output above HYDRO_RUNNING_SHARE of its 95th-percentile output; the water
 # it runs on = the HYDRO_FLOW_QUANTILE percentile of the flow while it ran, over the
@@ -438,9 +455,11 @@ for _rule in (
         f"percentile of its hourly means on weekday nights before {OPENS_HOUR:02d}:00 and from "
         f"{CLOSES_HOUR:02d}:00 and at weekends) is at least {BASE_LOAD_MIN_RISE_KW * 1000:g} W "
         f"and {100 * BASE_LOAD_MIN_RISE_RATIO:.0f} % above the median of its previous "
-        f"{BASE_LOAD_WEEKS} weeks'",
+        f"{BASE_LOAD_WEEKS} weeks' over the week, or over its last {NIGHT_HOURS} out-of-hours "
+        f"hours (one night) when that night is also above the {NIGHT_ABOVE_PERCENTILE}th "
+        "percentile of the previous weeks' nights",
         window=timedelta(days=7),
-        min_duration=timedelta(hours=BASE_LOAD_MIN_HOURS),
+        min_duration=timedelta(hours=NIGHT_MIN_HOURS),
         cost_method=f"the rise (kW) × {OUT_OF_HOURS_A_WEEK} out-of-hours hours a week, at the "
         "site's electricity tariff and carbon factor",
         what_to_check="what runs at night and at weekends on this circuit: heaters, lights, "
@@ -473,12 +492,16 @@ for _rule in (
         condition=f"a PV array makes under {100 * PV_SIBLING_SHARE:.0f} % of what its sibling arrays "
         f"make (each against its own previous {PV_WEEKS} weeks); an array alone: its best "
         f"hours of the week reach under {100 * PV_ENVELOPE_SHARE:.0f} % of its clear-day envelope "
-        f"(its best hours of the {PV_WEEKS} weeks before)",
+        f"(its best hours of the {PV_WEEKS} weeks before); or, within a day, on at least "
+        f"{PV_BRIGHT_MIN_HOURS} bright hours of the last {PV_DAY_HOURS} (a sibling at "
+        f"{100 * PV_BRIGHT_SHARE:.0f} % or more of its clear-day envelope) it makes under "
+        f"{100 * PV_SIBLING_SHARE:.0f} % of the sibling's share of its envelope",
         window=timedelta(days=7),
-        min_duration=timedelta(days=1),
+        min_duration=timedelta(hours=PV_BRIGHT_MIN_HOURS),
         cost_method="the missing kWh (what it would have made at its siblings' share, or its "
-        "week's yield scaled up to its envelope) at the site's electricity tariff and "
-        "carbon factor: each kWh not generated is bought",
+        "week's yield scaled up to its envelope; found on a bright day: the share it fell "
+        "short by × what it made in as many hours before) at the site's electricity tariff "
+        "and carbon factor: each kWh not generated is bought",
         what_to_check="the inverter's display and error log, each string's breaker and "
         "fuses, shading (a tree grown, scaffolding), soiling, and a string's connectors "
         "after a storm",

@@ -124,10 +124,9 @@ def test_a_short_run_finds_each_injected_fault_within_a_day_and_nothing_when_fau
     assert {r: row.false for r, row in table.items() if row.false} == {}
 
 
-def test_a_week_finds_the_plant_faults_the_pv_and_solar_ones_within_a_day(db, redis_client):
-    """The base load rule judges a week's 10th percentile of out-of-hours hours, so a step up
-    is seen once nine in ten of the week's such hours follow it: days, not hours (the bench's
-    delays, docs/BENCHMARKS.md)."""
+def test_a_week_finds_the_plant_faults_within_a_day(db, redis_client):
+    """The base load rising in a Monday's office hours is found the morning after, on its
+    first night (the rule's short look); the shaded PV string on its first bright hours."""
     from demo import faults as k
     from demo import fdd
     from demo.faults import FaultPlan
@@ -146,7 +145,5 @@ def test_a_week_finds_the_plant_faults_the_pv_and_solar_ones_within_a_day(db, re
         rule, _ = fdd.expected_key(rig, fault)
         assert table[rule].found == table[rule].injected == 1, (fault, table[rule])
         delays[fault.kind] = table[rule].delays[0]
-    assert delays[k.PV_SHADED] <= timedelta(days=1)
-    assert delays[k.SOLAR_PUMP_FORCED_ON] <= timedelta(days=1)
-    assert delays[k.NIGHT_BASE_LOAD] <= timedelta(days=5)
+    assert max(delays.values()) <= timedelta(days=1), delays
     assert {r: row.false for r, row in table.items() if row.false} == {}

@@ -89,3 +89,88 @@ def test_two_idle_hours_with_water_are_not_yet_a_stop_three_are():
     assert ed.absent_with_flow(power(2), flow, before, flow_before, **args) is None
     found = ed.absent_with_flow(power(3), flow, before, flow_before, **args)
     assert found is not None and len(found.hours) == 3 and found.missing_kwh == 15.0
+
+
+# --- the short looks: the last night's base load, a bright day's PV yield ---------------------
+
+NIGHT_BARS = {"q": 10, "min_hours": 10, "above_q": 90, "min_rise_kw": 0.5, "min_rise_ratio": 0.125}
+QUIET_NIGHTS = [[4.0] * 12] * 20
+
+
+def test_a_night_risen_exactly_at_both_bounds_trips_and_just_under_does_not():
+    assert ed.night_base_rise([4.5] * 12, QUIET_NIGHTS, 4.0, **NIGHT_BARS) == 4.5
+    assert ed.night_base_rise([4.49] * 12, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+
+
+def test_a_night_needs_its_hours_and_a_history_of_nights():
+    assert ed.night_base_rise([9.0] * 10, QUIET_NIGHTS, 4.0, **NIGHT_BARS) == 9.0
+    assert ed.night_base_rise([9.0] * 9, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+    assert ed.night_base_rise([9.0] * 12, [], 4.0, **NIGHT_BARS) is None
+    assert ed.night_base_rise([9.0] * 12, QUIET_NIGHTS, None, **NIGHT_BARS) is None
+
+
+def test_a_cleaners_hour_or_a_noisy_night_is_not_a_rise():
+    cleaner = [4.0] * 11 + [12.0]
+    assert ed.night_base_rise(cleaner, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+    # noise about a higher mean (5 kW): its low hours are still at the old base
+    noisy = [4.0, 6.0] * 6
+    assert ed.night_base_rise(noisy, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+
+
+def test_a_night_no_higher_than_the_nights_a_meter_has_had_before_is_not_a_rise():
+    # frost heaters on one night in five: the base (a median) is 4 kW, but 5 kW nights are
+    # this meter's own; a 5 kW night is not new, a 5.5 kW one is
+    varied = ([[4.0] * 12] * 4 + [[5.0] * 12]) * 4
+    assert ed.night_base_rise([5.0] * 12, varied, 4.0, **NIGHT_BARS) is None
+    assert ed.night_base_rise([5.5] * 12, varied, 4.0, **NIGHT_BARS) == 5.5
+
+
+def test_the_nights_before_are_cut_from_the_end():
+    assert ed.chunks([1.0, 2.0, 3.0, 4.0, 5.0], 2) == [[2.0, 3.0], [4.0, 5.0]]
+    assert ed.chunks([1.0], 2) == []
+
+
+T9 = datetime(2030, 1, 13, 9, tzinfo=UTC)  # a Sunday morning
+ENVELOPE = {9: 1.0, 10: 2.0, 11: 3.0, 12: 4.0, 13: 4.0, 14: 3.0, 15: 2.0, 16: 1.0}
+DAY_BARS = {"bright_share": 0.6, "daylight_share": 0.1, "min_hours": 3, "min_share": 0.8}
+
+
+def _day(shares: list[float], envelope=ENVELOPE):
+    """Hourly kW from 09:00: each hour's share of the envelope."""
+    return [(T9 + timedelta(hours=i), s * envelope[9 + i]) for i, s in enumerate(shares)]
+
+
+def test_a_string_at_half_on_three_bright_hours_is_short_and_on_two_is_not_judged():
+    found = ed.bright_hours_shortfall(_day([0.5] * 3), ENVELOPE, _day([1.0] * 3), ENVELOPE,
+                                      **DAY_BARS)  # fmt: skip
+    assert found is not None and found.share == 0.5 and len(found.hours) == 3
+    assert ed.bright_hours_shortfall(_day([0.5] * 2), ENVELOPE, _day([1.0] * 2), ENVELOPE,
+                                     **DAY_BARS) is None  # fmt: skip
+
+
+def test_a_share_exactly_at_the_bound_is_no_shortfall():
+    assert ed.bright_hours_shortfall(_day([0.8] * 8), ENVELOPE, _day([1.0] * 8), ENVELOPE,
+                                     **DAY_BARS) is None  # fmt: skip
+    found = ed.bright_hours_shortfall(_day([0.79] * 8), ENVELOPE, _day([1.0] * 8), ENVELOPE,
+                                      **DAY_BARS)  # fmt: skip
+    assert found is not None and round(found.share, 2) == 0.79
+
+
+def test_a_grey_day_is_not_judged_and_a_cloud_over_one_string_for_an_hour_does_not_decide():
+    # the sibling at 59 % of its envelope all day (under the 60 % of a bright hour): the
+    # array at 20 % of its own is no evidence
+    assert ed.bright_hours_shortfall(_day([0.2] * 8), ENVELOPE, _day([0.59] * 8), ENVELOPE,
+                                     **DAY_BARS) is None  # fmt: skip
+    # a bright day; a cloud over this array alone on two of eight hours
+    passing = [1.0, 0.3, 1.0, 1.0, 0.3, 1.0, 1.0, 1.0]
+    assert ed.bright_hours_shortfall(_day(passing), ENVELOPE, _day([1.0] * 8), ENVELOPE,
+                                     **DAY_BARS) is None  # fmt: skip
+
+
+def test_dawn_and_dusk_hours_are_not_judged():
+    # an envelope whose 09:00 and 16:00 are under 10 % of its peak: those hours (where a
+    # low sun on one array and not the other means little) are left out
+    dim = ENVELOPE | {9: 0.3, 16: 0.3}
+    found = ed.bright_hours_shortfall(_day([0.5] * 8, dim), dim, _day([1.0] * 8, dim), dim,
+                                      **DAY_BARS)  # fmt: skip
+    assert found is not None and [t.hour for t in found.hours] == [10, 11, 12, 13, 14, 15]

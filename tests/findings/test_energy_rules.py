@@ -121,6 +121,64 @@ def test_a_register_meter_in_kwh_is_read_as_its_hourly_rise(site):
     assert f.waste_kwh_week == pytest.approx(54.0)
 
 
+SUNDAY_NOON = MONDAY + 6 * 24 * H + 12 * H  # the last 12 out-of-hours hours of the week
+
+
+def test_a_base_load_stepped_up_on_the_last_night_is_found_and_costed_as_a_week_of_it(site):
+    m = meter(site["office"], "Office main", "electricity")
+    record(m.feed_id, MONDAY - HISTORY, 4 * 168, office_load(500))
+    # a heater left on from Sunday noon: the week's 10th percentile has not moved, the last
+    # night's has
+    record(m.feed_id, MONDAY, 168, lambda t: 1000.0 if t >= SUNDAY_NOON else office_load(500)(t))
+    evaluate(MONDAY, MONDAY + WEEK)
+    f = Finding.objects.get(rule=rules.BASE_LOAD_RISING)
+    # by hand, as the week's look: +0.5 kW × 108 out-of-hours hours = 54 kWh a week (what it
+    # costs while it stays on), × £0.25 = £13.50
+    assert f.waste_kwh_week == pytest.approx(54.0)
+    assert f.waste_money_week == pytest.approx(13.50)
+    assert "on the last night" in f.detail and "+0.50 kW" in f.detail
+    assert f.period_start == SUNDAY_NOON
+
+
+def _last_night(site, night_w) -> None:
+    m = meter(site["office"], "Office main", "electricity")
+    record(m.feed_id, MONDAY - HISTORY, 4 * 168, office_load(500))
+    record(
+        m.feed_id, MONDAY, 168, lambda t: night_w(t) if t >= SUNDAY_NOON else office_load(500)(t)
+    )
+    evaluate(MONDAY, MONDAY + WEEK)
+
+
+def test_a_noisy_last_night_is_no_finding(site):
+    # ±400 W hour by hour about 700 W: its quiet hours are the old base
+    _last_night(site, lambda t: 300.0 if t.hour % 2 else 1100.0)
+    assert not Finding.objects.filter(rule=rules.BASE_LOAD_RISING).exists()
+
+
+def test_a_last_night_with_a_cleaners_hour_is_no_finding(site):
+    _last_night(site, lambda t: 3000.0 if t.hour == 21 else 500.0)
+    assert not Finding.objects.filter(rule=rules.BASE_LOAD_RISING).exists()
+
+
+def test_a_last_night_like_the_meters_cold_nights_before_is_no_finding(site):
+    # frost heaters: every fifth night (of 12 out-of-hours hours) at 900 W before; the last
+    # night at 900 W is one of them, not a new load (the week's base is still 500 W)
+    m = meter(site["office"], "Office main", "electricity")
+    night = iter(range(10**6))
+    cold = {}
+
+    def before(t) -> float:
+        if not rules_out_of_hours(t):
+            return 5000.0
+        k = cold.setdefault(t, next(night) // 12 % 5 == 4)
+        return 900.0 if k else 500.0
+
+    record(m.feed_id, MONDAY - HISTORY, 4 * 168, before)
+    record(m.feed_id, MONDAY, 168, lambda t: 900.0 if t >= SUNDAY_NOON else office_load(500)(t))
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.BASE_LOAD_RISING).exists()
+
+
 # --- a building above its model (the CUSUM turning up) ------------------------------------
 
 
@@ -213,6 +271,43 @@ def test_a_lone_array_with_one_clear_day_in_a_grey_week_is_no_finding(site):
     record(a.feed_id, MONDAY - HISTORY, 4 * 168, pv(4000))
     record(a.feed_id, MONDAY, 168, pv(4000, lambda t: 1.0 if t.weekday() == 2 else 0.3))
     evaluate(MONDAY, MONDAY + WEEK)
+    assert not Finding.objects.filter(rule=rules.PV_LOW_YIELD).exists()
+
+
+SUNDAY = MONDAY + 6 * 24 * H
+
+
+def _two_arrays_a_sunday(site, a_share, b_share) -> None:
+    """Roof A (4 kWp) and roof B (2 kWp): four clear weeks, a clear week, then a Sunday with
+    each at its share of its clear-day output, hour by hour."""
+    a, b = _array(site, "Roof A"), _array(site, "Roof B")
+    for m, peak, share in ((a, 4000, a_share), (b, 2000, b_share)):
+        record(m.feed_id, MONDAY - HISTORY, 4 * 168, pv(peak))
+        record(m.feed_id, MONDAY, 168, pv(peak, lambda t, s=share: s(t) if t >= SUNDAY else 1.0))
+    evaluate(MONDAY, MONDAY + WEEK)
+
+
+def test_an_array_shaded_on_the_last_bright_day_is_found_within_the_day(site):
+    _two_arrays_a_sunday(site, lambda t: 0.5, lambda t: 1.0)
+    f = Finding.objects.get(rule=rules.PV_LOW_YIELD)
+    assert f.subject == "PV array 'Roof A' (Office)"
+    # the week's look: A made 6 × 20 + 10 = 130 kWh, 93 % of its past rate against B's 100 %:
+    # not under 80 %. The day's: on its 8 bright hours it made half its envelope, B all of its.
+    # By hand: (1 - 0.5) × 140 kWh (a week at its past rate) = 70 kWh a week, × £0.25 = £17.50
+    assert "8 bright hours" in f.detail and "50 %" in f.detail
+    assert f.waste_kwh_week == pytest.approx(70.0)
+    assert f.waste_money_week == pytest.approx(17.50)
+    assert (f.period_start, f.period_end) == (SUNDAY + 9 * H, SUNDAY + 17 * H)
+
+
+def test_a_grey_last_day_is_no_finding_though_one_array_fell_further(site):
+    # B at 50 % of its envelope all day (under the 60 % of a bright hour), A at 30 %
+    _two_arrays_a_sunday(site, lambda t: 0.3, lambda t: 0.5)
+    assert not Finding.objects.filter(rule=rules.PV_LOW_YIELD).exists()
+
+
+def test_a_cloud_over_one_array_for_two_hours_of_a_bright_day_is_no_finding(site):
+    _two_arrays_a_sunday(site, lambda t: 0.2 if t.hour in (11, 14) else 1.0, lambda t: 1.0)
     assert not Finding.objects.filter(rule=rules.PV_LOW_YIELD).exists()
 
 
