@@ -373,3 +373,15 @@ def test_only_a_hydro_generation_meter_has_a_flow_feed(site):
     assert set(caught.value.message_dict) == {"flow_feed"}
     m.generator = "hydro"
     m.full_clean()
+
+
+def test_an_hourly_read_ends_before_the_hour_that_starts_at_its_end(site):
+    """The hour starting at `end` is not judged: a run replaying recorded history saw the
+    next hour of its own future, and a live run an hour barely begun."""
+    from findings.energy_checks import hourly
+
+    m = meter(site["office"], "Main", "electricity")
+    record(m.feed_id, MONDAY, 10, lambda t: float(t.hour))
+    got = hourly(m.feed_id, MONDAY + 2 * H, MONDAY + 5 * H)
+    assert [(t - MONDAY) / H for t, _ in got] == [2, 3, 4]
+    assert [v for _, v in got] == [2.0, 3.0, 4.0]
