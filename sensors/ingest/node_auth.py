@@ -97,7 +97,10 @@ def _digest(key: str) -> str:
 
 
 def known(key: str) -> Identity | None:
-    """The node or gateway of a key, from this process's table (no database, no Redis)."""
+    """The node or gateway of a key, from this process's table (no database, no Redis once
+    it is read). A key of the wrong length is no key, without reading anything."""
+    if len(key) != keys.KEY_LENGTH:
+        return None
     return _key_table().by_hash.get(_digest(key))
 
 
