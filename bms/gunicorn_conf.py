@@ -38,6 +38,14 @@ logger_class = GunicornLogger
 
 preload_app = True
 
+# The listen queue: connections the kernel holds while every worker thread is busy. Each node
+# posts on a connection of its own, so at 1,000 posts a second gunicorn's default (2048) is
+# 2 s of arrivals; past it the kernel refuses them (5,408 of 30,443 posts at the 10,000-node
+# site, docs/BENCHMARKS.md). 4096 is 4 s, and the kernel caps it at net.core.somaxconn
+# (4096 since Linux 5.4; raise it on an older kernel, docs/DEPLOYMENT.md). A deeper queue
+# would only hold posts longer than a node waits for its answer.
+backlog = 4096
+
 
 def when_ready(server) -> None:
     """In the master, the application loaded, before the first worker is forked."""

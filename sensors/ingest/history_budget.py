@@ -254,16 +254,36 @@ def _request_files(
     return out
 
 
+# The reaches this process has read, (field, fallback) -> unix seconds. A reach only moves back
+# (CHARGE_LUA writes a file's field only with an earlier time, and nothing else writes or
+# deletes REACH_KEY), so a reach read before is at or after the reach now: a reading at or
+# after it cannot reach back, and the usual request is answered without the round trip it
+# cost each post (issue #29). A file never charged reaches back to `now`, which moves: not kept.
+_known_reaches = ProcessCache()
+
+
 def _reaches(files: list[File], now: float) -> list[float]:
     """Each file's reach as the Lua script reads it (one round trip)."""
     backs = [f.fallback for f in files if f.fallback]
     fields = [f.field for f in files] + backs
     raw = get_redis().hmget(REACH_KEY, fields) if fields else []
     fallen = dict(zip(backs, raw[len(files) :], strict=True))
-    return [
-        float(own if own is not None else fallen.get(f.fallback) or now)
-        for f, own in zip(files, raw[: len(files)], strict=True)
-    ]
+    out = []
+    for f, own in zip(files, raw[: len(files)], strict=True):
+        stored = own if own is not None else fallen.get(f.fallback)
+        if stored is not None:
+            _known_reaches.set((f.field, f.fallback), float(stored))
+        out.append(float(stored or now))
+    return out
+
+
+def _free_as_known(request: dict[str, tuple[File, int]]) -> bool:
+    """Whether every file of the request is read at or after a reach this process knows."""
+    for f, t in request.values():
+        known = _known_reaches.get((f.field, f.fallback))
+        if known is None or t < known:
+            return False
+    return True
 
 
 def _cost(files: list[File], reaches: list[float], t: int) -> int:
@@ -272,10 +292,13 @@ def _cost(files: list[File], reaches: list[float], t: int) -> int:
 
 def reaches_back(earliest: dict[int, tuple[float, Iterable[str]]], now: float) -> bool:
     """Whether any file of a request reaches further back than it has been charged for. The
-    usual request does not: one Redis round trip, and no query once this process knows the
-    node's files (so live readings pass through a database outage). A file never charged
-    reaches back to now (it starts with its first reading)."""
+    usual request does not: no round trip once this process has read its files' reaches
+    (`_known_reaches`), and no query once it knows the node's files (so live readings pass
+    through a database outage). A file never charged reaches back to now (it starts with its
+    first reading)."""
     request = _request_files(earliest)
+    if _free_as_known(request):
+        return False
     reaches = _reaches([f for f, _t in request.values()], now)
     return not all(t >= r for (_f, t), r in zip(request.values(), reaches, strict=True))
 

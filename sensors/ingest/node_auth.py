@@ -1,8 +1,9 @@
 """Node write keys on the ingest path: where a request carries its key, and a cached lookup.
 
-Keys are hashed and compared in constant time by Node.for_key; the result is cached per
-process under the key's SHA-256 (never the key itself), so a steady stream of posts costs
-no database query. See sensors/cache.py for how a rotated key stops working promptly.
+The database keeps each key's SHA-256 (sensors/keys.py); each process keeps a table of the
+enabled keys' hashes (never a key itself), read in one query and dropped with the other config
+caches, so a post costs no database query whatever the number of nodes. See sensors/cache.py
+for how a rotated or disabled key stops working promptly.
 """
 
 from __future__ import annotations
@@ -20,16 +21,15 @@ from sensors.models import GatewayKey, Node
 
 # Wrong keys are remembered briefly so a misconfigured device cannot hammer the database.
 NEGATIVE_TTL_S = 5.0
-# Wrong keys are what a client makes up: their cache is kept apart from the good keys and small,
-# so a flood of random keys neither grows memory nor pushes the real nodes' keys out.
-MAX_BAD_KEYS = 1024
 MAX_REFS = 4096
 
-_by_key = ProcessCache(keep_stale=True)
-_prefixes = ProcessCache(
-    keep_stale=True
-)  # one entry: the lookup prefixes of all enabled nodes' keys
-_bad_keys = ProcessCache(ttl_s=NEGATIVE_TTL_S, max_entries=MAX_BAD_KEYS)
+# Every enabled node and gateway key, read in one query and kept per process like any config
+# (dropped within a second of a change by the config generation, and after the cache's 60 s
+# TTL in case Redis missed that change: sensors/cache.py). A key is then checked in memory.
+# Before, each key was cached on its own and each entry ran out after 60 s: at 10,000 nodes
+# every web worker looked each node up again once a minute (three queries each, about half
+# of its posts at 1,000 req/s), one query a minute now (docs/BENCHMARKS.md, "CPU per post").
+_keys = ProcessCache(keep_stale=True)  # one entry: the KeyTable
 _by_ref = ProcessCache(max_entries=MAX_REFS)
 _MISSING = object()
 
@@ -71,6 +71,14 @@ class GatewayIdentity:
 Identity = NodeIdentity | GatewayIdentity
 
 
+@dataclass(frozen=True)
+class KeyTable:
+    """The enabled write keys: their lookup prefixes, and each key's hash -> its holder."""
+
+    prefixes: frozenset[str]
+    by_hash: dict[str, Identity]
+
+
 def key_from_request(request: HttpRequest, *, allow_params: bool) -> str | None:
     """`Authorization: Bearer <key>`; for emoncms paths also `apikey` / `devicekey` params."""
     header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -89,8 +97,11 @@ def _digest(key: str) -> str:
 
 
 def known(key: str) -> Identity | None:
-    """The node of a key this process has already seen accepted (no database, no Redis)."""
-    return _by_key.get(_digest(key))
+    """The node or gateway of a key, from this process's table (no database, no Redis once
+    it is read). A key of the wrong length is no key, without reading anything."""
+    if len(key) != keys.KEY_LENGTH:
+        return None
+    return _key_table().by_hash.get(_digest(key))
 
 
 def plausible(key: str) -> bool:
@@ -99,65 +110,61 @@ def plausible(key: str) -> bool:
     if len(key) != keys.KEY_LENGTH:
         return False
     prefix = keys.key_prefix(key)
-    if prefix in _known_prefixes():
+    if prefix in _key_table().prefixes:
         return True
     # A key just issued by another process (a rotation, a new node) is not in this process's
-    # set until it next reads the config generation (once a second): read it now before
+    # table until it next reads the config generation (once a second): read it now before
     # refusing, so a new key is never refused (one Redis GET, only for unknown prefixes).
     check_generation()
-    return prefix in _known_prefixes()
+    return prefix in _key_table().prefixes
 
 
-def _known_prefixes() -> frozenset[str]:
-    prefixes = _prefixes.get("all")
-    if prefixes is None:
-        try:
-            prefixes = frozenset(
-                Node.objects.filter(enabled=True).values_list("key_prefix", flat=True)
-            ) | frozenset(
-                GatewayKey.objects.filter(enabled=True).values_list("key_prefix", flat=True)
-            )
-        except DatabaseError:
-            # Database away (issue 27 item 8): the last set read, else the 503 as before.
-            prefixes = _prefixes.stale("all")
-            if prefixes is None:
-                raise
-            return prefixes
-        _prefixes.set("all", prefixes)
-    return prefixes
+def _key_table() -> KeyTable:
+    table = _keys.get("all")
+    if table is not None:
+        return table
+    try:
+        table = _load_key_table()
+    except DatabaseError:
+        # Database away (issue 27 item 8): the last table read (a key this process could check
+        # before is still the same node: nothing can rotate or disable it meanwhile), else the
+        # 503 as before.
+        table = _keys.stale("all")
+        if table is None:
+            raise
+        return table
+    _keys.set("all", table)
+    return table
+
+
+def _load_key_table() -> KeyTable:
+    by_hash: dict[str, Identity] = {}
+    prefixes = set()
+    nodes = Node.objects.filter(enabled=True).exclude(key_hash="").order_by()
+    for pk, name, node_id, site_id, prefix, digest in nodes.values_list(
+        "pk", "name", "node_id", "site_id", "key_prefix", "key_hash"
+    ):
+        by_hash[digest] = NodeIdentity(pk, name, node_id, True, site_id)
+        prefixes.add(prefix)
+    gateways = GatewayKey.objects.filter(enabled=True).exclude(key_hash="").order_by()
+    for pk, name, site_id, prefix, digest in gateways.values_list(
+        "pk", "name", "site_id", "key_prefix", "key_hash"
+    ):
+        by_hash[digest] = GatewayIdentity(pk, name, site_id)
+        prefixes.add(prefix)
+    return KeyTable(frozenset(prefixes), by_hash)
 
 
 def authenticate(key: str) -> Identity | None:
-    """A node's key, else a site's gateway key (both random 128-bit: they cannot collide)."""
-    digest = _digest(key)
-    identity = _by_key.get(digest)
-    if identity is not None:
-        return identity
-    if _bad_keys.get(digest, False):
-        return None
-    try:
-        return _look_up(key, digest)
-    except DatabaseError:
-        # Database away (issue 27 item 8): a key this process checked before is still the
-        # same node (nothing can rotate or disable it meanwhile), so its readings keep
-        # arriving and control keeps seeing them; an unknown key still gets the 503.
-        identity = _by_key.stale(digest)
-        if identity is None:
-            raise
-        return identity
+    """A node's key, else a site's gateway key (both random 128-bit: they cannot collide).
 
-
-def _look_up(key: str, digest: str) -> Identity | None:
-    node = Node.for_key(key)
-    if node is not None:
-        identity = NodeIdentity.of(node)
-    else:
-        gateway = GatewayKey.for_key(key)
-        if gateway is None:
-            _bad_keys.set(digest, True)
-            return None
-        identity = GatewayIdentity.of(gateway)
-    _by_key.set(digest, identity)
+    Looked up by the key's SHA-256, the hash the database keeps (sensors/keys.py): comparing
+    hashes leaks nothing of the key, as comparing hashes in constant time did before."""
+    identity = known(key)
+    if identity is None and plausible(key):
+        # The prefix is some key's: the table may be older than this key (plausible() re-read
+        # the generation, so a table dropped since is read again here).
+        identity = known(key)
     return identity
 
 

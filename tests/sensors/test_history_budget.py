@@ -323,3 +323,50 @@ def test_mqtt_rows_with_new_inputs_at_a_charged_time_are_charged_per_file_too(pl
     service.commit_all(sync=True)
     meta, values = stored(x0)
     assert meta.start_time == now and values == [5.0]
+
+
+def _hmget_count(monkeypatch) -> list[int]:
+    """How many times the reaches are read from Redis (history_budget._reaches)."""
+    calls = [0]
+    real = history_budget._reaches
+
+    def counted(files, now):
+        calls[0] += 1
+        return real(files, now)
+
+    monkeypatch.setattr(history_budget, "_reaches", counted)
+    return calls
+
+
+def test_live_readings_read_the_reaches_from_redis_once_not_per_post(place, monkeypatch):
+    # Issue #29: the reach check was a round trip of every post. A reach only moves back, so
+    # once read it answers every later live reading of the file in memory.
+    site, node, key, _feed = place()
+    reads = _hmget_count(monkeypatch)
+    with time_machine.travel(NOW, tick=False):
+        assert bulk(key, [[NOW - 5, node.node_id, 1.0]]).content == b"ok"  # charged: 5 s
+    charged = history_budget.used_bytes(site.pk)
+    assert reads[0] == 1  # the file was never charged: read, then charged
+    for i in range(1, 6):
+        with time_machine.travel(NOW + 10 * i, tick=False):
+            assert bulk(key, [[NOW + 10 * i - 5, node.node_id, 2.0]]).content == b"ok"
+    assert reads[0] == 2  # one read found the stored reach; the next four posts none
+    assert history_budget.used_bytes(site.pk) == charged  # and none of them cost anything
+
+
+def test_a_reading_before_the_known_reach_is_still_charged(place, monkeypatch):
+    # The reach this process knows is an upper bound: a reading before it goes to Redis and
+    # is charged exactly as before, at the bound (4 s feed: a byte a second).
+    site, node, key, _feed = place(interval=4)
+    with time_machine.travel(NOW, tick=False):
+        assert bulk(key, [[NOW, node.node_id, 1.0]]).content == b"ok"
+        assert bulk(key, [[NOW, node.node_id, 1.0]]).content == b"ok"  # reach known: NOW
+        reads = _hmget_count(monkeypatch)
+        assert bulk(key, [[NOW - 1, node.node_id, 2.0]]).content == b"ok"
+        assert reads[0] == 1 and history_budget.used_bytes(site.pk) == 1
+        # Another process moved the reach further back meanwhile: this one's known reach
+        # (NOW - 1) is still after it, and a reading between the two is free, as it is.
+        history_budget.charge(site.pk, {node.pk: (NOW - 100, {"1"})}, NOW)
+        assert history_budget.used_bytes(site.pk) == 100
+        assert bulk(key, [[NOW - 50, node.node_id, 3.0]]).content == b"ok"
+        assert history_budget.used_bytes(site.pk) == 100

@@ -1,0 +1,390 @@
+"""CPU a web worker spends per ingest POST (issue #29): in-process and served by gunicorn.
+
+At 1,000 req/s (10,000 nodes posting every 10 s, each on a connection of its own) the web tier
+was the bottleneck on 2 cores (docs/BENCHMARKS.md, "Quiet machine, 2026-11-27"). On a machine
+shared with other work, wall time says little; CPU time says what a post costs and so what
+rate two cores could carry. Two shapes:
+
+- `post`: `/input/post` as an emonTx on WiFi sends it (bench/fresh_load.py): a form with
+  `node`, `fulljson` (5 values and the time) and `apikey`, `Connection: close`; N nodes, each
+  with its own key, posting in turn;
+- `bulk`: `/input/bulk.json` as emonhub sends it (../shared/conformance/emonhub/: each captured
+  request, byte for byte, with a gateway key of the site; `sendnames` is `cb=1` zlib JSON,
+  `positional` a form), the captures replayed in turn.
+
+Measured:
+1. in-process: the site's WSGI application (bms.wsgi.application, as gunicorn calls it) on a
+   gunicorn-like environ, `time.process_time()` over `--posts` requests after a warm-up round
+   (the caches filled, as on a running site); and a cold post (caches dropped: the key looked up
+   in the database, as each node's post is once a minute per web worker, sensors/cache.py);
+2. served: gunicorn as scripts/run-site.sh starts it (`-c python:bms.gunicorn_conf`, its
+   workers and threads), one new connection per request from this process; the CPU of the
+   gunicorn master and workers (utime + stime from /proc, 10 ms ticks) over `--posts` requests.
+   Requests are sent one at a time, so the figure is the work of a post, not of contention.
+3. `--profile`: cProfile of the in-process posts, the functions that cost most.
+
+No Celery worker runs: posts wait in the Redis streams, and the Redis db (`--redis-db`) is
+flushed before and after. The throttle is on, at its production default (posts are spread over
+the nodes so none is over it).
+
+    .venv/bin/python bench/ingest_cpu.py [--posts 3000] [--nodes 300] [--redis-db 7]
+                                         [--shape post,bulk] [--no-served] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CAPTURES = Path(os.environ.get("BMS_CONFORMANCE_DIR", "/work/shared/conformance")) / "emonhub"
+CAPTURE_KEY = "0123456789abcdef0123456789abcdef"  # the captures' write key (their README)
+CAPTURE_FILES = ["sendnames.jsonl", "positional.jsonl"]
+
+
+class Request:
+    """One HTTP request: what gunicorn would put in a WSGI environ, and its bytes on the wire."""
+
+    def __init__(self, method: str, target: str, headers: dict[str, str], body: bytes) -> None:
+        self.method, self.target, self.headers, self.body = method, target, headers, body
+
+    def environ(self) -> dict:
+        path, _, query = self.target.partition("?")
+        environ = {
+            "REQUEST_METHOD": self.method,
+            "SCRIPT_NAME": "",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(self.body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+            "HTTP_HOST": "localhost",
+            "HTTP_CONNECTION": "close",
+        }
+        for name, value in self.headers.items():
+            key = name.upper().replace("-", "_")
+            environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = value
+        environ.setdefault("CONTENT_LENGTH", str(len(self.body)))
+        return environ
+
+    def wire(self) -> bytes:
+        head = [f"{self.method} {self.target} HTTP/1.1", "Host: localhost", "Connection: close"]
+        head += [f"{name}: {value}" for name, value in self.headers.items()]
+        if not any(name.lower() == "content-length" for name in self.headers):
+            head.append(f"Content-Length: {len(self.body)}")
+        return ("\r\n".join(head) + "\r\n\r\n").encode() + self.body
+
+
+def post_requests(nodes: list[tuple[str, str]], t: int) -> list[Request]:
+    """One `/input/post` per node, as bench/fresh_load.py's nodes send it."""
+    out = []
+    for index, (name, key) in enumerate(nodes):
+        values = {f"p{k}": float(index * 1000 + k) for k in range(1, 6)}
+        body = urlencode(
+            {"node": name, "fulljson": json.dumps(values | {"time": t}), "apikey": key}
+        ).encode()
+        out.append(
+            Request(
+                "POST", "/input/post", {"Content-Type": "application/x-www-form-urlencoded"}, body
+            )
+        )
+    return out
+
+
+def bulk_requests() -> list[Request]:
+    """The emonhub captures, each request as sent (its `sentat` kept: emoncms shifts the rows'
+    times by the server's clock minus `sentat`, so they land near now whenever replayed)."""
+    out = []
+    for name in CAPTURE_FILES:
+        for line in (CAPTURES / name).read_text().splitlines():
+            if not line.strip():
+                continue
+            captured = json.loads(line)
+            headers = {k: v for k, v in captured["headers"].items() if k.lower() != "host"}
+            body = base64.b64decode(captured["body_base64"])
+            out.append(Request(captured["method"], captured["path"], headers, body))
+    return out
+
+
+def make_site(count: int) -> list[tuple[str, str]]:
+    """`count` nodes with keys of their own, and the captures' key as a gateway key of a site
+    (emonhub posts every node it hears with it; the first replay registers them)."""
+    from feeds.models import Feed
+    from sensors import cache, keys
+    from sensors.models import GatewayKey, Node, Sensor, Site
+
+    site = Site.objects.create(name="Bench", slug="bench")
+    GatewayKey.objects.create(
+        site=site,
+        name="emonhub",
+        key_prefix=keys.key_prefix(CAPTURE_KEY),
+        key_hash=keys.hash_key(CAPTURE_KEY),
+    )
+    nodes, out = [], []
+    for i in range(count):
+        node = Node(name=f"cpu-{i:05d}", interval=10)
+        out.append((node.name, node.set_new_key()))
+        nodes.append(node)
+    nodes = Node.objects.bulk_create(nodes, batch_size=2000)
+    # Each input logged to a 10 s feed, as bench/ingest.py's fresh site: the web reads the
+    # node's feed files for the history check.
+    feeds = Feed.objects.bulk_create(
+        [Feed(name=f"{n.name}:p{k}", tag=n.name, interval=10) for n in nodes for k in range(1, 6)],
+        batch_size=2000,
+    )
+    Sensor.objects.bulk_create(
+        [
+            Sensor(node=n, key=f"p{k}", feed=feeds[5 * i + k - 1])
+            for i, n in enumerate(nodes)
+            for k in range(1, 6)
+        ],
+        batch_size=2000,
+    )
+    cache.bump_generation()
+    return out
+
+
+def call_wsgi(application: Callable, request: Request) -> tuple[str, bytes]:
+    sent: dict = {}
+
+    def start_response(status: str, headers: list, exc_info=None) -> None:
+        sent["status"] = status
+
+    chunks = application(request.environ(), start_response)
+    try:
+        body = b"".join(chunks)
+    finally:
+        chunks.close()  # as a WSGI server does: request_finished
+    return sent["status"], body
+
+
+def check_answer(status: str, body: bytes) -> None:
+    if not status.startswith("200") or body not in (b"ok", b'{"success": true}'):
+        raise RuntimeError(f"a post was not accepted: {status} {body[:300]!r}")
+
+
+def in_process(requests: list[Request], posts: int, profile: bool) -> dict:
+    """CPU ms a request through bms.wsgi.application, warm and cold."""
+    from bms.wsgi import application
+    from sensors import cache
+
+    for request in requests:  # warm-up: every key and node seen once, as on a running site
+        check_answer(*call_wsgi(application, request))
+    order = [requests[i % len(requests)] for i in range(posts)]
+    # Timed by CPU, not wall: on a shared machine wall time is mostly waiting for a core.
+    profiler = cProfile.Profile(time.process_time) if profile else None
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    if profiler:
+        profiler.enable()
+    for request in order:
+        check_answer(*call_wsgi(application, request))
+    if profiler:
+        profiler.disable()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    # Cold: each post after the per-process caches were dropped (a new worker, a config change,
+    # or their 60 s TTL run out), so its node's configuration is read from the database again.
+    cold_n = min(200, len(requests))
+    cold_cpu = 0.0
+    for request in requests[:cold_n]:
+        cache.clear_all()
+        c0 = time.process_time()
+        check_answer(*call_wsgi(application, request))
+        cold_cpu += time.process_time() - c0
+    result = {
+        "cpu_ms": cpu / posts * 1000,
+        "wall_ms": wall / posts * 1000,
+        "cold_cpu_ms": cold_cpu / cold_n * 1000,
+    }
+    if profiler:
+        result["profile"] = profiler
+    return result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(c) for c in children]
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of these processes (Linux /proc, clock ticks)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def exchange(port: int, wire: bytes) -> tuple[str, bytes]:
+    """One request on a new connection, read to the server's close (`Connection: close`)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(wire)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = head.split(b"\r\n", 1)[0].split(b" ", 1)[1].decode()
+    return status, body
+
+
+class Gunicorn:
+    """gunicorn serving the site as scripts/run-site.sh starts it."""
+
+    def __init__(self, workers: int, threads: int, extra: list[str]) -> None:
+        self.port = free_port()
+        gunicorn = Path(sys.executable).parent / "gunicorn"
+        self.proc = subprocess.Popen(
+            [str(gunicorn), "-c", "python:bms.gunicorn_conf", "bms.wsgi:application",
+             "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), "--threads",
+             str(threads), "--timeout", "30", "--log-level", "warning", *extra],
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )  # fmt: skip
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                exchange(
+                    self.port,
+                    b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                )
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("gunicorn did not start") from None
+                time.sleep(0.3)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def served(requests: list[Request], posts: int, workers: int, threads: int) -> dict:
+    """gunicorn's CPU ms a request (master + workers), one request at a time."""
+    server = Gunicorn(workers, threads, [])
+    try:
+        wires = [request.wire() for request in requests]
+        # Warm-up: each worker takes connections as it can, so a few rounds reach them all.
+        for _ in range(workers):
+            for wire in wires:
+                check_answer(*exchange(server.port, wire))
+        pids = process_tree(server.proc.pid)
+        cpu0, wall0 = cpu_seconds(pids), time.perf_counter()
+        for i in range(posts):
+            check_answer(*exchange(server.port, wires[i % len(wires)]))
+        wall = time.perf_counter() - wall0
+        cpu = cpu_seconds(pids) - cpu0
+        return {"cpu_ms": cpu / posts * 1000, "wall_ms": wall / posts * 1000}
+    finally:
+        server.stop()
+
+
+def print_profile(profiler: cProfile.Profile, posts: int, top: int = 25) -> None:
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    print(f"  cProfile of {posts} requests (times are totals over all of them):")
+    print("\n".join("    " + line for line in out.getvalue().splitlines() if line.strip()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--posts", type=int, default=3000, help="requests measured (3000)")
+    parser.add_argument("--nodes", type=int, default=300, help="nodes posting in turn (300)")
+    parser.add_argument("--redis-db", type=int, default=7, help="scratch Redis db (flushed!)")
+    parser.add_argument("--shape", default="post,bulk", help="post, bulk or both (post,bulk)")
+    parser.add_argument(
+        "--web-workers", type=int, default=3, help="gunicorn workers (3, as run-site.sh)"
+    )
+    parser.add_argument(
+        "--web-threads", type=int, default=4, help="threads a worker (4, as run-site.sh)"
+    )
+    parser.add_argument("--no-served", action="store_true", help="in-process only")
+    parser.add_argument("--profile", action="store_true", help="cProfile the in-process posts")
+    args = parser.parse_args()
+    workers, threads = args.web_workers, args.web_threads
+
+    from bench import scratch_site
+
+    redis_url = f"redis://127.0.0.1:6379/{args.redis_db}"
+    base = scratch_site.start(
+        "bms-bench-ingest-cpu-",
+        redis_url,
+        LOG_LEVEL="WARNING",
+        # The throttle's count runs as in production (in the append's script), at a rate no
+        # bench reaches: the emonhub captures replayed in a loop are one gateway key.
+        BMS_THROTTLE_INGEST="100000000/minute",
+    )
+    from core.redis import get_redis
+
+    get_redis().flushdb()
+    try:
+        nodes = make_site(args.nodes)
+        shapes = {
+            "post": lambda: post_requests(nodes, int(time.time())),
+            "bulk": bulk_requests,
+        }
+        print(
+            f"CPU per ingest request, {args.posts} requests a shape; {args.nodes} nodes; "
+            f"served by gunicorn {workers} workers x {threads} threads, a new connection each"
+        )
+        for shape in args.shape.split(","):
+            requests = shapes[shape]()
+            got = in_process(requests, args.posts, args.profile)
+            line = (
+                f"{shape}: in-process {got['cpu_ms']:.3f} ms CPU a request "
+                f"(wall {got['wall_ms']:.3f}; cold, caches dropped: {got['cold_cpu_ms']:.3f})"
+            )
+            if not args.no_served:
+                web = served(requests, args.posts, workers, threads)
+                line += (
+                    f"; served {web['cpu_ms']:.3f} ms of gunicorn's CPU a request "
+                    f"(wall {web['wall_ms']:.3f}): at most {2000 / web['cpu_ms']:,.0f} req/s "
+                    "on 2 cores for the web alone"
+                )
+            print(line)
+            if "profile" in got:
+                print_profile(got["profile"], args.posts)
+    finally:
+        get_redis().flushdb()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
