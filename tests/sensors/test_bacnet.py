@@ -15,7 +15,13 @@ from feeds.models import Feed
 from feeds.store import service
 from sensors.devices import bacnet_client
 from sensors.devices.bacnet_client import BacnetError
-from sensors.models import BACNET_MAX_POINTS_PER_DEVICE, Actuator, BacnetDevice, Sensor
+from sensors.models import (
+    BACNET_MAX_INTERVAL_S,
+    BACNET_MAX_POINTS_PER_DEVICE,
+    Actuator,
+    BacnetDevice,
+    Sensor,
+)
 from sensors.tasks import poll_bacnet_device, poll_bacnet_devices
 from tests.sensors import bacnet_peer
 from tests.sensors.bacnet_peer import INSTANCE, OUR_HOST, PEER_HOST, free_udp_port
@@ -229,6 +235,7 @@ def test_points_per_controller_and_poll_interval_are_bounded(controller):
     ("args", "message"),
     [
         (["--interval", "4"], "below the 5 s bound"),
+        (["--interval", "86401"], "interval 86401 s is above the 86400 s bound"),
         (["--name", "roomnode"], "exists and is not a BACnet controller"),
         (["--instance", "4194303"], "device_instance"),
         (["--address", "192.0.2.40:70000"], "port"),
@@ -263,3 +270,26 @@ def test_bacnet_add_refuses_bad_arguments_before_asking_the_network(args, messag
         call_command("bacnet", "add", name, address, instance, "--interval", interval,
                      "--point", "analog-input,1")  # fmt: skip
     assert not BacnetDevice.objects.filter(node__name=name).exists()
+
+
+@pytest.mark.django_db
+def test_bacnet_add_takes_the_interval_at_its_upper_bound_and_adds_points_to_a_controller_kept(
+    controller, capsys
+):
+    """`bacnet add` of a controller already recorded adds its points (it answered "id: Bacnet
+    device with this ID already exists."), and the interval's upper bound is the API's."""
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE),
+                 "--point", "analog-input,1", "--interval", str(BACNET_MAX_INTERVAL_S))  # fmt: skip
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE),
+                 "--point", "analog-output,1", "--interval", "30")  # fmt: skip
+    device = BacnetDevice.objects.get(node__name="boiler-house")
+    assert sorted(device.points.values_list("key", flat=True)) == [
+        "analog-input-1", "analog-output-1",
+    ]  # fmt: skip
+    assert device.node.interval == 30
+    assert "polled every 86400 s" in capsys.readouterr().out
+    # A real conflict, in plain words: the same controller under another name.
+    with pytest.raises(CommandError, match=f"device {INSTANCE} at .* is already recorded as "
+                                           "boiler-house"):  # fmt: skip
+        call_command("bacnet", "add", "boiler-house-2", controller.address, str(INSTANCE),
+                     "--point", "analog-input,1")  # fmt: skip
