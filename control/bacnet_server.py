@@ -17,10 +17,14 @@ override) and the sender is answered once it has, or refused after WRITE_ANSWER_
 Every other write is refused (property: write-access-denied) and logged with the writer's
 address: BACnet has no authentication.
 
-Per sender (`sender_of`: an IPv4 writer's host, whatever its source port), since one chatty or
-hostile head-end must not starve the others: at most `subscriptions_per_sender` of the COV
-subscriptions, and at most `writes_per_minute` WriteProperty requests in any minute
-(`WriteRate`, which tracks at most MAX_SENDERS senders, the least recently heard dropped).
+Per sender (`sender_of`: the host the UDP datagram really came from, whatever its source port
+and whatever source network and station the NPDU claims), since one chatty or hostile head-end
+must not starve the others: at most `subscriptions_per_sender` of the COV subscriptions, and at
+most `writes_per_minute` WriteProperty requests in any minute (`WriteRate`, which tracks at
+most MAX_SENDERS senders, the least recently heard dropped). The log and the audit name a
+request's sender by `name_of`: the address it claims and, when the datagram came from another,
+" via " that one ("7:0x0000 via 192.168.50.31:47808"). A datagram the stack cannot decode is
+dropped with one log line, at most MALFORMED_LINES_PER_MINUTE of them a minute (`LineBudget`).
 
 Off unless BMS_BACNET_SERVER_ENABLED. It runs as its own process (`manage.py bacnet_server`):
 the BACnet application runs on an asyncio loop in a thread of its own; the process's main
@@ -36,6 +40,7 @@ import logging
 import math
 import queue
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,10 +51,11 @@ from bacpypes3.apdu import SimpleAckPDU
 from bacpypes3.basetypes import BinaryPV, PropertyIdentifier
 from bacpypes3.errors import ExecutionError
 from bacpypes3.ipv4.app import NormalApplication
+from bacpypes3.ipv4.bvll import ForwardedNPDU
 from bacpypes3.local.analog import AnalogInputObject, AnalogValueObject
 from bacpypes3.local.binary import BinaryInputObject, BinaryValueObject
 from bacpypes3.local.device import DeviceObject
-from bacpypes3.pdu import IPv4Address
+from bacpypes3.pdu import Address, IPv4Address
 from bacpypes3.primitivedata import ObjectType, Real
 
 from control.bacnet_writes import NetworkWrite, WriteRefused
@@ -73,6 +79,12 @@ MAX_COV_LIFETIME_S = 8 * 3600
 # bound (MAX_PENDING_WRITES) still holds it.
 MAX_SENDERS = 256
 WRITE_WINDOW_S = 60.0
+# Lines logged a minute for datagrams the stack cannot decode: each one was a full traceback,
+# and anyone on the LAN can send thousands of junk packets a minute to fill the disk.
+MALFORMED_LINES_PER_MINUTE = 20
+MALFORMED_WINDOW_S = 60.0
+# How much of a claimed station's MAC a name shows: the real origin after it must fit the audit.
+MAX_MAC_SHOWN = 16
 
 # Answer to a write: None when accepted, else the (error class, error code) it is refused with.
 Refusal = tuple[str, str] | None
@@ -90,14 +102,78 @@ class ZonePoint:
     demand: bool
 
 
-def sender_of(address: Any) -> str:
-    """Who a request is from, for the per-sender bounds: an IPv4 sender's host without its
-    port (one that takes a new source port for each request is still one sender), else the
-    address as given (a station behind a BACnet router: its network and MAC)."""
+def origin_of(address: Any) -> Any:
+    """The address the datagram really came from: `address` itself, or the end of the route
+    the stack hooks (`_keep_origins`) record on it for a routed or forwarded request."""
+    while getattr(address, "addrRoute", None) is not None:
+        address = address.addrRoute
+    return address
+
+
+def _shown(address: Any) -> str:
+    """One address as the docs write it: an IPv4 station always with its port (bacpypes3 leaves
+    47808 out); a remote station as network:MAC, the MAC cut to MAX_MAC_SHOWN characters."""
     addr_tuple = getattr(address, "addrTuple", None)
     if getattr(address, "addrNet", None) is None and addr_tuple:
-        return str(addr_tuple[0])
+        return f"{addr_tuple[0]}:{addr_tuple[1]}"
+    if getattr(address, "addrType", None) == Address.remoteStationAddr:
+        mac = bytes(address.addrAddr)
+        if len(mac) == 6:  # a B/IP station behind the router: its IPv4 address and port
+            shown = f"{'.'.join(str(b) for b in mac[:4])}:{int.from_bytes(mac[4:], 'big')}"
+        elif len(mac) == 1:
+            shown = str(mac[0])
+        else:
+            shown = "0x" + mac.hex()
+            if len(shown) > MAX_MAC_SHOWN:
+                shown = shown[: MAX_MAC_SHOWN - 1] + "…"
+        return f"{address.addrNet}:{shown}"
     return str(address)
+
+
+def name_of(address: Any) -> str:
+    """A request's sender as the log and the audit name it: the address it claims and, when
+    the datagram came from another (a BACnet router's, a BBMD's, or one forging the NPDU's
+    source), " via " the address it really came from: the claim alone proves nothing."""
+    origin = origin_of(address)
+    if origin is address:
+        return _shown(address)
+    return f"{_shown(address)} via {_shown(origin)}"
+
+
+def sender_of(address: Any) -> str:
+    """Who a request is from, for the per-sender bounds: the host the datagram really came
+    from, without its port (one that takes a new source port for each request is still one
+    sender), whatever source network and station its NPDU claims (made up, each would be a
+    new sender). Stations behind one BACnet router are one sender, the router's host."""
+    origin = origin_of(address)
+    addr_tuple = getattr(origin, "addrTuple", None)
+    if getattr(origin, "addrNet", None) is None and addr_tuple:
+        return str(addr_tuple[0])
+    return _shown(origin)
+
+
+class LineBudget:
+    """At most `per_window` log lines in each MALFORMED_WINDOW_S window; the lines past it are
+    counted, and the next line logged says how many were left out. `now` is the caller's
+    monotonic clock (the server's `clock`; a test's own)."""
+
+    def __init__(self, per_window: int = MALFORMED_LINES_PER_MINUTE) -> None:
+        self.per_window = per_window
+        self._window_start: float | None = None
+        self._logged = 0
+        self.suppressed = 0
+
+    def take(self, now: float) -> int | None:
+        """None when this line is not to be logged (counted instead); else how many lines were
+        left out since the last one logged."""
+        if self._window_start is None or now - self._window_start >= MALFORMED_WINDOW_S:
+            self._window_start, self._logged = now, 0
+        if self._logged >= self.per_window:
+            self.suppressed += 1
+            return None
+        self._logged += 1
+        left_out, self.suppressed = self.suppressed, 0
+        return left_out
 
 
 class WriteRate:
@@ -132,8 +208,9 @@ class WriteRate:
 
 def _refuse(apdu: Any, service: str) -> None:
     log.warning(
-        "BACnet %s from %s refused: writes to this site are not enabled", service, apdu.pduSource
-    )
+        "BACnet %s from %s refused: writes to this site are not enabled",
+        service, name_of(apdu.pduSource),
+    )  # fmt: skip
     raise ExecutionError(errorClass="property", errorCode="writeAccessDenied")
 
 
@@ -157,7 +234,7 @@ class _SiteApplication(NormalApplication):
         sender = sender_of(apdu.pduSource)
         key = (
             sender,
-            str(apdu.pduSource),
+            name_of(apdu.pduSource),
             apdu.subscriberProcessIdentifier,
             str(apdu.monitoredObjectIdentifier),
         )
@@ -172,7 +249,7 @@ class _SiteApplication(NormalApplication):
         lifetime = apdu.lifetime
         if lifetime is None or not 1 <= lifetime <= MAX_COV_LIFETIME_S:
             log.warning("BACnet SubscribeCOV from %s refused: lifetime %s s (1-%d)",
-                        apdu.pduSource, lifetime, MAX_COV_LIFETIME_S)  # fmt: skip
+                        name_of(apdu.pduSource), lifetime, MAX_COV_LIFETIME_S)  # fmt: skip
             raise ExecutionError(errorClass="services", errorCode="valueOutOfRange")
         if key not in held:  # a renewal of one held is not a new one
             self.site._bound_subscriptions(apdu, sender)
@@ -217,6 +294,9 @@ class SiteDevice(AppThread):
         self._writes: queue.Queue[tuple[NetworkWrite, concurrent.futures.Future]] = queue.Queue(
             MAX_PENDING_WRITES
         )
+        # The malformed datagrams' log lines: bounded on this clock (a test sets its own).
+        self.clock: Callable[[], float] = time.monotonic
+        self._malformed = LineBudget()
 
     def _bound_subscriptions(self, apdu: Any, sender: str) -> None:
         """Refuse a new subscription past the sender's share or the total (resources:
@@ -225,12 +305,12 @@ class SiteDevice(AppThread):
         mine = sum(1 for k in held if k[0] == sender)
         if mine >= self.subscriptions_per_sender:
             log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held by %s "
-                        "(at most %d a sender)", apdu.pduSource, mine, sender,
+                        "(at most %d a sender)", name_of(apdu.pduSource), mine, sender,
                         self.subscriptions_per_sender)  # fmt: skip
             raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
         if len(held) >= self.max_subscriptions:
             log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held",
-                        apdu.pduSource, len(held))  # fmt: skip
+                        name_of(apdu.pduSource), len(held))  # fmt: skip
             raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
 
     async def _create_app(self) -> _SiteApplication:
@@ -242,7 +322,61 @@ class SiteDevice(AppThread):
         )
         app = _SiteApplication(device, IPv4Address(self.local))
         app.site = self
+        self._keep_origins(app)
         return app
+
+    def _keep_origins(self, app: _SiteApplication) -> None:
+        """Hook bacpypes3's stack so that a request keeps the address its datagram came from.
+
+        bacpypes3 gives a request the NPDU's source network and station (SNET/SADR) as its
+        source, and a Forwarded-NPDU the original address its BVLL header claims; the UDP
+        datagram's own address is kept (as the source's addrRoute) only when the global
+        `settings.route_aware` is on, which also changes how every answer is sent. Both claims
+        are the sender's to make up, so we record the real origin as the source's route
+        ourselves, and answers go as before. The link's entry point is wrapped as well: a
+        datagram the stack cannot decode is one bounded log line (`_malformed_datagram`), not
+        bacpypes3's traceback for each."""
+        nsap_process = app.nsap.process_npdu
+
+        async def process_npdu(adapter: Any, npdu: Any) -> None:
+            sadr = npdu.npduSADR
+            if sadr is not None and sadr.addrType == Address.remoteStationAddr:
+                sadr.addrRoute = npdu.pduSource
+            await nsap_process(adapter, npdu)
+
+        link_confirmation = app.normal.confirmation
+
+        async def confirmation(lpdu: Any) -> None:
+            if isinstance(lpdu, ForwardedNPDU):
+                lpdu.bvlciAddress.addrRoute = lpdu.pduSource
+            await link_confirmation(lpdu)
+
+        datagram_up = app.normal.server.response
+
+        async def response(pdu: Any) -> None:
+            source, size = pdu.pduSource, len(pdu.pduData)  # the decoders consume the data
+            if pdu.pduData[:1] != b"\x81":  # BACnet/IP's (Annex J): else bacpypes3 warns each
+                self._malformed_datagram(source, size, "not a BACnet/IP message")
+                return
+            try:
+                await datagram_up(pdu)
+            except Exception as exc:  # whatever a crafted datagram makes the decoders raise
+                self._malformed_datagram(source, size, f"{type(exc).__name__}: {str(exc)[:100]}")
+
+        app.nsap.process_npdu = process_npdu
+        app.normal.confirmation = confirmation
+        app.normal.server.response = response
+
+    def _malformed_datagram(self, source: Any, size: int, why: str) -> None:
+        """Log a datagram dropped undecoded: one line, within the budget a minute."""
+        left_out = self._malformed.take(self.clock())
+        if left_out is None:
+            return
+        more = f"; {left_out} more dropped unlogged before it" if left_out else ""
+        log.warning(
+            "BACnet datagram from %s dropped: malformed (%s), %d bytes%s",
+            _shown(source), why, size, more,
+        )  # fmt: skip
 
     async def _write(self, apdu: Any) -> None:
         """On the network's thread: decode a WriteProperty, hand it to the main thread and
@@ -253,7 +387,7 @@ class SiteDevice(AppThread):
             # when it cannot take a request now but may later, so a head-end retries after a
             # while. A resources code (no space …) would read as a lasting lack of room.
             log.warning("BACnet write from %s refused: more than %d writes from %s in %g s",
-                        apdu.pduSource, self._write_rate.per_minute, sender,
+                        name_of(apdu.pduSource), self._write_rate.per_minute, sender,
                         WRITE_WINDOW_S)  # fmt: skip
             raise ExecutionError(errorClass="device", errorCode="deviceBusy")
         object_type, instance = apdu.objectIdentifier
@@ -274,23 +408,25 @@ class SiteDevice(AppThread):
             else:
                 state = int(apdu.propertyValue.cast_out(BinaryPV))
         except (TypeError, ValueError) as exc:
-            log.warning("BACnet write from %s refused: undecodable (%s)", apdu.pduSource, exc)
+            log.warning(
+                "BACnet write from %s refused: undecodable (%s)", name_of(apdu.pduSource), exc
+            )
             raise ExecutionError(errorClass="property", errorCode="invalidDataType") from exc
         if kind == "occupancy":
             # BinaryPV has two values; an enumerated 2 or 7 decodes without complaint and was
             # taken as inactive, an unoccupied override nobody asked for.
             if state not in (int(BinaryPV.inactive), int(BinaryPV.active)):
                 log.warning("BACnet write from %s refused: occupancy %d is neither inactive (0) "
-                            "nor active (1)", apdu.pduSource, state)  # fmt: skip
+                            "nor active (1)", name_of(apdu.pduSource), state)  # fmt: skip
                 raise ExecutionError(errorClass="property", errorCode="valueOutOfRange")
             value = 1.0 if state == int(BinaryPV.active) else 0.0
         answer: concurrent.futures.Future[Refusal] = concurrent.futures.Future()
         try:
             self._writes.put_nowait(
-                (NetworkWrite(kind, instance, value, str(apdu.pduSource)), answer)
+                (NetworkWrite(kind, instance, value, name_of(apdu.pduSource)), answer)
             )
         except queue.Full:
-            log.warning("BACnet write from %s refused: %d writes waiting", apdu.pduSource,
+            log.warning("BACnet write from %s refused: %d writes waiting", name_of(apdu.pduSource),
                         MAX_PENDING_WRITES)  # fmt: skip
             raise ExecutionError(errorClass="device", errorCode="deviceBusy") from None
         try:
@@ -298,7 +434,7 @@ class SiteDevice(AppThread):
         except TimeoutError:
             # Cancelling the future stops the main thread from taking it up later; one it has
             # already begun is decided and logged there, this sender is told it timed out.
-            log.warning("BACnet write from %s: no answer within %g s", apdu.pduSource,
+            log.warning("BACnet write from %s: no answer within %g s", name_of(apdu.pduSource),
                         WRITE_ANSWER_TIMEOUT_S)  # fmt: skip
             raise ExecutionError(errorClass="device", errorCode="timeout") from None
         except Exception as exc:  # the main thread's failure (database away): logged there

@@ -41,7 +41,7 @@ class NetworkWrite:
     kind: Kind
     zone_id: int
     value: float  # °C for a setpoint; 1.0 active / 0.0 inactive for occupancy
-    source: str  # the writer's address, as the network gave it
+    source: str  # the writer, as bacnet_server.name_of names it (the real origin included)
 
 
 class WriteRefused(Exception):
@@ -98,7 +98,7 @@ def _reason(write: NetworkWrite, zone: Zone) -> str:
         what = f"setpoint {write.value:g} °C"
     else:
         what = "occupied" if write.value else "unoccupied"
-    return f"BACnet write from {write.source[:60]}: {what}"
+    return f"BACnet write from {write.source[:100]}: {what}"
 
 
 def _refused(write: NetworkWrite, error_class: str, error_code: str, why: str) -> WriteRefused:

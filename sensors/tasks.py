@@ -258,19 +258,49 @@ def poll_modbus_bus(bus_id: int, node_ids: list[int] | None = None) -> dict:
     return poll_bus(bus, node_ids)
 
 
+# A controller's due claim: a key that lives for its poll period, whose value is the period it
+# was claimed for (ms). A period shortened since (an interval changed from 3600 s to 5 s) then
+# counts from the last claim at the next beat, not once the old period has run out: due when
+# that much has passed, else the claim is cut to end when it will have. A lengthened one takes
+# effect from the next claim. Atomic, so two beats never both claim a controller.
+_CLAIM_DUE = """
+local period = tonumber(ARGV[1])
+local held = tonumber(redis.call('GET', KEYS[1]) or '')
+if held == nil then
+  redis.call('SET', KEYS[1], period, 'PX', period)
+  return 1
+end
+local elapsed = held - redis.call('PTTL', KEYS[1])
+if elapsed >= period then
+  redis.call('SET', KEYS[1], period, 'PX', period)
+  return 1
+end
+if held > period then
+  redis.call('SET', KEYS[1], period, 'PX', period - elapsed)
+end
+return 0
+"""
+
+
+def bacnet_due_key(node_id: int) -> str:
+    return f"sensors:bacnet-due:{node_id}"
+
+
 @shared_task(name="sensors.tasks.poll_bacnet_devices", ignore_result=True)
 def poll_bacnet_devices() -> list[int]:
     """Queue the BACnet controllers that are due, one short task each. The claim per controller
     expires just before its interval (at least BACNET_MIN_INTERVAL_S), so no controller is
-    asked more often than that whatever the beat does."""
+    asked more often than that whatever the beat does; a shorter interval set since the last
+    claim counts from that claim (`_CLAIM_DUE`)."""
     from sensors.models import BACNET_MIN_INTERVAL_S
 
     redis = get_redis()
+    claim = redis.register_script(_CLAIM_DUE)
     queued = []
     nodes = Node.objects.filter(enabled=True, protocol=Node.Protocol.BACNET, bacnet__isnull=False)
     for node in nodes.only("id", "interval"):
-        interval = max(node.interval, BACNET_MIN_INTERVAL_S)
-        if redis.set(f"sensors:bacnet-due:{node.id}", 1, nx=True, px=interval * 1000 - 500):
+        period_ms = max(node.interval, BACNET_MIN_INTERVAL_S) * 1000 - 500
+        if claim(keys=[bacnet_due_key(node.id)], args=[period_ms]):
             poll_bacnet_device.delay(node.id)
             queued.append(node.id)
     return queued

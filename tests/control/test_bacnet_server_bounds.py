@@ -6,20 +6,30 @@ window itself on a clock the test controls."""
 
 from __future__ import annotations
 
-import pytest
-from bacpypes3.pdu import Address
+import socket
+import struct
 
+import pytest
+from bacpypes3.pdu import Address, RemoteStation
+
+from control import bacnet_writes
 from control.bacnet_server import (
+    MALFORMED_LINES_PER_MINUTE,
+    MALFORMED_WINDOW_S,
+    MAX_MAC_SHOWN,
     MAX_SENDERS,
     WRITE_WINDOW_S,
+    LineBudget,
     SiteDevice,
     WriteRate,
     ZonePoint,
+    name_of,
     sender_of,
 )
 from control.models import Override
 from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, free_udp_port
 
+from . import bacnet_raw as raw
 from . import factories as f
 from .test_bacnet_server_cov import Subscriber
 from .test_bacnet_writes import peer_while_deciding, served
@@ -80,8 +90,40 @@ def test_the_senders_tracked_are_bounded_the_least_recently_heard_dropped():
 def test_a_sender_is_its_host_whatever_its_source_port():
     assert sender_of(Address("192.168.50.31:50123")) == "192.168.50.31"
     assert sender_of(Address("192.168.50.31")) == "192.168.50.31"
-    # A station behind a BACnet router: its network and MAC name it.
+    # A station behind a BACnet router: the router's host, the one the datagram came from.
+    routed = Address("5:12")
+    routed.addrRoute = Address("192.168.50.1:47808")
+    assert sender_of(routed) == "192.168.50.1"
+    # Without its route (never so from the server's stack): its network and MAC.
     assert sender_of(Address("5:12")) == "5:12"
+
+
+def test_a_sender_is_named_with_its_port_always_and_where_it_really_came_from():
+    # bacpypes3 leaves 47808 out of an address and shows any other port: the docs show it always.
+    assert name_of(Address("192.168.50.31")) == "192.168.50.31:47808"
+    assert name_of(Address("192.168.50.31:47810")) == "192.168.50.31:47810"
+    routed = RemoteStation(7, b"\x00\x00")
+    routed.addrRoute = Address("127.0.0.61:47808")
+    assert name_of(routed) == "7:0x0000 via 127.0.0.61:47808"
+    # A station's MAC is cut so that the real origin after it always fits the audit.
+    long_mac = RemoteStation(7, bytes(range(40)))
+    long_mac.addrRoute = Address("127.0.0.61:50000")
+    assert name_of(long_mac) == "7:0x0001020304050…" + " via 127.0.0.61:50000"
+    assert len("7:0x0001020304050…") == 2 + MAX_MAC_SHOWN
+    # A B/IP station behind a router (a 6-octet MAC) as an address, with its port.
+    bip = RemoteStation(7, bytes([10, 0, 0, 9, 0xBA, 0xC0]))
+    bip.addrRoute = Address("127.0.0.61:47808")
+    assert name_of(bip) == "7:10.0.0.9:47808 via 127.0.0.61:47808"
+
+
+def test_malformed_datagrams_log_their_lines_a_minute_then_count_the_rest():
+    budget = LineBudget(per_window=3)
+    assert [budget.take(t) for t in (0.0, 1.0, 2.0)] == [0, 0, 0]
+    assert [budget.take(t) for t in (3.0, 59.9)] == [None, None]  # past the bound: counted
+    # The window ends at exactly MALFORMED_WINDOW_S: the next line says how many were left out.
+    assert budget.take(MALFORMED_WINDOW_S) == 2
+    assert [budget.take(MALFORMED_WINDOW_S + t) for t in (1.0, 2.0, 3.0)] == [0, 0, None]
+    assert MALFORMED_LINES_PER_MINUTE == 20
 
 
 # Through the independent client.
@@ -181,3 +223,144 @@ def test_the_command_takes_the_per_sender_bounds_from_the_settings(settings, mon
     monkeypatch.setattr("control.management.commands.bacnet_server.zone_points", list)
     call_command("bacnet_server", "--once")
     assert [(d.subscriptions_per_sender, d._write_rate.per_minute) for d in made] == [(7, 600)]
+
+
+# Raw datagrams: the NPDU claims a source network and station, the datagram comes from one host.
+
+FORGER_HOST = "127.0.0.61"
+
+
+@pytest.fixture
+def forger():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((FORGER_HOST, 0))
+    yield sock
+    sock.close()
+
+
+def _to(device: SiteDevice) -> tuple[str, int]:
+    host, port = device.address.split(":")
+    return host, int(port)
+
+
+@pytest.mark.django_db
+def test_made_up_routed_stations_from_one_host_are_one_sender_audited_with_its_address(
+    redis_client, bounded, forger, caplog
+):
+    device = bounded(writes_per_minute=3)
+    hall = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True)
+    served(device)
+    origin = f"{FORGER_HOST}:{forger.getsockname()[1]}"
+
+    def decide() -> None:
+        device.handle_writes(bacnet_writes.apply, wait_s=0.05)
+
+    answers = [
+        raw.exchange(
+            forger, _to(device),
+            raw.datagram(raw.write_real(n, raw.ANALOG_VALUE, hall.pk, 20.0 + n), snet=7,
+                         sadr=struct.pack(">H", n)),
+            decide,
+        )
+        for n in range(5)
+    ]  # fmt: skip
+    # Five "stations" of network 7, one host: its three writes a minute, then device-busy.
+    assert answers == [raw.SIMPLE_ACK] * 3 + [raw.ERROR] * 2
+    reasons = list(Override.objects.order_by("pk").values_list("reason", flat=True))
+    assert reasons == [
+        f"BACnet write from 7:0x000{n} via {origin}: setpoint {20 + n} °C" for n in range(3)
+    ]
+    refused = [r.getMessage() for r in caplog.records if "more than 3 writes" in r.getMessage()]
+    assert refused == [
+        f"BACnet write from 7:0x000{n} via {origin} refused: more than 3 writes from "
+        f"{FORGER_HOST} in 60 s"
+        for n in (3, 4)
+    ]
+
+
+def test_made_up_routed_stations_from_one_host_hold_one_senders_share_of_subscriptions(
+    bounded, forger, caplog
+):
+    device = bounded(max_subscriptions=10, subscriptions_per_sender=2)
+    device.update([ZonePoint(7, "Hall", 18.5, 20.0, False, False)])
+    answers = [
+        raw.exchange(
+            forger, _to(device),
+            raw.datagram(raw.subscribe_cov(n, n, raw.ANALOG_INPUT, 7), snet=9, sadr=bytes([n])),
+            lambda: None,
+        )
+        for n in range(1, 5)
+    ]  # fmt: skip
+    assert answers == [raw.SIMPLE_ACK] * 2 + [raw.ERROR] * 2
+    refused = [r.getMessage() for r in caplog.records if "at most 2 a sender" in r.getMessage()]
+    origin = f"{FORGER_HOST}:{forger.getsockname()[1]}"
+    assert [m.split(" refused")[0] for m in refused] == [
+        f"BACnet SubscribeCOV from 9:3 via {origin}",
+        f"BACnet SubscribeCOV from 9:4 via {origin}",
+    ]
+    assert all(f"held by {FORGER_HOST} " in m for m in refused)
+
+
+@pytest.mark.django_db
+def test_a_forwarded_npdu_is_audited_with_the_host_that_sent_it_not_only_the_one_it_claims(
+    redis_client, bounded, forger
+):
+    device = bounded(writes_per_minute=1)
+    hall = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True)
+    served(device)
+    origin = f"{FORGER_HOST}:{forger.getsockname()[1]}"
+    # A Forwarded-NPDU names the "original" sender in its BVLL header: a BBMD's to make, or a
+    # forger's. The answer goes to the address claimed, here a socket of the test's own.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as claimed:
+        claimed.bind((OTHER_HOST, 0))
+        answers = [
+            raw.exchange(
+                forger, _to(device),
+                raw.forwarded(claimed.getsockname(), raw.write_real(n, raw.ANALOG_VALUE, hall.pk,
+                                                                    21.0 + n)),
+                lambda: device.handle_writes(bacnet_writes.apply, wait_s=0.05),
+                answered_on=claimed,
+            )
+            for n in range(2)
+        ]  # fmt: skip
+        claimed_name = f"{OTHER_HOST}:{claimed.getsockname()[1]}"
+    # Counted against the host that sent it: its one write a minute.
+    assert answers == [raw.SIMPLE_ACK, raw.ERROR]
+    assert Override.objects.get().reason == (
+        f"BACnet write from {claimed_name} via {origin}: setpoint 21 °C"
+    )
+
+
+def test_junk_datagrams_are_one_line_each_up_to_the_bound_a_minute_no_traceback(
+    bounded, forger, caplog
+):
+    device = bounded()
+    now = [1000.0]
+    device.clock = lambda: now[0]  # the budget's minute on the test's clock
+    device.update([ZonePoint(7, "Hall", 18.5, 20.0, False, False)])
+    junk = [b"\x81\x0a\x00\x06\x01\x00", b"\x00\x01\x02\x03\x04\x05"]  # the tester's six bytes
+    read = raw.datagram(bytes([0x00, 0x05, 1, 12, 0x0C]) + raw.object_id(raw.ANALOG_INPUT, 7)
+                        + bytes([0x19, 85]))  # fmt: skip
+
+    def flood(count: int) -> None:
+        for n in range(count):
+            forger.sendto(junk[n % 2], _to(device))
+        # One socket, one loop: once a read sent after them is answered, all were taken.
+        assert raw.exchange(forger, _to(device), read, lambda: None) == raw.COMPLEX_ACK
+
+    flood(MALFORMED_LINES_PER_MINUTE + 5)
+    lines = [r for r in caplog.records if "dropped: malformed" in r.getMessage()]
+    assert len(lines) == MALFORMED_LINES_PER_MINUTE
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback, from anyone
+    origin = f"{FORGER_HOST}:{forger.getsockname()[1]}"
+    assert lines[0].getMessage() == (
+        f"BACnet datagram from {origin} dropped: malformed "
+        "(DecodingError: no more packet data), 6 bytes"
+    )
+    assert lines[1].getMessage().endswith("(not a BACnet/IP message), 6 bytes")
+    caplog.clear()
+    now[0] += MALFORMED_WINDOW_S  # the next minute: its lines, the first counting the 5 left out
+    flood(1)
+    assert [r.getMessage().rsplit("; ", 1)[1] for r in caplog.records] == [
+        "5 more dropped unlogged before it"
+    ]

@@ -15,7 +15,13 @@ from feeds.models import Feed
 from feeds.store import service
 from sensors.devices import bacnet_client
 from sensors.devices.bacnet_client import BacnetError
-from sensors.models import BACNET_MAX_POINTS_PER_DEVICE, Actuator, BacnetDevice, Sensor
+from sensors.models import (
+    BACNET_MAX_INTERVAL_S,
+    BACNET_MAX_POINTS_PER_DEVICE,
+    Actuator,
+    BacnetDevice,
+    Sensor,
+)
 from sensors.tasks import poll_bacnet_device, poll_bacnet_devices
 from tests.sensors import bacnet_peer
 from tests.sensors.bacnet_peer import INSTANCE, OUR_HOST, PEER_HOST, free_udp_port
@@ -229,6 +235,7 @@ def test_points_per_controller_and_poll_interval_are_bounded(controller):
     ("args", "message"),
     [
         (["--interval", "4"], "below the 5 s bound"),
+        (["--interval", "86401"], "interval 86401 s is above the 86400 s bound"),
         (["--name", "roomnode"], "exists and is not a BACnet controller"),
         (["--instance", "4194303"], "device_instance"),
         (["--address", "192.0.2.40:70000"], "port"),
@@ -263,3 +270,81 @@ def test_bacnet_add_refuses_bad_arguments_before_asking_the_network(args, messag
         call_command("bacnet", "add", name, address, instance, "--interval", interval,
                      "--point", "analog-input,1")  # fmt: skip
     assert not BacnetDevice.objects.filter(node__name=name).exists()
+
+
+@pytest.mark.django_db
+def test_bacnet_add_takes_the_interval_at_its_upper_bound_and_adds_points_to_a_controller_kept(
+    controller, capsys
+):
+    """`bacnet add` of a controller already recorded adds its points (it answered "id: Bacnet
+    device with this ID already exists."), and the interval's upper bound is the API's."""
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE),
+                 "--point", "analog-input,1", "--interval", str(BACNET_MAX_INTERVAL_S))  # fmt: skip
+    call_command("bacnet", "add", "boiler-house", controller.address, str(INSTANCE),
+                 "--point", "analog-output,1", "--interval", "30")  # fmt: skip
+    device = BacnetDevice.objects.get(node__name="boiler-house")
+    assert sorted(device.points.values_list("key", flat=True)) == [
+        "analog-input-1", "analog-output-1",
+    ]  # fmt: skip
+    assert device.node.interval == 30
+    assert "polled every 86400 s" in capsys.readouterr().out
+    # A real conflict, in plain words: the same controller under another name.
+    with pytest.raises(CommandError, match=f"device {INSTANCE} at .* is already recorded as "
+                                           "boiler-house"):  # fmt: skip
+        call_command("bacnet", "add", "boiler-house-2", controller.address, str(INSTANCE),
+                     "--point", "analog-input,1")  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_shortened_poll_interval_takes_effect_at_the_next_beat(
+    engineer_api, redis_client, monkeypatch
+):
+    """The API's PATCH of interval 3600 -> 5 waited out the old hour before the next poll
+    (#31 outside tester). Time passes on the claim's own clock: its time-to-live, set here."""
+    from sensors.tasks import bacnet_due_key
+
+    queued: list[int] = []
+    monkeypatch.setattr(poll_bacnet_device, "delay", queued.append)
+    device = {"name": "boiler-house", "address": "192.0.2.40", "device_instance": 2601,
+              "interval": 3600}  # fmt: skip
+    device_id = engineer_api.post("/api/v1/bacnet-devices", device, format="json").json()["id"]
+    node_id = BacnetDevice.objects.get(pk=device_id).node_id
+    key = bacnet_due_key(node_id)
+    claimed_ms = 3600 * 1000 - 500
+
+    def passed(ms: int) -> None:  # the claim as it is `ms` after it was made
+        redis_client.pexpire(key, claimed_ms - ms)
+
+    assert poll_bacnet_devices() == [node_id]
+    passed(60_000)
+    assert poll_bacnet_devices() == []  # an hour's interval: not due after a minute
+    patched = engineer_api.patch(f"/api/v1/bacnet-devices/{device_id}", {"interval": 5},
+                                 format="json")  # fmt: skip
+    assert patched.status_code == 200
+    # 4.5 s (the new claim: just under the interval) since the last poll: due at the next beat.
+    passed(4500)
+    assert poll_bacnet_devices() == [node_id]
+    # Then every 5 s, not sooner. (Not due is checked a second clear of the bound: the claim's
+    # time-to-live runs on while the test looks.)
+    claimed_ms = 4500
+    passed(3500)
+    assert poll_bacnet_devices() == []
+    passed(4500)
+    assert poll_bacnet_devices() == [node_id]
+    # Lengthened: from the next claim (the 5 s one runs out first).
+    engineer_api.patch(f"/api/v1/bacnet-devices/{device_id}", {"interval": 3600},
+                       format="json")  # fmt: skip
+    passed(4500)
+    assert poll_bacnet_devices() == [node_id]
+    # Shortened again 3 s into the hour: not due until 4.5 s have passed since that poll.
+    claimed_ms = 3600 * 1000 - 500
+    passed(3000)
+    engineer_api.patch(f"/api/v1/bacnet-devices/{device_id}", {"interval": 5}, format="json")
+    assert poll_bacnet_devices() == []
+    claimed_ms = 4500  # the claim is cut to the 5 s one, 3 s of it gone
+    assert int(redis_client.get(key)) == claimed_ms
+    passed(3500)
+    assert poll_bacnet_devices() == []
+    passed(4500)
+    assert poll_bacnet_devices() == [node_id]
+    assert queued == [node_id] * 5

@@ -52,7 +52,7 @@ class Command(BaseCommand):
         add.add_argument(
             "--point", action="append", default=[], help="An object to record: analog-input,1"
         )
-        add.add_argument("--interval", type=int, default=30, help="Seconds between polls (≥5)")
+        add.add_argument("--interval", type=int, default=30, help="Seconds between polls (5-86400)")
         poll = sub.add_parser("poll", help="Read a recorded controller's points once, now")
         poll.add_argument("name")
 
