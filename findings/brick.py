@@ -41,6 +41,10 @@ METER_BY_FUEL = {
     "heat": "Thermal_Power_Meter",
     "oil": "Meter",
 }
+# What a generation meter meters (Meter.generator): a PV array, else a generating system.
+GENERATION = "Energy_Generation_System"
+GENERATOR_BY_KIND = {"pv": "PV_Array"}
+WATER_FLOW = "Water_Flow_Sensor"
 # A building's meter of another fuel is its fuel's meter that brick:meters the building.
 BUILDING_METER_BY_FUEL = {"electricity": "Building_Electrical_Meter"}
 # A meter's own point: what its feed holds, by its source and fuel.
@@ -210,6 +214,21 @@ def _meters(b: _Builder, site: Site | None) -> None:
             point = b.entity(_node("meter-point", m.pk), point_cls, f"{m.name}: {m.source}")
             b.link(point, "isPointOf", uri)
             b.timeseries(point, m.feed_id)
+        if m.fuel == "generation":
+            _generator(b, m, uri)
+
+
+def _generator(b: _Builder, meter: Meter, meter_uri: URIRef) -> None:
+    """What a generation meter meters: a PV array, or another generating system (a hydro
+    turbine: Brick 1.3 has no class of its own for one) with the flow of its water as a point
+    where a feed records it."""
+    cls = GENERATOR_BY_KIND.get(meter.generator, GENERATION)
+    uri = b.entity(_node("generator", meter.pk), cls, f"{meter.name}: what it meters")
+    b.link(meter_uri, "meters", uri)
+    if meter.flow_feed_id is not None:
+        flow = b.entity(_node("flow", meter.pk), WATER_FLOW, f"{meter.name}: water flow")
+        b.link(flow, "isPointOf", uri)
+        b.timeseries(flow, meter.flow_feed_id)
 
 
 def _zones(b: _Builder, site: Site | None) -> None:

@@ -23,7 +23,7 @@ from django.conf import settings
 
 from core.words import counted
 from energy import benchmarks, report
-from energy.models import HYDRO, PV, Meter, MeterNode
+from energy.models import Meter, MeterNode
 from feeds.store import service as feed_service
 from findings import detect, points, rules
 from findings import energy_detect as ed
@@ -67,14 +67,17 @@ def meter_kw(meter: Meter, start: datetime, end: datetime) -> list[tuple[datetim
     ]
 
 
-def _meters(**filters):
-    return (
-        Meter.objects.filter(**filters)
-        .exclude(source=Meter.Source.VIRTUAL)
+def _meters(rule: rules.Rule, log: points.CommandLog, kind: str, rows=None) -> list[Meter]:
+    """The meters the rule judges, found by Brick class in the site's model (the meter
+    itself, kind "meter", or the generator it meters, "generator"), with a feed of their own."""
+    if rows is None:
+        rows = Meter.objects.all()
+    rows = (
+        rows.exclude(source=Meter.Source.VIRTUAL)
         .exclude(feed__isnull=True)
         .select_related("feed", "node__site")
-        .order_by("pk")[: points.MAX_SUBJECTS]
     )
+    return [m for m, _points in points.bound(rule, log, Meter, rows, kind=kind)]
 
 
 def _split(series, start: datetime):
@@ -88,7 +91,7 @@ def _meter_subject(meter: Meter, what: str) -> str:
 def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> list[points.Trip]:
     rule = rules.RULES[rules.BASE_LOAD_RISING]
     trips = []
-    for meter in _meters(fuel=benchmarks.ELECTRICITY):
+    for meter in _meters(rule, log, "meter"):
         first = start - rules.BASE_LOAD_WEEKS * WEEK
         ooh = [
             (t, kw)
@@ -194,8 +197,8 @@ def above_model(start: datetime, end: datetime, log: points.CommandLog) -> list[
     if first > last:
         return []
     trips, trees = [], {}
-    buildings = MeterNode.objects.filter(kind=MeterNode.Kind.BUILDING).select_related("site")
-    for node in buildings.order_by("pk")[: points.MAX_SUBJECTS]:
+    buildings = MeterNode.objects.select_related("site")
+    for node, _meters_of in points.bound(rule, log, MeterNode, buildings, kind="place"):
         tree = trees.get(node.site_id) or trees.setdefault(
             node.site_id, report.Tree.load(node.site)
         )
@@ -245,7 +248,7 @@ def pv_low_yield(start: datetime, end: datetime, log: points.CommandLog) -> list
     rule = rules.RULES[rules.PV_LOW_YIELD]
     first = start - rules.PV_WEEKS * WEEK
     arrays: list[Array] = []
-    for meter in _meters(fuel=benchmarks.GENERATION, generator=PV):
+    for meter in _meters(rule, log, "generator"):
         before, now = _split(meter_kw(meter, first, end), start)
         if len(now) < 24 or len(before) < 7 * 24:
             continue  # under a day of this range or a week of history: nothing to judge
@@ -348,9 +351,7 @@ def hydro_no_output(start: datetime, end: datetime, log: points.CommandLog) -> l
     rule = rules.RULES[rules.HYDRO_NO_OUTPUT]
     first = start - rules.HYDRO_WEEKS * WEEK
     trips = []
-    for meter in _meters(
-        fuel=benchmarks.GENERATION, generator=HYDRO, flow_feed__isnull=False
-    ).select_related("flow_feed"):
+    for meter in _meters(rule, log, "generator", Meter.objects.select_related("flow_feed")):
         power_before, power = _split(meter_kw(meter, first, end), start)
         flow_before, flow = _split(hourly(meter.flow_feed_id, first, end), start)
         found = ed.absent_with_flow(

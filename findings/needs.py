@@ -36,6 +36,7 @@ class Need:
     path: tuple[Step, ...]
     words: str
     optional: bool = False
+    absent: bool = False  # the subject must NOT have it (a meter of a generator is no use meter)
 
     def brick(self) -> str:
         """The path in Brick's words, for the docs ("brick:Valve brick:feeds it, then that
@@ -48,7 +49,8 @@ class Need:
                 parts.append(f"{classes} brick:{step.relation} {this}")
             else:
                 parts.append(f"{this} brick:{step.relation} {classes}")
-        return ", then ".join(parts)
+        words = ", then ".join(parts)
+        return f"not: {words}" if self.absent else words
 
 
 COMMAND = Step("hasPoint", ("On_Off_Command",))  # a relay's command: the audit log's rows
@@ -108,3 +110,28 @@ SOLAR_PUMP = Need(
     (Step("hasPart", ("Pump",)), COMMAND),
     "the collector's pump, by its relay commands",
 )
+
+# --- Meters, generators and buildings ---
+ELECTRICITY_METER = ("Electrical_Meter",)
+_READING = Step("isPointOf", ("Electric_Power_Sensor", "Electric_Energy_Sensor"), inverse=True)
+METER_READING = Need("reading", (_READING,), "the meter's power or energy point, recorded")
+GENERATORS = ("PV_Array", "Energy_Generation_System")
+NOT_GENERATION = Need(
+    "generates",
+    (Step("meters", GENERATORS),),
+    "a meter of what generates is not a meter of use",
+    absent=True,
+)
+PV_ARRAY = ("PV_Array",)
+GENERATION_SYSTEM = ("Energy_Generation_System",)
+GENERATED = Need(
+    "meter",
+    (Step("meters", ("Electrical_Meter",), inverse=True), _READING),
+    "the electricity meter of what it generates, with its power or energy point, recorded",
+)
+WATER_FLOW = Need(
+    "flow",
+    (Step("isPointOf", ("Water_Flow_Sensor",), inverse=True),),
+    "the flow of the water that drives it, recorded",
+)
+BUILDING = ("Building",)

@@ -26,7 +26,7 @@ from control.models import ActuatorCommand, HeatingPlant, SolarCircuit, Zone
 from feeds.store import service as feed_service
 from findings import detect, rules
 from findings.brick import site_graph
-from findings.site_model import SiteModel
+from findings.site_model import Entity, SiteModel
 from sensors.models import Actuator, Sensor, Site
 
 MAX_SUBJECTS = 500
@@ -157,15 +157,17 @@ class CommandLog:
 
 # The Brick model's name for each kind of subject a rule judges (findings/brick.py).
 SUBJECT_KIND = {Zone: "zone", HeatingPlant: "plant", SolarCircuit: "collector"}
-Point = Sensor | Actuator
+Point = Sensor | Actuator | Entity
 
 
-def bound(rule: rules.Rule, log: CommandLog, model, rows=None) -> list[tuple]:
+def bound(rule: rules.Rule, log: CommandLog, model, rows=None, kind: str = "") -> list[tuple]:
     """Each enabled `model` row (a Zone, HeatingPlant or SolarCircuit) the rule's needs find
     points for in the site's Brick model, with {need name: its sensors or actuators}; a
     sensor counts only when recorded in a feed. In id order, at most MAX_SUBJECTS.
-    `rows`: the queryset to read the subjects from (default: the enabled ones)."""
-    kind = SUBJECT_KIND[model]
+    `rows`: the queryset to read the subjects from (default: the enabled ones); `kind`: the
+    model's name for them where it is not SUBJECT_KIND's (a Meter is a "meter", the
+    "generator" it meters, or a "place" for a MeterNode)."""
+    kind = kind or SUBJECT_KIND[model]
     bindings = [b for b in log.model.bind(rule.subject, rule.needs) if b.subject.kind == kind]
     if rows is None:
         rows = model.objects.filter(enabled=True)
@@ -184,11 +186,15 @@ def bound(rule: rules.Rule, log: CommandLog, model, rows=None) -> list[tuple]:
         for need in rule.needs:
             rows_of = []
             for e in b.points.get(need.name, []):
-                if e.kind == "sensor" and (s := sensors.get(e.pk)) and s.feed_id is not None:
-                    rows_of.append(s)
-                elif e.kind in ("command", "actuator") and (a := actuators.get(e.pk)):
-                    rows_of.append(a)
-            if not rows_of and not need.optional:
+                if e.kind == "sensor":
+                    if (s := sensors.get(e.pk)) and s.feed_id is not None:
+                        rows_of.append(s)
+                elif e.kind in ("command", "actuator"):
+                    if a := actuators.get(e.pk):
+                        rows_of.append(a)
+                else:  # a meter's own point: its subject row holds what the check reads
+                    rows_of.append(e)
+            if not rows_of and not need.optional and not need.absent:
                 break
             points[need.name] = rows_of
         else:

@@ -448,9 +448,9 @@ for _rule in (
     Rule(
         name=BASE_LOAD_RISING,
         title="Out-of-hours base load rising",
-        subject=(),  # found through the metering tree, not yet by Brick class
-        needs=(),
-        uses=("electricity meter's feed",),
+        subject=n.ELECTRICITY_METER,
+        needs=(n.METER_READING, n.NOT_GENERATION),
+        uses=("the meter's feed, read hourly, with the four weeks before",),
         condition=f"an electricity meter's out-of-hours base load (the {BASE_LOAD_PERCENTILE}th "
         f"percentile of its hourly means on weekday nights before {OPENS_HOUR:02d}:00 and from "
         f"{CLOSES_HOUR:02d}:00 and at weekends) is at least {BASE_LOAD_MIN_RISE_KW * 1000:g} W "
@@ -469,9 +469,12 @@ for _rule in (
     Rule(
         name=ABOVE_MODEL,
         title="Building using more than its model",
-        subject=(),  # found through the metering tree, not yet by Brick class
-        needs=(),
-        uses=("building's meters' daily use", "building's energy model or baseline"),
+        subject=n.BUILDING,
+        needs=(),  # its meters may meter its floors and rooms: the energy page sums them
+        uses=(
+            "the building's daily use (the energy page's figures)",
+            "its energy model or baseline",
+        ),
         condition=f"a building uses more than its model (imported or its baseline line) by "
         f"over {100 * ABOVE_MODEL_MARGIN:.0f} % on {ABOVE_MODEL_DAYS} or more days in a row: its "
         "CUSUM has turned up",
@@ -486,9 +489,9 @@ for _rule in (
     Rule(
         name=PV_LOW_YIELD,
         title="PV array yielding less than it should",
-        subject=(),  # found through the metering tree, not yet by Brick class
-        needs=(),
-        uses=("PV array generation meters' feeds",),
+        subject=n.PV_ARRAY,
+        needs=(n.GENERATED,),
+        uses=("its sibling arrays' meters of the same site",),
         condition=f"a PV array makes under {100 * PV_SIBLING_SHARE:.0f} % of what its sibling arrays "
         f"make (each against its own previous {PV_WEEKS} weeks); an array alone: its best "
         f"hours of the week reach under {100 * PV_ENVELOPE_SHARE:.0f} % of its clear-day envelope "
@@ -509,9 +512,8 @@ for _rule in (
     Rule(
         name=HYDRO_NO_OUTPUT,
         title="Hydro turbine idle with water",
-        subject=(),  # found through the metering tree, not yet by Brick class
-        needs=(),
-        uses=("hydro generation meter's feed", "its flow (or level) feed"),
+        subject=n.GENERATION_SYSTEM,
+        needs=(n.GENERATED, n.WATER_FLOW),
         condition=f"no output for {HYDRO_MIN_HOURS} h or more in a row while the flow is at or "
         f"above what the turbine ran on in its previous {HYDRO_WEEKS} weeks (the "
         f"{HYDRO_FLOW_QUANTILE}th percentile of the flow while running)",

@@ -135,7 +135,10 @@ class SiteModel:
             binding = Binding(entity)
             for need in needs:
                 points = [e for u in self.follow(uri, need.path) if (e := Entity.of(u))]
-                if not points and not need.optional:
+                if need.absent:
+                    if points:
+                        break
+                elif not points and not need.optional:
                     break
                 binding.points[need.name] = points
             else:

@@ -103,8 +103,10 @@ def test_every_class_it_can_write_is_in_brick(ontology):
         | set(kinds.SENSOR_CHOICES) | set(kinds.ACTUATOR_CHOICES)
         | set(brick.LOCATION_BY_KIND.values()) | set(brick.METER_BY_FUEL.values())
         | set(brick.BUILDING_METER_BY_FUEL.values()) | set(brick.METER_POINT.values())
+        | set(brick.GENERATOR_BY_KIND.values())
         | {brick.ZONE_AIR, brick.SUPPLY_WATER, brick.OUTSIDE_AIR, brick.WATER, brick.CONTACT,
-           brick.COMMAND, "Site", "HVAC_Zone", "Hot_Water_System", "Hot_Water_Pump",
+           brick.RETURN_WATER, brick.COLLECTOR, brick.ZONE_VALVE, brick.GENERATION,
+           brick.WATER_FLOW, brick.COMMAND, "Site", "HVAC_Zone", "Hot_Water_System", "Hot_Water_Pump",
            "Solar_Thermal_Collector", "Hot_Water_Storage_Tank"}
     )  # fmt: skip
     missing = [n for n in sorted(names) if (BRICK[n], RDF.type, OWL.Class) not in ontology]

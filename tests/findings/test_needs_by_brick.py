@@ -198,8 +198,57 @@ def test_the_plants_return_sensor_is_in_the_brick_model_for_the_low_delta_t_rule
     }
 
 
-def test_findings_md_names_every_rules_points_in_brick_words():
+def test_findings_md_names_every_rules_subject_and_points_in_brick_words():
     text = (Path(__file__).parents[2] / "docs" / "FINDINGS.md").read_text()
     for rule in rules.RULES.values():
+        subject = " or ".join(f"`brick:{c}`" for c in rule.subject)
+        assert rule.subject and f"| `{rule.name}` | {subject} |" in text, rule.name
         for need in rule.needs:
-            assert f"`{rule.name}`" in text and need.brick() in text, (rule.name, need.name)
+            assert need.brick() in text, (rule.name, need.name)
+
+
+def test_a_need_that_must_be_absent_leaves_out_a_meter_of_what_generates():
+    g = _graph(
+        ("meter-1", "a", "Building_Electrical_Meter"),
+        ("meter-point-1", "a", "Electric_Power_Sensor"),
+        ("meter-point-1", "isPointOf", "meter-1"),
+        ("meter-2", "a", "Electrical_Meter"),
+        ("meter-point-2", "a", "Electric_Energy_Sensor"),
+        ("meter-point-2", "isPointOf", "meter-2"),
+        ("generator-2", "a", "PV_Array"),
+        ("meter-2", "meters", "generator-2"),
+    )
+    rule = rules.RULES[rules.BASE_LOAD_RISING]
+    assert [b.subject for b in SiteModel(g).bind(rule.subject, rule.needs)] == [Entity("meter", 1)]
+    pv = rules.RULES[rules.PV_LOW_YIELD]
+    [array] = SiteModel(g).bind(pv.subject, pv.needs)
+    assert (array.subject, array.points["meter"]) == (
+        Entity("generator", 2),
+        [Entity("meter-point", 2)],
+    )
+    assert rules.RULES[rules.BASE_LOAD_RISING].needs[1].brick().startswith("not: ")
+
+
+def test_a_generating_system_is_judged_as_a_hydro_turbine_only_with_a_water_flow_point(db):
+    from energy.models import Meter, MeterNode
+    from feeds.models import Feed
+    from findings.brick import site_graph
+    from sensors.models import Site
+
+    site = Site.objects.create(name="CAT", slug="cat")
+    node = MeterNode.objects.create(site=site, name="Hydro house", kind="building")
+
+    def gen(name, generator="", flow=None):
+        feed = Feed.objects.create(name=name, tag="t", unit="W", interval=3600)
+        return Meter.objects.create(node=node, name=name, fuel="generation", source="power",
+                                    feed=feed, generator=generator, flow_feed=flow)  # fmt: skip
+
+    flow = Feed.objects.create(name="leat flow", tag="t", unit="l/s", interval=3600)
+    turbine, other = gen("Turbine", "hydro", flow), gen("Wind")
+    model = SiteModel(site_graph())
+    hydro = rules.RULES[rules.HYDRO_NO_OUTPUT]
+    assert [b.subject for b in model.bind(hydro.subject, hydro.needs)] == [
+        Entity("generator", turbine.pk)
+    ]
+    base = rules.RULES[rules.BASE_LOAD_RISING]
+    assert other.pk not in [b.subject.pk for b in model.bind(base.subject, base.needs)]
