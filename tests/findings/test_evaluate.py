@@ -108,9 +108,7 @@ def test_a_fault_again_after_fixed_opens_a_new_finding(site_model, engineer):
     )
 
 
-def test_a_fixed_finding_stays_fixed_when_the_next_run_sees_the_same_evidence(
-    site_model, engineer
-):
+def test_a_fixed_finding_stays_fixed_when_the_next_run_sees_the_same_evidence(site_model, engineer):
     """The hourly run looks back a week: Monday evening's spell, fixed on Wednesday, is the
     fault that was fixed, not a recurrence (an outside tester saw it reopen every hour)."""
     valve = site_model["valve"]
