@@ -22,7 +22,8 @@ class RefuseNulBytesMiddleware:
         for name, values in request.GET.lists():
             if "\x00" in name or any("\x00" in value for value in values):
                 shown = name.replace("\x00", "\\x00")
-                return error_response(
-                    f"{shown}: NUL bytes are not allowed in a query parameter.", field=shown
-                )
+                said = "NUL bytes are not allowed in a query parameter."
+                # `fields` as every API refusal has it (docs/API.md "Errors"); `field` as the
+                # ingest and feed paths' clients read it (docs/INGEST.md).
+                return error_response(f"{shown}: {said}", field=shown, fields={shown: [said]})
         return self.get_response(request)

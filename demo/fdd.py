@@ -112,7 +112,7 @@ def build(name: str = "FDD bench", slug: str = "fdd-bench", suffix: str = "") ->
             node=node, key=room.slug, name=f"{room.name} temperature", kind="temperature", feed=feed
         )
         valves[room.slug] = Actuator.objects.create(
-            name=f"{room.name} valve{suffix}", kind="valve", site=site, coil=room.coil
+            name=f"{room.name} valve{suffix}", kind="valve", site=site, **_relay(node)
         )
         zones[room.slug] = Zone.objects.create(
             name=f"{room.name}{suffix}", slug=f"{room.slug}{tail}", site=site, schedule=schedule,
@@ -120,12 +120,23 @@ def build(name: str = "FDD bench", slug: str = "fdd-bench", suffix: str = "") ->
             optimum_start=True, max_preheat_min=int(MAX_PREHEAT.total_seconds() // 60),
         )  # fmt: skip
         zones[room.slug].actuators.set([valves[room.slug]])
-    boiler = Actuator.objects.create(name=f"Boiler{suffix}", kind="boiler", site=site, coil=0)
+    boiler = Actuator.objects.create(
+        name=f"Boiler{suffix}", kind="boiler", site=site, **_relay(node)
+    )
     plant = HeatingPlant.objects.create(name=f"Boiler house{suffix}", boiler=boiler, site=site)
     plant.zones.set(zones.values())
     meter, pv = _meters(site, suffix)
     solar = _solar(site, node, suffix)
     return Rig(site, zones, valves, sensors, boiler, plant, meter, pv, solar)
+
+
+def _relay(node: Node) -> dict:
+    """How a rig's actuator is driven: through its simulated node's command queue. A valid
+    configuration, so an engineer can edit one (its Brick class, docs/BRICK.md): a Modbus coil
+    without a relay board host is refused on every save, and the demo's relay board is the
+    live demo site's, whose coils these must not share. A live control tick that switches a
+    rig's actuator queues a command nobody collects: no relay anywhere moves."""
+    return {"driver": Actuator.Driver.NODE_QUEUE, "node": node}
 
 
 def _meters(site: Site, suffix: str) -> tuple[Meter, dict[str, Meter]]:
@@ -148,7 +159,9 @@ def _solar(site: Site, node: Node, suffix: str) -> SolarCircuit:
         return Sensor.objects.create(node=node, key=f"solar-{key}", name=f"Solar {key}",
                                      kind="temperature", feed=feed)  # fmt: skip
 
-    pump = Actuator.objects.create(name=f"Solar pump{suffix}", kind="pump", site=site, coil=2)
+    pump = Actuator.objects.create(
+        name=f"Solar pump{suffix}", kind="pump", site=site, **_relay(node)
+    )
     return SolarCircuit.objects.create(
         name=f"Solar thermal{suffix}", site=site, pump=pump,
         collector_sensor=sensor("collector"), tank_sensor=sensor("tank"),

@@ -37,13 +37,13 @@ class FindingViewSet(
         if raw is None:
             return queryset
         if raw not in ("0", "1"):
-            raise ValidationError({"open": "'open' is 0 or 1"})
+            raise ValidationError({"open": ["'open' is 0 or 1"]})
         return queryset.filter(closed_at__isnull=raw == "1")
 
     def update(self, request, *args, **kwargs):
         # The body may be any JSON (null, a number, a list): only an object can name a state.
         if not isinstance(request.data, dict) or "state" not in request.data:
-            raise ValidationError({"state": "give the new state"})
+            raise ValidationError({"state": ["give the new state"]})
         return super().update(request, *args, **kwargs)
 
 

@@ -9,7 +9,7 @@ bounded: a range is cut into weeks (MAX_RANGE), and findings/points.py bounds wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
@@ -285,7 +285,8 @@ def evaluate(start: datetime, end: datetime, now: datetime | None = None) -> Sum
     if end <= start:
         return Summary()  # all in the future
     log = CommandLog(start, end)
-    trips = [t for check in CHECKS.values() for t in check(start, end, log)]
+    found = (t for check in CHECKS.values() for t in check(start, end, log))
+    trips = [t for t in (_since_closed(t) for t in found) if t is not None]
     summary = Summary(keys=[t.key for t in trips])
     with transaction.atomic():
         for trip in trips:
@@ -295,6 +296,37 @@ def evaluate(start: datetime, end: datetime, now: datetime | None = None) -> Sum
             stale = Finding.objects.filter(closed_at__isnull=True, last_seen__lte=start)
             summary.closed = stale.exclude(key__in=summary.keys).update(closed_at=end)
     return summary
+
+
+def _since_closed(trip: Trip) -> Trip | None:
+    """The trip without the spans its key's last closed finding already accounts for, or
+    None when nothing is left. A finding marked fixed at 10:00 on Wednesday stays fixed: the
+    next hourly run looks back over the last week, and Monday's spans (ending before the fix)
+    are the fault that was fixed, not a recurrence; only a span ending after it opens a new
+    finding. The same holds for a finding that closed by itself: a rerun over a week it
+    already saw does not open it again. While an open finding of the key exists the spans are
+    kept as they are: that finding is already about them."""
+    last = (
+        Finding.objects.filter(key=trip.key, closed_at__isnull=False)
+        .order_by("-closed_at", "-pk")
+        .only("state", "state_at", "last_seen")
+        .first()
+    )
+    if last is None or Finding.objects.filter(key=trip.key, closed_at__isnull=True).exists():
+        return trip
+    cutoff = last.last_seen
+    if last.state == Finding.State.FIXED and last.state_at is not None:
+        cutoff = max(cutoff, last.state_at)
+    spans = [s for s in trip.spans if s.end > cutoff]
+    if len(spans) == len(trip.spans):
+        return trip
+    if not spans:
+        return None
+    kwh, hours = trip.kwh, span_hours(trip.spans)
+    if kwh is not None and hours > 0:
+        # The rule's estimate is for all its spans: the recurrence's share, by hours.
+        kwh *= span_hours(spans) / hours
+    return replace(trip, spans=spans, kwh=kwh)
 
 
 def _keep(trip: Trip, start: datetime, end: datetime) -> bool:

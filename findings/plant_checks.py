@@ -221,6 +221,15 @@ def sensor_out_of_range(start: datetime, end: datetime, log: CommandLog) -> list
     return trips
 
 
+def _growing(gaps: list[tuple[detect.Span, float]]) -> tuple[float, float] | None:
+    return detect.growing_gap(
+        gaps,
+        band_k=rules.DRIFT_BAND_K,
+        min_k_per_day=rules.DRIFT_K_PER_DAY,
+        min_days=rules.DRIFT_MIN_DAYS,
+    )
+
+
 def sensor_drift(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
     rule = rules.RULES[rules.SENSOR_DRIFT]
     means: dict[int, dict[datetime, float]] = {}
@@ -247,15 +256,29 @@ def sensor_drift(start: datetime, end: datetime, log: CommandLog) -> list[Trip]:
                         mean - detect.median(theirs),
                     )
                 )
-        drift = detect.growing_gap(
-            gaps,
-            band_k=rules.DRIFT_BAND_K,
-            min_k_per_day=rules.DRIFT_K_PER_DAY,
-            min_days=rules.DRIFT_MIN_DAYS,
-        )
+        drift = _growing(gaps)
         if drift is None:
             continue
         last, slope = drift
+        # The median alone is pulled by faulty neighbours: with a flat-lined sensor and a room
+        # warmed by a stuck-open valve among four, a healthy room seemed to drift from the
+        # stuck reading (an outside tester, #30). A sensor that drifts drifts from each
+        # healthy room: most of its neighbours, and at least DRIFT_MIN_NEIGHBOURS of them,
+        # must each see the gap widen the same way.
+        compared = widening = 0
+        for n in neighbours:
+            pairs = [
+                (detect.Span(day, min(day + timedelta(days=1), end)), mean - means[n.pk][day])
+                for day, mean in means[zone.pk].items()
+                if day in means[n.pk]
+            ]
+            if len(pairs) < rules.DRIFT_MIN_DAYS:
+                continue
+            compared += 1
+            alone = _growing(pairs)
+            widening += alone is not None and (alone[0] > 0) == (last > 0)
+        if widening < rules.DRIFT_MIN_NEIGHBOURS or 2 * widening <= compared:
+            continue
         sensor = sensor_of[zone]
         trips.append(
             trip(

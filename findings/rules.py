@@ -170,6 +170,9 @@ RANGE_MIN = timedelta(hours=2)
 # A day's mean needs DRIFT_MIN_READINGS (half a day of 5-min points); at least
 # DRIFT_MIN_NEIGHBOURS other zones make the median: the median of two is their mean, which one
 # drifting sensor pulls, so each of the others would seem to drift too; one of three is not.
+# The median is still pulled when two of the neighbours are faulty (a stuck sensor, a room a
+# stuck-open valve warms): the gap must also widen, the same way, against most neighbours one
+# by one, and against at least DRIFT_MIN_NEIGHBOURS of them.
 DRIFT_BAND_K = 2.0
 DRIFT_K_PER_DAY = 0.25
 DRIFT_MIN_DAYS = 4
@@ -370,7 +373,8 @@ RULES: dict[str, Rule] = {
             uses=("the other zones' temperatures of its site",),
             condition="a zone's daily mean departs from the median of the other zones of its "
             f"site by more than {DRIFT_BAND_K:g} K on the last day and the gap widens by at "
-            f"least {DRIFT_K_PER_DAY:g} K a day over at least {DRIFT_MIN_DAYS} days",
+            f"least {DRIFT_K_PER_DAY:g} K a day over at least {DRIFT_MIN_DAYS} days, and so it does "
+            f"against most of those zones one by one (at least {DRIFT_MIN_NEIGHBOURS})",
             window=timedelta(days=7),
             min_duration=timedelta(days=DRIFT_MIN_DAYS),
             cost_method="",

@@ -73,6 +73,8 @@ def _refused(request: HttpRequest, message: str, status: int, field: str = "") -
 @staff_page
 def finding_state(request: HttpRequest, pk: int) -> HttpResponse:
     if not is_engineer(request.user):
+        if _wants_json(request):  # a script reads JSON, not the staff 403 page
+            return error_response("detail: Only engineers may mark findings.", 403)
         raise PermissionDenied("Only engineers may mark findings.")
     finding = Finding.objects.filter(pk=pk).first()
     if finding is None:

@@ -62,3 +62,27 @@ def test_the_default_week_is_the_seven_days_before_today():
     assert default_start(datetime(2026, 1, 12, 15, 30, tzinfo=UTC)) == datetime(
         2026, 1, 5, tzinfo=UTC
     )
+
+
+def test_an_engineer_can_change_the_brick_class_of_a_fault_week_actuator(
+    db, redis_client, engineer_api, viewer_api
+):
+    """The week's valves, boiler and pump had a Modbus driver without a relay board host, so
+    every edit was refused naming `host` (#30 outside tester): they are driven through the
+    week's simulated node, a configuration an edit validates (docs/BRICK.md)."""
+    from sensors.models import Actuator
+
+    _run("--start", MONDAY)
+    actuators = Actuator.objects.filter(site__slug="fault-week")
+    assert actuators.count() == 6
+    for actuator in actuators:
+        actuator.full_clean()  # each one valid as it stands
+    valve = actuators.get(name="Seminar room valve (fault week)")
+    refused = viewer_api.patch(f"/api/v1/actuators/{valve.pk}", {"brick_class": "Radiator"})
+    assert refused.status_code == 403
+    response = engineer_api.patch(
+        f"/api/v1/actuators/{valve.pk}", {"brick_class": "Radiator"}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    valve.refresh_from_db()
+    assert valve.brick_class == "Radiator"

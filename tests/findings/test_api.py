@@ -82,9 +82,35 @@ def test_other_fields_are_read_only(findings, engineer_api):
     assert (f.waste_money_week, f.subject, f.state) == (1.0, "cheap", "acknowledged")
 
 
-def test_open_must_be_0_or_1(findings, viewer_api):
-    response = viewer_api.get("/api/v1/findings?open=yes")
-    assert response.status_code == 400 and "open" in response.json()["fields"]
+@pytest.mark.parametrize("raw", ["yes", "abc", "", "2"])
+def test_open_must_be_0_or_1(findings, viewer_api, raw):
+    response = viewer_api.get("/api/v1/findings", {"open": raw})
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"open": ["'open' is 0 or 1"]}  # a list (docs/API.md)
+
+
+def test_a_patch_without_a_state_names_it_with_a_list_of_messages(findings, engineer_api):
+    response = engineer_api.patch(f"/api/v1/findings/{findings[0].pk}", {}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "success": False,
+        "error": "state: give the new state",
+        "fields": {"state": ["give the new state"]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [("/api/v1/findings", "limit"), ("/api/v1/brick.ttl", "site"), ("/api/v1/findings", "open")],
+)
+def test_a_nul_in_a_query_parameter_is_refused_in_the_documented_shape(
+    findings, engineer_api, path, field
+):
+    response = engineer_api.get(path, {field: "\x00"})
+    assert response.status_code == 400
+    said = "NUL bytes are not allowed in a query parameter."
+    assert response.json()["fields"] == {field: [said]}
+    assert response.json()["error"] == f"{field}: {said}"
 
 
 # What a person may mark a finding, by its state (docs/FINDINGS.md "States"): the fresh-eyes

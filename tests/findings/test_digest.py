@@ -145,3 +145,27 @@ def test_a_finding_stored_with_a_line_break_is_one_line_in_the_digest(
     body = mailoutbox[0].body
     assert "1. Heating an empty room: Zone 'Hall East'" in body
     assert "   Valve ON 2. Fake line" in body and "What to check: the schedule" in body
+
+
+def test_a_name_with_a_bidi_override_reads_forwards_on_the_page_and_in_the_digest(
+    site_model, recipients, mailoutbox, engineer
+):
+    """U+202E in a zone's name reversed the rest of the line: the finding's subject on the
+    findings page and in the digest (an outside tester, #30)."""
+    from django.test import Client
+
+    zone = site_model["zone"]
+    zone.name = "Hall\u202e tsaE\u2066\u200f"
+    zone.save()
+    _two_faults(site_model)
+    hall = Finding.objects.get(rule=rules.HEATING_UNOCCUPIED)
+    assert hall.subject == "Zone 'Hall tsaE'"
+    client = Client()
+    client.force_login(engineer)
+    page = client.get("/staff/findings/").content.decode()
+    assert "Zone &#x27;Hall tsaE&#x27;" in page
+    assert not any(c in page for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    send_weekly_digest((MONDAY + WEEK + 7.5 * H).timestamp())
+    [mail] = mailoutbox
+    assert "1. Heating an empty room: Zone 'Hall tsaE'\n" in mail.body
+    assert "\u202e" not in mail.body and "\u202e" not in mail.subject

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.core.management import CommandError, call_command
 
 from findings import rules
@@ -105,6 +106,64 @@ def test_a_fault_again_after_fixed_opens_a_new_finding(site_model, engineer):
     assert Finding.objects.filter(closed_at__isnull=True).get().waste_kwh_week == pytest.approx(
         5 * 3 / 0.85, abs=0.001
     )
+
+
+def test_a_fixed_finding_stays_fixed_when_the_next_run_sees_the_same_evidence(site_model, engineer):
+    """The hourly run looks back a week: Monday evening's spell, fixed on Wednesday, is the
+    fault that was fixed, not a recurrence (an outside tester saw it reopen every hour)."""
+    valve = site_model["valve"]
+    command(valve, MONDAY + 8 * H, True)
+    command(valve, MONDAY + 21 * H, False)
+    evaluate(MONDAY, MONDAY + 2 * 24 * H)
+    with time_machine.travel(MONDAY + 2 * 24 * H + 10 * H, tick=False):
+        Finding.objects.get().mark(Finding.State.FIXED, engineer)
+    again = evaluate(MONDAY, MONDAY + WEEK)
+    assert (again.opened, again.updated) == (0, 0)
+    assert again.keys == []
+    (fixed,) = Finding.objects.all()
+    assert fixed.state == Finding.State.FIXED and fixed.closed_at is not None
+    # the fault again after the fix, in the same week's look: a new finding of it alone
+    command(valve, MONDAY + 3 * 24 * H + 8 * H, True)
+    command(valve, MONDAY + 3 * 24 * H + 20 * H, False)  # three hours past 17:00
+    assert evaluate(MONDAY, MONDAY + WEEK).opened == 1
+    new = Finding.objects.get(closed_at__isnull=True)
+    assert new.pk != fixed.pk and new.state == Finding.State.NEW
+    assert (new.period_start, new.period_end) == (MONDAY + 3 * 24 * H + 17 * H, new.last_seen)
+    # its cost is the recurrence's 3 h, not the fixed spell's 4 h as well
+    assert new.waste_kwh_week == pytest.approx(3 * 3 / 0.85, abs=0.001)
+
+
+def test_a_span_ending_at_the_fix_is_no_recurrence(site_model, engineer):
+    valve = site_model["valve"]
+    command(valve, MONDAY + 8 * H, True)
+    command(valve, MONDAY + 21 * H, False)
+    evaluate(MONDAY, MONDAY + WEEK)
+    with time_machine.travel(MONDAY + 21 * H, tick=False):  # the bound: ends at the fix
+        Finding.objects.get().mark(Finding.State.FIXED, engineer)
+    assert evaluate(MONDAY, MONDAY + WEEK).opened == 0
+    assert Finding.objects.count() == 1
+
+
+def test_a_false_alarm_stays_open_and_is_not_reopened_as_a_new_finding(site_model, engineer):
+    valve = site_model["valve"]
+    command(valve, MONDAY + 8 * H, True)
+    command(valve, MONDAY + 21 * H, False)
+    evaluate(MONDAY, MONDAY + WEEK)
+    Finding.objects.get().mark(Finding.State.FALSE_ALARM, engineer)
+    assert evaluate(MONDAY + H, MONDAY + WEEK + H).updated == 1
+    (f,) = Finding.objects.all()
+    assert f.closed_at is None and f.state == Finding.State.FALSE_ALARM
+    assert f.state_by == engineer
+
+
+def test_a_rerun_over_a_week_a_closed_finding_saw_opens_nothing(site_model):
+    valve = site_model["valve"]
+    command(valve, MONDAY + 8 * H, True)
+    command(valve, MONDAY + 21 * H, False)
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert evaluate(MONDAY + WEEK, MONDAY + 2 * WEEK).closed == 1  # stopped recurring
+    assert evaluate(MONDAY, MONDAY + WEEK).opened == 0  # find_waste over the old week again
+    assert Finding.objects.count() == 1
 
 
 def test_a_stuck_sensor_while_heating_is_found_with_no_cost_and_what_to_check(site_model):

@@ -126,7 +126,22 @@ def test_a_viewer_is_refused_403_whether_or_not_the_finding_exists(site_model, v
     evaluate(MONDAY, MONDAY + WEEK)
     pk = pk or Finding.objects.get().pk
     answer = _client(viewer).post(f"/staff/findings/{pk}/state", {"state": "fixed"}, **JSON)
-    assert answer.status_code == 403
+    assert answer.status_code == 403 and answer["Content-Type"] == "application/json"
+    assert answer.json() == {
+        "success": False,
+        "error": "detail: Only engineers may mark findings.",
+    }
+    assert Finding.objects.get().state == "new"
+
+
+def test_a_viewers_form_post_still_gets_the_403_page(site_model, viewer):
+    from findings.evaluate import evaluate
+
+    _heated_evening(site_model)
+    evaluate(MONDAY, MONDAY + WEEK)
+    pk = Finding.objects.get().pk
+    answer = _client(viewer).post(f"/staff/findings/{pk}/state", {"state": "fixed"})
+    assert answer.status_code == 403 and "text/html" in answer["Content-Type"]
     assert Finding.objects.get().state == "new"
 
 

@@ -326,6 +326,47 @@ def test_a_small_gap_growing_is_no_drift_until_it_passes_the_band(site_model):
     assert not found(rules.SENSOR_DRIFT)
 
 
+def test_two_faulty_rooms_of_four_make_no_healthy_room_seem_to_drift(site_model):
+    """The demo's fault week (an outside tester, #30): of four rooms one sensor is stuck and
+    one room is warmed by a stuck-open valve. The stuck reading is the median of each healthy
+    room's three neighbours, so against the median the two healthy rooms, cooling together,
+    seemed to drift; against each healthy neighbour they do not."""
+    from control.models import Zone
+
+    for name, value_on_day in (
+        ("Office", lambda day: 20.3 - 0.5 * day),  # healthy: cools with the hall
+        ("Library", lambda day: 20.0),  # its sensor stuck
+        ("Shop", lambda day: 23.0),  # a stuck-open valve keeps it warm
+    ):
+        sensor = thermometer(name)
+        Zone.objects.create(
+            name=name, slug=name.lower(), site=site_model["site"], temperature_sensor=sensor
+        )
+        record(sensor.feed_id, MONDAY, 7 * 24, lambda m, f=value_on_day: f(m // 1440))
+    record(site_model["feed"].pk, MONDAY, 7 * 24, lambda m: 20.0 - 0.5 * (m // 1440))
+    evaluate(MONDAY, MONDAY + WEEK)
+    assert not found(rules.SENSOR_DRIFT)
+
+
+@pytest.mark.parametrize(("tracking", "drifts"), [(2, True), (3, False)])
+def test_the_hall_must_drift_from_most_of_its_neighbours_one_by_one(site_model, tracking, drifts):
+    """The bound: the hall drifts from three steady neighbours; `tracking` more read as it
+    does. Three of five is most of them, three of six is not."""
+    from control.models import Zone
+
+    neighbourhood(site_model, lambda day: 20.0 + 0.6 * day)
+    for i in range(tracking):
+        sensor = thermometer(f"Annex {i}")
+        Zone.objects.create(
+            name=f"Annex {i}", slug=f"annex-{i}", site=site_model["site"],
+            temperature_sensor=sensor,
+        )  # fmt: skip
+        record(sensor.feed_id, MONDAY, 7 * 24, lambda m, i=i: 20.1 + 0.1 * i + 0.6 * (m // 1440))
+    evaluate(MONDAY, MONDAY + WEEK)
+    hall = [f for f in found(rules.SENSOR_DRIFT) if "'Hall'" in f.subject]
+    assert len(hall) == (1 if drifts else 0)
+
+
 def test_with_two_neighbours_only_no_drift_is_judged(site_model):
     """The median of two is their mean, which the drifting one pulls: each would seem to
     drift, so three neighbours at least are needed."""

@@ -29,6 +29,7 @@ def test_nul_in_query_is_refused(path, params, field):
     assert response.status_code == 400
     assert response.json()["error"].startswith(f"{field}: NUL bytes")
     assert response.json()["field"] == field
+    assert response.json()["fields"] == {field: ["NUL bytes are not allowed in a query parameter."]}
 
 
 @pytest.mark.django_db

@@ -29,3 +29,13 @@ def test_an_irregular_plural_is_given():
 )  # fmt: skip
 def test_one_line_turns_every_control_character_and_break_into_one_space(raw, clean):
     assert one_line(raw) == clean
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [("Hall\u202eTSAE", "HallTSAE"), ("\u202aa\u202bb\u202cc\u202dd\u202e", "abcd"),
+     ("\u2066Hall\u2067 \u2068East\u2069", "Hall East"), ("a\u200eb\u200fc\u061cd", "abcd"),
+     ("\u2029\u202e", ""), ("שלום Hall", "שלום Hall")],
+)  # fmt: skip
+def test_one_line_drops_bidi_controls_and_keeps_right_to_left_letters(raw, clean):
+    assert one_line(raw) == clean
