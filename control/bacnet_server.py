@@ -91,9 +91,10 @@ SITE_INSTANCE = 4_000_000
 # pace, often slower than a 10 s feed's slots. Three, as a node is silent (sensors/tasks.py).
 FEED_STALE_INTERVALS = 3
 FEED_STALE_MIN_S = 300
+MAX_REAL = 3.4028234663852886e38  # the largest 32-bit float: a BACnet Real
 # BACnet engineering units for the units our feeds use (Feed.unit, as typed); others: no-units.
 FEED_UNITS = {
-    "°c": "degreesCelsius", "degc": "degreesCelsius", "c": "degreesCelsius",
+    "°c": "degreesCelsius", "degc": "degreesCelsius",
     "k": "degreesKelvin", "w": "watts", "kw": "kilowatts", "mw": "megawatts",
     "wh": "wattHours", "kwh": "kilowattHours", "mwh": "megawattHours", "%": "percent",
     "%rh": "percentRelativeHumidity", "rh": "percentRelativeHumidity", "l/s": "litersPerSecond",
@@ -591,9 +592,9 @@ class SiteDevice(AppThread):
             setpoint.presentValue = z.setpoint if z.setpoint is not None else 0.0
             occupied.presentValue = "active" if z.occupied else "inactive"
             demand.presentValue = "active" if z.demand else "inactive"
-        self._apply_feeds(feeds)
-        if alarms is not None:
+        if alarms is not None:  # before the feeds: its fixed names go first, as the zones'
             self._apply_alarms(alarms)
+        self._apply_feeds(feeds)
         return len(zones)
 
     def _apply_feeds(self, feeds: list[FeedPoint]) -> None:
@@ -607,23 +608,32 @@ class SiteDevice(AppThread):
                 self._drop_feed(feed_id)
         for p in feeds:
             if p.feed_id not in self._feeds:
-                self._feeds[p.feed_id] = self._create_feed(p)
+                name = self._feed_name(p)
+                if name in app.objectName:  # its name with its id taken as well
+                    log.warning("BACnet server: feed %d not shown: the name %r is taken",
+                                p.feed_id, name)  # fmt: skip
+                    continue
+                self._feeds[p.feed_id] = self._create_feed(p, name)
                 self._feed_made[p.feed_id] = (p.name, p.unit)
                 app.add_object(self._feeds[p.feed_id])
             obj = self._feeds[p.feed_id]
             known = p.value is not None and math.isfinite(p.value)
-            obj.presentValue = p.value if known else 0.0
+            # A BACnet Real is 32-bit: a value past its range cannot be encoded in an answer.
+            fits = known and abs(p.value) <= MAX_REAL
+            obj.presentValue = p.value if fits else 0.0
             if not known:
                 obj.reliability = "noSensor"
+            elif not fits:
+                obj.reliability = "overRange"
             elif p.stale:
                 obj.reliability = "communicationFailure"
             else:
                 obj.reliability = "noFaultDetected"
-            obj.statusFlags = _status(not known or p.stale)
+            obj.statusFlags = _status(not fits or p.stale)
 
     def _free_name(self, name: str) -> None:
-        """A new zone's object takes its name from a feed's object holding it: names are
-        unique in a device; the feed's is made again with its id (`_feed_name`)."""
+        """A new zone's or alarm object takes its name from a feed's object holding it: names
+        are unique in a device; the feed's is made again with its id (`_feed_name`)."""
         holder = self._app.objectName.get(name)
         for feed_id, obj in list(self._feeds.items()):
             if obj is holder:
@@ -642,10 +652,10 @@ class SiteDevice(AppThread):
             return p.name
         return f"{p.name} (feed {p.feed_id})"
 
-    def _create_feed(self, p: FeedPoint) -> AnalogInputObject:
+    def _create_feed(self, p: FeedPoint, name: str) -> AnalogInputObject:
         return AnalogInputObject(
             objectIdentifier=("analog-input", FEED_INSTANCE_BASE + p.feed_id),
-            objectName=self._feed_name(p), presentValue=0.0, units=bacnet_units(p.unit),
+            objectName=name, presentValue=0.0, units=bacnet_units(p.unit),
             statusFlags=_status(False), eventState="normal", outOfService=False,
             covIncrement=0.1, description=f"Feed {p.feed_id}: its last value",
         )  # fmt: skip
@@ -667,6 +677,7 @@ class SiteDevice(AppThread):
                 ),
             )  # fmt: skip
             for obj in self._alarm_objects:
+                self._free_name(obj.objectName)
                 self._app.add_object(obj)
         site_alarm, count = self._alarm_objects
         site_alarm.presentValue = "active" if alarms.open else "inactive"

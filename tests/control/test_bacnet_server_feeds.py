@@ -33,7 +33,7 @@ from .test_bacnet_server_cov import Subscriber
 
 UNITS_KW = 48  # BACnetEngineeringUnits kilowatts
 UNITS_NONE = 95  # no-units
-NO_SENSOR, COMMUNICATION_FAILURE, NO_FAULT = 1, 12, 0  # BACnetReliability
+NO_SENSOR, OVER_RANGE, COMMUNICATION_FAILURE, NO_FAULT = 1, 2, 12, 0  # BACnetReliability
 
 
 def ai(feed: Feed | int) -> str:
@@ -202,8 +202,21 @@ def test_a_feed_named_as_a_zones_object_is_shown_with_its_id_and_renamed_when_it
     names = peer(device.address, "--read", f"{ai(3)}:object-name", "--read",
                  "analog-input,7:object-name")  # fmt: skip
     assert [a["value"] for a in names] == ["Hall temperature (feed 3)", "Hall temperature"]
-    device.update([], [renamed])
-    assert peer(device.address, "--read", f"{ai(3)}:object-name")[0]["value"] == "Hall flow"
+    # The alarm objects' names are taken from a feed holding them, as a zone's are.
+    alarm_named = FeedPoint(4, "Site alarm", "", 1.0)
+    device.update([], [renamed, alarm_named])
+    device.update([], [renamed, alarm_named], AlarmState(open=0))
+    names = peer(device.address, "--read", f"{ai(3)}:object-name", "--read",
+                 f"{ai(4)}:object-name", "--read", f"binary-input,{SITE_INSTANCE}:object-name")  # fmt: skip
+    assert [a["value"] for a in names] == ["Hall flow", "Site alarm (feed 4)", "Site alarm"]
+
+
+def test_a_value_past_a_bacnet_reals_range_shows_over_range(device):  # noqa: F811
+    device.update([], [FeedPoint(8, "Energy", "kWh", 1e39), FeedPoint(9, "Power", "W", -3e38)])
+    answers = peer(device.address, "--read", f"{ai(8)}:reliability", "--read", ai(8),
+                   "--read", f"{ai(8)}:status-flags", "--read", ai(9))  # fmt: skip
+    assert [a["value"] for a in answers[:3]] == [OVER_RANGE, 0.0, "BitString('0100')"]
+    assert answers[3]["value"] == pytest.approx(-3e38)  # within the range: shown
 
 
 # The choice: engineers only, bounded.
