@@ -15,9 +15,9 @@ state, each in an instance range of its own so nothing collides:
 
     analog-input,<FEED_INSTANCE_BASE + feed id>  "<tag>:<name>"  the feed's last value, its
                                             unit's BACnet units (else no-units); reliability
-                                            no-sensor with no value, communication-failure
-                                            when it is older than `feed_stale_s`, and the
-                                            fault flag with either
+                                            no-sensor with no value, over-range past a Real's,
+                                            communication-failure when it is older than
+                                            `feed_stale_s`, and the fault flag with each
     binary-input,SITE_INSTANCE   "Site alarm"     active while any alarm is open (not cleared)
     analog-value,SITE_INSTANCE   "Active alarms"  how many alarms are open
 

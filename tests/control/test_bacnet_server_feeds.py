@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -27,7 +28,9 @@ from control.bacnet_server import (
 )
 from feeds.models import MAX_BACNET_FEEDS, Feed
 from feeds.store import service as feed_service
+from tests.sensors.bacnet_peer import OUR_HOST, free_udp_port
 
+from . import factories as f
 from .test_bacnet_server import device, peer  # noqa: F401  (the fixture)
 from .test_bacnet_server_cov import Subscriber
 
@@ -49,21 +52,22 @@ def chosen(name: str, unit: str = "kW", interval: int = 10, **kw) -> Feed:
 
 @pytest.mark.django_db
 def test_a_head_end_reads_a_chosen_feed_and_a_feed_not_chosen_is_absent(redis_client, device):  # noqa: F811
-    boiler = chosen("Boiler power")
+    boiler, carbon = chosen("Boiler power"), chosen("Carbon", unit="gCO2/kWh")
     hidden = Feed.objects.create(name="Meter", tag="plant", unit="kWh", interval=10)
     now = int(time.time())
     feed_service.log_points([(boiler.pk, now, 12.5), (hidden.pk, now, 3.0)])
     device.update([], feed_points(), alarm_state())
-    assert device.feeds_served == 1
+    assert device.feeds_served == 2
 
     answers = peer(
         device.address, "--read", ai(boiler), "--read", f"{ai(boiler)}:object-name",
         "--read", f"{ai(boiler)}:units", "--read", f"{ai(boiler)}:reliability",
-        "--read", ai(hidden),
+        "--read", ai(hidden), "--read", f"{ai(carbon)}:units",
     )  # fmt: skip
     assert answers[0]["value"] == pytest.approx(12.5)
     assert [a.get("value") for a in answers[1:4]] == ["plant:Boiler power", UNITS_KW, NO_FAULT]
     assert answers[4]["error"] == "object: unknown_object"
+    assert answers[5]["value"] == UNITS_NONE  # a unit BACnet has no word for
 
 
 @pytest.mark.django_db
@@ -272,3 +276,14 @@ def test_an_engineer_chooses_a_feed_in_the_admin_a_viewer_may_not(engineer, view
     assert as_engineer.post(url, form).status_code == 302
     feed.refresh_from_db()
     assert feed.bacnet_export is True
+
+
+@pytest.mark.django_db
+def test_the_command_serves_the_chosen_feeds_with_the_zones(redis_client, settings, capsys):
+    f.zone("Hall", temp=19.0)
+    chosen("Boiler power")
+    settings.BMS_BACNET_SERVER_ENABLED = True
+    settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
+    settings.BMS_BACNET_SERVER_PORT = free_udp_port(OUR_HOST)
+    call_command("bacnet_server", "--once")
+    assert "1 feeds, 1 zones served" in capsys.readouterr().out
