@@ -10,6 +10,20 @@ Objects, four per zone, the zone's id as their instance (at most MAX_ZONES zones
                                                    what it holds)
     binary-input,<id>   "<zone> heat demand"       the zone calls for heat
 
+Chosen feeds (an engineer ticks Feed.bacnet_export; at most MAX_BACNET_FEEDS) and the alarm
+state, each in an instance range of its own so nothing collides:
+
+    analog-input,<FEED_INSTANCE_BASE + feed id>  "<tag>:<name>"  the feed's last value, its
+                                            unit's BACnet units (else no-units); reliability
+                                            no-sensor with no value, over-range past a Real's,
+                                            communication-failure when it is older than
+                                            `feed_stale_s`, and the fault flag with each
+    binary-input,SITE_INSTANCE   "Site alarm"     active while any alarm is open (not cleared)
+    analog-value,SITE_INSTANCE   "Active alarms"  how many alarms are open
+
+Zones are served only with ids below FEED_INSTANCE_BASE, feeds only with ids up to
+MAX_FEED_ID: at most 4 × 500 + 200 + 2 = 2,202 objects besides the device.
+
 A WriteProperty of a setpoint's or an occupancy's present-value is decoded here and handed to
 the main thread through a bounded queue (MAX_PENDING_WRITES); the main thread decides it
 (control/bacnet_writes.py: refused unless an engineer enabled it on the zone, else an audited
@@ -60,11 +74,38 @@ from bacpypes3.primitivedata import ObjectType, Real
 
 from control.bacnet_writes import NetworkWrite, WriteRefused
 from control.engine.specs import FROST, OVER_TEMPERATURE
+from feeds.models import MAX_BACNET_FEEDS
 from sensors.devices.bacnet_app_thread import AppThread
 
 log = logging.getLogger(__name__)
 
 MAX_ZONES = 500  # 2,000 objects: what a head-end browses in one go, and a bound on memory
+# Instance ranges (an instance is 22 bits, 0-4194302): a zone's objects are its id (1-999,999),
+# a feed's analog-input FEED_INSTANCE_BASE + its id, the alarm objects SITE_INSTANCE. A zone or
+# feed whose id falls outside its range is not served rather than shown as another's object.
+FEED_INSTANCE_BASE = 1_000_000
+MAX_FEED_ID = 2_999_999
+SITE_INSTANCE = 4_000_000
+# A feed's value is stale (reliability communication-failure, the fault flag) once older than
+# this many of its intervals, and never sooner than FEED_STALE_MIN_S: a node posts at its own
+# pace, often slower than a 10 s feed's slots. Three, as a node is silent (sensors/tasks.py).
+FEED_STALE_INTERVALS = 3
+FEED_STALE_MIN_S = 300
+MAX_REAL = 3.4028234663852886e38  # the largest 32-bit float: a BACnet Real
+# BACnet engineering units for the units our feeds use (Feed.unit, as typed); others: no-units.
+FEED_UNITS = {
+    "°c": "degreesCelsius", "degc": "degreesCelsius",
+    "k": "degreesKelvin", "w": "watts", "kw": "kilowatts", "mw": "megawatts",
+    "wh": "wattHours", "kwh": "kilowattHours", "mwh": "megawattHours", "%": "percent",
+    "%rh": "percentRelativeHumidity", "rh": "percentRelativeHumidity", "l/s": "litersPerSecond",
+    "l/min": "litersPerMinute", "l/h": "litersPerHour", "l": "liters", "m3": "cubicMeters",
+    "m³": "cubicMeters", "m3/h": "cubicMetersPerHour", "m³/h": "cubicMetersPerHour",
+    "v": "volts", "a": "amperes", "ma": "milliamperes", "hz": "hertz", "va": "voltAmperes",
+    "kva": "kilovoltAmperes", "pa": "pascals", "kpa": "kilopascals", "bar": "bars",
+    "mbar": "millibars", "ppm": "partsPerMillion", "lx": "luxes", "lux": "luxes",
+    "m/s": "metersPerSecond", "w/m2": "wattsPerSquareMeter", "w/m²": "wattsPerSquareMeter",
+    "mm": "millimeters",
+}  # fmt: skip
 OCCUPIED_MODES = frozenset({"booking", "schedule", "optimum_stop"})
 # The tick's modes that beat an override's setpoint (control/engine/zones.py): while one holds,
 # the setpoint shown is the tick's (frost-off, or none), not the override's.
@@ -100,6 +141,30 @@ class ZonePoint:
     setpoint: float | None
     occupied: bool
     demand: bool
+
+
+@dataclass(frozen=True)
+class FeedPoint:
+    """One chosen feed as the BACnet device shows it. `stale`: its value (if any) is older
+    than its staleness (`feed_points`)."""
+
+    feed_id: int
+    name: str
+    unit: str
+    value: float | None
+    stale: bool = False
+
+
+@dataclass(frozen=True)
+class AlarmState:
+    """The site's alarms as the BACnet device shows them: how many are open (not cleared)."""
+
+    open: int
+
+
+def bacnet_units(unit: str) -> str:
+    """The BACnet engineering units for a feed's unit as typed ("°C", "kWh"), else noUnits."""
+    return FEED_UNITS.get(unit.strip().lower().replace(" ", ""), "noUnits")
 
 
 def origin_of(address: Any) -> Any:
@@ -289,6 +354,11 @@ class SiteDevice(AppThread):
         self._app: _SiteApplication | None = None
         self._thread: threading.Thread | None = None
         self._objects: dict[int, tuple[Any, Any, Any, Any]] = {}
+        # The chosen feeds' analog-inputs by feed id; the alarm objects once first given:
+        # the network thread's alone (`_apply`).
+        self._feeds: dict[int, AnalogInputObject] = {}
+        self._feed_made: dict[int, tuple[str, str]] = {}  # the name and unit each was made with
+        self._alarm_objects: tuple[BinaryInputObject, AnalogValueObject] | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._writes: queue.Queue[tuple[NetworkWrite, concurrent.futures.Future]] = queue.Queue(
@@ -318,7 +388,10 @@ class SiteDevice(AppThread):
             objectIdentifier=("device", self.instance),
             objectName=self.name,
             vendorIdentifier=999,  # ASHRAE's "no vendor id assigned"
-            description="Open BMS: zones' temperatures, setpoints, occupancy and demand",
+            description=(
+                "Open BMS: zones' temperatures, setpoints, occupancy and demand; chosen feeds; "
+                "alarm state"
+            ),
         )
         app = _SiteApplication(device, IPv4Address(self.local))
         app.site = self
@@ -399,6 +472,8 @@ class SiteDevice(AppThread):
             or apdu.propertyArrayIndex is not None
         ):
             _refuse(apdu, "WriteProperty")
+        if instance == SITE_INSTANCE and self._alarm_objects is not None:
+            _refuse(apdu, "WriteProperty")  # the alarm count: read-only like every input
         if instance not in self._objects:
             raise ExecutionError(errorClass="object", errorCode="unknownObject")
         try:
@@ -469,15 +544,35 @@ class SiteDevice(AppThread):
             else:
                 answer.set_result(None)
 
-    def update(self, zones: list[ZonePoint], timeout_s: float = 10.0) -> int:
-        """Show `zones` (the first MAX_ZONES by id); returns how many are served."""
+    def update(
+        self,
+        zones: list[ZonePoint],
+        feeds: list[FeedPoint] | None = None,
+        alarms: AlarmState | None = None,
+        timeout_s: float = 10.0,
+    ) -> int:
+        """Show `zones` (the first MAX_ZONES by id, ids below FEED_INSTANCE_BASE), `feeds` (the
+        first MAX_BACNET_FEEDS by id, ids up to MAX_FEED_ID; None: none) and `alarms` (None:
+        the alarm objects as they are, absent until first given); returns how many zones are
+        served (`feeds_served`: how many feeds)."""
         if self._loop is None:
             raise RuntimeError("the BACnet server is not started")
-        zones = sorted(zones, key=lambda z: z.zone_id)[:MAX_ZONES]
-        future = asyncio.run_coroutine_threadsafe(self._apply(zones), self._loop)
+        zones = sorted(
+            (z for z in zones if 0 < z.zone_id < FEED_INSTANCE_BASE), key=lambda z: z.zone_id
+        )[:MAX_ZONES]
+        chosen = sorted(
+            (p for p in feeds or () if 0 < p.feed_id <= MAX_FEED_ID), key=lambda p: p.feed_id
+        )[:MAX_BACNET_FEEDS]
+        future = asyncio.run_coroutine_threadsafe(self._apply(zones, chosen, alarms), self._loop)
         return future.result(timeout_s)
 
-    async def _apply(self, zones: list[ZonePoint]) -> int:
+    @property
+    def feeds_served(self) -> int:
+        return len(self._feeds)
+
+    async def _apply(
+        self, zones: list[ZonePoint], feeds: list[FeedPoint], alarms: AlarmState | None
+    ) -> int:
         app = self._app
         wanted = {z.zone_id for z in zones}
         for zone_id in sorted(set(self._objects) - wanted):
@@ -487,6 +582,7 @@ class SiteDevice(AppThread):
             if z.zone_id not in self._objects:
                 self._objects[z.zone_id] = self._create(z)
                 for obj in self._objects[z.zone_id]:
+                    self._free_name(obj.objectName)
                     app.add_object(obj)
             temperature, setpoint, occupied, demand = self._objects[z.zone_id]
             known = z.temperature is not None and math.isfinite(z.temperature)
@@ -496,7 +592,96 @@ class SiteDevice(AppThread):
             setpoint.presentValue = z.setpoint if z.setpoint is not None else 0.0
             occupied.presentValue = "active" if z.occupied else "inactive"
             demand.presentValue = "active" if z.demand else "inactive"
+        if alarms is not None:  # before the feeds: its fixed names go first, as the zones'
+            self._apply_alarms(alarms)
+        self._apply_feeds(feeds)
         return len(zones)
+
+    def _apply_feeds(self, feeds: list[FeedPoint]) -> None:
+        app = self._app
+        wanted = {p.feed_id: p for p in feeds}
+        for feed_id in sorted(self._feeds):
+            point = wanted.get(feed_id)
+            # Gone, renamed or given another unit: made again (bacpypes3 indexes objects by
+            # name); an unchanged one is kept, and with it its COV subscriptions.
+            if point is None or self._feed_made[feed_id] != (point.name, point.unit):
+                self._drop_feed(feed_id)
+        for p in feeds:
+            if p.feed_id not in self._feeds:
+                name = self._feed_name(p)
+                if name in app.objectName:  # its name with its id taken as well
+                    log.warning("BACnet server: feed %d not shown: the name %r is taken",
+                                p.feed_id, name)  # fmt: skip
+                    continue
+                self._feeds[p.feed_id] = self._create_feed(p, name)
+                self._feed_made[p.feed_id] = (p.name, p.unit)
+                app.add_object(self._feeds[p.feed_id])
+            obj = self._feeds[p.feed_id]
+            known = p.value is not None and math.isfinite(p.value)
+            # A BACnet Real is 32-bit: a value past its range cannot be encoded in an answer.
+            fits = known and abs(p.value) <= MAX_REAL
+            obj.presentValue = p.value if fits else 0.0
+            if not known:
+                obj.reliability = "noSensor"
+            elif not fits:
+                obj.reliability = "overRange"
+            elif p.stale:
+                obj.reliability = "communicationFailure"
+            else:
+                obj.reliability = "noFaultDetected"
+            obj.statusFlags = _status(not fits or p.stale)
+
+    def _free_name(self, name: str) -> None:
+        """A new zone's or alarm object takes its name from a feed's object holding it: names
+        are unique in a device; the feed's is made again with its id (`_feed_name`)."""
+        holder = self._app.objectName.get(name)
+        for feed_id, obj in list(self._feeds.items()):
+            if obj is holder:
+                self._drop_feed(feed_id)
+
+    def _drop_feed(self, feed_id: int) -> None:
+        self._app.delete_object(self._feeds.pop(feed_id))
+        del self._feed_made[feed_id]
+
+    def _feed_name(self, p: FeedPoint) -> str:
+        """The feed's object name: its own, unless a zone's object holds that name (names are
+        unique in a device), then with its id."""
+        taken = self._app.objectName.get(p.name)
+        mine = self._feeds.get(p.feed_id)
+        if taken is None or taken is mine:
+            return p.name
+        return f"{p.name} (feed {p.feed_id})"
+
+    def _create_feed(self, p: FeedPoint, name: str) -> AnalogInputObject:
+        return AnalogInputObject(
+            objectIdentifier=("analog-input", FEED_INSTANCE_BASE + p.feed_id),
+            objectName=name, presentValue=0.0, units=bacnet_units(p.unit),
+            statusFlags=_status(False), eventState="normal", outOfService=False,
+            covIncrement=0.1, description=f"Feed {p.feed_id}: its last value",
+        )  # fmt: skip
+
+    def _apply_alarms(self, alarms: AlarmState) -> None:
+        if self._alarm_objects is None:
+            self._alarm_objects = (
+                BinaryInputObject(
+                    objectIdentifier=("binary-input", SITE_INSTANCE), objectName="Site alarm",
+                    presentValue="inactive", statusFlags=_status(False), eventState="normal",
+                    outOfService=False, polarity="normal",
+                    description="Active while any alarm of the site is open (not cleared)",
+                ),
+                AnalogValueObject(
+                    objectIdentifier=("analog-value", SITE_INSTANCE),
+                    objectName="Active alarms", presentValue=0.0, units="noUnits",
+                    statusFlags=_status(False), eventState="normal", outOfService=False,
+                    covIncrement=1.0, description="How many alarms of the site are open",
+                ),
+            )  # fmt: skip
+            for obj in self._alarm_objects:
+                self._free_name(obj.objectName)
+                self._app.add_object(obj)
+        site_alarm, count = self._alarm_objects
+        site_alarm.presentValue = "active" if alarms.open else "inactive"
+        count.presentValue = float(alarms.open)
 
     @staticmethod
     def _create(z: ZonePoint) -> tuple[Any, Any, Any, Any]:
@@ -567,7 +752,11 @@ def zone_points(now: datetime | None = None) -> list[ZonePoint]:
     from feeds.store import service as feed_service
 
     now = now or timezone.now()
-    zones = list(Zone.objects.select_related("temperature_sensor").order_by("pk")[:MAX_ZONES])
+    zones = list(
+        Zone.objects.select_related("temperature_sensor")
+        .filter(pk__lt=FEED_INSTANCE_BASE)
+        .order_by("pk")[:MAX_ZONES]
+    )
     results = runtime.load_zones([z.pk for z in zones])
     held = {
         o.zone_id: o  # the newest wins, as at the tick (control/snapshot.py)
@@ -595,3 +784,39 @@ def zone_points(now: datetime | None = None) -> list[ZonePoint]:
             )
         )
     return points
+
+
+def feed_stale_s(interval: int) -> int:
+    """How old a feed's last value may be before it is stale."""
+    return max(FEED_STALE_INTERVALS * interval, FEED_STALE_MIN_S)
+
+
+def feed_points(now: datetime | None = None) -> list[FeedPoint]:
+    """The feeds an engineer chose (Feed.bacnet_export; the first MAX_BACNET_FEEDS by id) and
+    their last values: one query for the feeds, one look-up for all their last values."""
+    from django.utils import timezone
+
+    from feeds.models import Feed
+    from feeds.store import service as feed_service
+
+    now_s = (now or timezone.now()).timestamp()
+    feeds = list(
+        Feed.objects.filter(bacnet_export=True, pk__lte=MAX_FEED_ID)
+        .order_by("pk")
+        .only("pk", "name", "tag", "unit", "interval")[:MAX_BACNET_FEEDS]
+    )
+    last = feed_service.last_values([feed.pk for feed in feeds])
+    points = []
+    for feed in feeds:
+        t, value = last.get(feed.pk, (None, None))
+        stale = t is not None and now_s - t > feed_stale_s(feed.interval)
+        points.append(FeedPoint(feed.pk, str(feed), feed.unit, value, stale))
+    return points
+
+
+def alarm_state() -> AlarmState:
+    """How many alarms are open (cleared_at unset), acknowledged or not: an acknowledged
+    alarm's condition still holds. One query."""
+    from alarms.models import Alarm
+
+    return AlarmState(open=Alarm.objects.open().count())

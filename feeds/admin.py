@@ -6,8 +6,8 @@ from feeds.save_warnings import feed_warnings
 
 @admin.register(Feed)
 class FeedAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "tag", "unit", "interval", "public", "created"]
-    list_filter = ["public", "interval", "tag"]
+    list_display = ["id", "name", "tag", "unit", "interval", "public", "bacnet_export", "created"]
+    list_filter = ["public", "bacnet_export", "interval", "tag"]
     search_fields = ["name", "tag", "description"]
     list_editable = ["public"]
 

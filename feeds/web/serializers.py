@@ -11,7 +11,8 @@ class FeedSerializer(ModelCleanSerializer):
     class Meta:
         model = Feed
         fields = [
-            "id", "name", "tag", "unit", "interval", "public", "description", "created",
+            "id", "name", "tag", "unit", "interval", "public", "description", "bacnet_export",
+            "created",
             "warnings",
         ]  # fmt: skip
         read_only_fields = ["created"]

@@ -220,7 +220,9 @@ def test_the_command_takes_the_per_sender_bounds_from_the_settings(settings, mon
         made.append(self)
 
     monkeypatch.setattr(SiteDevice, "__init__", remember)
-    monkeypatch.setattr("control.management.commands.bacnet_server.zone_points", list)
+    for source in ("zone_points", "feed_points"):  # no database here: nothing to serve
+        monkeypatch.setattr(f"control.management.commands.bacnet_server.{source}", list)
+    monkeypatch.setattr("control.management.commands.bacnet_server.alarm_state", lambda: None)
     call_command("bacnet_server", "--once")
     assert [(d.subscriptions_per_sender, d._write_rate.per_minute) for d in made] == [(7, 600)]
 

@@ -2,8 +2,9 @@
 
     BMS_BACNET_SERVER_ENABLED=1 BMS_BACNET_ADDRESS=192.168.50.20/24 manage.py bacnet_server
 
-Off unless BMS_BACNET_SERVER_ENABLED. Refreshes the zones' objects every
-BMS_BACNET_SERVER_REFRESH_S seconds from what the control tick left, and between refreshes
+Off unless BMS_BACNET_SERVER_ENABLED. Refreshes the zones', the chosen feeds' and the alarm
+objects every BMS_BACNET_SERVER_REFRESH_S seconds from what the control tick, the feeds and
+the alarms left, and between refreshes
 decides the writes from the network (refused unless an engineer enabled them on the zone;
 docs/BACNET.md section 7); stops on SIGTERM.
 """
@@ -21,7 +22,7 @@ from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
 from control import bacnet_writes
-from control.bacnet_server import SiteDevice, zone_points
+from control.bacnet_server import SiteDevice, alarm_state, feed_points, zone_points
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +62,11 @@ class Command(BaseCommand):
         try:
             while True:
                 try:
-                    served = device.update(zone_points())
-                    self.stdout.write(f"{served} zones served")
+                    served = device.update(zone_points(), feed_points(), alarm_state())
+                    self.stdout.write(f"{device.feeds_served} feeds, {served} zones served")
                 except (DatabaseError, RedisError) as exc:
                     # Keep answering with the last values; the next refresh tries again.
-                    log.error("BACnet server: cannot refresh the zones (%s)", exc)
+                    log.error("BACnet server: cannot refresh the objects (%s)", exc)
                     connection.close_if_unusable_or_obsolete()
                 if opts["once"]:
                     break
