@@ -18,9 +18,14 @@ def wants_live(request: HttpRequest) -> bool:
     return request.GET.get("live") == "1"
 
 
-def live_json(request: HttpRequest, template: str, context: dict) -> JsonResponse:
-    """The live region (element id "live") rendered with the page's own template."""
-    html = render_to_string(template, context, request=request)
-    response = JsonResponse({"at": timezone.now().isoformat(), "regions": {"live": html}})
+def live_json(
+    request: HttpRequest, template: str, context: dict, more: dict[str, str] | None = None
+) -> JsonResponse:
+    """The live region (element id "live") rendered with the page's own template, and any
+    `more` regions (element id: template) likewise."""
+    regions = {"live": render_to_string(template, context, request=request)}
+    for region, other in (more or {}).items():
+        regions[region] = render_to_string(other, context, request=request)
+    response = JsonResponse({"at": timezone.now().isoformat(), "regions": regions})
     response["Cache-Control"] = "no-store"
     return response

@@ -6,6 +6,7 @@
 - check_silent_nodes (beat): alarm for nodes silent for 3× their interval; clear on return.
 - poll_bacnet_devices (beat): hands each due BACnet controller to its own short poll task.
 - discover_bacnet: a Who-Is an engineer asked for on the staff BACnet page.
+- browse_bacnet: a controller's object list an engineer asked for on the staff BACnet page.
 - poll_modbus_meters (beat): hands each due Modbus TCP meter to its own short poll task, and
   each RS-485 bus with due meters to one bus task (the meters share the line).
 """
@@ -336,3 +337,20 @@ def discover_bacnet(target: str) -> dict:
     from sensors.devices import bacnet_discovery
 
     return bacnet_discovery.run(target)
+
+
+@shared_task(
+    name="sensors.tasks.browse_bacnet",
+    ignore_result=True,
+    acks_late=False,  # an engineer asks again; a redelivered browse is no use later
+    # bacnet_client bounds a whole browse at 120 s (MAX_DEADLINE_S); the engineer is told
+    # by the page's kept state well before bacnet_browsing.STALE_S (180 s) lets another start.
+    soft_time_limit=130,
+    time_limit=140,
+)
+def browse_bacnet(address: str, instance: int) -> dict:
+    """A controller's objects asked for on the staff BACnet page
+    (sensors/devices/bacnet_browsing.py)."""
+    from sensors.devices import bacnet_browsing
+
+    return bacnet_browsing.run(address, instance)

@@ -2,15 +2,18 @@
 (answering, or not answering since when and why) and its mapped points with their last value
 and time. Every staff role reads it; engineers change a controller's poll interval and timeout
 (through the API's serializer, so the same bounds and words apply) and ask for a poll now,
-which is queued for the poll worker: the page never waits on the network. Audited."""
+which is queued for the poll worker: the page never waits on the network. Audited.
+Engineers also find controllers (Discover), read one's object list (Browse) — both queued for a
+worker — and Add it with the objects they tick, as `manage.py bacnet add` does."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from django.contrib import messages
-from django.contrib.admin.models import CHANGE, LogEntry
-from django.core.exceptions import PermissionDenied
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -19,9 +22,14 @@ from django.views.decorators.http import require_POST
 from core.live import live_every_s, live_json, wants_live
 from core.pages import staff_page
 from core.permissions import is_engineer
-from sensors.devices.bacnet_devices import UNITS
+from sensors.devices.bacnet_devices import UNITS, add_device, check_device, map_points
 from sensors.devices.bacnet_status import ControllerReading, last_read
-from sensors.models import BacnetDevice
+from sensors.models import (
+    BACNET_MAX_INTERVAL_S,
+    BACNET_MAX_POINTS_PER_DEVICE,
+    BACNET_MIN_INTERVAL_S,
+    BacnetDevice,
+)
 from sensors.serializers import BacnetDeviceSerializer
 from staff.inputs import value_text
 
@@ -65,6 +73,19 @@ def _discovery(state: dict | None) -> dict | None:
     }
 
 
+def _browse(state: dict | None) -> dict | None:
+    if state is None:
+        return None
+    return {
+        **state,
+        "requested": _at(int(state["requested_at"])),
+        "done": _at(int(state["done_at"])) if "done_at" in state else None,
+        "objects": [
+            {**o, "ref": f"{o['object_type']},{o['instance']}"} for o in state.get("objects", [])
+        ],
+    }
+
+
 def _controllers() -> tuple[list[dict], int]:
     devices = BacnetDevice.objects.select_related("node").prefetch_related("points")
     total = devices.count()
@@ -89,8 +110,10 @@ def _page(
     errors: dict | None = None,
     status: int = 200,
     discover_error: str = "",
+    browse_error: str = "",
+    add_error: str = "",
 ) -> HttpResponse:
-    from sensors.devices import bacnet_discovery
+    from sensors.devices import bacnet_browsing, bacnet_discovery
 
     controllers, total = _controllers()
     context = {
@@ -105,9 +128,17 @@ def _page(
         "discovery": _discovery(bacnet_discovery.last()),
         "discover_error": discover_error,
         "discover_target": request.POST.get("target", "") if discover_error else "",
+        "browse": _browse(bacnet_browsing.last()),
+        "browse_error": browse_error,
+        "add_error": add_error,
+        # What the engineer sent, shown again when it is refused (ticks kept).
+        "typed": request.POST if browse_error or add_error else {},
+        "ticked": set(request.POST.getlist("point")) if add_error else set(),
     }
     if wants_live(request):
-        return live_json(request, "staff/_bacnet_live.html", context)
+        return live_json(
+            request, "staff/_bacnet_live.html", context, {"browse": "staff/_bacnet_browse.html"}
+        )
     return render(request, "staff/bacnet.html", context, status=status)
 
 
@@ -175,4 +206,130 @@ def bacnet_discover(request: HttpRequest) -> HttpResponse:
         messages.warning(request, str(exc))
         return redirect("staff-bacnet")
     messages.info(request, "A Who-Is is queued for the worker: what answers appears below.")
+    return redirect("staff-bacnet")
+
+
+@staff_page
+@require_POST
+def bacnet_browse(request: HttpRequest) -> HttpResponse:
+    """Queue a browse of one controller for the worker; the page shows its objects
+    (sensors/devices/bacnet_browsing.py). A bad address or instance is a 400 naming it."""
+    from sensors.devices import bacnet_browsing
+
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS)
+    address, instance = request.POST.get("address", ""), request.POST.get("instance", "")
+    try:
+        bacnet_browsing.request(address, instance, request.user.get_username())
+    except ValueError as exc:
+        return _page(request, browse_error=str(exc), status=400)
+    except bacnet_browsing.Busy as exc:
+        messages.warning(request, str(exc))
+        return redirect("staff-bacnet")
+    messages.info(request, "A browse is queued for the worker: its objects appear below.")
+    return redirect("staff-bacnet")
+
+
+def _interval(text: str) -> int:
+    try:
+        interval = int(text.strip())
+    except ValueError:
+        raise ValueError(f"interval: '{text}' is not a whole number of seconds") from None
+    if not BACNET_MIN_INTERVAL_S <= interval <= BACNET_MAX_INTERVAL_S:
+        raise ValueError(
+            f"interval: {interval} s is outside {BACNET_MIN_INTERVAL_S}-{BACNET_MAX_INTERVAL_S} s"
+        )
+    return interval
+
+
+def _first_error(exc: ValidationError) -> str:
+    field, words = next(iter(exc.message_dict.items()))
+    return f"{field}: {' '.join(words)}"
+
+
+def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str]]:
+    """The engineer's Add, checked as `manage.py bacnet add` checks it, the objects taken from
+    the page's browse of that controller (so nothing asks the network here). Each refusal is a
+    ValueError starting with the field it is about; nothing is stored then."""
+    from sensors.devices import bacnet_browsing
+
+    address, instance = bacnet_browsing.check(
+        request.POST.get("address", ""), request.POST.get("instance", "")
+    )
+    state = bacnet_browsing.browsed(address, instance)
+    if state is None:
+        raise ValueError(
+            f"point: browse device {instance} at {address} first, then tick its objects"
+        )
+    name = request.POST.get("name", "").strip()
+    if not name:
+        raise ValueError("name: give the controller a node name, e.g. boiler-house")
+    interval = _interval(request.POST.get("interval", ""))
+    refs = list(dict.fromkeys(request.POST.getlist("point")))  # a ref sent twice counts once
+    if not refs:
+        raise ValueError("point: tick at least one object to record")
+    if len(refs) > BACNET_MAX_POINTS_PER_DEVICE:
+        raise ValueError(f"point: at most {BACNET_MAX_POINTS_PER_DEVICE} points per controller")
+    objects = bacnet_browsing.objects_of(state)
+    missing = [ref for ref in refs if ref not in objects]
+    if missing:
+        raise ValueError(f"point: the controller's list has no {', '.join(missing[:5])}")
+    try:  # the command's checks, before anything is stored
+        check_device(name, address, instance, interval=interval)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc)) from exc
+    except ValueError as exc:  # the address and interval were checked above: the name is left
+        raise ValueError(f"name: {exc}") from exc
+    try:
+        with transaction.atomic():
+            existing = BacnetDevice.objects.filter(node__name=name).first()
+            had = set(existing.points.values_list("key", flat=True)) if existing else set()
+            device = add_device(
+                name, address, instance, interval=interval, vendor_name=state["vendor_name"]
+            )
+            points = map_points(device, [objects[ref] for ref in refs])
+            added = [f"{p.ref} '{p.name}'" for p in points if p.key not in had]
+            _log_add(request, device, existing is None, added)
+    except ValidationError as exc:  # a row recorded meanwhile
+        raise ValueError(_first_error(exc)) from exc
+    except ValueError as exc:  # map_points: past the points bound with those it had
+        raise ValueError(f"point: {exc}") from exc
+    return device, existing is None, added
+
+
+def _log_add(request: HttpRequest, device: BacnetDevice, new: bool, added: list[str]) -> None:
+    """In the controller's admin history, as the API's changes are."""
+    where = f"device {device.device_instance} at {device.address}"
+    points = ", ".join(added) if added else "none new"
+    message = (
+        f"Added {where}, polled every {device.node.interval} s, with points {points} "
+        "(staff BACnet page)."
+        if new
+        else f"Set {where}, polled every {device.node.interval} s; added points {points} "
+        "(staff BACnet page)."
+    )
+    LogEntry.objects.log_actions(
+        request.user.pk, [device], ADDITION if new else CHANGE, change_message=message
+    )
+
+
+@staff_page
+@require_POST
+def bacnet_add(request: HttpRequest) -> HttpResponse:
+    """Record a browsed controller with the objects the engineer ticked."""
+    from sensors.devices import bacnet_browsing
+
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS)
+    try:
+        device, new, added = _add(request)
+    except ValueError as exc:
+        return _page(request, add_error=str(exc), status=400)
+    bacnet_browsing.forget()  # its list has served: the page shows the controller instead
+    what = "added" if new else "updated"
+    messages.success(
+        request,
+        f"{device.node.name} {what}: {len(added)} point{'s' if len(added) != 1 else ''} "
+        f"recorded, polled every {device.node.interval} s.",
+    )
     return redirect("staff-bacnet")

@@ -35,6 +35,8 @@ urlpatterns = [
     ),
     path("staff/bacnet/", bacnet_views.bacnet_page, name="staff-bacnet"),
     path("staff/bacnet/discover", bacnet_views.bacnet_discover, name="staff-bacnet-discover"),
+    path("staff/bacnet/browse", bacnet_views.bacnet_browse, name="staff-bacnet-browse"),
+    path("staff/bacnet/add", bacnet_views.bacnet_add, name="staff-bacnet-add"),
     path(
         "staff/bacnet/<int:pk>/settings", bacnet_views.bacnet_settings, name="staff-bacnet-settings"
     ),

@@ -333,7 +333,8 @@ ROWS: list[Row] = [
     Row("staff/findings/<int:pk>/state", "POST",
         lambda w: f"/staff/findings/{w.ids['finding']}/state", WRITERS, VALIDATION,
         lambda w: {}, form=True),
-    # BACnet controllers (docs/BACNET.md): staff read, engineers change settings and queue a poll
+    # BACnet controllers (docs/BACNET.md): staff read, engineers change settings, queue a poll,
+    # discover, browse and add
     Row("staff/bacnet/", "GET", lambda w: "/staff/bacnet/", STAFF),
     Row("staff/bacnet/<int:pk>/settings", "POST",
         lambda w: f"/staff/bacnet/{w.ids['bacnet_device']}/settings", WRITERS, OK | VALIDATION,
@@ -342,6 +343,10 @@ ROWS: list[Row] = [
         lambda w: f"/staff/bacnet/{w.ids['bacnet_device']}/poll", WRITERS, form=True),
     Row("staff/bacnet/discover", "POST", lambda w: "/staff/bacnet/discover", WRITERS,
         OK | VALIDATION, lambda w: {"target": "not-an-address"}, form=True),
+    Row("staff/bacnet/browse", "POST", lambda w: "/staff/bacnet/browse", WRITERS,
+        VALIDATION, lambda w: {"address": "not-an-address", "instance": "1"}, form=True),
+    Row("staff/bacnet/add", "POST", lambda w: "/staff/bacnet/add", WRITERS, VALIDATION,
+        lambda w: {"address": "192.0.2.40", "instance": "1"}, form=True),
     Row("staff/alarms/<int:pk>/acknowledge", "POST",
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
     Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",

@@ -46,7 +46,11 @@
     const focusId = focused && focused.id && focused.closest("[data-live-region]") ? focused.id : null;
     for (const [id, html] of Object.entries(data.regions || {})) {
       const region = document.getElementById(id);
-      if (region && region.hasAttribute("data-live-region")) region.innerHTML = html;
+      // A region now showing a form to fill in (marked data-live-keep) is left alone: the
+      // next update would untick its boxes. Its own form's POST reloads the page.
+      if (region && region.hasAttribute("data-live-region") && !region.querySelector("[data-live-keep]")) {
+        region.innerHTML = html;
+      }
     }
     if (focusId && document.activeElement !== focused) {
       const again = document.getElementById(focusId);
