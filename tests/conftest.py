@@ -24,6 +24,30 @@ from tests.wait import wait_for
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# The longest tests (minutes of real processes, a browser, the docs' live walk-through) go to
+# the workers first: with `--dist load` the tests are handed out in collection order, and one
+# of them started last ran alone for four minutes at the end of a CI run while the other
+# workers sat idle. Only the order changes; each test still stands on its own.
+LONG_FIRST = (
+    "tests/docs/test_doc_commands.py::test_doc_blocks",
+    "tests/security/test_authorization_matrix.py",
+    "tests/reliability/",
+    "tests/integration/",
+    "tests/displays/test_kiosk_browser.py",
+    "tests/demo/test_simulate_live.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        for i, prefix in enumerate(LONG_FIRST):
+            if item.nodeid.startswith(prefix):
+                return i
+        return len(LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True)
 def fresh_feed_files() -> None:
     """Start each test with no feed files on disk.
