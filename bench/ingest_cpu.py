@@ -51,6 +51,8 @@ from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.ingest import cpu_seconds, process_tree  # noqa: E402  (the same /proc CPU measure)
+
 CAPTURES = Path(os.environ.get("BMS_CONFORMANCE_DIR", "/work/shared/conformance")) / "emonhub"
 CAPTURE_KEY = "0123456789abcdef0123456789abcdef"  # the captures' write key (their README)
 CAPTURE_FILES = ["sendnames.jsonl", "positional.jsonl"]
@@ -225,31 +227,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def process_tree(pid: int) -> list[int]:
-    pids, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        pids.append(current)
-        try:
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        todo += [int(c) for c in children]
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """utime + stime of these processes (Linux /proc, clock ticks)."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def exchange(port: int, wire: bytes) -> tuple[str, bytes]:
