@@ -316,24 +316,15 @@ def bulk_and_verify(args, port: int, key: str, node, now: int, redis) -> bool:
 FRESH_BEFORE = {300: "p50 466 ms, p99 3,750 ms, max 4,500 ms (the issue's measurement)"}
 
 
-def fresh_site(count: int) -> list:
-    """`count` nodes of 5 inputs each, every input logged to a public 10 s feed: made in bulk
-    (10,000 nodes by the admin would take hours), then one config generation bump so every
-    web process learns the new keys."""
-    from bench.fresh_load import BenchNode
+def log_inputs(nodes: list, public: bool = False) -> list:
+    """Inputs p1..p5 of each saved node, each logged to a 10 s feed of its own, made in bulk;
+    the feeds in node order, five a node."""
     from feeds.models import Feed
-    from sensors import cache
-    from sensors.models import Node, Sensor
+    from sensors.models import Sensor
 
-    nodes, keys = [], []
-    for i in range(count):
-        node = Node(name=f"fresh-{count}-{i:05d}", interval=10)
-        keys.append(node.set_new_key())
-        nodes.append(node)
-    nodes = Node.objects.bulk_create(nodes, batch_size=2000)
     feeds = Feed.objects.bulk_create(
         [
-            Feed(name=f"{node.name}:p{k}", tag=node.name, interval=10, public=True)
+            Feed(name=f"{node.name}:p{k}", tag=node.name, interval=10, public=public)
             for node in nodes
             for k in range(1, 6)
         ],
@@ -347,6 +338,24 @@ def fresh_site(count: int) -> list:
         ],
         batch_size=2000,
     )
+    return feeds
+
+
+def fresh_site(count: int) -> list:
+    """`count` nodes of 5 inputs each, every input logged to a public 10 s feed: made in bulk
+    (10,000 nodes by the admin would take hours), then one config generation bump so every
+    web process learns the new keys."""
+    from bench.fresh_load import BenchNode
+    from sensors import cache
+    from sensors.models import Node
+
+    nodes, keys = [], []
+    for i in range(count):
+        node = Node(name=f"fresh-{count}-{i:05d}", interval=10)
+        keys.append(node.set_new_key())
+        nodes.append(node)
+    nodes = Node.objects.bulk_create(nodes, batch_size=2000)
+    feeds = log_inputs(nodes, public=True)
     cache.bump_generation()
     return [
         BenchNode(node.name, key, feeds[5 * i].pk)

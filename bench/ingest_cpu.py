@@ -51,7 +51,7 @@ from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.ingest import cpu_seconds, process_tree  # noqa: E402  (the same /proc CPU measure)
+from bench.ingest import cpu_seconds, log_inputs, process_tree  # noqa: E402  (the same /proc CPU measure)
 
 CAPTURES = Path(os.environ.get("BMS_CONFORMANCE_DIR", "/work/shared/conformance")) / "emonhub"
 CAPTURE_KEY = "0123456789abcdef0123456789abcdef"  # the captures' write key (their README)
@@ -132,9 +132,8 @@ def bulk_requests() -> list[Request]:
 def make_site(count: int) -> list[tuple[str, str]]:
     """`count` nodes with keys of their own, and the captures' key as a gateway key of a site
     (emonhub posts every node it hears with it; the first replay registers them)."""
-    from feeds.models import Feed
     from sensors import cache, keys
-    from sensors.models import GatewayKey, Node, Sensor, Site
+    from sensors.models import GatewayKey, Node, Site
 
     site = Site.objects.create(name="Bench", slug="bench")
     GatewayKey.objects.create(
@@ -151,18 +150,7 @@ def make_site(count: int) -> list[tuple[str, str]]:
     nodes = Node.objects.bulk_create(nodes, batch_size=2000)
     # Each input logged to a 10 s feed, as bench/ingest.py's fresh site: the web reads the
     # node's feed files for the history check.
-    feeds = Feed.objects.bulk_create(
-        [Feed(name=f"{n.name}:p{k}", tag=n.name, interval=10) for n in nodes for k in range(1, 6)],
-        batch_size=2000,
-    )
-    Sensor.objects.bulk_create(
-        [
-            Sensor(node=n, key=f"p{k}", feed=feeds[5 * i + k - 1])
-            for i, n in enumerate(nodes)
-            for k in range(1, 6)
-        ],
-        batch_size=2000,
-    )
+    log_inputs(nodes)
     cache.bump_generation()
     return out
 
