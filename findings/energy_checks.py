@@ -16,7 +16,6 @@ most a few weeks (840 points) a feed.
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
-from statistics import median
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -114,10 +113,10 @@ def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> 
             "min_rise_ratio": rules.BASE_LOAD_MIN_RISE_RATIO,
         }
         found = ed.base_load_rise(base(start, end), before, **bars)
-        what = "Out-of-hours base load"
+        what, against = "Out-of-hours base load", "in"
         if found is None:
             found = last_night(ooh, start, before, bars)
-            what = "Out-of-hours base load on the last night"
+            what, against = "Out-of-hours base load on the last night", "on the nights of"
         if found is None:
             continue
         high = [t for t, kw in ooh if t >= start and kw >= found.before_kw + found.rise_kw / 2]
@@ -130,7 +129,7 @@ def base_load_rising(start: datetime, end: datetime, log: points.CommandLog) -> 
                 subject_url=ENERGY_URL,
                 site=meter.node.site,
                 spans=spans or [detect.Span(start, end)],
-                detail=f"{what} {found.now_kw:.2f} kW against {found.before_kw:.2f} kW in "
+                detail=f"{what} {found.now_kw:.2f} kW against {found.before_kw:.2f} kW {against} "
                 f"the {found.weeks} weeks before (+{found.rise_kw:.2f} kW)",
                 evidence=[{"feed": meter.feed_id, "name": meter.name}],
                 kwh=found.rise_kw * out_of_hours_in(start, end),
@@ -146,27 +145,26 @@ def last_night(
     before: list[float | None],
     bars: dict[str, float],
 ) -> ed.BaseLoad | None:
-    """The short look: the range's last NIGHT_HOURS out-of-hours hours against the previous
-    weeks' base (`before`, the weekly look's) and the nights before the range. The cost is
-    the weekly look's (the rise over every out-of-hours hour): a step, once found, is paid
-    for every night until someone turns it off."""
-    known = [b for b in before if b is not None]
-    if len(known) < bars["min_weeks"]:
+    """The short look: the range's last NIGHT_HOURS out-of-hours hours against the nights
+    before the range (ed.night_base_rise), when the weekly look has history enough to judge
+    (`before`: its previous weeks' bases). The cost is the weekly look's (the rise over every
+    out-of-hours hour): a step, once found, is paid for every night until someone turns it
+    off."""
+    weeks = sum(b is not None for b in before)
+    if weeks < bars["min_weeks"]:
         return None
-    before_kw = float(median(known))
     night = [kw for t, kw in ooh if t >= start][-rules.NIGHT_HOURS :]
     nights = ed.chunks([kw for t, kw in ooh if t < start], rules.NIGHT_HOURS)
-    now = ed.night_base_rise(
+    found = ed.night_base_rise(
         night,
         nights,
-        before_kw,
         q=rules.BASE_LOAD_PERCENTILE,
         min_hours=rules.NIGHT_MIN_HOURS,
         above_q=rules.NIGHT_ABOVE_PERCENTILE,
         min_rise_kw=bars["min_rise_kw"],
         min_rise_ratio=bars["min_rise_ratio"],
     )
-    return None if now is None else ed.BaseLoad(now, before_kw, len(known))
+    return None if found is None else ed.BaseLoad(found.now_kw, found.before_kw, weeks)
 
 
 def out_of_hours_in(start: datetime, end: datetime) -> int:

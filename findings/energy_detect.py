@@ -67,31 +67,33 @@ def base_load_rise(
 def night_base_rise(
     night: Sequence[float],
     nights_before: Sequence[Sequence[float]],
-    before_kw: float | None,
     *,
     q: float,
     min_hours: int,
     above_q: float,
     min_rise_kw: float,
     min_rise_ratio: float,
-) -> float | None:
+) -> BaseLoad | None:
     """The short look at a base load: the last night's `q` percentile (`night`: its
-    out-of-hours hourly means, at least `min_hours`) risen above `before_kw` (the previous
-    weeks' base) by `min_rise_kw` and `min_rise_ratio`, and above the `above_q` percentile
-    of the previous nights' own bases, so a meter whose nights scatter more sets its own bar
-    higher. The low percentile keeps a cleaner's hour or an hour of noise from counting: a
-    load left on all night is what lifts it. Returns the night's base (kW), None when it
-    has not risen or there is too little to say."""
+    out-of-hours hourly means, at least `min_hours`) risen by `min_rise_kw` and
+    `min_rise_ratio` above the `above_q` percentile of the previous nights' own bases (runs of
+    as many out-of-hours hours), so a meter whose nights scatter more (frost heaters on cold
+    nights, a weekday night above a weekend's) sets its own bar higher. A night is judged
+    against nights, never against the weeks' base: that is set by the quietest hours of a week
+    (a weekend's), and a weekday night above a weekend's is the building, not a fault. The low
+    percentile keeps a cleaner's hour or an hour of noise from counting: a load left on all
+    night is what lifts it. Returns the night's base against the median of the nights before
+    (what the rise costs), None when it has not risen or there is too little to say."""
     now = low_percentile(night, q, min_hours)
     bases = [b for b in (low_percentile(n, q, min_hours) for n in nights_before) if b is not None]
-    if now is None or before_kw is None or not bases:
+    if now is None or not bases:
         return None
-    rise = now - before_kw
-    if rise < min_rise_kw or rise < min_rise_ratio * max(before_kw, 0.0):
+    values = np.asarray(bases, dtype=np.float64)
+    bar = float(np.percentile(values, above_q))
+    rise = now - bar
+    if rise < min_rise_kw or rise < min_rise_ratio * max(bar, 0.0):
         return None
-    if now <= float(np.percentile(np.asarray(bases, dtype=np.float64), above_q)):
-        return None
-    return now
+    return BaseLoad(now, float(np.median(values)), 0)
 
 
 def chunks(values: Sequence[float], size: int) -> list[list[float]]:

@@ -409,10 +409,12 @@ BASE_LOAD_MIN_RISE_RATIO = 0.15
 # The short look, so a step is found the morning after it (issue 30: within a day): the last
 # NIGHT_HOURS out-of-hours hours (one weekday night; a weekend's are longer) with at least
 # NIGHT_MIN_HOURS of data, their BASE_LOAD_PERCENTILE percentile risen by the same bars
-# against the previous weeks' base, and above the NIGHT_ABOVE_PERCENTILE percentile of the
-# previous weeks' nights (runs of as many out-of-hours hours) as well: a meter whose nights
-# vary (frost heaters on cold nights) is judged against its own spread. One night, not two:
-# a step on a Thursday evening has only one night before Friday evening.
+# above the NIGHT_ABOVE_PERCENTILE percentile of the previous weeks' nights (runs of as many
+# out-of-hours hours): a meter whose nights vary (frost heaters on cold nights) is judged
+# against its own spread. Against nights, not the weeks' base: a week's 10th percentile is
+# its weekend's quietest hours, and an ordinary weekday night above that is the building, not
+# a fault (the demo's Lecture block). One night, not two: a step on a Thursday evening has
+# only one night before Friday evening.
 NIGHT_HOURS = 12
 NIGHT_MIN_HOURS = 10
 NIGHT_ABOVE_PERCENTILE = 90
@@ -460,8 +462,8 @@ for _rule in (
         f"{CLOSES_HOUR:02d}:00 and at weekends) is at least {BASE_LOAD_MIN_RISE_KW * 1000:g} W "
         f"and {100 * BASE_LOAD_MIN_RISE_RATIO:.0f} % above the median of its previous "
         f"{BASE_LOAD_WEEKS} weeks' over the week, or over its last {NIGHT_HOURS} out-of-hours "
-        f"hours (one night) when that night is also above the {NIGHT_ABOVE_PERCENTILE}th "
-        "percentile of the previous weeks' nights",
+        f"hours (one night) by as much above the {NIGHT_ABOVE_PERCENTILE}th percentile of "
+        "the previous weeks' nights",
         window=timedelta(days=7),
         min_duration=timedelta(hours=NIGHT_MIN_HOURS),
         cost_method=f"the rise (kW) × {OUT_OF_HOURS_A_WEEK} out-of-hours hours a week, at the "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
+
 from findings import energy_detect as ed
 
 D0 = date(2030, 1, 7)
@@ -97,32 +99,54 @@ NIGHT_BARS = {"q": 10, "min_hours": 10, "above_q": 90, "min_rise_kw": 0.5, "min_
 QUIET_NIGHTS = [[4.0] * 12] * 20
 
 
+def _night(night, nights=QUIET_NIGHTS) -> float | None:
+    found = ed.night_base_rise(night, nights, **NIGHT_BARS)
+    return None if found is None else found.now_kw
+
+
 def test_a_night_risen_exactly_at_both_bounds_trips_and_just_under_does_not():
-    assert ed.night_base_rise([4.5] * 12, QUIET_NIGHTS, 4.0, **NIGHT_BARS) == 4.5
-    assert ed.night_base_rise([4.49] * 12, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+    found = ed.night_base_rise([4.5] * 12, QUIET_NIGHTS, **NIGHT_BARS)
+    assert found == ed.BaseLoad(4.5, 4.0, 0)
+    assert _night([4.49] * 12) is None
 
 
 def test_a_night_needs_its_hours_and_a_history_of_nights():
-    assert ed.night_base_rise([9.0] * 10, QUIET_NIGHTS, 4.0, **NIGHT_BARS) == 9.0
-    assert ed.night_base_rise([9.0] * 9, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
-    assert ed.night_base_rise([9.0] * 12, [], 4.0, **NIGHT_BARS) is None
-    assert ed.night_base_rise([9.0] * 12, QUIET_NIGHTS, None, **NIGHT_BARS) is None
+    assert _night([9.0] * 10) == 9.0
+    assert _night([9.0] * 9) is None
+    assert _night([9.0] * 12, []) is None
+    # nights with too few hours of data are no history
+    assert _night([9.0] * 12, [[4.0] * 9] * 20) is None
 
 
 def test_a_cleaners_hour_or_a_noisy_night_is_not_a_rise():
     cleaner = [4.0] * 11 + [12.0]
-    assert ed.night_base_rise(cleaner, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+    assert _night(cleaner) is None
     # noise about a higher mean (5 kW): its low hours are still at the old base
     noisy = [4.0, 6.0] * 6
-    assert ed.night_base_rise(noisy, QUIET_NIGHTS, 4.0, **NIGHT_BARS) is None
+    assert _night(noisy) is None
 
 
 def test_a_night_no_higher_than_the_nights_a_meter_has_had_before_is_not_a_rise():
-    # frost heaters on one night in five: the base (a median) is 4 kW, but 5 kW nights are
-    # this meter's own; a 5 kW night is not new, a 5.5 kW one is
+    # frost heaters on one night in five: 5 kW nights are this meter's own, so the bar is
+    # 5 kW and the rise is judged above it (0.5 kW and 12.5 % of 5 kW: 5.625 kW); the cost
+    # is against the median night (4 kW)
     varied = ([[4.0] * 12] * 4 + [[5.0] * 12]) * 4
-    assert ed.night_base_rise([5.0] * 12, varied, 4.0, **NIGHT_BARS) is None
-    assert ed.night_base_rise([5.5] * 12, varied, 4.0, **NIGHT_BARS) == 5.5
+    assert _night([5.0] * 12, varied) is None
+    assert _night([5.6] * 12, varied) is None
+    found = ed.night_base_rise([5.625] * 12, varied, **NIGHT_BARS)
+    assert found == ed.BaseLoad(5.625, 4.0, 0)
+
+
+def test_a_weekday_night_above_the_weekends_is_not_a_rise():
+    # the demo's Lecture block: weekday nights at 1.35 kW (a 4 % day-to-day spread), weekend
+    # nights at 0.45 kW, so the weeks' 10th percentile is the weekend's; a weekday night at
+    # the top of its own spread is the building, and a heater left on (+1 kW) is not
+    weekday = [[1.35 * (1 + 0.04 * ((i * 7) % 5 - 2) / 2)] * 12 for i in range(15)]
+    nights = weekday + [[0.45] * 12] * 5
+    top = max(n[0] for n in weekday)
+    assert _night([top * 1.02] * 12, nights) is None
+    found = ed.night_base_rise([2.35] * 12, nights, **NIGHT_BARS)
+    assert found is not None and found.before_kw == pytest.approx(1.35 * 0.98)  # the median night
 
 
 def test_the_nights_before_are_cut_from_the_end():
