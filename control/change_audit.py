@@ -13,6 +13,7 @@ whether the site's BACnet device shows it (`record_feed_bacnet`, from the staff 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -30,6 +31,7 @@ from control.models import (
     Zone,
 )
 from control.plant_words import PLANT_WORDS, SOLAR_WORDS, WEATHER_WORDS, weather_words_for
+from feeds import save_audit
 from feeds.models import Feed
 from sensors.models import Actuator, Sensor
 
@@ -234,6 +236,20 @@ def record_feed_bacnet(
     save); nothing when it did not change."""
     return _record_switches(by, f"feed '{feed}'", before, feed_bacnet(feed),
                             FEED_BACNET_WORDS, reason)  # fmt: skip
+
+
+def feed_bacnet_auditor(
+    before: Feed | None,
+) -> Callable[[AbstractBaseUser, Feed, str], ProgrammeChange | None]:
+    """The feed API's and admin's auditor (registered in control/apps.py): a feed shown on
+    BACnet or taken off it, kept as from the staff page, with the door's reason."""
+    said = feed_bacnet(before) if before is not None else dict.fromkeys(FEED_BACNET_WORDS, "no")
+
+    def finish(by: AbstractBaseUser, feed: Feed, door: str) -> ProgrammeChange | None:
+        reason = ADMIN_REASON if door == save_audit.ADMIN else API_REASON
+        return record_feed_bacnet(by, feed, said, reason)
+
+    return finish
 
 
 def _record_switches(
