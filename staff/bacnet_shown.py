@@ -66,7 +66,7 @@ def search_feeds(text: str) -> FeedSearch:
     tag, colon, name = text.partition(":")
     if colon:
         match |= Q(tag__iexact=tag.strip(), name__icontains=name.strip())
-    if text.isdigit() and len(text) <= 10:
+    if text.isascii() and text.isdigit() and len(text) <= 10:  # "²" is a digit int() refuses
         match |= Q(pk=int(text))
     found = list(
         Feed.objects.filter(match, bacnet_export=False).order_by("tag", "name", "pk")[

@@ -209,6 +209,8 @@ def test_only_the_feeds_shown_are_listed_and_a_search_at_most_its_bound(viewer):
     assert f'id="feed-match-{exact.pk}"' in by_id
     by_tag_name = _section(client.get(PAGE, {"feed": "site:Meter 02"}).content.decode())
     assert by_tag_name.count('id="feed-match-') == 5 and "More than" not in by_tag_name
+    for odd in ("²", "9" * 30, "%", "'; drop table"):  # never an error, nothing matches
+        assert 'id="feed-match-' not in _section(client.get(PAGE, {"feed": odd}).content.decode())
     nothing = _section(client.get(PAGE, {"feed": "no such"}).content.decode())
     assert "No feed not yet shown matches 'no such'." in nothing
 
