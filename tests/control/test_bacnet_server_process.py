@@ -142,8 +142,10 @@ def test_the_running_server_follows_a_zone_renamed_added_and_disabled(hall, serv
         "--read", f"analog-input,{n}:object-name", "--read", f"analog-value,{n}:object-name",
         "--read", f"binary-value,{n}", "--read", f"binary-input,{n}",
         "--read", f"analog-input,{store.pk}:object-name", "--read", f"analog-input,{store.pk}",
+        "--read", f"analog-value,{n}",
     )  # fmt: skip
     values = [a.get("value") for a in answers]
     assert values[:4] == ["Main hall temperature", "Main hall setpoint", 0, 0]
     assert values[4] == "Store temperature"
     assert values[5] == pytest.approx(12.0)
+    assert values[6] == 0.0  # disabled: no tick works to a setpoint
