@@ -18,3 +18,10 @@ class ControlConfig(AppConfig):
 
         if coil_beyond_board not in ACTUATOR_CHECKS:
             ACTUATOR_CHECKS.append(coil_beyond_board)
+
+        # Feeds live below control too: a feed shown on the site's BACnet device, or taken off
+        # it, through the API or the admin, goes into the change history (feeds/save_audit.py).
+        from control.change_audit import feed_bacnet_auditor
+        from feeds import save_audit
+
+        save_audit.register(feed_bacnet_auditor)

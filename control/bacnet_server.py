@@ -22,7 +22,9 @@ state, each in an instance range of its own so nothing collides:
     analog-value,SITE_INSTANCE   "Active alarms"  how many alarms are open
 
 Zones are served only with ids below FEED_INSTANCE_BASE, feeds only with ids up to
-MAX_FEED_ID: at most 4 × 500 + 200 + 2 = 2,202 objects besides the device.
+MAX_FEED_ID: at most 4 × 500 + 200 + 2 = 2,202 objects besides the device. Each refresh
+follows the database: a zone or feed added is made, one removed (or no longer chosen) dropped,
+one renamed (a feed: or given another unit) made again under its new name.
 
 A WriteProperty of a setpoint's or an occupancy's present-value is decoded here and handed to
 the main thread through a bounded queue (MAX_PENDING_WRITES); the main thread decides it
@@ -354,6 +356,7 @@ class SiteDevice(AppThread):
         self._app: _SiteApplication | None = None
         self._thread: threading.Thread | None = None
         self._objects: dict[int, tuple[Any, Any, Any, Any]] = {}
+        self._zone_made: dict[int, str] = {}  # the name each zone's objects were made with
         # The chosen feeds' analog-inputs by feed id; the alarm objects once first given:
         # the network thread's alone (`_apply`).
         self._feeds: dict[int, AnalogInputObject] = {}
@@ -516,8 +519,10 @@ class SiteDevice(AppThread):
             raise ExecutionError(errorClass="device", errorCode="operationalProblem") from exc
         if refusal is not None:
             raise ExecutionError(errorClass=refusal[0], errorCode=refusal[1])
-        obj = self._objects[instance][1 if kind == "setpoint" else 2]
-        obj.presentValue = value if kind == "setpoint" else ("active" if value else "inactive")
+        objects = self._objects.get(instance)  # a refresh may have dropped it meanwhile
+        if objects is not None:  # else it is made again, with the override's value, next refresh
+            obj = objects[1 if kind == "setpoint" else 2]
+            obj.presentValue = value if kind == "setpoint" else ("active" if value else "inactive")
         await self._app.response(SimpleAckPDU(context=apdu))
 
     def handle_writes(self, decide: Callable[[NetworkWrite], object], wait_s: float) -> int:
@@ -574,13 +579,19 @@ class SiteDevice(AppThread):
         self, zones: list[ZonePoint], feeds: list[FeedPoint], alarms: AlarmState | None
     ) -> int:
         app = self._app
-        wanted = {z.zone_id for z in zones}
-        for zone_id in sorted(set(self._objects) - wanted):
-            for obj in self._objects.pop(zone_id):
-                app.delete_object(obj)
+        wanted = {z.zone_id: z.name for z in zones}
+        # Gone or renamed: dropped (bacpypes3 indexes objects by name, and a renamed zone's
+        # objects are made again with the new name, as a renamed feed's are); every drop before
+        # any make, so two zones swapping names never meet a name still held.
+        for zone_id in sorted(self._objects):
+            if wanted.get(zone_id) != self._zone_made[zone_id]:
+                for obj in self._objects.pop(zone_id):
+                    app.delete_object(obj)
+                del self._zone_made[zone_id]
         for z in zones:
             if z.zone_id not in self._objects:
                 self._objects[z.zone_id] = self._create(z)
+                self._zone_made[z.zone_id] = z.name
                 for obj in self._objects[z.zone_id]:
                     self._free_name(obj.objectName)
                     app.add_object(obj)

@@ -7,11 +7,13 @@ reads a heating plant with its weather compensation, or a heat main with its hea
 thermal store, as one flat snapshot so an admin save of the plant and its inline is one entry.
 Audited: heating plants, weather compensation, solar circuits, heat mains, heat sources,
 thermal stores (API_AUDITED); of a zone, whether it accepts BACnet writes (`record_zone_bacnet`:
-a door to the plant from an unauthenticated network, so who opened it is kept).
+a door to the plant from an unauthenticated network, so who opened it is kept); of a feed,
+whether the site's BACnet device shows it (`record_feed_bacnet`, from the staff BACnet page).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -29,6 +31,8 @@ from control.models import (
     Zone,
 )
 from control.plant_words import PLANT_WORDS, SOLAR_WORDS, WEATHER_WORDS, weather_words_for
+from feeds import save_audit
+from feeds.models import Feed
 from sensors.models import Actuator, Sensor
 
 API_REASON = "changed through the API"
@@ -212,7 +216,51 @@ def record_zone_bacnet(
 ) -> ProgrammeChange | None:
     """Audit a change of the zone's BACnet write switches (before: `zone_bacnet` of it before
     the save); nothing when they did not change."""
-    said = changes(before, zone_bacnet(zone), ZONE_BACNET_WORDS)
+    return _record_switches(by, f"zone '{zone.name}'", before, zone_bacnet(zone),
+                            ZONE_BACNET_WORDS, reason)  # fmt: skip
+
+
+# A feed shown on the site's BACnet device (docs/BACNET.md section 7): what the plant LAN sees.
+FEED_BACNET_WORDS = {"bacnet_export": "Shown on BACnet"}
+
+
+def feed_bacnet(feed: Feed) -> dict[str, str]:
+    """Whether the feed is shown on BACnet, in words, as stored."""
+    return snapshot(Feed.objects.get(pk=feed.pk), FEED_BACNET_WORDS)
+
+
+def record_feed_bacnet(
+    by: AbstractBaseUser, feed: Feed, before: dict[str, str], reason: str
+) -> ProgrammeChange | None:
+    """Audit a feed shown on BACnet or taken off it (before: `feed_bacnet` of it before the
+    save); nothing when it did not change."""
+    return _record_switches(by, f"feed '{feed}'", before, feed_bacnet(feed),
+                            FEED_BACNET_WORDS, reason)  # fmt: skip
+
+
+def feed_bacnet_auditor(
+    before: Feed | None,
+) -> Callable[[AbstractBaseUser, Feed, str], ProgrammeChange | None]:
+    """The feed API's and admin's auditor (registered in control/apps.py): a feed shown on
+    BACnet or taken off it, kept as from the staff page, with the door's reason."""
+    said = feed_bacnet(before) if before is not None else dict.fromkeys(FEED_BACNET_WORDS, "no")
+
+    def finish(by: AbstractBaseUser, feed: Feed, door: str) -> ProgrammeChange | None:
+        reason = ADMIN_REASON if door == save_audit.ADMIN else API_REASON
+        return record_feed_bacnet(by, feed, said, reason)
+
+    return finish
+
+
+def _record_switches(
+    by: AbstractBaseUser,
+    subject: str,
+    before: dict[str, str],
+    after: dict[str, str],
+    words: dict[str, str],
+    reason: str,
+) -> ProgrammeChange | None:
+    said = changes(before, after, words)
     if not said:
         return None
-    return audit(by, f"zone '{zone.name}'", "; ".join(said), reason)
+    return audit(by, subject, "; ".join(said), reason)

@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from feeds import save_audit
 from feeds.models import Feed
 from feeds.save_warnings import feed_warnings
 
@@ -16,6 +17,12 @@ class FeedAdmin(admin.ModelAdmin):
         return ["interval", "created"] if obj is not None else ["created"]
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)  # also the changelist's "public" column
+        # Also the changelist's "public" column; audited by the apps above (feeds/save_audit.py).
+        save_audit.audited_save(
+            request.user,
+            obj if change else None,
+            lambda: super(FeedAdmin, self).save_model(request, obj, form, change) or obj,
+            save_audit.ADMIN,
+        )
         for sentence in feed_warnings(obj):
             messages.warning(request, sentence)

@@ -4,11 +4,14 @@ and time. Every staff role reads it; engineers change a controller's poll interv
 (through the API's serializer, so the same bounds and words apply) and ask for a poll now,
 which is queued for the poll worker: the page never waits on the network. Audited.
 Engineers also find controllers (Discover), read one's object list (Browse) — both queued for a
-worker — and Add it with the objects they tick, as `manage.py bacnet add` does."""
+worker — and Add it with the objects they tick, as `manage.py bacnet add` does. Below, what our
+own BACnet device shows the network: the zones' write switches and the feeds shown
+(staff/bacnet_shown.py), switched by engineers."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
@@ -16,12 +19,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from control.models import Zone
 from core.live import live_every_s, live_json, wants_live
 from core.pages import staff_page
 from core.permissions import is_engineer
+from feeds.models import Feed
 from sensors.devices.bacnet_devices import UNITS, add_device, check_device, map_points
 from sensors.devices.bacnet_status import ControllerReading, last_read
 from sensors.models import (
@@ -31,9 +37,11 @@ from sensors.models import (
     BacnetDevice,
 )
 from sensors.serializers import BacnetDeviceSerializer
+from staff import bacnet_shown
 from staff.inputs import value_text
 
 ONLY_ENGINEERS = "Only engineers change BACnet controllers."
+ONLY_ENGINEERS_SHOWN = "Only engineers change what the site's BACnet device shows and accepts."
 MAX_SHOWN = 200  # controllers on one page (each up to 200 points): a bound on its size
 
 
@@ -112,6 +120,7 @@ def _page(
     discover_error: str = "",
     browse_error: str = "",
     add_error: str = "",
+    shown_error: str = "",
 ) -> HttpResponse:
     from sensors.devices import bacnet_browsing, bacnet_discovery
 
@@ -134,11 +143,17 @@ def _page(
         # What the engineer sent, shown again when it is refused (ticks kept).
         "typed": request.POST if browse_error or add_error else {},
         "ticked": set(request.POST.getlist("point")) if add_error else set(),
+        "shown_error": shown_error,
     }
     if wants_live(request):
         return live_json(
             request, "staff/_bacnet_live.html", context, {"browse": "staff/_bacnet_browse.html"}
         )
+    # The section on our own device: not in the live part (its switches are forms).
+    search = request.GET.get("feed") or request.POST.get("feed_search", "")
+    context.update(bacnet_shown.context(search))
+    if context["feed_search"].error and status == 200:
+        status = 400
     return render(request, "staff/bacnet.html", context, status=status)
 
 
@@ -333,3 +348,52 @@ def bacnet_add(request: HttpRequest) -> HttpResponse:
         f"recorded, polled every {device.node.interval} s.",
     )
     return redirect("staff-bacnet")
+
+
+def _back_to_shown(request: HttpRequest) -> HttpResponse:
+    """The page again at its section, with the engineer's feed search (if any) kept."""
+    url = reverse("staff-bacnet")
+    search = request.POST.get("feed_search", "").strip()[: bacnet_shown.MAX_SEARCH]
+    if search:
+        url += "?" + urlencode({"feed": search})
+    return redirect(url + "#shown")
+
+
+@staff_page
+@require_POST
+def bacnet_zone_writes(request: HttpRequest, pk: int) -> HttpResponse:
+    """An engineer switches one of a zone's BACnet writes (setting: setpoint or occupancy,
+    to: on or off); audited. A bad value is a 400 naming the field."""
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS_SHOWN)
+    zone = get_object_or_404(Zone, pk=pk)
+    setting = request.POST.get("setting", "")
+    try:
+        said = bacnet_shown.switch_zone(request.user, zone, setting, request.POST.get("to", ""))
+    except ValueError as exc:
+        return _page(request, shown_error=f"{zone.name}: {exc}", status=400)
+    messages.success(
+        request, f"{zone.name}: {'; '.join(said)}." if said else f"{zone.name}: no change."
+    )
+    return _back_to_shown(request)
+
+
+@staff_page
+@require_POST
+def bacnet_feed_export(request: HttpRequest, pk: int) -> HttpResponse:
+    """An engineer shows a feed on BACnet or takes it off (to: on or off); audited, bounded
+    as on the API (the 201st refused, a 400 naming bacnet_export)."""
+    if not is_engineer(request.user):
+        raise PermissionDenied(ONLY_ENGINEERS_SHOWN)
+    feed = get_object_or_404(Feed, pk=pk)
+    try:
+        said = bacnet_shown.switch_feed(request.user, feed, request.POST.get("to", ""))
+    except ValueError as exc:
+        return _page(request, shown_error=f"{feed}: {exc}", status=400)
+    messages.success(
+        request,
+        f"{feed}: {'; '.join(said)} (from the server's next refresh)."
+        if said
+        else f"{feed}: no change.",
+    )
+    return _back_to_shown(request)

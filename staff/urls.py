@@ -41,6 +41,16 @@ urlpatterns = [
         "staff/bacnet/<int:pk>/settings", bacnet_views.bacnet_settings, name="staff-bacnet-settings"
     ),
     path("staff/bacnet/<int:pk>/poll", bacnet_views.bacnet_poll_now, name="staff-bacnet-poll"),
+    path(
+        "staff/bacnet/zones/<int:pk>/writes",
+        bacnet_views.bacnet_zone_writes,
+        name="staff-bacnet-zone-writes",
+    ),
+    path(
+        "staff/bacnet/feeds/<int:pk>/export",
+        bacnet_views.bacnet_feed_export,
+        name="staff-bacnet-feed-export",
+    ),
     path("staff/alarms/", staff_views.alarm_list, name="staff-alarms"),
     path("staff/help/<str:name>", staff_help.help_page, name="staff-help"),
     path(

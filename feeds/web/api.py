@@ -3,6 +3,7 @@
 from rest_framework import viewsets
 
 from core.openapi import document_viewset
+from feeds import save_audit
 from feeds.models import Feed
 from feeds.web.serializers import FeedSerializer
 
@@ -16,3 +17,13 @@ from feeds.web.serializers import FeedSerializer
 class FeedViewSet(viewsets.ModelViewSet):
     queryset = Feed.objects.all()
     serializer_class = FeedSerializer
+
+    # Apps above feeds keep who changed what (feeds/save_audit.py): control, a feed shown on
+    # the site's BACnet device.
+    def perform_create(self, serializer) -> None:
+        save_audit.audited_save(self.request.user, None, serializer.save, save_audit.API)
+
+    def perform_update(self, serializer) -> None:
+        save_audit.audited_save(
+            self.request.user, serializer.instance, serializer.save, save_audit.API
+        )

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from control.bacnet_server import MAX_ZONES, SiteDevice, ZonePoint, zone_points
-from control.models import Booking
+from control.models import Booking, Zone
 from control.runner import run_tick
 from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, PEER_PYTHON, free_udp_port
 
@@ -79,6 +79,28 @@ def test_a_zone_without_a_reading_shows_no_sensor_and_a_removed_zone_leaves(redi
     device.update(zone_points())
     gone = peer(device.address, "--read", f"analog-input,{store_id}")
     assert gone[0]["error"] == "object: unknown_object"
+
+
+@pytest.mark.django_db
+def test_a_renamed_zone_is_named_anew_at_the_next_refresh(redis_client, device):
+    hall, store = f.zone("Hall", temp=18.5), f.zone("Store")
+    device.update(zone_points())
+    # The store takes the hall's old name in the same refresh: every old name is let go first.
+    Zone.objects.filter(pk=hall.pk).update(name="Main hall")
+    Zone.objects.filter(pk=store.pk).update(name="Hall")
+    device.update(zone_points())
+    n, s = hall.pk, store.pk
+    names = peer(
+        device.address,
+        "--read", f"analog-input,{n}:object-name", "--read", f"analog-value,{n}:object-name",
+        "--read", f"binary-value,{n}:object-name", "--read", f"binary-input,{n}:object-name",
+        "--read", f"analog-input,{s}:object-name", "--read", f"analog-input,{n}",
+    )  # fmt: skip
+    assert [a["value"] for a in names[:5]] == [
+        "Main hall temperature", "Main hall setpoint", "Main hall occupied",
+        "Main hall heat demand", "Hall temperature",
+    ]  # fmt: skip
+    assert names[5]["value"] == pytest.approx(18.5)  # its values with it
 
 
 def test_the_zones_served_are_bounded(device):

@@ -10,13 +10,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
 from control import runtime
-from control.models import Override, Zone
+from control.models import Booking, Override, Zone
 from control.runner import run_tick
 from tests.conftest import test_database_url
 from tests.processes import stop_process
@@ -34,6 +35,9 @@ def hall(transactional_db, redis_client) -> Zone:
     return f.zone("Hall", temp=18.5, setback_setpoint=16.0)
 
 
+server_process: list[subprocess.Popen] = []  # the running server, for a test to read its lines
+
+
 @pytest.fixture
 def server(hall: Zone) -> Iterator[str]:
     """`manage.py bacnet_server` on its own port; its address once it has served the zones."""
@@ -46,6 +50,7 @@ def server(hall: Zone) -> Iterator[str]:
         BMS_BACNET_ADDRESS=f"{OUR_HOST}/32",
         BMS_BACNET_SERVER_PORT=str(port),
         BMS_BACNET_SERVER_INSTANCE="4194011",
+        BMS_BACNET_SERVER_REFRESH_S="2",  # its bound: the rename test waits for a refresh
     )
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "bacnet_server"],
@@ -55,6 +60,7 @@ def server(hall: Zone) -> Iterator[str]:
         # It says where it listens, then how many zones it served: from then on it answers.
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         assert lines[1].strip().endswith("zones served"), (lines, proc.poll())
+        server_process[:] = [proc]
         yield f"{OUR_HOST}:{port}"
     finally:
         stop_process(proc, timeout_s=15)
@@ -102,3 +108,44 @@ def test_a_head_end_writes_a_zone_through_the_real_server_process(hall, server):
     assert out_of_range == [{"write": setpoint, "error": "property: value_out_of_range"}]
     assert Override.objects.filter(zone=hall).count() == 2
     assert zone_result(hall)["target"] == 16.0
+
+
+def refreshed(proc: subprocess.Popen, line: str, most: int = 20) -> None:
+    """Read the server's lines until one of its refreshes says `line` (each refresh says how
+    much it served, so a refresh that read the database after the change says it)."""
+    seen = []
+    for _ in range(most):
+        seen.append(proc.stdout.readline().strip())
+        if seen[-1] == line:
+            return
+    pytest.fail(f"no refresh said {line!r}: {seen}")
+
+
+def test_the_running_server_follows_a_zone_renamed_added_and_disabled(hall, server):
+    """No restart: the next refresh names the zone's objects anew, serves a new zone, and
+    shows a disabled one neither occupied nor calling for heat."""
+    now = timezone.now()
+    Booking.objects.create(zone=hall, title="Yoga", start=now - timedelta(minutes=1),
+                           end=now + timedelta(hours=1))  # fmt: skip
+    run_tick(now)  # booked and at 18.5 °C: occupied and calling for heat
+    for _ in range(2):  # the second refresh began after the tick
+        refreshed(server_process[0], "0 feeds, 1 zones served")
+    n = hall.pk
+    before = peer(server, "--read", f"binary-value,{n}", "--read", f"binary-input,{n}")
+    assert [a["value"] for a in before] == [1, 1]
+
+    Zone.objects.filter(pk=hall.pk).update(name="Main hall", enabled=False)
+    store = f.zone("Store", temp=12.0)
+    refreshed(server_process[0], "0 feeds, 2 zones served")
+    answers = peer(
+        server,
+        "--read", f"analog-input,{n}:object-name", "--read", f"analog-value,{n}:object-name",
+        "--read", f"binary-value,{n}", "--read", f"binary-input,{n}",
+        "--read", f"analog-input,{store.pk}:object-name", "--read", f"analog-input,{store.pk}",
+        "--read", f"analog-value,{n}",
+    )  # fmt: skip
+    values = [a.get("value") for a in answers]
+    assert values[:4] == ["Main hall temperature", "Main hall setpoint", 0, 0]
+    assert values[4] == "Store temperature"
+    assert values[5] == pytest.approx(12.0)
+    assert values[6] == 0.0  # disabled: no tick works to a setpoint

@@ -347,6 +347,14 @@ ROWS: list[Row] = [
         VALIDATION, lambda w: {"address": "not-an-address", "instance": "1"}, form=True),
     Row("staff/bacnet/add", "POST", lambda w: "/staff/bacnet/add", WRITERS, VALIDATION,
         lambda w: {"address": "192.0.2.40", "instance": "1"}, form=True),
+    # What our own BACnet device shows and accepts: engineers switch it (an empty form is a
+    # 400 naming the field once past the permission check).
+    Row("staff/bacnet/zones/<int:pk>/writes", "POST",
+        lambda w: f"/staff/bacnet/zones/{w.ids['zone']}/writes", WRITERS, VALIDATION,
+        lambda w: {}, form=True),
+    Row("staff/bacnet/feeds/<int:pk>/export", "POST",
+        lambda w: f"/staff/bacnet/feeds/{w.ids['private_feed']}/export", WRITERS, VALIDATION,
+        lambda w: {}, form=True),
     Row("staff/alarms/<int:pk>/acknowledge", "POST",
         lambda w: f"/staff/alarms/{w.ids['alarm']}/acknowledge", WRITERS, form=True),
     Row("staff/alarms/acknowledge-all", "POST", lambda w: "/staff/alarms/acknowledge-all",
