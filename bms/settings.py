@@ -640,6 +640,8 @@ LOGGING = {
         "scrub": {"()": "core.log_scrub.ScrubSecretsFilter"},
         # A refused permission is a line, not a traceback (core/log_denied.py).
         "denied": {"()": "core.log_denied.PermissionDeniedOneLine"},
+        # Libraries that log a line per packet a peer sends, bounded a minute (core/log_budget.py).
+        "library_budget": {"()": "core.log_budget.LibraryLineBudget"},
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
@@ -653,7 +655,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["scrub", "denied"],
+            "filters": ["scrub", "denied", "library_budget"],
         },
         # runserver's request lines (Django's own handler, plus the filter).
         "django.server": {

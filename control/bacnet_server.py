@@ -76,6 +76,7 @@ from bacpypes3.primitivedata import ObjectType, Real
 
 from control.bacnet_writes import NetworkWrite, WriteRefused
 from control.engine.specs import FROST, OVER_TEMPERATURE
+from core.log_budget import LineBudget
 from feeds.models import MAX_BACNET_FEEDS
 from sensors.devices.bacnet_app_thread import AppThread
 
@@ -219,30 +220,6 @@ def sender_of(address: Any) -> str:
     return _shown(origin)
 
 
-class LineBudget:
-    """At most `per_window` log lines in each MALFORMED_WINDOW_S window; the lines past it are
-    counted, and the next line logged says how many were left out. `now` is the caller's
-    monotonic clock (the server's `clock`; a test's own)."""
-
-    def __init__(self, per_window: int = MALFORMED_LINES_PER_MINUTE) -> None:
-        self.per_window = per_window
-        self._window_start: float | None = None
-        self._logged = 0
-        self.suppressed = 0
-
-    def take(self, now: float) -> int | None:
-        """None when this line is not to be logged (counted instead); else how many lines were
-        left out since the last one logged."""
-        if self._window_start is None or now - self._window_start >= MALFORMED_WINDOW_S:
-            self._window_start, self._logged = now, 0
-        if self._logged >= self.per_window:
-            self.suppressed += 1
-            return None
-        self._logged += 1
-        left_out, self.suppressed = self.suppressed, 0
-        return left_out
-
-
 class WriteRate:
     """At most `per_minute` writes from one sender in any WRITE_WINDOW_S: a sliding window,
     each sender's last writes' times. At most `max_senders` senders are tracked; a new one
@@ -369,7 +346,7 @@ class SiteDevice(AppThread):
         )
         # The malformed datagrams' log lines: bounded on this clock (a test sets its own).
         self.clock: Callable[[], float] = time.monotonic
-        self._malformed = LineBudget()
+        self._malformed = LineBudget(MALFORMED_LINES_PER_MINUTE, MALFORMED_WINDOW_S)
 
     def _bound_subscriptions(self, apdu: Any, sender: str) -> None:
         """Refuse a new subscription past the sender's share or the total (resources:
