@@ -52,7 +52,7 @@ def test_the_201st_feed_refused_on_the_api_leaves_nothing_in_the_history(enginee
 
 
 @pytest.mark.django_db
-def test_an_engineers_admin_choice_is_in_the_change_history_a_viewers_refusal_is_not(
+def test_an_engineer_chooses_a_feed_in_the_admin_kept_in_the_history_a_viewer_may_not(
     engineer, viewer
 ):
     feed = Feed.objects.create(name="Boiler power", tag="plant", unit="kW")
@@ -62,10 +62,13 @@ def test_an_engineers_admin_choice_is_in_the_change_history_a_viewers_refusal_is
     as_viewer = Client()
     as_viewer.force_login(viewer)
     assert as_viewer.post(url, form).status_code == 403
-    assert _entries() == []
+    feed.refresh_from_db()
+    assert feed.bacnet_export is False and _entries() == []
     as_engineer = Client()
     as_engineer.force_login(engineer)
     assert as_engineer.post(url, form).status_code == 302
+    feed.refresh_from_db()
+    assert feed.bacnet_export is True
     assert as_engineer.post(url, form).status_code == 302  # saved again unchanged: no entry
     assert _entries() == [
         (engineer.username, "feed 'plant:Boiler power'", "Shown on BACnet no → yes", ADMIN_REASON)
