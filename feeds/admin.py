@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from feeds import save_audit
-from feeds.models import Feed
+from feeds.models import Feed, choosing
 from feeds.save_warnings import feed_warnings
 
 
@@ -15,6 +15,13 @@ class FeedAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # The interval is baked into the data file once it exists.
         return ["interval", "created"] if obj is not None else ["created"]
+
+    def changeform_view(self, request, *args, **kwargs):
+        # The form's checks and the save, one change at a time (feeds.models.choosing).
+        if request.method != "POST":
+            return super().changeform_view(request, *args, **kwargs)
+        with choosing():
+            return super().changeform_view(request, *args, **kwargs)
 
     def save_model(self, request, obj, form, change):
         # Also the changelist's "public" column; audited by the apps above (feeds/save_audit.py).

@@ -6,13 +6,33 @@ points and the last value in Redis (see feeds/store/phpfina.py and feeds/store/b
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import connection, models, transaction
 
 # Feeds the site's BACnet device shows (control/bacnet_server.py): a bound on its objects and
 # on each refresh's work; a head-end browses them all in one go.
 MAX_BACNET_FEEDS = 200
+# The PostgreSQL advisory lock a change to a feed takes before its checks (`choosing`).
+_CHOICE_LOCK = 0x424D5301
+
+
+@contextmanager
+def choosing() -> Iterator[None]:
+    """A transaction for checking and saving a feed, one at a time: the bound on the feeds
+    shown on BACnet is a count (Feed.clean), and two engineers choosing the 200th at once
+    both counted 199 and both saved (8 at once made 202). Each change of a feed checks and
+    saves inside this, after the one before has committed: PostgreSQL by an advisory lock
+    held to the transaction's end, SQLite because its transactions begin IMMEDIATE
+    (bms/settings.py), taking the one write lock before the count."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHOICE_LOCK])
+        yield
 
 
 class Feed(models.Model):
@@ -50,7 +70,7 @@ class Feed(models.Model):
                 raise ValidationError(
                     {
                         "bacnet_export": f"At most {MAX_BACNET_FEEDS} feeds are shown on "
-                        "BACnet: untick another first."
+                        "BACnet: take another off first."
                     }
                 )
 

@@ -30,7 +30,7 @@ from control.change_audit import (
 )
 from control.models import ProgrammeChange, Zone
 from control.serializers import ZoneSerializer
-from feeds.models import MAX_BACNET_FEEDS, Feed
+from feeds.models import MAX_BACNET_FEEDS, Feed, choosing
 from feeds.web.serializers import FeedSerializer
 
 # The change history's "why" for a switch made here, beside the API's and the admin's.
@@ -144,11 +144,12 @@ def switch_feed(by: AbstractBaseUser, feed: Feed, to: str) -> list[str]:
     """Show a feed on BACnet or take it off, audited, checked as the API checks it (at most
     MAX_BACNET_FEEDS: the next refused naming bacnet_export)."""
     value = on_off(to, "to")
-    serializer = FeedSerializer(feed, data={"bacnet_export": value}, partial=True)
-    if not serializer.is_valid():
-        raise ValueError(_refusal(serializer.errors))
-    before = feed_bacnet(feed)
-    with transaction.atomic():
+    with choosing():  # counted and saved one change at a time, on the feed as stored now
+        feed.refresh_from_db()
+        serializer = FeedSerializer(feed, data={"bacnet_export": value}, partial=True)
+        if not serializer.is_valid():
+            raise ValueError(_refusal(serializer.errors))
+        before = feed_bacnet(feed)
         serializer.save()
         change = record_feed_bacnet(by, feed, before, STAFF_REASON)
     return [change.change] if change else []

@@ -4,7 +4,7 @@ from rest_framework import viewsets
 
 from core.openapi import document_viewset
 from feeds import save_audit
-from feeds.models import Feed
+from feeds.models import Feed, choosing
 from feeds.web.serializers import FeedSerializer
 
 
@@ -17,6 +17,15 @@ from feeds.web.serializers import FeedSerializer
 class FeedViewSet(viewsets.ModelViewSet):
     queryset = Feed.objects.all()
     serializer_class = FeedSerializer
+
+    # Checked and saved one change at a time (feeds.models.choosing: the BACnet bound counts).
+    def create(self, request, *args, **kwargs):
+        with choosing():
+            return super().create(request, *args, **kwargs)
+
+    def update(self, request, *args, **kwargs):
+        with choosing():
+            return super().update(request, *args, **kwargs)
 
     # Apps above feeds keep who changed what (feeds/save_audit.py): control, a feed shown on
     # the site's BACnet device.
