@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -326,7 +328,14 @@ def _since_closed(trip: Trip) -> Trip | None:
     if kwh is not None and hours > 0:
         # The rule's estimate is for all its spans: the recurrence's share, by hours.
         kwh *= span_hours(spans) / hours
-    return replace(trip, spans=spans, kwh=kwh)
+    # The rule's words count every span it saw, the fixed fault's too: say which are new.
+    how = "marked fixed" if cutoff != last.last_seen else "last seen"
+    local = cutoff.astimezone(ZoneInfo(settings.TIME_ZONE))
+    since = (
+        f"{trip.detail}; new since the finding before it ({how} {local:%a %d %b %H:%M}): "
+        f"{counted(len(spans), 'spell')}, {span_hours(spans):.1f} h"
+    )
+    return replace(trip, spans=spans, kwh=kwh, detail=since)
 
 
 def _keep(trip: Trip, start: datetime, end: datetime) -> bool:

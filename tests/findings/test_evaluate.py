@@ -131,6 +131,10 @@ def test_a_fixed_finding_stays_fixed_when_the_next_run_sees_the_same_evidence(si
     assert (new.period_start, new.period_end) == (MONDAY + 3 * 24 * H + 17 * H, new.last_seen)
     # its cost is the recurrence's 3 h, not the fixed spell's 4 h as well
     assert new.waste_kwh_week == pytest.approx(3 * 3 / 0.85, abs=0.001)
+    # and its words say which of the spells the rule saw are new
+    assert new.detail.endswith(
+        "; new since the finding before it (marked fixed Wed 09 Jan 10:00): 1 spell, 3.0 h"
+    )
 
 
 def test_a_span_ending_at_the_fix_is_no_recurrence(site_model, engineer):
