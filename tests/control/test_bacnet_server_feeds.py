@@ -275,3 +275,19 @@ def test_the_command_serves_the_chosen_feeds_with_the_zones(redis_client, settin
     caplog.set_level(logging.INFO)
     call_command("bacnet_server", "--once")
     assert "BACnet server: 1 feeds, 1 zones served" in caplog.messages
+
+
+@pytest.mark.django_db
+def test_a_feeds_name_with_control_or_bidi_characters_is_shown_on_one_line_still_unique(
+    redis_client,
+    device,  # noqa: F811
+):
+    typed, broken = chosen("Boiler power"), chosen("Boiler\n\u202epower")
+    device.update([], feed_points())
+    names = peer(
+        device.address,
+        "--read", f"{ai(typed.pk)}:object-name", "--read", f"{ai(broken.pk)}:object-name",
+    )  # fmt: skip
+    assert [a["value"] for a in names] == [
+        "plant:Boiler power", f"plant:Boiler power (feed {broken.pk})",
+    ]  # fmt: skip
