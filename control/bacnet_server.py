@@ -30,8 +30,9 @@ A WriteProperty of a setpoint's or an occupancy's present-value is decoded here 
 the main thread through a bounded queue (MAX_PENDING_WRITES); the main thread decides it
 (control/bacnet_writes.py: refused unless an engineer enabled it on the zone, else an audited
 override) and the sender is answered once it has, or refused after WRITE_ANSWER_TIMEOUT_S.
-Every other write is refused (property: write-access-denied) and logged with the writer's
-address: BACnet has no authentication.
+Every other write is refused (property: write-access-denied; object: unknown-object for an
+object we do not have) and logged with the writer's address, the object and property and why
+(a read-only object, a property not writable): BACnet has no authentication.
 
 Per sender (`sender_of`: the host the UDP datagram really came from, whatever its source port
 and whatever source network and station the NPDU claims), since one chatty or hostile head-end
@@ -40,7 +41,12 @@ most `writes_per_minute` WriteProperty requests in any minute (`WriteRate`, whic
 most MAX_SENDERS senders, the least recently heard dropped). The log and the audit name a
 request's sender by `name_of`: the address it claims and, when the datagram came from another,
 " via " that one ("7:0x0000 via 192.168.50.31:47808"). A datagram the stack cannot decode is
-dropped with one log line, at most MALFORMED_LINES_PER_MINUTE of them a minute (`LineBudget`).
+dropped with one log line, at most MALFORMED_LINES_PER_MINUTE of them a minute (`LineBudget`);
+every line a refused request makes is bounded the same, for each kind of line
+(`SiteDevice.lines`, a `BudgetedLines`).
+
+Names are shown on one line (`shown_name`: core/words.one_line), unique in the device. The
+device object names its vendor, model, version (the project's) and location (the site's name).
 
 Off unless BMS_BACNET_SERVER_ENABLED. It runs as its own process (`manage.py bacnet_server`):
 the BACnet application runs on an asyncio loop in a thread of its own; the process's main

@@ -341,3 +341,12 @@ def test_an_accepted_write_replaces_the_zones_earlier_write_of_its_kind_not_a_pe
     unoccupied = write("occupancy", 0.0)
     assert list(Override.objects.active().order_by("pk")) == [person, unoccupied]
     assert Override.objects.count() == 5  # every row kept: the audit trail
+
+
+@pytest.mark.django_db
+def test_the_admin_labels_the_write_switches_as_the_docs_and_history_name_them(admin_client):
+    hall = f.zone("Hall")
+    page = admin_client.get(f"/admin/control/zone/{hall.pk}/change/").content.decode()
+    assert "BACnet setpoint writes accepted" in page
+    assert "BACnet occupancy writes accepted" in page
+    assert "Bacnet setpoint writable" not in page
