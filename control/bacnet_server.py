@@ -384,6 +384,9 @@ class SiteDevice(AppThread):
         # the network thread's alone (`_apply`).
         self._feeds: dict[int, AnalogInputObject] = {}
         self._feed_made: dict[int, tuple[str, str]] = {}  # the name and unit each was made with
+        # Feeds not shown for a name taken, and the name they were refused, to log each once;
+        # at most the feeds given (MAX_BACNET_FEEDS), dropped once it is no longer chosen.
+        self._unshown: dict[int, str] = {}
         self._alarm_objects: tuple[BinaryInputObject, AnalogValueObject] | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -693,6 +696,8 @@ class SiteDevice(AppThread):
     def _apply_feeds(self, feeds: list[FeedPoint]) -> None:
         app = self._app
         wanted = {p.feed_id: p for p in feeds}
+        for feed_id in [f for f in self._unshown if f not in wanted]:
+            del self._unshown[feed_id]
         for feed_id in sorted(self._feeds):
             point = wanted.get(feed_id)
             # Gone, renamed or given another unit: made again (bacpypes3 indexes objects by
@@ -703,9 +708,13 @@ class SiteDevice(AppThread):
             if p.feed_id not in self._feeds:
                 name = self._feed_name(p)
                 if name in app.objectName:  # its name with its id taken as well
-                    log.warning("BACnet server: feed %d not shown: the name %r is taken",
-                                p.feed_id, name)  # fmt: skip
+                    # Said once for each feed and name, not at every refresh (every 10 s).
+                    if self._unshown.get(p.feed_id) != name:
+                        self._unshown[p.feed_id] = name
+                        log.warning("BACnet server: feed %d not shown: the name %r is taken",
+                                    p.feed_id, name)  # fmt: skip
                     continue
+                self._unshown.pop(p.feed_id, None)
                 self._feeds[p.feed_id] = self._create_feed(p, name)
                 self._feed_made[p.feed_id] = (p.name, p.unit)
                 app.add_object(self._feeds[p.feed_id])

@@ -291,3 +291,23 @@ def test_a_feeds_name_with_control_or_bidi_characters_is_shown_on_one_line_still
     assert [a["value"] for a in names] == [
         "plant:Boiler power", f"plant:Boiler power (feed {broken.pk})",
     ]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_feed_whose_names_are_all_taken_is_not_shown_and_said_once_not_every_refresh(
+    redis_client,
+    device,  # noqa: F811
+    caplog,
+):
+    first = Feed.objects.create(name="placeholder", bacnet_export=True)
+    second = Feed.objects.create(name="Active alarms", bacnet_export=True)
+    Feed.objects.filter(pk=first.pk).update(name=f"Active alarms (feed {second.pk})")
+    for _ in range(3):  # three refreshes
+        device.update([], feed_points(), AlarmState(open=0))
+    said = [m for m in caplog.messages if "not shown" in m]
+    assert said == [
+        f"BACnet server: feed {second.pk} not shown: the name "
+        f"'Active alarms (feed {second.pk})' is taken"
+    ]
+    answer = peer(device.address, "--read", f"{ai(second.pk)}")
+    assert answer[0]["error"] == "object: unknown_object"
