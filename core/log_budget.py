@@ -2,7 +2,9 @@
 the log.
 
 `LineBudget` counts lines against a window on the caller's clock (the BACnet server's
-malformed datagrams use it directly). `LibraryLineBudget` is a logging filter on the console
+malformed datagrams use it directly); `BudgetedLines` logs lines each within the budget of its
+kind (the BACnet server's refused writes and subscriptions: one kind flooded leaves the others
+their lines). `LibraryLineBudget` is a logging filter on the console
 handler (bms/settings.py LOGGING) for the libraries that log a line for each packet they are
 sent, well-formed ones included: bacpypes3 warns once for every ReadPropertyMultiple asking for
 a property an object does not have, and a head-end that polls so would write a line every
