@@ -30,8 +30,9 @@ A WriteProperty of a setpoint's or an occupancy's present-value is decoded here 
 the main thread through a bounded queue (MAX_PENDING_WRITES); the main thread decides it
 (control/bacnet_writes.py: refused unless an engineer enabled it on the zone, else an audited
 override) and the sender is answered once it has, or refused after WRITE_ANSWER_TIMEOUT_S.
-Every other write is refused (property: write-access-denied) and logged with the writer's
-address: BACnet has no authentication.
+Every other write is refused (property: write-access-denied; object: unknown-object for an
+object we do not have) and logged with the writer's address, the object and property and why
+(a read-only object, a property not writable): BACnet has no authentication.
 
 Per sender (`sender_of`: the host the UDP datagram really came from, whatever its source port
 and whatever source network and station the NPDU claims), since one chatty or hostile head-end
@@ -40,7 +41,12 @@ most `writes_per_minute` WriteProperty requests in any minute (`WriteRate`, whic
 most MAX_SENDERS senders, the least recently heard dropped). The log and the audit name a
 request's sender by `name_of`: the address it claims and, when the datagram came from another,
 " via " that one ("7:0x0000 via 192.168.50.31:47808"). A datagram the stack cannot decode is
-dropped with one log line, at most MALFORMED_LINES_PER_MINUTE of them a minute (`LineBudget`).
+dropped with one log line, at most MALFORMED_LINES_PER_MINUTE of them a minute (`LineBudget`);
+every line a refused request makes is bounded the same, for each kind of line
+(`SiteDevice.lines`, a `BudgetedLines`).
+
+Names are shown on one line (`shown_name`: core/words.one_line), unique in the device. The
+device object names its vendor, model, version (the project's) and location (the site's name).
 
 Off unless BMS_BACNET_SERVER_ENABLED. It runs as its own process (`manage.py bacnet_server`):
 the BACnet application runs on an asyncio loop in a thread of its own; the process's main
@@ -57,10 +63,13 @@ import math
 import queue
 import threading
 import time
+import tomllib
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from bacpypes3.apdu import SimpleAckPDU
@@ -76,7 +85,8 @@ from bacpypes3.primitivedata import ObjectType, Real
 
 from control.bacnet_writes import NetworkWrite, WriteRefused
 from control.engine.specs import FROST, OVER_TEMPERATURE
-from core.log_budget import LineBudget
+from core.log_budget import BudgetedLines, LineBudget
+from core.words import one_line
 from feeds.models import MAX_BACNET_FEEDS
 from sensors.devices.bacnet_app_thread import AppThread
 
@@ -130,6 +140,12 @@ MALFORMED_WINDOW_S = 60.0
 # How much of a claimed station's MAC a name shows: the real origin after it must fit the audit.
 MAX_MAC_SHOWN = 16
 
+# What the device object says of itself (a head-end's device list shows these).
+VENDOR_NAME = "Open BMS"
+MODEL_NAME = "Open BMS site server"
+UNKNOWN_VERSION = "unknown"  # no pyproject.toml beside the code
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
 # Answer to a write: None when accepted, else the (error class, error code) it is refused with.
 Refusal = tuple[str, str] | None
 
@@ -163,6 +179,26 @@ class AlarmState:
     """The site's alarms as the BACnet device shows them: how many are open (not cleared)."""
 
     open: int
+
+
+@cache
+def project_version() -> str:
+    """The project's version (pyproject.toml's), the device's firmware and application
+    software version; UNKNOWN_VERSION without one."""
+    try:
+        with PYPROJECT.open("rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return UNKNOWN_VERSION
+
+
+def site_location() -> str:
+    """The device's location: the site's name when the database holds one site (one line,
+    as a head-end shows it, at most 64 characters); else empty. Read on the caller's thread."""
+    from sensors.models import Site
+
+    sites = list(Site.objects.values_list("name", flat=True)[:2])
+    return one_line(sites[0])[:64] if len(sites) == 1 else ""
 
 
 def bacnet_units(unit: str) -> str:
@@ -250,12 +286,12 @@ class WriteRate:
         return list(self._times)
 
 
-def _refuse(apdu: Any, service: str) -> None:
-    log.warning(
-        "BACnet %s from %s refused: writes to this site are not enabled",
-        service, name_of(apdu.pduSource),
-    )  # fmt: skip
-    raise ExecutionError(errorClass="property", errorCode="writeAccessDenied")
+def _target(apdu: Any) -> str:
+    """The object and property a WriteProperty names, as the docs write them
+    ("analog-input,3 present-value", "[2]" after it for an array index)."""
+    index = apdu.propertyArrayIndex
+    shown = f"{apdu.objectIdentifier} {apdu.propertyIdentifier}"
+    return shown if index is None else f"{shown}[{index}]"
 
 
 class _SiteApplication(NormalApplication):
@@ -268,7 +304,12 @@ class _SiteApplication(NormalApplication):
         await self.site._write(apdu)
 
     async def do_WritePropertyMultipleRequest(self, apdu: Any) -> None:
-        _refuse(apdu, "WritePropertyMultiple")
+        self.site._refuse(
+            apdu, "write refused: WritePropertyMultiple",
+            "BACnet WritePropertyMultiple from %s refused: not accepted here (a setpoint or an "
+            "occupancy is written one WriteProperty at a time)",
+            name_of(apdu.pduSource),
+        )  # fmt: skip
 
     async def do_SubscribeCOVRequest(self, apdu: Any) -> None:
         """bacpypes3 keeps the subscriptions and sends the notifications; we bound them: a
@@ -292,8 +333,11 @@ class _SiteApplication(NormalApplication):
             return
         lifetime = apdu.lifetime
         if lifetime is None or not 1 <= lifetime <= MAX_COV_LIFETIME_S:
-            log.warning("BACnet SubscribeCOV from %s refused: lifetime %s s (1-%d)",
-                        name_of(apdu.pduSource), lifetime, MAX_COV_LIFETIME_S)  # fmt: skip
+            self.site.lines.warning(
+                "SubscribeCOV refused: lifetime",
+                "BACnet SubscribeCOV from %s refused: lifetime %s s (1-%d)",
+                name_of(apdu.pduSource), lifetime, MAX_COV_LIFETIME_S,
+            )  # fmt: skip
             raise ExecutionError(errorClass="services", errorCode="valueOutOfRange")
         if key not in held:  # a renewal of one held is not a new one
             self.site._bound_subscriptions(apdu, sender)
@@ -321,8 +365,10 @@ class SiteDevice(AppThread):
         max_subscriptions: int = 200,
         subscriptions_per_sender: int = 50,
         writes_per_minute: int = 10,
+        location: str = "",
     ) -> None:
         self.local, self.instance, self.name = local, instance, name
+        self.location = location
         self.max_subscriptions = max_subscriptions
         self.subscriptions_per_sender = subscriptions_per_sender
         # COV subscriptions held (sender, its address, process id, object) -> loop time they
@@ -338,6 +384,9 @@ class SiteDevice(AppThread):
         # the network thread's alone (`_apply`).
         self._feeds: dict[int, AnalogInputObject] = {}
         self._feed_made: dict[int, tuple[str, str]] = {}  # the name and unit each was made with
+        # Feeds not shown for a name taken, and the name they were refused, to log each once;
+        # at most the feeds given (MAX_BACNET_FEEDS), dropped once it is no longer chosen.
+        self._unshown: dict[int, str] = {}
         self._alarm_objects: tuple[BinaryInputObject, AnalogValueObject] | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -347,6 +396,24 @@ class SiteDevice(AppThread):
         # The malformed datagrams' log lines: bounded on this clock (a test sets its own).
         self.clock: Callable[[], float] = time.monotonic
         self._malformed = LineBudget(MALFORMED_LINES_PER_MINUTE, MALFORMED_WINDOW_S)
+        # Every other line a request makes us log (a refused write or subscription), bounded
+        # the same way for each kind of line: anyone on the LAN chooses how many requests.
+        self.lines = BudgetedLines(
+            log, MALFORMED_LINES_PER_MINUTE, MALFORMED_WINDOW_S, clock=lambda: self.clock()
+        )
+
+    def _refuse(
+        self,
+        apdu: Any,
+        kind: str,
+        msg: str,
+        *args: object,
+        error: tuple[str, str] = ("property", "writeAccessDenied"),
+    ) -> None:
+        """Log why a request is refused (a line of `kind`, within its budget) and answer the
+        error (bacpypes3 answers an ExecutionError raised as the request's error)."""
+        self.lines.warning(kind, msg, *args)
+        raise ExecutionError(errorClass=error[0], errorCode=error[1])
 
     def _bound_subscriptions(self, apdu: Any, sender: str) -> None:
         """Refuse a new subscription past the sender's share or the total (resources:
@@ -354,20 +421,33 @@ class SiteDevice(AppThread):
         held = self._subscriptions
         mine = sum(1 for k in held if k[0] == sender)
         if mine >= self.subscriptions_per_sender:
-            log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held by %s "
-                        "(at most %d a sender)", name_of(apdu.pduSource), mine, sender,
-                        self.subscriptions_per_sender)  # fmt: skip
+            self.lines.warning(
+                "SubscribeCOV refused: sender's share",
+                "BACnet SubscribeCOV from %s refused: %d subscriptions held by %s (at most %d a "
+                "sender)", name_of(apdu.pduSource), mine, sender, self.subscriptions_per_sender,
+            )  # fmt: skip
             raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
         if len(held) >= self.max_subscriptions:
-            log.warning("BACnet SubscribeCOV from %s refused: %d subscriptions held",
-                        name_of(apdu.pduSource), len(held))  # fmt: skip
+            self.lines.warning(
+                "SubscribeCOV refused: total",
+                "BACnet SubscribeCOV from %s refused: %d subscriptions held",
+                name_of(apdu.pduSource), len(held),
+            )  # fmt: skip
             raise ExecutionError(errorClass="resources", errorCode="noSpaceToAddListElement")
 
     async def _create_app(self) -> _SiteApplication:
+        version = project_version()
         device = DeviceObject(
             objectIdentifier=("device", self.instance),
             objectName=self.name,
-            vendorIdentifier=999,  # ASHRAE's "no vendor id assigned"
+            # ASHRAE assigns vendor ids on request; 999 is the one bacpypes3 and other
+            # unregistered stacks use, so a head-end shows the vendor by its name below.
+            vendorIdentifier=999,
+            vendorName=VENDOR_NAME,
+            modelName=MODEL_NAME,
+            firmwareRevision=version,
+            applicationSoftwareVersion=version,
+            location=self.location,
             description=(
                 "Open BMS: zones' temperatures, setpoints, occupancy and demand; chosen feeds; "
                 "alarm state"
@@ -434,28 +514,48 @@ class SiteDevice(AppThread):
     async def _write(self, apdu: Any) -> None:
         """On the network's thread: decode a WriteProperty, hand it to the main thread and
         answer with what it decided (ExecutionError raised is bacpypes3's error answer)."""
-        sender = sender_of(apdu.pduSource)
+        sender, source = sender_of(apdu.pduSource), name_of(apdu.pduSource)
         if not self._write_rate.allow(sender, asyncio.get_running_loop().time()):
             # BACnet has no "too many requests"; device: device-busy is what a device answers
             # when it cannot take a request now but may later, so a head-end retries after a
             # while. A resources code (no space …) would read as a lasting lack of room.
-            log.warning("BACnet write from %s refused: more than %d writes from %s in %g s",
-                        name_of(apdu.pduSource), self._write_rate.per_minute, sender,
-                        WRITE_WINDOW_S)  # fmt: skip
-            raise ExecutionError(errorClass="device", errorCode="deviceBusy")
+            self._refuse(
+                apdu, "write refused: rate",
+                "BACnet write from %s refused: more than %d writes from %s in %g s",
+                source, self._write_rate.per_minute, sender, WRITE_WINDOW_S,
+                error=("device", "deviceBusy"),
+            )  # fmt: skip
+        target = _target(apdu)
         object_type, instance = apdu.objectIdentifier
+        if self._app.get_object_id(apdu.objectIdentifier) is None:
+            self._refuse(
+                apdu, "write refused: unknown object",
+                "BACnet write from %s refused: %s: no such object", source, target,
+                error=("object", "unknownObject"),
+            )  # fmt: skip
         kinds = {ObjectType.analogValue: "setpoint", ObjectType.binaryValue: "occupancy"}
         kind = kinds.get(object_type)
-        if (
-            kind is None
-            or apdu.propertyIdentifier != PropertyIdentifier.presentValue
-            or apdu.propertyArrayIndex is not None
+        if instance == SITE_INSTANCE:
+            kind = None  # the alarm count: read-only like every input
+        if kind is None:
+            self._refuse(
+                apdu, "write refused: read-only object",
+                "BACnet write from %s refused: %s: a read-only object", source, target,
+            )  # fmt: skip
+        if apdu.propertyIdentifier != PropertyIdentifier.presentValue or (
+            apdu.propertyArrayIndex is not None
         ):
-            _refuse(apdu, "WriteProperty")
-        if instance == SITE_INSTANCE and self._alarm_objects is not None:
-            _refuse(apdu, "WriteProperty")  # the alarm count: read-only like every input
-        if instance not in self._objects:
-            raise ExecutionError(errorClass="object", errorCode="unknownObject")
+            self._refuse(
+                apdu, "write refused: property",
+                "BACnet write from %s refused: %s: property not writable (only a setpoint's or "
+                "an occupancy's present-value is)", source, target,
+            )  # fmt: skip
+        if instance not in self._objects:  # a refresh dropped it since (the lookup above)
+            self._refuse(
+                apdu, "write refused: unknown object",
+                "BACnet write from %s refused: %s: no such object", source, target,
+                error=("object", "unknownObject"),
+            )  # fmt: skip
         try:
             if kind == "setpoint":
                 # A BACnet Real is 32-bit: 27.9 arrives as 27.8999996; to the hundredth.
@@ -463,34 +563,42 @@ class SiteDevice(AppThread):
             else:
                 state = int(apdu.propertyValue.cast_out(BinaryPV))
         except (TypeError, ValueError) as exc:
-            log.warning(
-                "BACnet write from %s refused: undecodable (%s)", name_of(apdu.pduSource), exc
-            )
+            self.lines.warning(
+                "write refused: undecodable",
+                "BACnet write from %s refused: %s: undecodable (%s)", source, target, exc,
+            )  # fmt: skip
             raise ExecutionError(errorClass="property", errorCode="invalidDataType") from exc
         if kind == "occupancy":
             # BinaryPV has two values; an enumerated 2 or 7 decodes without complaint and was
             # taken as inactive, an unoccupied override nobody asked for.
             if state not in (int(BinaryPV.inactive), int(BinaryPV.active)):
-                log.warning("BACnet write from %s refused: occupancy %d is neither inactive (0) "
-                            "nor active (1)", name_of(apdu.pduSource), state)  # fmt: skip
-                raise ExecutionError(errorClass="property", errorCode="valueOutOfRange")
+                self._refuse(
+                    apdu, "write refused: occupancy value",
+                    "BACnet write from %s refused: %s: occupancy %d is neither inactive (0) nor "
+                    "active (1)", source, target, state,
+                    error=("property", "valueOutOfRange"),
+                )  # fmt: skip
             value = 1.0 if state == int(BinaryPV.active) else 0.0
         answer: concurrent.futures.Future[Refusal] = concurrent.futures.Future()
         try:
-            self._writes.put_nowait(
-                (NetworkWrite(kind, instance, value, name_of(apdu.pduSource)), answer)
-            )
+            self._writes.put_nowait((NetworkWrite(kind, instance, value, source), answer))
         except queue.Full:
-            log.warning("BACnet write from %s refused: %d writes waiting", name_of(apdu.pduSource),
-                        MAX_PENDING_WRITES)  # fmt: skip
+            self.lines.warning(
+                "write refused: queue full",
+                "BACnet write from %s refused: %s: %d writes waiting", source, target,
+                MAX_PENDING_WRITES,
+            )  # fmt: skip
             raise ExecutionError(errorClass="device", errorCode="deviceBusy") from None
         try:
             refusal = await asyncio.wait_for(asyncio.wrap_future(answer), WRITE_ANSWER_TIMEOUT_S)
         except TimeoutError:
             # Cancelling the future stops the main thread from taking it up later; one it has
             # already begun is decided and logged there, this sender is told it timed out.
-            log.warning("BACnet write from %s: no answer within %g s", name_of(apdu.pduSource),
-                        WRITE_ANSWER_TIMEOUT_S)  # fmt: skip
+            self.lines.warning(
+                "write refused: timeout",
+                "BACnet write from %s: %s: no answer within %g s", source, target,
+                WRITE_ANSWER_TIMEOUT_S,
+            )  # fmt: skip
             raise ExecutionError(errorClass="device", errorCode="timeout") from None
         except Exception as exc:  # the main thread's failure (database away): logged there
             raise ExecutionError(errorClass="device", errorCode="operationalProblem") from exc
@@ -588,6 +696,8 @@ class SiteDevice(AppThread):
     def _apply_feeds(self, feeds: list[FeedPoint]) -> None:
         app = self._app
         wanted = {p.feed_id: p for p in feeds}
+        for feed_id in [f for f in self._unshown if f not in wanted]:
+            del self._unshown[feed_id]
         for feed_id in sorted(self._feeds):
             point = wanted.get(feed_id)
             # Gone, renamed or given another unit: made again (bacpypes3 indexes objects by
@@ -598,9 +708,13 @@ class SiteDevice(AppThread):
             if p.feed_id not in self._feeds:
                 name = self._feed_name(p)
                 if name in app.objectName:  # its name with its id taken as well
-                    log.warning("BACnet server: feed %d not shown: the name %r is taken",
-                                p.feed_id, name)  # fmt: skip
+                    # Said once for each feed and name, not at every refresh (every 10 s).
+                    if self._unshown.get(p.feed_id) != name:
+                        self._unshown[p.feed_id] = name
+                        log.warning("BACnet server: feed %d not shown: the name %r is taken",
+                                    p.feed_id, name)  # fmt: skip
                     continue
+                self._unshown.pop(p.feed_id, None)
                 self._feeds[p.feed_id] = self._create_feed(p, name)
                 self._feed_made[p.feed_id] = (p.name, p.unit)
                 app.add_object(self._feeds[p.feed_id])
@@ -727,6 +841,29 @@ def held_setpoint(override: Any, result: dict[str, Any] | None) -> float | None:
     return result.get("target") if result else None
 
 
+def shown_name(name: str, fallback: str) -> str:
+    """A zone's or feed's name as an object name: on one line, control characters as spaces
+    and bidi controls dropped (core/words.py), as a head-end's point list shows it on one line
+    and in its own direction; `fallback` when nothing is left."""
+    return one_line(name) or fallback
+
+
+def zone_names(zones: list[Any]) -> dict[int, str]:
+    """Each zone's name as its objects show it: unique in the device, as the database keeps
+    them. A name the cleaning changed that meets another zone's takes its id after it."""
+    names = {z.pk: z.name for z in zones if shown_name(z.name, "") == z.name}
+    taken = set(names.values())
+    for z in zones:
+        if z.pk in names:
+            continue
+        name = shown_name(z.name, f"Zone {z.pk}")
+        if name in taken:
+            name = f"{name} (zone {z.pk})"
+        names[z.pk] = name
+        taken.add(name)
+    return names
+
+
 def zone_points(now: datetime | None = None) -> list[ZonePoint]:
     """Every zone's values as the last control tick left them (control/runtime.py) and its
     sensor's last reading: the database and Redis, read on the caller's thread. A zone held by
@@ -752,20 +889,24 @@ def zone_points(now: datetime | None = None) -> list[ZonePoint]:
     }
     feed_ids = [z.temperature_sensor.feed_id for z in zones if z.temperature_sensor_id]
     last = feed_service.last_values([f for f in feed_ids if f])
+    names = zone_names(zones)
     points = []
     for z in zones:
+        # A disabled zone: no tick works to anything there, an override's values included
+        # (one made before it was disabled still holds in the database): heating off.
         result = results.get(z.pk) if z.enabled else None
+        override = held.get(z.pk) if z.enabled else None
         feed_id = z.temperature_sensor.feed_id if z.temperature_sensor_id else None
         reading = last.get(feed_id) if feed_id else None
         points.append(
             ZonePoint(
                 zone_id=z.pk,
-                name=z.name,
+                name=names[z.pk],
                 temperature=reading[1] if reading else None,
-                setpoint=held_setpoint(held.get(z.pk), result),
+                setpoint=held_setpoint(override, result),
                 occupied=(
-                    held_occupied(held[z.pk], z.comfort_setpoint)
-                    if z.pk in held
+                    held_occupied(override, z.comfort_setpoint)
+                    if override is not None
                     else bool(result and result.get("mode") in OCCUPIED_MODES)
                 ),
                 demand=bool(result and result.get("demand")),
@@ -798,7 +939,9 @@ def feed_points(now: datetime | None = None) -> list[FeedPoint]:
     for feed in feeds:
         t, value = last.get(feed.pk, (None, None))
         stale = t is not None and now_s - t > feed_stale_s(feed.interval)
-        points.append(FeedPoint(feed.pk, str(feed), feed.unit, value, stale))
+        # One whose cleaned name meets another object's is shown with its id (`_feed_name`).
+        name = shown_name(str(feed), f"feed {feed.pk}")
+        points.append(FeedPoint(feed.pk, name, feed.unit, value, stale))
     return points
 
 

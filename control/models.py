@@ -189,11 +189,13 @@ class Zone(models.Model):
     # BACnet has no authentication: a write from the network is a command from whoever can send
     # a UDP packet to the plant LAN, so each kind is refused until an engineer enables it here.
     bacnet_setpoint_writable = models.BooleanField(
+        "BACnet setpoint writes accepted",
         default=False,
         help_text="Accept BACnet writes of this zone's setpoint (analog-value): each becomes an "
         "audited override with an expiry. Off: refused.",
     )
     bacnet_occupancy_writable = models.BooleanField(
+        "BACnet occupancy writes accepted",
         default=False,
         help_text="Accept BACnet writes of this zone's occupancy (binary-value): each becomes an "
         "audited override with an expiry. Off: refused.",

@@ -2,7 +2,9 @@
 the log.
 
 `LineBudget` counts lines against a window on the caller's clock (the BACnet server's
-malformed datagrams use it directly). `LibraryLineBudget` is a logging filter on the console
+malformed datagrams use it directly); `BudgetedLines` logs lines each within the budget of its
+kind (the BACnet server's refused writes and subscriptions: one kind flooded leaves the others
+their lines). `LibraryLineBudget` is a logging filter on the console
 handler (bms/settings.py LOGGING) for the libraries that log a line for each packet they are
 sent, well-formed ones included: bacpypes3 warns once for every ReadPropertyMultiple asking for
 a property an object does not have, and a head-end that polls so would write a line every
@@ -14,6 +16,7 @@ are never dropped here: each bounds what it logs itself where a sender chooses t
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -80,4 +83,41 @@ class LibraryLineBudget(logging.Filter):
                 f"{record.getMessage()} ({left_out} more {library} lines left out before it)"
             )
             record.args = None
+        return True
+
+
+class BudgetedLines:
+    """One `LineBudget` for each kind of line (a refused write over the rate, a refused
+    SubscribeCOV, ...): a sender flooding one kind cannot push the others out, and each kind
+    stays at `per_window` lines a window. `warning` logs a line within its kind's budget; the
+    next one logged says how many of its kind were left out. Thread-safe: the BACnet server's
+    network thread and its main thread each log refusals."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        per_window: int = LIBRARY_LINES_PER_MINUTE,
+        window_s: float = WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.logger, self.per_window, self.window_s, self.clock = (
+            logger,
+            per_window,
+            window_s,
+            clock,
+        )
+        self._budgets: dict[str, LineBudget] = {}
+        self._lock = threading.Lock()
+
+    def warning(self, kind: str, msg: str, *args: object) -> bool:
+        """Log `msg % args` as a warning unless `kind` has used its lines this window (then
+        counted). True when logged."""
+        with self._lock:
+            budget = self._budgets.setdefault(kind, LineBudget(self.per_window, self.window_s))
+            left_out = budget.take(self.clock())
+        if left_out is None:
+            return False
+        if left_out:
+            msg = f"{msg} ({left_out} more such lines left out before it)"
+        self.logger.warning(msg, *args)
         return True

@@ -9,7 +9,7 @@ import socket
 import struct
 from collections.abc import Callable
 
-ANALOG_INPUT, ANALOG_VALUE, DEVICE = 0, 2, 8
+ANALOG_INPUT, ANALOG_VALUE, BINARY_VALUE, DEVICE = 0, 2, 5, 8
 # The APDU types (high nibble of the first octet): requests to us, and answers.
 UNCONFIRMED_REQUEST, SIMPLE_ACK, COMPLEX_ACK, ERROR = 0x1, 0x2, 0x3, 0x5
 
@@ -85,3 +85,22 @@ def exchange(
         if kind > UNCONFIRMED_REQUEST:
             return kind
     raise AssertionError("no answer within 10 s")
+
+
+def write_property(
+    invoke_id: int, object_type: int, instance: int, property_id: int, value: float
+) -> bytes:
+    """WriteProperty of any property, a Real: the server refuses by object and property before
+    it decodes a value, so a Real serves for object-name (77) or out-of-service (81) too."""
+    return (
+        bytes([0x00, 0x05, invoke_id, 15, 0x0C]) + object_id(object_type, instance)
+        + bytes([0x19, property_id, 0x3E, 0x44]) + struct.pack(">f", value) + bytes([0x3F])
+    )  # fmt: skip
+
+
+def write_property_multiple(invoke_id: int, object_type: int, instance: int, value: float) -> bytes:
+    """WritePropertyMultiple of one object's present-value (85), a Real."""
+    return (
+        bytes([0x00, 0x05, invoke_id, 16, 0x0C]) + object_id(object_type, instance)
+        + bytes([0x1E, 0x09, 85, 0x2E, 0x44]) + struct.pack(">f", value) + bytes([0x2F, 0x1F])
+    )  # fmt: skip

@@ -5,6 +5,7 @@ address, reads a zone's objects as a head-end would. Its writes: tests/control/t
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -13,9 +14,17 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from control.bacnet_server import MAX_ZONES, SiteDevice, ZonePoint, zone_points
+from control.bacnet_server import (
+    MAX_ZONES,
+    SiteDevice,
+    ZonePoint,
+    project_version,
+    site_location,
+    zone_points,
+)
 from control.models import Booking, Zone
 from control.runner import run_tick
+from sensors.models import Site
 from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, PEER_PYTHON, free_udp_port
 
 from . import factories as f
@@ -37,7 +46,7 @@ def peer(server: str, *args: str) -> list[dict]:
 @pytest.fixture
 def device():
     port = free_udp_port(OUR_HOST)
-    site = SiteDevice(f"{OUR_HOST}/32:{port}", 4194001, "Test site")
+    site = SiteDevice(f"{OUR_HOST}/32:{port}", 4194001, "Test site", location="Church hall")
     site.start()
     site.address = f"{OUR_HOST}:{port}"
     yield site
@@ -119,11 +128,57 @@ def test_the_server_is_off_unless_configured(settings):
 
 
 @pytest.mark.django_db
-def test_the_command_serves_the_zones_once_configured(redis_client, settings, capsys):
+def test_the_command_serves_the_zones_once_configured(redis_client, settings, capsys, caplog):
     f.zone("Hall", temp=19.0)
     settings.BMS_BACNET_SERVER_ENABLED = True
     settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
     settings.BMS_BACNET_SERVER_PORT = free_udp_port(OUR_HOST)
+    caplog.set_level(logging.INFO)
     call_command("bacnet_server", "--once")
-    out = capsys.readouterr().out
-    assert "writes refused unless enabled on the zone" in out and "1 zones served" in out
+    assert "writes refused unless enabled on the zone" in capsys.readouterr().out
+    # Through the logger (a timestamp on the site's log), not printed.
+    assert "BACnet server: 0 feeds, 1 zones served" in caplog.messages
+
+
+def test_the_device_names_its_vendor_model_version_and_location(device):
+    assert SiteDevice(f"{OUR_HOST}/32:0", 4194002, "x").location == ""  # none given: empty
+    answers = peer(
+        device.address,
+        *(f"--read=device,4194001:{p}" for p in (
+            "vendor-name", "vendor-identifier", "model-name", "firmware-revision",
+            "application-software-version", "location",
+        )),
+    )  # fmt: skip
+    assert [a.get("value") for a in answers] == [
+        "Open BMS", 999, "Open BMS site server", project_version(), project_version(), "Church hall",
+    ]  # fmt: skip
+    assert project_version() == "0.1.0"  # pyproject.toml's
+
+
+@pytest.mark.django_db
+def test_the_location_is_the_sites_name_when_there_is_one_site():
+    assert site_location() == ""
+    Site.objects.create(name="St Mary's\nchurch hall", slug="st-marys")
+    assert site_location() == "St Mary's church hall"  # on one line
+    Site.objects.create(name="Vicarage", slug="vicarage")
+    assert site_location() == ""  # which one? none rather than a wrong one
+
+
+@pytest.mark.django_db
+def test_names_with_control_or_bidi_characters_are_shown_on_one_line_still_unique(
+    redis_client, device
+):
+    tabbed = f.zone("Hall\tEast\u202e", temp=18.0)
+    spaced = f.zone("Hall East", temp=18.0)
+    broken = f.zone("Hall\nEast", temp=18.0)
+    blank = f.zone("\n\u202e", temp=18.0)
+    device.update(zone_points())
+    names = peer(
+        device.address,
+        *(f"--read=analog-input,{z.pk}:object-name" for z in (tabbed, spaced, broken, blank)),
+    )
+    # The name as typed keeps it; the others, cleaned, meet it and take their id after it.
+    assert [a["value"] for a in names] == [
+        f"Hall East (zone {tabbed.pk}) temperature", "Hall East temperature",
+        f"Hall East (zone {broken.pk}) temperature", f"Zone {blank.pk} temperature",
+    ]  # fmt: skip

@@ -223,6 +223,7 @@ def test_the_command_takes_the_per_sender_bounds_from_the_settings(settings, mon
     for source in ("zone_points", "feed_points"):  # no database here: nothing to serve
         monkeypatch.setattr(f"control.management.commands.bacnet_server.{source}", list)
     monkeypatch.setattr("control.management.commands.bacnet_server.alarm_state", lambda: None)
+    monkeypatch.setattr("control.management.commands.bacnet_server.site_location", str)
     call_command("bacnet_server", "--once")
     assert [(d.subscriptions_per_sender, d._write_rate.per_minute) for d in made] == [(7, 600)]
 

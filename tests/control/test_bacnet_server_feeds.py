@@ -4,6 +4,7 @@ independent bac-py client (tests/control/bacnet_peer_client.py) as a head-end wo
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime
 
@@ -169,7 +170,12 @@ def test_writes_to_a_feed_or_the_alarm_objects_are_refused(device, caplog):  # n
     assert [a.get("error") for a in answers] == [refused, refused, refused]
     after = peer(device.address, "--read", ai(5), "--read", f"analog-value,{SITE_INSTANCE}")
     assert after[0]["value"] == pytest.approx(12.5) and after[1]["value"] == 1.0
-    assert "writes to this site are not enabled" in caplog.text
+    # Each line names the object and property and why: read-only, not "writes not enabled".
+    assert [m.split(" refused: ")[1] for m in caplog.messages if " refused: " in m] == [
+        f"{ai(5)} present-value: a read-only object",
+        f"analog-value,{SITE_INSTANCE} present-value: a read-only object",
+        f"binary-input,{SITE_INSTANCE} present-value: a read-only object",
+    ]
 
 
 def test_the_feeds_served_are_bounded_and_stay_in_their_instance_range(device):  # noqa: F811
@@ -260,11 +266,48 @@ def test_at_most_the_bound_of_feeds_are_chosen(engineer_api):
 
 
 @pytest.mark.django_db
-def test_the_command_serves_the_chosen_feeds_with_the_zones(redis_client, settings, capsys):
+def test_the_command_serves_the_chosen_feeds_with_the_zones(redis_client, settings, caplog):
     f.zone("Hall", temp=19.0)
     chosen("Boiler power")
     settings.BMS_BACNET_SERVER_ENABLED = True
     settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
     settings.BMS_BACNET_SERVER_PORT = free_udp_port(OUR_HOST)
+    caplog.set_level(logging.INFO)
     call_command("bacnet_server", "--once")
-    assert "1 feeds, 1 zones served" in capsys.readouterr().out
+    assert "BACnet server: 1 feeds, 1 zones served" in caplog.messages
+
+
+@pytest.mark.django_db
+def test_a_feeds_name_with_control_or_bidi_characters_is_shown_on_one_line_still_unique(
+    redis_client,
+    device,  # noqa: F811
+):
+    typed, broken = chosen("Boiler power"), chosen("Boiler\n\u202epower")
+    device.update([], feed_points())
+    names = peer(
+        device.address,
+        "--read", f"{ai(typed.pk)}:object-name", "--read", f"{ai(broken.pk)}:object-name",
+    )  # fmt: skip
+    assert [a["value"] for a in names] == [
+        "plant:Boiler power", f"plant:Boiler power (feed {broken.pk})",
+    ]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_feed_whose_names_are_all_taken_is_not_shown_and_said_once_not_every_refresh(
+    redis_client,
+    device,  # noqa: F811
+    caplog,
+):
+    first = Feed.objects.create(name="placeholder", bacnet_export=True)
+    second = Feed.objects.create(name="Active alarms", bacnet_export=True)
+    Feed.objects.filter(pk=first.pk).update(name=f"Active alarms (feed {second.pk})")
+    for _ in range(3):  # three refreshes
+        device.update([], feed_points(), AlarmState(open=0))
+    said = [m for m in caplog.messages if "not shown" in m]
+    assert said == [
+        f"BACnet server: feed {second.pk} not shown: the name "
+        f"'Active alarms (feed {second.pk})' is taken"
+    ]
+    answer = peer(device.address, "--read", f"{ai(second.pk)}")
+    assert answer[0]["error"] == "object: unknown_object"

@@ -36,6 +36,7 @@ def hall(transactional_db, redis_client) -> Zone:
 
 
 server_process: list[subprocess.Popen] = []  # the running server, for a test to read its lines
+served_lines: list[str] = []  # its log lines saying how much it served, in order
 
 
 @pytest.fixture
@@ -57,10 +58,11 @@ def server(hall: Zone) -> Iterator[str]:
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        # It says where it listens, then how many zones it served: from then on it answers.
-        lines = [proc.stdout.readline(), proc.stdout.readline()]
-        assert lines[1].strip().endswith("zones served"), (lines, proc.poll())
+        # It says where it listens, then logs how many zones it served: from then on it answers.
+        assert "writes refused unless enabled" in proc.stdout.readline(), proc.poll()
         server_process[:] = [proc]
+        served_lines.clear()
+        refreshed(proc, "0 feeds, 1 zones served")
         yield f"{OUR_HOST}:{port}"
     finally:
         stop_process(proc, timeout_s=15)
@@ -110,15 +112,28 @@ def test_a_head_end_writes_a_zone_through_the_real_server_process(hall, server):
     assert zone_result(hall)["target"] == 16.0
 
 
-def refreshed(proc: subprocess.Popen, line: str, most: int = 20) -> None:
-    """Read the server's lines until one of its refreshes says `line` (each refresh says how
-    much it served, so a refresh that read the database after the change says it)."""
+def refreshed(proc: subprocess.Popen, line: str, most: int = 50) -> None:
+    """Read the server's log (stderr) until it says it served `line` ("0 feeds, 1 zones
+    served": logged at the first refresh and when a count changes), keeping each such line."""
     seen = []
     for _ in range(most):
-        seen.append(proc.stdout.readline().strip())
-        if seen[-1] == line:
+        seen.append(proc.stderr.readline().strip())
+        if "zones served" in seen[-1]:
+            served_lines.append(seen[-1])
+        if seen[-1].endswith(f"BACnet server: {line}"):
             return
     pytest.fail(f"no refresh said {line!r}: {seen}")
+
+
+def read_until(server: str, refs: list[str], expected: list, tries: int = 20) -> list:
+    """The values of `refs`, read until they are `expected` (a refresh after the change has
+    run) or `tries` reads have passed."""
+    args = [a for ref in refs for a in ("--read", ref)]
+    for _ in range(tries):
+        values = [a.get("value") for a in peer(server, *args)]
+        if values == expected:
+            break
+    return values
 
 
 def test_the_running_server_follows_a_zone_renamed_added_and_disabled(hall, server):
@@ -128,11 +143,9 @@ def test_the_running_server_follows_a_zone_renamed_added_and_disabled(hall, serv
     Booking.objects.create(zone=hall, title="Yoga", start=now - timedelta(minutes=1),
                            end=now + timedelta(hours=1))  # fmt: skip
     run_tick(now)  # booked and at 18.5 °C: occupied and calling for heat
-    for _ in range(2):  # the second refresh began after the tick
-        refreshed(server_process[0], "0 feeds, 1 zones served")
     n = hall.pk
-    before = peer(server, "--read", f"binary-value,{n}", "--read", f"binary-input,{n}")
-    assert [a["value"] for a in before] == [1, 1]
+    before = read_until(server, [f"binary-value,{n}", f"binary-input,{n}"], [1, 1])
+    assert before == [1, 1]
 
     Zone.objects.filter(pk=hall.pk).update(name="Main hall", enabled=False)
     store = f.zone("Store", temp=12.0)
@@ -149,3 +162,19 @@ def test_the_running_server_follows_a_zone_renamed_added_and_disabled(hall, serv
     assert values[4] == "Store temperature"
     assert values[5] == pytest.approx(12.0)
     assert values[6] == 0.0  # disabled: no tick works to a setpoint
+
+    # Refreshes that change no count say nothing: a line each refresh was 8,600 lines a day.
+    f.set_temperature(store, 13.0)
+    assert read_until(server, [f"analog-input,{store.pk}"], [pytest.approx(13.0)]) == [
+        pytest.approx(13.0)
+    ]
+    proc = server_process[0]
+    stop_process(proc, timeout_s=15)
+    rest = proc.stderr.read().splitlines()
+    served_lines.extend(line for line in rest if "zones served" in line)
+    assert [line.split(" INFO ", 1)[1] for line in served_lines] == [
+        "control.management.commands.bacnet_server: BACnet server: 0 feeds, 1 zones served",
+        "control.management.commands.bacnet_server: BACnet server: 0 feeds, 2 zones served",
+    ]
+    # Through the logger: each with its date and time.
+    assert all(line[:4].isdigit() and line[4] == "-" for line in served_lines)

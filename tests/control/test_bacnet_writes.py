@@ -6,6 +6,7 @@ accepted one an Override whose reason names the writer's address."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from concurrent.futures import Future
 from datetime import timedelta
@@ -13,7 +14,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from control import bacnet_writes, runtime
+from control import bacnet_writes, holds, runtime
 from control.bacnet_server import (
     MAX_PENDING_WRITES,
     SiteDevice,
@@ -21,7 +22,7 @@ from control.bacnet_server import (
     held_setpoint,
     zone_points,
 )
-from control.bacnet_writes import NetworkWrite
+from control.bacnet_writes import NetworkWrite, WriteRefused
 from control.models import Override
 from control.runner import run_tick
 from tests.sensors.bacnet_peer import OUR_HOST, PEER_HOST, PEER_PYTHON, free_udp_port
@@ -264,3 +265,88 @@ def test_frost_protection_or_the_cut_off_at_the_tick_beat_a_held_setpoint_shown(
     assert held_setpoint(off, {"mode": "manual_override", "target": None}) is None
     assert held_setpoint(None, {"mode": "schedule", "target": 20.0}) == 20.0
     assert held_setpoint(None, None) is None
+
+
+@pytest.mark.django_db
+def test_a_disabled_zone_refuses_writes_and_never_shows_an_overrides_values(
+    redis_client, device, caplog
+):
+    hall = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True,
+                  bacnet_occupancy_writable=True)  # fmt: skip
+    # Held before it was disabled: still in force in the database.
+    bacnet_writes.apply(NetworkWrite("occupancy", hall.pk, 1.0, "10.0.0.9:47808"))
+    hall.enabled = False
+    hall.save()
+    served(device)
+    n = hall.pk
+    answers = peer_while_deciding(
+        device, "--write", f"analog-value,{n}=22", "--write", f"binary-value,{n}=1",
+        "--read", f"analog-value,{n}", "--read", f"binary-value,{n}",
+    )  # fmt: skip
+    # (The client reads before it writes.) As the docs say of a disabled zone: neither
+    # occupied nor a setpoint (no tick works to it), whatever the override holds.
+    assert [a["value"] for a in answers[:2]] == [0.0, 0]
+    assert [a.get("error") for a in answers[2:]] == ["property: write_access_denied"] * 2
+    assert Override.objects.count() == 1  # the one from before, nothing new
+    assert [(p.setpoint, p.occupied) for p in zone_points()] == [(None, False)]
+    assert sum("zone 'Hall' is disabled" in m for m in caplog.messages) == 2
+
+
+@pytest.mark.django_db
+def test_a_setpoint_past_any_limit_is_logged_with_the_zones_own_limits(redis_client, caplog):
+    hall = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True)  # frost-off 7, cut-off 28
+    for value in (math.inf, math.nan, 31.0, 6.0):
+        write = NetworkWrite("setpoint", hall.pk, value, "10.0.0.9:47808")
+        with pytest.raises(WriteRefused) as refused:
+            bacnet_writes.apply(write)
+        assert refused.value.error_code == "valueOutOfRange"
+    reasons = [m.split("): ", 1)[1] for m in caplog.messages]
+    assert reasons == [
+        f"setpoint {shown} °C is outside the limits of zone 'Hall': from 7 °C to below its "
+        "cut-off 28 °C"
+        for shown in ("inf", "nan", "31", "6")
+    ]
+    assert not Override.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_accepted_write_replaces_the_zones_earlier_write_of_its_kind_not_a_persons(
+    redis_client, engineer
+):
+    hall = f.zone("Hall", temp=18.5, bacnet_setpoint_writable=True,
+                  bacnet_occupancy_writable=True)  # fmt: skip
+    now = timezone.now()
+    person = holds.place(
+        Override(zone=hall, starts=now, expires=now + timedelta(hours=1), state=True,
+                 setpoint=20.0, reason="Choir practice"), engineer,
+    )  # fmt: skip
+
+    def write(kind: str, value: float) -> Override:
+        return bacnet_writes.apply(NetworkWrite(kind, hall.pk, value, "10.0.0.9:47808"))
+
+    first = write("setpoint", 21.0)
+    occupied = write("occupancy", 1.0)
+    latest = write("setpoint", 22.0)
+    # A head-end re-writing its setpoint leaves one setpoint override in force: the first is
+    # ended (kept, cancelled by the write that replaced it); the occupancy write and the
+    # person's override are untouched.
+    active = Override.objects.active().order_by("pk")
+    assert list(active) == [person, occupied, latest]
+    first.refresh_from_db()
+    assert first.cancelled and first.cancelled_by == "BACnet write from 10.0.0.9:47808"
+    # So cancelling it does not bring back the one before.
+    holds.cancel(latest, engineer)
+    assert list(Override.objects.active().order_by("pk")) == [person, occupied]
+    # Occupancy replaces occupancy, whatever it holds.
+    unoccupied = write("occupancy", 0.0)
+    assert list(Override.objects.active().order_by("pk")) == [person, unoccupied]
+    assert Override.objects.count() == 5  # every row kept: the audit trail
+
+
+@pytest.mark.django_db
+def test_the_admin_labels_the_write_switches_as_the_docs_and_history_name_them(admin_client):
+    hall = f.zone("Hall")
+    page = admin_client.get(f"/admin/control/zone/{hall.pk}/change/").content.decode()
+    assert "BACnet setpoint writes accepted" in page
+    assert "BACnet occupancy writes accepted" in page
+    assert "Bacnet setpoint writable" not in page

@@ -6,6 +6,7 @@ notifications dropped and counted where staff see them."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -198,3 +199,15 @@ def test_the_command_runs_subscribes_and_stops_by_itself(controller, device, cap
     settings.BMS_BACNET_COV_MIN_INTERVAL_S = 0.1
     call_command("bacnet_cov", "--for", "2")
     assert f"BACnet COV client on {OUR_HOST}/32:0" in capsys.readouterr().out
+
+
+def test_the_command_logs_the_points_watched_at_start_and_on_change_only(
+    controller, device, settings, monkeypatch, caplog
+):
+    # A line at every reload (30 s) was 2,880 a day saying the same; here a reload each pass.
+    settings.BMS_BACNET_COV_MIN_INTERVAL_S = 0.1
+    monkeypatch.setattr("sensors.management.commands.bacnet_cov.RELOAD_S", 0.0)
+    caplog.set_level(logging.INFO)
+    call_command("bacnet_cov", "--for", "1")
+    watched = [m for m in caplog.messages if "points watched" in m]
+    assert watched == ["BACnet COV: 2 points watched"]  # once, though reloaded each pass

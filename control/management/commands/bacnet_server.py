@@ -4,7 +4,8 @@
 
 Off unless BMS_BACNET_SERVER_ENABLED. Refreshes the zones', the chosen feeds' and the alarm
 objects every BMS_BACNET_SERVER_REFRESH_S seconds from what the control tick, the feeds and
-the alarms left, and between refreshes
+the alarms left (logging how many are served at the first refresh and when that changes),
+and between refreshes
 decides the writes from the network (refused unless an engineer enabled them on the zone;
 docs/BACNET.md section 7); stops on SIGTERM.
 """
@@ -22,7 +23,13 @@ from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
 from control import bacnet_writes
-from control.bacnet_server import SiteDevice, alarm_state, feed_points, zone_points
+from control.bacnet_server import (
+    SiteDevice,
+    alarm_state,
+    feed_points,
+    site_location,
+    zone_points,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +54,7 @@ class Command(BaseCommand):
             settings.BMS_BACNET_SERVER_NAME,
             subscriptions_per_sender=settings.BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER,
             writes_per_minute=settings.BMS_BACNET_SERVER_WRITES_PER_MINUTE,
+            location=self._location(),
         )
         try:
             device.start()
@@ -59,11 +67,16 @@ class Command(BaseCommand):
             f"'{settings.BMS_BACNET_SERVER_NAME}' on {local}: writes refused unless "
             "enabled on the zone"
         )
+        counts: tuple[int, int] | None = None
         try:
             while True:
                 try:
                     served = device.update(zone_points(), feed_points(), alarm_state())
-                    self.stdout.write(f"{device.feeds_served} feeds, {served} zones served")
+                    # Said at the first refresh and when a count changes, not at every one:
+                    # a line each 10 s was 8,600 lines a day saying the same.
+                    if counts != (device.feeds_served, served):
+                        counts = (device.feeds_served, served)
+                        log.info("BACnet server: %d feeds, %d zones served", *counts)
                 except (DatabaseError, RedisError) as exc:
                     # Keep answering with the last values; the next refresh tries again.
                     log.error("BACnet server: cannot refresh the objects (%s)", exc)
@@ -75,6 +88,15 @@ class Command(BaseCommand):
                     break
         finally:
             device.stop()
+
+    @staticmethod
+    def _location() -> str:
+        try:
+            return site_location()
+        except DatabaseError as exc:  # the device starts without it; a restart reads it again
+            log.error("BACnet server: cannot read the site's name for its location (%s)", exc)
+            connection.close_if_unusable_or_obsolete()
+            return ""
 
     @staticmethod
     def _decide_writes(device: SiteDevice, stop: threading.Event) -> None:

@@ -57,14 +57,17 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         ends = time.monotonic() + opts["run_for"] if opts["run_for"] else None
         reload_at = 0.0
+        watched: int | None = None
         self.stdout.write(f"BACnet COV client on {local}")
         try:
             while not stop.is_set() and (ends is None or time.monotonic() < ends):
                 try:
                     if time.monotonic() >= reload_at:
-                        watched = service.load()
+                        count = service.load()
                         reload_at = time.monotonic() + RELOAD_S
-                        log.info("BACnet COV: %d points watched", watched)
+                        if count != watched:  # at the first load and on change, not each one
+                            watched = count
+                            log.info("BACnet COV: %d points watched", watched)
                     service.step()
                 except (DatabaseError, RedisError) as exc:
                     # Subscriptions run on; what arrives meanwhile waits in the bounded queue.
