@@ -32,6 +32,7 @@ the nodes so none is over it).
 
     .venv/bin/python bench/ingest_cpu.py [--posts 3000] [--nodes 300] [--redis-db 7]
                                          [--shape post,now,bulk] [--no-served] [--profile]
+    .venv/bin/python bench/ingest_cpu.py --tables-only --nodes 10000 [--redis-db 7]
 """
 
 from __future__ import annotations
@@ -238,6 +239,27 @@ def in_process(requests: list[Request], posts: int, profile: bool) -> dict:
     return result
 
 
+def table_reads(repeat: int = 5) -> dict[str, float]:
+    """CPU ms to read each whole-site table of a web process (what a new worker, a config
+    change, or the tables' 60 s TTL costs a process, once, whatever its posts)."""
+    from sensors import cache
+    from sensors.ingest import history_budget, node_auth
+
+    tables = {"keys": node_auth._keys, "feed files": getattr(history_budget, "_files_table", None)}
+    out = {}
+    for name, table in tables.items():
+        if not isinstance(table, getattr(cache, "ProcessTable", ())):
+            continue  # not a table in this code (before issue #29's second step)
+        table.clear()
+        table.get()  # the first read also warms the database's pages
+        c0 = time.process_time()
+        for _ in range(repeat):
+            table.clear()
+            table.get()
+        out[name] = (time.process_time() - c0) / repeat * 1000
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -329,6 +351,11 @@ def main() -> None:
     )
     parser.add_argument("--no-served", action="store_true", help="in-process only")
     parser.add_argument("--profile", action="store_true", help="cProfile the in-process posts")
+    parser.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="only time reading the whole-site tables (keys, feed files) for --nodes nodes",
+    )
     args = parser.parse_args()
     workers, threads = args.web_workers, args.web_threads
 
@@ -348,6 +375,13 @@ def main() -> None:
     get_redis().flushdb()
     try:
         nodes = make_site(args.nodes)
+        if args.tables_only:
+            reads = table_reads()
+            print(
+                f"{args.nodes} nodes, 5 inputs each: reading a process's tables, CPU: "
+                + ", ".join(f"{k} {v:.1f} ms" for k, v in reads.items())
+            )
+            return
         shapes = {
             "post": lambda: post_requests(nodes, int(time.time())),
             "now": lambda: post_requests(nodes, None),
