@@ -55,6 +55,7 @@ USED_KEY = "sensors:history:used"  # site id ('none': nodes without a site) -> b
 # Per feed, not per node: a node's new input at an old time pads a new file from there to now,
 # so a per-node reach let a key charge one input and then add forty more at that time for
 # nothing (#26 item 4 follow-up). (The per-node hash before it, sensors:history:reach, is unread.)
+# A file never charged gets its first live reading's second there, free (`_mark_first`).
 REACH_KEY = "sensors:history:reaches"
 MIB = 1 << 20
 SLOT_BYTES = 4  # one float32 per slot (feeds/store/phpfina.py)
@@ -318,21 +319,23 @@ def _reaches(files: list[File], now: float) -> list[float | None]:
 
 
 def _mark_first(files: list[tuple[File, int]], now: float) -> None:
-    """Write the reach of files never charged that a live reading (at or after now, in whole
-    seconds) is the first of: their file starts there. Free (nothing is charged, no budget
-    read), and so the file's next reading is answered from `_known_reaches` without asking
+    """Files never charged whose reading is live (at or after now, in whole seconds, where the
+    script puts an uncharged file's reach): write now as their reach, free (nothing charged,
+    no budget read), so their next readings are answered from `_known_reaches` without asking
     Redis (issue #29: a post without a time, in the current second, found no reach and asked
-    again every time). HSETNX: a reach another request charged meanwhile is kept, and then
-    this process reads it with the next post rather than knowing a later one."""
-    first = [(f, min(t, math.floor(now))) for f, t in files if t >= math.floor(now)]
+    again with every post). An older reading is left to the charge script, which writes it.
+    HSETNX: a reach another request charged meanwhile is kept, and this process then reads it
+    with the next post rather than taking its own for known."""
+    second = math.floor(now)
+    first = [f for f, t in files if t >= second]
     if not first:
         return
     pipe = get_redis().pipeline(transaction=False)
-    for f, t in first:
-        pipe.hsetnx(REACH_KEY, f.field, t)
-    for (f, t), written in zip(first, pipe.execute(), strict=True):
+    for f in first:
+        pipe.hsetnx(REACH_KEY, f.field, second)
+    for f, written in zip(first, pipe.execute(), strict=True):
         if written:
-            _known_reaches.set((f.field, f.fallback), float(t))
+            _known_reaches.set((f.field, f.fallback), float(second))
 
 
 def _or_now(reaches: list[float | None], now: float) -> list[float]:
