@@ -106,8 +106,9 @@ class ProcessCache:
 def _gc_paused() -> Iterator[None]:
     """Reading a table for 10,000 nodes makes a few hundred thousand small objects at once, and
     the cyclic collector walked the growing heap over and over meanwhile: half of the read's CPU
-    (0.50 s of 0.24 s without it, docs/BENCHMARKS.md). They hold no cycles; the collector
-    runs again as soon as the read is done. (Left off if something else turned it off.)"""
+    (0.50 s with it, 0.25 s without, docs/BENCHMARKS.md). They hold no cycles; the collector
+    runs again as soon as the read is done. Process-wide, so the other threads' garbage waits
+    those moments too (memory, not correctness). Left off if something else turned it off."""
     if not gc.isenabled():
         yield
         return

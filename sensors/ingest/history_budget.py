@@ -361,7 +361,7 @@ def reaches_back(earliest: dict[int, tuple[float, Iterable[str]]], now: float) -
     usual request does not: no round trip once this process has read its files' reaches
     (`_known_reaches`), and no query once it knows the node's files (so live readings pass
     through a database outage). A file never charged reaches back to now (it starts with its
-    first reading)."""
+    first reading), and a live reading writes that reach (`_mark_first`)."""
     request = _request_files(earliest)
     if _free_as_known(request):
         return False
