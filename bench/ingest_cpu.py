@@ -3,11 +3,12 @@
 At 1,000 req/s (10,000 nodes posting every 10 s, each on a connection of its own) the web tier
 was the bottleneck on 2 cores (docs/BENCHMARKS.md, "Quiet machine, 2026-11-27"). On a machine
 shared with other work, wall time says little; CPU time says what a post costs and so what
-rate two cores could carry. Two shapes:
+rate two cores could carry. Three shapes:
 
 - `post`: `/input/post` as an emonTx on WiFi sends it (bench/fresh_load.py): a form with
   `node`, `fulljson` (5 values and the time) and `apikey`, `Connection: close`; N nodes, each
   with its own key, posting in turn;
+- `now`: the same without a time (a device without a clock: the reading is the server's now);
 - `bulk`: `/input/bulk.json` as emonhub sends it (../shared/conformance/emonhub/: each captured
   request, byte for byte, with a gateway key of the site; `sendnames` is `cb=1` zlib JSON,
   `positional` a form), the captures replayed in turn.
@@ -15,8 +16,10 @@ rate two cores could carry. Two shapes:
 Measured:
 1. in-process: the site's WSGI application (bms.wsgi.application, as gunicorn calls it) on a
    gunicorn-like environ, `time.process_time()` over `--posts` requests after a warm-up round
-   (the caches filled, as on a running site); and a cold post (caches dropped: the key looked up
-   in the database, as each node's post is once a minute per web worker, sensors/cache.py);
+   (the caches filled, as on a running site); a cold post (every cache dropped: a new worker,
+   a config change); and a post whose node's own entries ran out (their 60 s TTL, as each
+   node's are once a minute per web worker, sensors/cache.py) while the whole-site tables
+   (keys, feed files) did not;
 2. served: gunicorn as scripts/run-site.sh starts it (`-c python:bms.gunicorn_conf`, its
    workers and threads), one new connection per request from this process; the CPU of the
    gunicorn master and workers (utime + stime from /proc, 10 ms ticks) over `--posts` requests.
@@ -28,7 +31,8 @@ flushed before and after. The throttle is on, at its production default (posts a
 the nodes so none is over it).
 
     .venv/bin/python bench/ingest_cpu.py [--posts 3000] [--nodes 300] [--redis-db 7]
-                                         [--shape post,bulk] [--no-served] [--profile]
+                                         [--shape post,now,bulk] [--no-served] [--profile]
+    .venv/bin/python bench/ingest_cpu.py --tables-only --nodes 10000 [--redis-db 7]
 """
 
 from __future__ import annotations
@@ -98,14 +102,15 @@ class Request:
         return ("\r\n".join(head) + "\r\n\r\n").encode() + self.body
 
 
-def post_requests(nodes: list[tuple[str, str]], t: int) -> list[Request]:
-    """One `/input/post` per node, as bench/fresh_load.py's nodes send it."""
+def post_requests(nodes: list[tuple[str, str]], t: int | None) -> list[Request]:
+    """One `/input/post` per node, as bench/fresh_load.py's nodes send it; `t` None: without a
+    time, as a device without a clock posts its reading (the server's time is the reading's)."""
     out = []
     for index, (name, key) in enumerate(nodes):
         values = {f"p{k}": float(index * 1000 + k) for k in range(1, 6)}
-        body = urlencode(
-            {"node": name, "fulljson": json.dumps(values | {"time": t}), "apikey": key}
-        ).encode()
+        if t is not None:
+            values["time"] = t
+        body = urlencode({"node": name, "fulljson": json.dumps(values), "apikey": key}).encode()
         out.append(
             Request(
                 "POST", "/input/post", {"Content-Type": "application/x-www-form-urlencoded"}, body
@@ -174,6 +179,16 @@ def check_answer(status: str, body: bytes) -> None:
         raise RuntimeError(f"a post was not accepted: {status} {body[:300]!r}")
 
 
+def site_tables() -> set[int]:
+    """The caches that hold one table for every node (the keys', the feed files'), by id: they
+    run out once a TTL per process, not per node. Before issue #29's second step only the
+    keys' was one (node_auth._keys, a ProcessCache then, a ProcessTable's inside now)."""
+    from sensors.ingest import history_budget, node_auth
+
+    tables = [node_auth._keys, getattr(history_budget, "_files_table", None)]
+    return {id(getattr(t, "_cache", t)) for t in tables if t is not None}
+
+
 def in_process(requests: list[Request], posts: int, profile: bool) -> dict:
     """CPU ms a request through bms.wsgi.application, warm and cold."""
     from bms.wsgi import application
@@ -201,14 +216,48 @@ def in_process(requests: list[Request], posts: int, profile: bool) -> dict:
         c0 = time.process_time()
         check_answer(*call_wsgi(application, request))
         cold_cpu += time.process_time() - c0
+    # A node's own entries ran out (their 60 s TTL) but the process's whole-site tables did
+    # not: what a post costs when its node last posted more than a minute ago in this worker
+    # (at 10,000 nodes on several workers, a third to a half of the posts).
+    keep = site_tables()
+    node_cold_cpu = 0.0
+    for request in requests[:cold_n]:
+        for one in cache._caches:
+            if id(one) not in keep:
+                one.clear()
+        c0 = time.process_time()
+        check_answer(*call_wsgi(application, request))
+        node_cold_cpu += time.process_time() - c0
     result = {
         "cpu_ms": cpu / posts * 1000,
         "wall_ms": wall / posts * 1000,
         "cold_cpu_ms": cold_cpu / cold_n * 1000,
+        "node_cold_cpu_ms": node_cold_cpu / cold_n * 1000,
     }
     if profiler:
         result["profile"] = profiler
     return result
+
+
+def table_reads(repeat: int = 5) -> dict[str, float]:
+    """CPU ms to read each whole-site table of a web process (what a new worker, a config
+    change, or the tables' 60 s TTL costs a process, once, whatever its posts)."""
+    from sensors import cache
+    from sensors.ingest import history_budget, node_auth
+
+    tables = {"keys": node_auth._keys, "feed files": getattr(history_budget, "_files_table", None)}
+    out = {}
+    for name, table in tables.items():
+        if not isinstance(table, getattr(cache, "ProcessTable", ())):
+            continue  # not a table in this code (before issue #29's second step)
+        table.clear()
+        table.get()  # the first read also warms the database's pages
+        c0 = time.process_time()
+        for _ in range(repeat):
+            table.clear()
+            table.get()
+        out[name] = (time.process_time() - c0) / repeat * 1000
+    return out
 
 
 def free_port() -> int:
@@ -293,7 +342,7 @@ def main() -> None:
     parser.add_argument("--posts", type=int, default=3000, help="requests measured (3000)")
     parser.add_argument("--nodes", type=int, default=300, help="nodes posting in turn (300)")
     parser.add_argument("--redis-db", type=int, default=7, help="scratch Redis db (flushed!)")
-    parser.add_argument("--shape", default="post,bulk", help="post, bulk or both (post,bulk)")
+    parser.add_argument("--shape", default="post,bulk", help="post, now, bulk (post,bulk)")
     parser.add_argument(
         "--web-workers", type=int, default=3, help="gunicorn workers (3, as run-site.sh)"
     )
@@ -302,6 +351,11 @@ def main() -> None:
     )
     parser.add_argument("--no-served", action="store_true", help="in-process only")
     parser.add_argument("--profile", action="store_true", help="cProfile the in-process posts")
+    parser.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="only time reading the whole-site tables (keys, feed files) for --nodes nodes",
+    )
     args = parser.parse_args()
     workers, threads = args.web_workers, args.web_threads
 
@@ -321,8 +375,16 @@ def main() -> None:
     get_redis().flushdb()
     try:
         nodes = make_site(args.nodes)
+        if args.tables_only:
+            reads = table_reads()
+            print(
+                f"{args.nodes} nodes, 5 inputs each: reading a process's tables, CPU: "
+                + ", ".join(f"{k} {v:.1f} ms" for k, v in reads.items())
+            )
+            return
         shapes = {
             "post": lambda: post_requests(nodes, int(time.time())),
+            "now": lambda: post_requests(nodes, None),
             "bulk": bulk_requests,
         }
         print(
@@ -334,7 +396,8 @@ def main() -> None:
             got = in_process(requests, args.posts, args.profile)
             line = (
                 f"{shape}: in-process {got['cpu_ms']:.3f} ms CPU a request "
-                f"(wall {got['wall_ms']:.3f}; cold, caches dropped: {got['cold_cpu_ms']:.3f})"
+                f"(wall {got['wall_ms']:.3f}; cold, caches dropped: {got['cold_cpu_ms']:.3f}; "
+                f"the node's own entries dropped: {got['node_cold_cpu_ms']:.3f})"
             )
             if not args.no_served:
                 web = served(requests, args.posts, workers, threads)

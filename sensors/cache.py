@@ -9,14 +9,17 @@ entries also expire after a TTL in case Redis was unreachable when a bump was du
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models.signals import post_delete, post_save
 from redis.exceptions import RedisError
 
@@ -30,6 +33,8 @@ ENTRY_TTL_S = 60.0
 # No cache may grow without bound: lookups keyed by what a client sends (a random key, a
 # made-up node name) would otherwise fill the process's memory until the next config change.
 MAX_ENTRIES = 10_000
+
+T = TypeVar("T")
 
 
 class _Generation:
@@ -56,6 +61,7 @@ class ProcessCache:
         self._data: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
         # gunicorn runs threads: an OrderedDict reordered by two at once can raise KeyError.
         self._lock = threading.Lock()
+        self.clears = 0  # how many times it was emptied: ProcessTable's check that none came
         _caches.append(self)
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -93,6 +99,82 @@ class ProcessCache:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self.clears += 1
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Reading a table for 10,000 nodes makes a few hundred thousand small objects at once, and
+    the cyclic collector walked the growing heap over and over meanwhile: half of the read's CPU
+    (0.50 s with it, 0.25 s without, docs/BENCHMARKS.md). They hold no cycles; the collector
+    runs again as soon as the read is done. Process-wide, so the other threads' garbage waits
+    those moments too (memory, not correctness). Left off if something else turned it off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class ProcessTable(Generic[T]):
+    """One table of some configuration for every node (the enabled keys' hashes, every node's
+    feed files), read whole by `load` and kept per process like any config: dropped within a
+    second of a change by the config generation, and after the TTL in case Redis missed that
+    change. A node's lookup in it costs no query whatever the number of nodes; the whole
+    table costs one read (a few queries) a TTL per process, where entries of their own each
+    ran out and were read again once a TTL per node (docs/BENCHMARKS.md, "CPU per post").
+
+    While the database is away the last table read is used (config cannot change meanwhile);
+    with none read yet, the DatabaseError is raised (the web answers 503)."""
+
+    def __init__(self, load: Callable[[], T], ttl_s: float = ENTRY_TTL_S) -> None:
+        self._load = load
+        self._cache = ProcessCache(ttl_s=ttl_s, max_entries=1, keep_stale=True)
+        # One thread reads the table; the others of the process do not run the same queries.
+        self._loading = threading.Lock()
+
+    def get(self) -> T:
+        table = self._cache.get("all")
+        if table is not None:
+            return table
+        if not self._loading.acquire(blocking=False):
+            # Another thread is reading it. Past its TTL only (a config change empties it, so
+            # there is no stale table then) the table it replaces is still the configuration
+            # as far as anyone knows: used meanwhile, so a reload never stalls the other threads.
+            table = self._cache.stale("all")
+            if table is not None:
+                return table
+            self._loading.acquire()
+        try:
+            return self._read()
+        finally:
+            self._loading.release()
+
+    def _read(self) -> T:
+        table = self._cache.get("all")  # another thread read it meanwhile
+        if table is not None:
+            return table
+        cleared = self._cache.clears
+        try:
+            with _gc_paused():
+                table = self._load()
+        except DatabaseError:
+            table = self._cache.stale("all")
+            if table is None:
+                raise
+            return table
+        # Kept only if no config change emptied the caches while it was read: a table read
+        # before the change committed must not outlive it (this request uses it anyway, as one
+        # that started a moment earlier would have).
+        if self._cache.clears == cleared:
+            self._cache.set("all", table)
+        return table
+
+    def clear(self) -> None:
+        self._cache.clear()
 
 
 def clear_all() -> None:

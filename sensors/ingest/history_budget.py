@@ -44,7 +44,7 @@ from django.db import DatabaseError
 from core.redis import get_redis
 from feeds.models import Feed
 from feeds.store import phpfina
-from sensors.cache import ProcessCache
+from sensors.cache import ProcessCache, ProcessTable
 from sensors.ingest import input_errors
 from sensors.ingest.emoncms_input import Skipped
 from sensors.models import Node, Sensor, Site
@@ -55,6 +55,7 @@ USED_KEY = "sensors:history:used"  # site id ('none': nodes without a site) -> b
 # Per feed, not per node: a node's new input at an old time pads a new file from there to now,
 # so a per-node reach let a key charge one input and then add forty more at that time for
 # nothing (#26 item 4 follow-up). (The per-node hash before it, sensors:history:reach, is unread.)
+# A file never charged gets its first live reading's second there, free (`_mark_first`).
 REACH_KEY = "sensors:history:reaches"
 MIB = 1 << 20
 SLOT_BYTES = 4  # one float32 per slot (feeds/store/phpfina.py)
@@ -93,7 +94,7 @@ return {1, cost, redis.call('HINCRBY', KEYS[1], ARGV[1], cost)}
 
 @dataclass(frozen=True)
 class _NodeFiles:
-    """What a node's inputs write, read once per config generation (sensors/cache.py)."""
+    """What a node's inputs write, in this process's table of every node's (`_files_table`)."""
 
     feeds: dict[str, tuple[tuple[int, int], ...]]  # input key -> (feed id, interval) per feed
     own_feed: dict[str, int]  # input key -> its own feed (Sensor.feed: what auto-creation made)
@@ -110,7 +111,6 @@ class File:
     rate: float
 
 
-_files = ProcessCache()  # node id -> _NodeFiles
 _request_cache = ProcessCache(
     keep_stale=True
 )  # (node id, frozenset of keys) -> [File]: what files_of found
@@ -161,31 +161,33 @@ def used_bytes(site_id: int | None) -> int:
     return int(get_redis().hget(USED_KEY, site_key(site_id)) or 0)
 
 
-def _node_files(node_id: int) -> _NodeFiles:
-    found = _files.get(node_id)
-    if found is not None:
-        return found
-    sensors = list(
-        Sensor.objects.filter(node_id=node_id).values_list("key", "feed_id", "processes")
-    )
-    feed_ids: dict[str, set[int]] = {}
-    for key, feed_id, steps in sensors:
-        ids = feed_ids[key] = set()
-        if not steps and feed_id:
-            ids.add(int(feed_id))
-        for step in steps if isinstance(steps, list) else []:
-            if isinstance(step, dict) and isinstance(step.get("feed"), int):
-                ids.add(step["feed"])
-    every = set().union(*feed_ids.values()) if feed_ids else set()
-    intervals = {
-        pk: max(1, int(i or 1))
-        for pk, i in Feed.objects.filter(pk__in=every).values_list("pk", "interval")
-    }
-    interval = Node.objects.filter(pk=node_id).values_list("interval", flat=True).first()
-    interval = max(1, int(interval or 10))
+SensorRow = tuple[str, int | None, object]  # key, feed id, processes
+
+
+def _feeds_written(feed_id: int | None, steps: object) -> set[int]:
+    """The feeds one input writes: its process list's, else (none) its own feed."""
+    ids = set()
+    if not steps and feed_id:
+        ids.add(int(feed_id))
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict) and isinstance(step.get("feed"), int):
+            ids.add(step["feed"])
+    return ids
+
+
+def _files_from(
+    sensors: list[SensorRow], intervals: dict[int, int], node_interval: int | None
+) -> _NodeFiles:
+    """A node's _NodeFiles from its inputs' rows, the feeds' intervals and its own interval
+    (None: a node not found, which is given the default 10 s)."""
+    feed_ids = {key: _feeds_written(feed_id, steps) for key, feed_id, steps in sensors}
+    interval = max(1, int(node_interval or 10))
+    own = {pk for ids in feed_ids.values() for pk in ids if pk in intervals}
     # How far back every file of the node can still reach (the finest interval rules).
-    reach_s = min(phpfina.max_prepend_slots(i) * i for i in [*intervals.values(), interval])
-    found = _NodeFiles(
+    reach_s = min(
+        phpfina.max_prepend_slots(i) * i for i in [*(intervals[pk] for pk in own), interval]
+    )
+    return _NodeFiles(
         feeds={
             key: tuple(sorted((pk, intervals[pk]) for pk in ids if pk in intervals))
             for key, ids in feed_ids.items()
@@ -194,7 +196,46 @@ def _node_files(node_id: int) -> _NodeFiles:
         interval=interval,
         reach_s=reach_s,
     )
-    _files.set(node_id, found)
+
+
+def _read_files(node_ids: list[int] | None = None) -> dict[int, _NodeFiles]:
+    """Every node's files (three queries whatever the number of nodes), or only `node_ids`'."""
+    sensors, feeds, nodes = Sensor.objects.order_by(), Feed.objects.order_by(), Node.objects
+    if node_ids is not None:
+        sensors, nodes = sensors.filter(node_id__in=node_ids), nodes.filter(pk__in=node_ids)
+    by_node: dict[int, list[SensorRow]] = {}
+    for node_id, *row in sensors.values_list("node_id", "key", "feed_id", "processes"):
+        by_node.setdefault(node_id, []).append(tuple(row))
+    if node_ids is not None:
+        wanted = {
+            pk for rows in by_node.values() for _k, f, p in rows for pk in _feeds_written(f, p)
+        }
+        feeds = feeds.filter(pk__in=wanted)
+    intervals = {pk: max(1, int(i or 1)) for pk, i in feeds.values_list("pk", "interval")}
+    return {
+        pk: _files_from(by_node.get(pk, []), intervals, interval)
+        for pk, interval in nodes.order_by().values_list("pk", "interval")
+    }
+
+
+# Every node's files, one table per process (sensors/cache.py's ProcessTable, as the keys'
+# table: node_auth.py). A saved Node or Sensor drops it within a second (the config generation);
+# a feed's changed interval, which bumps nothing, within its 60 s TTL, as each node's own entry
+# did before. Before, each node's entry ran out after 60 s and was read again (three queries)
+# by each web worker: at 10,000 nodes a third to a half of the posts paid that (issue #29).
+_files_table = ProcessTable(_read_files)
+# A node the table does not know yet (made by another process since the table was read, before
+# this one saw the config generation move): read alone, kept until the generation moves.
+_new_files = ProcessCache()
+
+
+def _node_files(node_id: int) -> _NodeFiles:
+    found = _files_table.get().get(node_id)
+    if found is None:
+        found = _new_files.get(node_id)
+    if found is None:
+        found = _read_files([node_id]).get(node_id) or _files_from([], {}, None)
+        _new_files.set(node_id, found)
     return found
 
 
@@ -262,19 +303,44 @@ def _request_files(
 _known_reaches = ProcessCache()
 
 
-def _reaches(files: list[File], now: float) -> list[float]:
-    """Each file's reach as the Lua script reads it (one round trip)."""
+def _reaches(files: list[File], now: float) -> list[float | None]:
+    """Each file's reach as the Lua script reads it (one round trip); None: never charged."""
     backs = [f.fallback for f in files if f.fallback]
     fields = [f.field for f in files] + backs
     raw = get_redis().hmget(REACH_KEY, fields) if fields else []
     fallen = dict(zip(backs, raw[len(files) :], strict=True))
-    out = []
+    out: list[float | None] = []
     for f, own in zip(files, raw[: len(files)], strict=True):
         stored = own if own is not None else fallen.get(f.fallback)
         if stored is not None:
             _known_reaches.set((f.field, f.fallback), float(stored))
-        out.append(float(stored or now))
+        out.append(None if stored is None else float(stored))
     return out
+
+
+def _mark_first(files: list[tuple[File, int]], now: float) -> None:
+    """Files never charged whose reading is live (at or after now, in whole seconds, where the
+    script puts an uncharged file's reach): write now as their reach, free (nothing charged,
+    no budget read), so their next readings are answered from `_known_reaches` without asking
+    Redis (issue #29: a post without a time, in the current second, found no reach and asked
+    again with every post). An older reading is left to the charge script, which writes it.
+    HSETNX: a reach another request charged meanwhile is kept, and this process then reads it
+    with the next post rather than taking its own for known."""
+    second = math.floor(now)
+    first = [f for f, t in files if t >= second]
+    if not first:
+        return
+    pipe = get_redis().pipeline(transaction=False)
+    for f in first:
+        pipe.hsetnx(REACH_KEY, f.field, second)
+    for f, written in zip(first, pipe.execute(), strict=True):
+        if written:
+            _known_reaches.set((f.field, f.fallback), float(second))
+
+
+def _or_now(reaches: list[float | None], now: float) -> list[float]:
+    """A file never charged reaches back to now, in whole seconds as the script counts it."""
+    return [math.floor(now) if r is None else r for r in reaches]
 
 
 def _free_as_known(request: dict[str, tuple[File, int]]) -> bool:
@@ -295,11 +361,15 @@ def reaches_back(earliest: dict[int, tuple[float, Iterable[str]]], now: float) -
     usual request does not: no round trip once this process has read its files' reaches
     (`_known_reaches`), and no query once it knows the node's files (so live readings pass
     through a database outage). A file never charged reaches back to now (it starts with its
-    first reading)."""
+    first reading), and a live reading writes that reach (`_mark_first`)."""
     request = _request_files(earliest)
     if _free_as_known(request):
         return False
     reaches = _reaches([f for f, _t in request.values()], now)
+    _mark_first(
+        [(f, t) for (f, t), r in zip(request.values(), reaches, strict=True) if r is None], now
+    )
+    reaches = _or_now(reaches, now)
     return not all(t >= r for (_f, t), r in zip(request.values(), reaches, strict=True))
 
 
@@ -363,7 +433,7 @@ def admit(node_id: int, rows: list[list], now: float) -> list[list]:
     # Keep the newest rows the budget's rest can pay for (the cost only falls as the earliest
     # row gets newer), so the live readings of a batch with refused history still go through.
     files = files_of(node_id, keys)
-    reaches = _reaches(files, now)
+    reaches = _or_now(_reaches(files, now), now)
     free = math.floor(max(reaches, default=now))  # from here on nothing costs anything
     floor = now - refusal.too_old_s if refusal.too_old_s else -math.inf
     left = max(0, budget_bytes(site_id) - used_bytes(site_id))

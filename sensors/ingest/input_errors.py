@@ -19,8 +19,10 @@ recorded where staff see it:
   after its last skip, so a device that sends a null now and then does not open and close
   (and email) an alarm on every post.
 
-The set of subjects with an open alarm is a Redis sorted set (subject -> last skip time): a
-clean batch costs one pipelined ZSCORE per request, no database query.
+The set of subjects with an open alarm is a Redis sorted set (subject -> last skip time). A
+clean batch on the web asks it inside the append's script (DUE_LUA, sensors/ingest/stream.py):
+no round trip and no database query of its own; only a subject whose alarm is due to clear
+costs more (`close`: a ZREM and the alarm's UPDATE), once.
 """
 
 from __future__ import annotations
@@ -171,21 +173,49 @@ def record_duplicates(subject: str, count: int) -> None:
         get_redis().hincrby(record_key(subject), "duplicates", count)
 
 
+# Whether a subject's input errors are due to close: its last skip (its score in OPEN_KEY) at
+# or before `cutoff` (now - CLEAR_AFTER_S). Read-only, so a script can ask it beside its own
+# work (the append's, sensors/ingest/stream.py: a clean post costs no round trip for it, issue
+# #29) and the closing itself stays in `close`: a reply lost after the script ran (a replica
+# that did not acknowledge, the web answering 503) leaves the subject open for the next clean
+# batch, never its alarm open with nothing left to clear it.
+DUE_LUA = """
+local function input_errors_due(open_key, subject, cutoff)
+  if subject == '' then return 0 end
+  local since = redis.call('ZSCORE', open_key, subject)
+  if since and tonumber(since) <= tonumber(cutoff) then return 1 end
+  return 0
+end
+"""
+
+
+def cutoff(now: float | None = None) -> float:
+    """The latest last-skip time a clean batch at `now` closes (DUE_LUA's `cutoff`)."""
+    return (time.time() if now is None else now) - CLEAR_AFTER_S
+
+
+def close(subject: str) -> None:
+    """Close a subject's input errors that a clean batch found due (DUE_LUA): out of the open
+    set, then its alarm cleared. Two batches at once close it once (the ZREM decides)."""
+    redis = get_redis()
+    if redis.zrem(OPEN_KEY, subject):
+        redis.hdel(record_key(subject), "unsynced", "synced_at")
+        clear_alarm(alarm_key(subject))
+
+
 def clean(subjects: Iterable[str], now: float | None = None) -> None:
-    """Batches with nothing skipped arrived for these subjects: close alarms that are due."""
+    """Batches with nothing skipped arrived for these subjects: close alarms that are due.
+    (The web's posts ask the same inside their append: `DUE_LUA`.)"""
     subjects = list(subjects)
     if not subjects:
         return
-    now = time.time() if now is None else now
-    redis = get_redis()
-    pipe = redis.pipeline(transaction=False)
+    limit = cutoff(now)
+    pipe = get_redis().pipeline(transaction=False)
     for subject in subjects:
         pipe.zscore(OPEN_KEY, subject)
     for subject, since in zip(subjects, pipe.execute(), strict=True):
-        if since is not None and now - float(since) >= CLEAR_AFTER_S:
-            if redis.zrem(OPEN_KEY, subject):
-                redis.hdel(record_key(subject), "unsynced", "synced_at")
-                clear_alarm(alarm_key(subject))
+        if since is not None and float(since) <= limit:
+            close(subject)
 
 
 def summary(subject: str) -> dict[str, str]:

@@ -11,25 +11,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from django.db import DatabaseError
 from django.db.models import Q
 from django.http import HttpRequest
 
 from sensors import keys
-from sensors.cache import ProcessCache, check_generation
+from sensors.cache import ProcessCache, ProcessTable, check_generation
 from sensors.models import GatewayKey, Node
 
 # Wrong keys are remembered briefly so a misconfigured device cannot hammer the database.
 NEGATIVE_TTL_S = 5.0
 MAX_REFS = 4096
 
-# Every enabled node and gateway key, read in one query and kept per process like any config
-# (dropped within a second of a change by the config generation, and after the cache's 60 s
-# TTL in case Redis missed that change: sensors/cache.py). A key is then checked in memory.
-# Before, each key was cached on its own and each entry ran out after 60 s: at 10,000 nodes
-# every web worker looked each node up again once a minute (three queries each, about half
-# of its posts at 1,000 req/s), one query a minute now (docs/BENCHMARKS.md, "CPU per post").
-_keys = ProcessCache(keep_stale=True)  # one entry: the KeyTable
 _by_ref = ProcessCache(max_entries=MAX_REFS)
 _MISSING = object()
 
@@ -119,24 +111,6 @@ def plausible(key: str) -> bool:
     return prefix in _key_table().prefixes
 
 
-def _key_table() -> KeyTable:
-    table = _keys.get("all")
-    if table is not None:
-        return table
-    try:
-        table = _load_key_table()
-    except DatabaseError:
-        # Database away (issue 27 item 8): the last table read (a key this process could check
-        # before is still the same node: nothing can rotate or disable it meanwhile), else the
-        # 503 as before.
-        table = _keys.stale("all")
-        if table is None:
-            raise
-        return table
-    _keys.set("all", table)
-    return table
-
-
 def _load_key_table() -> KeyTable:
     by_hash: dict[str, Identity] = {}
     prefixes = set()
@@ -153,6 +127,21 @@ def _load_key_table() -> KeyTable:
         by_hash[digest] = GatewayIdentity(pk, name, site_id)
         prefixes.add(prefix)
     return KeyTable(frozenset(prefixes), by_hash)
+
+
+# Every enabled node and gateway key, read in one query and kept per process like any config
+# (sensors/cache.py's ProcessTable: dropped within a second of a change by the config
+# generation, after 60 s in case Redis missed it). A key is then checked in memory. Before,
+# each key was cached on its own and each entry ran out after 60 s: at 10,000 nodes every web
+# worker looked each node up again once a minute (three queries each, about half of its posts
+# at 1,000 req/s), one query a minute now (docs/BENCHMARKS.md, "CPU per post"). While the
+# database is away (issue 27 item 8) the last table read still checks keys: nothing can rotate
+# or disable a key meanwhile.
+_keys = ProcessTable(_load_key_table)
+
+
+def _key_table() -> KeyTable:
+    return _keys.get()
 
 
 def authenticate(key: str) -> Identity | None:

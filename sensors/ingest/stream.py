@@ -2,7 +2,8 @@
 
 The web answers only once the request is in Redis: one script, one round trip (count the
 request against its node's throttle allowance, and if it is allowed, for each node of the
-request: XADD, mark the node ready in its shard, take the shard's kick flag). Workers drain the streams
+request: XADD, mark the node ready in its shard, take the shard's kick flag; and for a batch
+with nothing skipped, whether its sender's input-error alarm is due to clear). Workers drain the streams
 (sensors/ingest/drain.py). No Celery message is built per request: the web queues a drain task
 through Celery's public API only when its shard has none pending (the kick flag, SET NX with a
 TTL), and one drain task takes many requests.
@@ -31,12 +32,14 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import NamedTuple
 
 from celery import current_app
 from django.conf import settings
 
 from core import throttle
 from core.redis import REDIS_FAILURES, durably, get_redis, redis_script
+from sensors.ingest import input_errors
 
 log = logging.getLogger(__name__)
 
@@ -90,24 +93,30 @@ def done_key(node_id: int) -> str:
     return f"{DONE_PREFIX}{int(node_id)}"
 
 
-# The throttle count (core/throttle.py's COUNT_LUA) and the append in one script: an accepted
-# post costs the web one round trip. Nothing is stored when the count is over the limit.
-# KEYS: the throttle counter (or a placeholder), then per node: stream, ready set, kick flag,
-# bell (rung only when empty, so it holds one item at most whether or not a drain listens).
-# ARGV: the limit ('' = not charged), the counter's TTL, the kick TTL, then per node: id, rows.
-# Returns {count, kicked per node (1 = this request took the shard's kick flag)}.
+# The throttle count (core/throttle.py's COUNT_LUA), the append, and whether the sender's input
+# errors are due to close (sensors/ingest/input_errors.py's DUE_LUA, asked for a batch with
+# nothing skipped) in one script: an accepted post costs the web one round trip. Nothing is
+# stored, and nothing asked, when the count is over the limit.
+# KEYS: the throttle counter (or a placeholder), the open input errors' set, then per node:
+# stream, ready set, kick flag, bell (rung only when empty, so it holds one item at most whether
+# or not a drain listens).
+# ARGV: the limit ('' = not charged), the counter's TTL, the kick TTL, the input-error subject
+# ('' = none) and its cutoff, then per node: id, rows.
+# Returns {count, due (1 = close the subject's input errors), kicked per node (1 = this request
+# took the shard's kick flag)}.
 _APPEND = (
     throttle.COUNT_LUA
+    + input_errors.DUE_LUA
     + """
 local count = 0
 if ARGV[1] ~= '' then
   count = count_hit(KEYS[1], ARGV[2])
   if count > tonumber(ARGV[1]) then return {count} end
 end
-local out = {count}
-for i = 0, (#KEYS - 1) / 4 - 1 do
-  local k = 2 + 4 * i
-  local a = 4 + 2 * i
+local out = {count, input_errors_due(KEYS[2], ARGV[4], ARGV[5])}
+for i = 0, (#KEYS - 2) / 4 - 1 do
+  local k = 3 + 4 * i
+  local a = 6 + 2 * i
   redis.call('XADD', KEYS[k], '*', '"""
     + FIELD
     + """', ARGV[a + 1])
@@ -129,16 +138,30 @@ def append(node_id: int, rows: list[list]) -> None:
     append_charged(None, [(node_id, rows)])
 
 
+class Appended(NamedTuple):
+    """What `append_charged` did: `wait` (seconds) if the count was over the limit, and then
+    nothing was stored, else None; `due`: the clean subject's input errors are due to close
+    (input_errors.close, which the caller runs: it writes the database)."""
+
+    wait: float | None
+    due: bool = False
+
+
 def append_charged(
-    charge: throttle.Charge | None, batches: list[tuple[int, list[list]]]
-) -> float | None:
+    charge: throttle.Charge | None,
+    batches: list[tuple[int, list[list]]],
+    clean: str | None = None,
+    now: float | None = None,
+) -> Appended:
     """Count one request against `charge` (None: not counted here) and, if it is allowed, store
-    each node's rows in the node's stream; one round trip. The wait (seconds) if the count is
-    over the limit, and then nothing was stored; None once everything is in Redis.
+    each node's rows in the node's stream and ask whether `clean`'s input errors (a subject
+    whose batch had nothing skipped) are due to close; one round trip.
 
     With BMS_REDIS_WAIT_REPLICAS, on a replica too before this returns (core/redis.py)."""
     keys = [charge.key if charge else stream_key(batches[0][0]) if batches else "-"]
+    keys.append(input_errors.OPEN_KEY)
     args: list = ["" if charge is None else charge.limit, charge.ttl_s if charge else 0, KICK_TTL_S]
+    args += [clean or "", repr(input_errors.cutoff(now))]
     for node_id, rows in batches:
         shard = shard_of(node_id)
         keys += [stream_key(node_id), ready_key(shard), kick_key(shard), bell_key(shard)]
@@ -148,11 +171,11 @@ def append_charged(
     if charge is not None:
         wait = charge.wait(int(reply[0]))
         if wait is not None:
-            return wait
-    for (node_id, _), kicked in zip(batches, reply[1:], strict=True):
+            return Appended(wait)
+    for (node_id, _), kicked in zip(batches, reply[2:], strict=True):
         if kicked:
             kick(shard_of(node_id))
-    return None
+    return Appended(None, bool(reply[1]))
 
 
 # The drain task (sensors/tasks.py), by the name it is registered under.

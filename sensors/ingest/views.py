@@ -276,14 +276,18 @@ def _check_history(groups: list[tuple[NodeIdentity, list[Row]]], now: float | No
 
 
 def _enqueue(
-    groups: list[tuple[NodeIdentity, list[Row]]], charge: throttle.Charge | None = None
+    groups: list[tuple[NodeIdentity, list[Row]]],
+    charge: throttle.Charge | None = None,
+    clean: str | None = None,
 ) -> None:
-    """Count the request against `charge` and store each node's rows: one round trip."""
+    """Count the request against `charge`, store each node's rows and, for `clean` (the input
+    errors' subject of a batch with nothing skipped), ask whether its alarm is due to clear:
+    one round trip (a due alarm is then cleared, once an hour at most per subject)."""
     batches = [(node.id, [[row.t, row.values] for row in rows]) for node, rows in groups]
-    if not batches and charge is None:
+    if not batches and charge is None and clean is None:
         return
     try:
-        wait = ingest_stream.append_charged(charge, batches)
+        wait, due = ingest_stream.append_charged(charge, batches, clean)
     except REDIS_FAILURES as exc:
         names = ", ".join(node.name for node, _ in groups)
         log.error("could not queue a batch for node(s) %s: %s", names, exc)
@@ -296,6 +300,8 @@ def _enqueue(
         raise IngestError("ingest queue unavailable, try again", status=503) from exc
     if wait is not None:
         raise Throttled(wait, NODE_THROTTLED)
+    if due and clean is not None:
+        input_errors.close(clean)
 
 
 def _guarded(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
@@ -348,7 +354,9 @@ def readings(request: HttpRequest) -> HttpResponse:
         )
         _check_input_budget(identity, rows)
         _check_history([(identity, rows)])
-    _enqueue([(identity, rows)], charge)
+    # Nothing is skipped here (a bad value is a 4xx), so an accepted post is a clean batch: it
+    # clears input errors the worker recorded (late readings) as an emoncms post does.
+    _enqueue([(identity, rows)], charge, clean=input_errors.node_subject(identity.id))
     n_values = sum(len(r.values) for r in rows)
     return JsonResponse({"success": True, "rows": len(rows), "values": n_values}, status=202)
 
@@ -454,35 +462,35 @@ def _deliver(
     A node key's request is counted with its append (one round trip); a gateway key's first,
     since splitting its rows may register nodes. `charged`: already counted by `_charge_first`
     (a compressed body, counted before it is inflated)."""
+    # A batch with nothing skipped asks whether the sender's input-error alarm is due to clear
+    # inside its append (`clean`): no round trip of its own (issue #29).
     if isinstance(identity, GatewayIdentity):
         if not charged:
             _charge_first(identity)
-        batch = parse()
-        groups, now = _split_by_node(identity, batch), time.time()
-        groups = _skip_unholdable(groups, batch, now)
-        _check_history(groups, now)
-        _enqueue(groups)
         subject = input_errors.gateway_subject(identity.id)
         label = f"Gateway key '{identity.name}'"
-    elif charged:
         batch = parse()
         groups, now = _split_by_node(identity, batch), time.time()
         groups = _skip_unholdable(groups, batch, now)
         _check_history(groups, now)
-        _enqueue(groups)
+        _enqueue(groups, clean=None if batch.skipped else subject)
+    elif charged:
         subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
+        batch = parse()
+        groups, now = _split_by_node(identity, batch), time.time()
+        groups = _skip_unholdable(groups, batch, now)
+        _check_history(groups, now)
+        _enqueue(groups, clean=None if batch.skipped else subject)
     else:
+        subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
         with _charged(identity) as charge:  # a refusal inside is counted as the request
             batch = parse()
             groups, now = _split_by_node(identity, batch), time.time()
             groups = _skip_unholdable(groups, batch, now)
             _check_history(groups, now)
-        _enqueue(groups, charge)
-        subject, label = input_errors.node_subject(identity.id), f"Node '{identity.name}'"
+        _enqueue(groups, charge, clean=None if batch.skipped else subject)
     if batch.skipped:
         input_errors.record(subject, label, batch.skipped, count=batch.skip_count())
-    else:
-        input_errors.clean([subject])
     return batch
 
 

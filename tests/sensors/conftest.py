@@ -58,3 +58,43 @@ def site(db):
     from sensors.models import Site
 
     return Site.objects.create(name="Home", slug="home")
+
+
+def _commands(packed: bytes | list) -> list[tuple[str, ...]]:
+    """The commands in what redis-py sends in one go (RESP arrays of bulk strings): each as
+    (NAME, first argument) or (NAME,)."""
+    data = b"".join(bytes(p) for p in packed) if isinstance(packed, list) else bytes(packed)
+    out, i = [], 0
+    while i < len(data):
+        end = data.index(b"\r\n", i)
+        count, i = int(data[i + 1 : end]), end + 2
+        parts = []
+        for _ in range(count):
+            end = data.index(b"\r\n", i)
+            size, i = int(data[i + 1 : end]), end + 2
+            parts.append(data[i : i + size])
+            i += size + 2
+        out.append((parts[0].decode().upper(), *(p.decode(errors="replace") for p in parts[1:2])))
+    return out
+
+
+@pytest.fixture
+def redis_trips(monkeypatch) -> list[list[tuple[str, ...]]]:
+    """Every round trip this process makes to Redis from now on, as the commands it sent
+    (a pipeline's or a script's: one trip). The connection's health-check PING and the config
+    generation's once-a-second GET are left out: they do not belong to a request."""
+    from redis.connection import AbstractConnection
+
+    from sensors.cache import GENERATION_KEY
+
+    trips: list[list[tuple[str, ...]]] = []
+    real = AbstractConnection.send_packed_command
+
+    def send(self, command, check_health=True):
+        sent = [c for c in _commands(command) if c[0] != "PING" and c != ("GET", GENERATION_KEY)]
+        if sent:
+            trips.append(sent)
+        return real(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", send)
+    return trips

@@ -354,6 +354,22 @@ def test_live_readings_read_the_reaches_from_redis_once_not_per_post(place, monk
     assert history_budget.used_bytes(site.pk) == charged  # and none of them cost anything
 
 
+def test_posts_of_the_current_second_read_a_new_files_reach_once(place, monkeypatch):
+    # A post without a time (or with the current second) is the first reading of a file never
+    # charged: free, and its reach is written then (HSETNX), so the next posts of the file ask
+    # Redis nothing. Before, nothing was written and every such post read the reach again
+    # and ran the charge script for nothing (two round trips a post).
+    site, node, key, _feed = place()
+    reads = _hmget_count(monkeypatch)
+    with time_machine.travel(NOW, tick=False):
+        for _ in range(5):
+            assert bulk(key, [[NOW, node.node_id, 1.0]]).content == b"ok"
+        assert reads[0] == 1 and history_budget.used_bytes(site.pk) == 0
+        # The reach written is the file's first reading: a reading before it is charged.
+        assert bulk(key, [[NOW - 10, node.node_id, 1.0]]).content == b"ok"
+    assert history_budget.used_bytes(site.pk) == 10 * 4 // 10
+
+
 def test_a_reading_before_the_known_reach_is_still_charged(place, monkeypatch):
     # The reach this process knows is an upper bound: a reading before it goes to Redis and
     # is charged exactly as before, at the bound (4 s feed: a byte a second).
