@@ -139,9 +139,7 @@ class Checker:
                 batches = [feeds[i : i + self.MAX_IDS] for i in range(0, len(feeds), self.MAX_IDS)]
                 while len(conns) < len(batches):
                     conns.append(await asyncio.open_connection("127.0.0.1", self.port))
-                await asyncio.gather(
-                    *(self._read(conn, batch) for conn, batch in zip(conns, batches, strict=False))
-                )
+                await asyncio.gather(*(self._read(conns, i, b) for i, b in enumerate(batches)))
                 self.rounds += 1
                 self.round_s += time.perf_counter() - started
                 await asyncio.sleep(CHECK_EVERY_S)
@@ -149,7 +147,18 @@ class Checker:
             for _, writer in conns:
                 writer.close()
 
-    async def _read(self, conn, feeds: list[int]) -> None:
+    async def _exchange(self, conns: list, index: int, request: bytes) -> tuple[int, bytes]:
+        """On the checker's kept connection `index`; one the server closed while it sat idle
+        (gunicorn's keep-alive is 2 s, and a read of fewer batches leaves some idle) is opened
+        again, once."""
+        try:
+            return await _exchange(*conns[index], request)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            conns[index][1].close()
+            conns[index] = await asyncio.open_connection("127.0.0.1", self.port)
+            return await _exchange(*conns[index], request)
+
+    async def _read(self, conns: list, index: int, feeds: list[int]) -> None:
         asked = set(feeds)
         first = min(slot for (feed, _), (_, slot) in self.waiting.items() if feed in asked)
         query = urlencode(
@@ -161,7 +170,7 @@ class Checker:
             }
         )
         request = f"GET /feed/data.json?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
-        status, body = await _exchange(*conn, request)
+        status, body = await self._exchange(conns, index, request)
         seen_at = time.perf_counter()
         self.out.reads += 1
         if status != 200:
