@@ -72,10 +72,13 @@ def _state(reading: ControllerReading) -> dict:
 
 
 def _discovery(state: dict | None) -> dict | None:
+    from sensors.devices import bacnet_discovery
+
     if state is None:
         return None
     return {
         **state,
+        "found": bacnet_discovery.recorded_as(state.get("found", [])),
         "requested": _at(int(state["requested_at"])),
         "done": _at(int(state["done_at"])) if "done_at" in state else None,
     }

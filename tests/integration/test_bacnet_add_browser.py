@@ -59,6 +59,8 @@ def test_an_engineer_discovers_browses_and_adds_a_controller(server, controller,
 
         page.fill("#discover-target", controller.address)
         page.get_by_role("button", name="Discover").click()
+        # Queued before the worker runs (else the request, answered later, writes over it).
+        expect(page.locator("#discovery")).to_contain_text("waiting for the worker")
         in_thread(lambda: discover_bacnet(controller.address))  # the worker's part
         expect(page.locator("#discovery")).to_contain_text("1 answered.")
         page.locator(f"#browse-{INSTANCE}").click()
@@ -92,6 +94,12 @@ def test_an_engineer_discovers_browses_and_adds_a_controller(server, controller,
         point = section.locator("tr", has_text="analog-input,1")
         expect(point).to_contain_text("Boiler flow temperature")
         expect(page.locator("#browsed")).to_have_count(0)  # the list served its purpose
+        # The Who-Is ran before the Add: its line says what we record now, on reload too.
+        found = page.locator("#discovery li", has_text=f"device {INSTANCE}")
+        expect(found).to_contain_text("recorded as boiler-house")
+        expect(page.locator(f"#browse-{INSTANCE}")).to_have_count(0)
+        page.reload()
+        expect(found).to_contain_text("recorded as boiler-house")
 
         in_thread(lambda: poll_bacnet_device(device.node_id))  # the beat's poll, for real
         expect(point.locator(".value")).to_have_text("61.5 °C")

@@ -269,8 +269,7 @@ def test_a_viewer_sees_the_list_without_buttons_and_a_hand_made_post_is_refused(
     _browsed(redis_client)
     redis_client.set("sensors:bacnet-discovery", json.dumps({
         "requested_at": 1, "done_at": 2, "target": "", "by": "estates", "error": "",
-        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5,
-                   "recorded_as": ""}]}))  # fmt: skip
+        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5}]}))  # fmt: skip
     client = _login(viewer)
     html = client.get("/staff/bacnet/").content.decode()
     assert "Boiler flow temperature" in html  # the list is read, not acted on
@@ -285,8 +284,7 @@ def test_a_viewer_sees_the_list_without_buttons_and_a_hand_made_post_is_refused(
 def test_an_engineer_browses_a_discovered_controller_with_one_button(engineer, redis_client):
     redis_client.set("sensors:bacnet-discovery", json.dumps({
         "requested_at": 1, "done_at": 2, "target": "", "by": "estates", "error": "",
-        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5,
-                   "recorded_as": ""}]}))  # fmt: skip
+        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5}]}))  # fmt: skip
     html = _login(engineer).get("/staff/bacnet/").content.decode()
     assert 'name="address" value="192.0.2.40"><input type="hidden" name="instance" ' \
            'value="2601"><button id="browse-2601">Browse</button>' in html  # fmt: skip
