@@ -10,6 +10,7 @@ own BACnet device shows the network: the zones' write switches and the feeds sho
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
@@ -71,6 +72,16 @@ def _state(reading: ControllerReading) -> dict:
     return {"ok": False, "text": "Not read yet", "since": None}
 
 
+def _pending(state: dict, stale_s: float) -> dict:
+    """A job queued for the worker: until when the page checks for its answer every 2 s
+    (core/static/core/live.js), and whether that time is past with no answer (no worker
+    took it up). Bounded by the job's own stale time, when another may be asked for."""
+    if "done_at" in state:
+        return {"done": _at(int(state["done_at"])), "pending_until": None, "stale": False}
+    until = int(state["requested_at"] + stale_s)
+    return {"done": None, "pending_until": until, "stale": time.time() > until}
+
+
 def _discovery(state: dict | None) -> dict | None:
     from sensors.devices import bacnet_discovery
 
@@ -80,17 +91,19 @@ def _discovery(state: dict | None) -> dict | None:
         **state,
         "found": bacnet_discovery.recorded_as(state.get("found", [])),
         "requested": _at(int(state["requested_at"])),
-        "done": _at(int(state["done_at"])) if "done_at" in state else None,
+        **_pending(state, bacnet_discovery.STALE_S),
     }
 
 
 def _browse(state: dict | None) -> dict | None:
+    from sensors.devices import bacnet_browsing
+
     if state is None:
         return None
     return {
         **state,
         "requested": _at(int(state["requested_at"])),
-        "done": _at(int(state["done_at"])) if "done_at" in state else None,
+        **_pending(state, bacnet_browsing.STALE_S),
         "objects": [
             {**o, "ref": f"{o['object_type']},{o['instance']}"} for o in state.get("objects", [])
         ],
@@ -148,13 +161,22 @@ def _page(
         "ticked": set(request.POST.getlist("point")) if add_error else set(),
         "shown_error": shown_error,
     }
-    if wants_live(request):
-        return live_json(
-            request, "staff/_bacnet_live.html", context, {"browse": "staff/_bacnet_browse.html"}
-        )
-    # The section on our own device: not in the live part (its switches are forms).
+    # The section on our own device, live too (a switch changed through the API shows at the
+    # next update): its state and the search's matches; the search box itself is outside the
+    # live regions, so what an engineer is typing there is never wiped.
     search = request.GET.get("feed") or request.POST.get("feed_search", "")
     context.update(bacnet_shown.context(search))
+    if wants_live(request):
+        return live_json(
+            request,
+            "staff/_bacnet_live.html",
+            context,
+            {
+                "browse": "staff/_bacnet_browse.html",
+                "shown-live": "staff/_bacnet_shown_live.html",
+                "shown-matches": "staff/_bacnet_shown_matches.html",
+            },
+        )
     if context["feed_search"].error and status == 200:
         status = 400
     return render(request, "staff/bacnet.html", context, status=status)
