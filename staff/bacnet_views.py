@@ -95,18 +95,56 @@ def _discovery(state: dict | None) -> dict | None:
     }
 
 
+def _recorded(address: str, instance: int) -> BacnetDevice | None:
+    """The controller we record at this address and instance, if any (as the model judges two
+    rows the same controller: the instance and the address's host and port)."""
+    from sensors.devices.bacnet_client import parse_address
+
+    try:
+        where = parse_address(address)
+    except ValueError:
+        return None
+    same = BacnetDevice.objects.filter(device_instance=instance).select_related("node")
+    for device in same.prefetch_related("points"):
+        try:
+            if parse_address(device.address) == where:
+                return device
+        except ValueError:  # a row from before the address checks: not this one
+            continue
+    return None
+
+
 def _browse(state: dict | None) -> dict | None:
+    """The kept browse for the page; when its controller is recorded already, its node name
+    and interval (the Add form's defaults, so adding points leaves its interval alone) and its
+    recorded objects, each marked with its input rather than offered again."""
     from sensors.devices import bacnet_browsing
 
     if state is None:
         return None
+    device = None
+    if "done_at" in state and not state.get("error"):
+        device = _recorded(state["address"], state["instance"])
+    keys = {p.ref: p.key for p in device.points.all()} if device else {}
+    objects = []
+    for o in state.get("objects", []):
+        ref = f"{o['object_type']},{o['instance']}"
+        objects.append({**o, "ref": ref, "recorded_as": keys.get(ref, "")})
     return {
         **state,
         "requested": _at(int(state["requested_at"])),
         **_pending(state, bacnet_browsing.STALE_S),
-        "objects": [
-            {**o, "ref": f"{o['object_type']},{o['instance']}"} for o in state.get("objects", [])
-        ],
+        "objects": objects,
+        "recorded": {
+            "name": device.node.name,
+            "interval": device.node.interval,
+            "points": len(keys),
+        }
+        if device
+        else None,
+        # The Add form's defaults: the recorded controller's own, else a blank name and 30 s.
+        "default_name": device.node.name if device else "",
+        "default_interval": device.node.interval if device else 30,
     }
 
 
@@ -287,10 +325,12 @@ def _first_error(exc: ValidationError) -> str:
     return f"{field}: {' '.join(words)}"
 
 
-def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str]]:
+def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str], list[str]]:
     """The engineer's Add, checked as `manage.py bacnet add` checks it, the objects taken from
     the page's browse of that controller (so nothing asks the network here). Each refusal is a
-    ValueError starting with the field it is about; nothing is stored then."""
+    ValueError starting with the field it is about; nothing is stored then. Returns the device,
+    whether it is new, the points added and the ticked ones it already had (said, not
+    skipped in silence)."""
     from sensors.devices import bacnet_browsing
 
     address, instance = bacnet_browsing.check(
@@ -322,19 +362,25 @@ def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str]]:
         raise ValueError(f"name: {exc}") from exc
     try:
         with transaction.atomic():
-            existing = BacnetDevice.objects.filter(node__name=name).first()
+            existing = BacnetDevice.objects.filter(node__name=name).select_related("node").first()
             had = set(existing.points.values_list("key", flat=True)) if existing else set()
+            before = (existing.address, existing.node.interval) if existing else None
             device = add_device(
                 name, address, instance, interval=interval, vendor_name=state["vendor_name"]
             )
             points = map_points(device, [objects[ref] for ref in refs])
             added = [f"{p.ref} '{p.name}'" for p in points if p.key not in had]
-            _log_add(request, device, existing is None, added)
+            ticked = set(refs)  # map_points answers all the device's points
+            already = [f"{p.ref} (as {p.key})" for p in points if p.key in had and p.ref in ticked]
+            # An Add that changes nothing (its points all recorded, the same address and
+            # interval) leaves nothing in the history: there is nothing to tell.
+            if added or before != (device.address, device.node.interval):
+                _log_add(request, device, existing is None, added)
     except ValidationError as exc:  # a row recorded meanwhile
         raise ValueError(_first_error(exc)) from exc
     except ValueError as exc:  # map_points: past the points bound with those it had
         raise ValueError(f"point: {exc}") from exc
-    return device, existing is None, added
+    return device, existing is None, added, already
 
 
 def _log_add(request: HttpRequest, device: BacnetDevice, new: bool, added: list[str]) -> None:
@@ -362,15 +408,16 @@ def bacnet_add(request: HttpRequest) -> HttpResponse:
     if not is_engineer(request.user):
         raise PermissionDenied(ONLY_ENGINEERS)
     try:
-        device, new, added = _add(request)
+        device, new, added, already = _add(request)
     except ValueError as exc:
         return _page(request, add_error=str(exc), status=400)
     bacnet_browsing.forget()  # its list has served: the page shows the controller instead
     what = "added" if new else "updated"
+    had = f"; already recorded: {', '.join(already)}" if already else ""
     messages.success(
         request,
         f"{device.node.name} {what}: {len(added)} point{'s' if len(added) != 1 else ''} "
-        f"recorded, polled every {device.node.interval} s.",
+        f"recorded, polled every {device.node.interval} s{had}.",
     )
     return redirect("staff-bacnet")
 

@@ -177,16 +177,57 @@ def test_adding_to_a_recorded_controller_adds_the_new_points_as_a_change(enginee
     assert _login(engineer).post("/staff/bacnet/add", form).status_code == 302
     _browsed(redis_client)
     form = {**ADD, "point": ["binary-output,1", "binary-output,1"], "interval": "60"}
+    answer = _login(engineer).post("/staff/bacnet/add", form, follow=True)
+    assert "boiler-house updated: 0 points recorded, polled every 60 s; already recorded: " \
+           "binary-output,1 (as binary-output-1)." in answer.content.decode()  # fmt: skip
+    _browsed(redis_client)
+    form = {**ADD, "point": ["binary-output,1"], "interval": "90"}
     assert _login(engineer).post("/staff/bacnet/add", form).status_code == 302
     assert sorted(p.ref for p in device.points.all()) == ["analog-input,1", "binary-output,1"]
     messages = list(LogEntry.objects.filter(object_id=str(device.pk), action_flag=CHANGE)
                     .order_by("pk").values_list("change_message", flat=True))  # fmt: skip
-    assert messages == [
+    assert messages == [  # the Add that changed nothing left nothing
         "Set device 2601 at 192.0.2.40, polled every 60 s; added points analog-input,1 'Boiler "
         "flow temperature', binary-output,1 'Boiler enable' (staff BACnet page).",
-        "Set device 2601 at 192.0.2.40, polled every 60 s; added points none new "
+        "Set device 2601 at 192.0.2.40, polled every 90 s; added points none new "
         "(staff BACnet page).",
     ]
+
+
+def test_browsing_a_recorded_controller_offers_its_name_interval_and_new_objects_only(
+    engineer, redis_client
+):
+    device = add_device("boiler-house", "192.0.2.40:47808", 2601, interval=120)
+    device.points.create(key="analog-input-1", object_type="analog-input", instance=1)
+    _browsed(redis_client)
+    html = _login(engineer).get("/staff/bacnet/").content.decode()
+    assert "Recorded as <strong>boiler-house</strong>, polled every 120 s, with 1 point" in html
+    assert '<span class="muted recorded">recorded as analog-input-1</span>' in html
+    assert 'value="analog-input,1"' not in html  # not tickable
+    assert 'name="point" value="binary-output,1"' in html
+    assert 'id="add-name" name="name" maxlength="64" placeholder="boiler-house" ' \
+           'value="boiler-house"' in html  # fmt: skip
+    assert 'name="interval" type="number" min="5" max="86400" value="120"' in html
+
+    answer = _login(engineer).post("/staff/bacnet/add", {
+        **ADD, "address": "192.0.2.40", "interval": "120",
+        "point": ["analog-input,1", "binary-output,1"]}, follow=True)  # fmt: skip
+    assert "boiler-house updated: 1 point recorded, polled every 120 s; already recorded: " \
+           "analog-input,1 (as analog-input-1)." in answer.content.decode()  # fmt: skip
+    device.node.refresh_from_db()
+    assert device.node.interval == 120
+
+
+def test_browsing_a_controller_not_recorded_offers_every_object_and_a_blank_name(
+    engineer, redis_client
+):
+    add_device("other-house", "192.0.2.40", 2602, interval=120)  # another instance
+    _browsed(redis_client)
+    html = _login(engineer).get("/staff/bacnet/").content.decode()
+    assert "Recorded as" not in html and "recorded as analog-input-1" not in html
+    assert 'name="point" value="analog-input,1"' in html
+    assert 'placeholder="boiler-house" value=""' in html
+    assert 'max="86400" value="30" required' in html
 
 
 @pytest.mark.parametrize(
