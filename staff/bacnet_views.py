@@ -10,6 +10,7 @@ own BACnet device shows the network: the zones' write switches and the feeds sho
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime
 from urllib.parse import urlencode
@@ -34,7 +35,9 @@ from sensors.devices.bacnet_status import ControllerReading, last_read
 from sensors.models import (
     BACNET_MAX_INTERVAL_S,
     BACNET_MAX_POINTS_PER_DEVICE,
+    BACNET_MAX_TIMEOUT_S,
     BACNET_MIN_INTERVAL_S,
+    BACNET_MIN_TIMEOUT_S,
     BacnetDevice,
 )
 from sensors.serializers import BacnetDeviceSerializer
@@ -50,11 +53,16 @@ def _at(t: int | None) -> datetime | None:
     return datetime.fromtimestamp(t, UTC) if t is not None else None
 
 
-def _shown(value: float | None, units: str) -> str:
-    """61.5 °C: the value as the inputs page writes it, BACnet's unit name as our short one."""
+def _shown(value: float | None, units: str, ref: str = "") -> str:
+    """61.5 °C: the value as the inputs page writes it, BACnet's unit name as our short one;
+    a binary point's 1 or 0 as BACnet's active or inactive, "on" or "off"; BACnet's
+    "no-units" as nothing (it read "0 no-units")."""
     if value is None:
         return ""
-    return f"{value_text(value)} {UNITS.get(units, units)}".rstrip()
+    if ref.startswith("binary-"):
+        return "on" if value else "off"
+    unit = "" if units == "no-units" else UNITS.get(units, units)
+    return f"{value_text(value)} {unit}".rstrip()
 
 
 def _state(reading: ControllerReading) -> dict:
@@ -159,7 +167,7 @@ def _controllers() -> tuple[list[dict], int]:
                 "device": device,
                 "state": _state(reading),
                 "points": [
-                    {**vars(p), "at": _at(p.time), "shown": _shown(p.value, p.units)}
+                    {**vars(p), "at": _at(p.time), "shown": _shown(p.value, p.units, p.ref)}
                     for p in reading.points
                 ],
             }
@@ -237,7 +245,25 @@ def _engineers_device(request: HttpRequest, pk: int) -> BacnetDevice:
 def bacnet_settings(request: HttpRequest, pk: int) -> HttpResponse:
     """An engineer's change of a controller's poll interval and answer timeout."""
     device = _engineers_device(request, pk)
-    data = {k: request.POST[k] for k in ("interval", "timeout_s") if request.POST.get(k)}
+    # Both are asked for: a box left empty is refused naming it, not taken as "unchanged" (an
+    # empty form was a 302 and a history entry saying what it already was). The page's own
+    # words first, as Add says them ("interval: 4 s is outside 5-86400 s"); then the API's
+    # serializer, so nothing it refuses is stored.
+    errors = {}
+    try:
+        interval = _interval(request.POST.get("interval", ""))
+    except ValueError as exc:
+        errors.update([str(exc).split(": ", 1)])
+    try:
+        timeout_s = _timeout(request.POST.get("timeout_s", ""))
+    except ValueError as exc:
+        errors.update([str(exc).split(": ", 1)])
+    if errors:
+        return _page(request, {pk: errors}, status=400)
+    if (interval, timeout_s) == (device.node.interval, device.timeout_s):
+        messages.info(request, f"{device.node.name}: no change.")
+        return redirect("staff-bacnet")
+    data = {"interval": interval, "timeout_s": timeout_s}
     serializer = BacnetDeviceSerializer(device, data=data, partial=True)
     if not serializer.is_valid():
         errors = {pk: {f: " ".join(map(str, m)) for f, m in serializer.errors.items()}}
@@ -308,16 +334,42 @@ def bacnet_browse(request: HttpRequest) -> HttpResponse:
     return redirect("staff-bacnet")
 
 
+MAX_NUMBER = 20  # characters of a number field echoed back: 5,000 digits are not repeated
+
+
+def _echo(text: str) -> str:
+    return text if len(text) <= MAX_NUMBER else f"{text[:MAX_NUMBER]}…"
+
+
 def _interval(text: str) -> int:
-    try:
-        interval = int(text.strip())
-    except ValueError:
-        raise ValueError(f"interval: '{text}' is not a whole number of seconds") from None
+    """Seconds between polls as typed, or ValueError naming `interval` in the page's words."""
+    bounds = f"{BACNET_MIN_INTERVAL_S}-{BACNET_MAX_INTERVAL_S} s"
+    text = text.strip()
+    if not text:
+        raise ValueError(f"interval: give the seconds between polls, {bounds}")
+    if len(text) > MAX_NUMBER or not text.isascii() or not text.lstrip("-").isdigit():
+        raise ValueError(f"interval: '{_echo(text)}' is not a whole number of seconds")
+    interval = int(text)
     if not BACNET_MIN_INTERVAL_S <= interval <= BACNET_MAX_INTERVAL_S:
-        raise ValueError(
-            f"interval: {interval} s is outside {BACNET_MIN_INTERVAL_S}-{BACNET_MAX_INTERVAL_S} s"
-        )
+        raise ValueError(f"interval: {interval} s is outside {bounds}")
     return interval
+
+
+def _timeout(text: str) -> float:
+    """Seconds to wait for each answer as typed, or ValueError naming `timeout_s`."""
+    bounds = f"{BACNET_MIN_TIMEOUT_S:g}-{BACNET_MAX_TIMEOUT_S:g} s"
+    text = text.strip()
+    if not text:
+        raise ValueError(f"timeout_s: give the seconds to wait for each answer, {bounds}")
+    try:
+        timeout_s = float(text) if len(text) <= MAX_NUMBER else math.nan
+    except ValueError:
+        timeout_s = math.nan
+    if not math.isfinite(timeout_s):
+        raise ValueError(f"timeout_s: '{_echo(text)}' is not a number of seconds")
+    if not BACNET_MIN_TIMEOUT_S <= timeout_s <= BACNET_MAX_TIMEOUT_S:
+        raise ValueError(f"timeout_s: {timeout_s:g} s is outside {bounds}")
+    return timeout_s
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -80,12 +80,17 @@ def test_a_browse_the_worker_never_took_up_stops_blocking_after_its_stale_time(r
      ({"address": "192.0.2.40", "instance": "4194303"},
       "instance: 4194303 is out of range 0-4194302"),
      ({"address": "192.0.2.40", "instance": "two"},
-      "instance: &#x27;two&#x27; is not a whole number")],
+      "instance: &#x27;two&#x27; is not a whole number"),
+     ({"address": "192.0.2.40", "instance": "9" * 5000},
+      "instance: at most 7 digits (0-4194302)"),
+     ({"address": "192.0.2.40", "instance": "00000001"},
+      "instance: at most 7 digits (0-4194302)")],
 )  # fmt: skip
 def test_a_bad_browse_is_refused_naming_the_field(engineer, redis_client, form, message):
     answer = _login(engineer).post("/staff/bacnet/browse", form)
     html = answer.content.decode()
     assert answer.status_code == 400 and message in html
+    assert "9" * 21 not in html  # 5,000 digits are not echoed back, in words or in the box
     assert f'value="{form["address"]}"' in html  # what was typed stays to be corrected
     assert not redis_client.lrange("ingest", 0, -1)
 
@@ -242,6 +247,9 @@ def test_browsing_a_controller_not_recorded_offers_every_object_and_a_blank_name
       "point: at most 200 points per controller"),
      ({"address": "192.0.2.41"}, "point: browse device 2601 at 192.0.2.41 first"),
      ({"instance": "4194303"}, "instance: 4194303 is out of range"),
+     ({"instance": "9" * 5000}, "instance: at most 7 digits (0-4194302)"),
+     ({"interval": "9" * 5000}, f"interval: &#x27;{'9' * 20}…&#x27; is not a whole number"),
+     ({"interval": ""}, "interval: give the seconds between polls, 5-86400 s"),
      ({"name": "x" * 65}, "name: Ensure this value has at most 64 characters")],
 )  # fmt: skip
 def test_a_bad_add_is_refused_naming_the_field_and_stores_nothing(
