@@ -3,9 +3,10 @@ web request: it listens for seconds), and the page shows what answered.
 
 Redis key sensors:bacnet-discovery, JSON: requested_at, target ("" for the local broadcast),
 by (the engineer's name), and once the worker has run it done_at, error and found (each answer's
-instance, address and vendor id; which of them we record is the page's to say when it is drawn,
-recorded_as(), so a controller added after the Who-Is shows as recorded). One discovery at a time: it binds the discovery port, and a second request while one is
-queued or running is refused, not queued behind it.
+instance, address and vendor id; which of them we record is said when the page is drawn, by
+recorded_as(), so a controller added after the Who-Is shows as recorded). One discovery at a
+time: it binds the discovery port, and a second request while one is queued or running is
+refused, not queued behind it.
 """
 
 from __future__ import annotations

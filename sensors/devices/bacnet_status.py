@@ -9,6 +9,8 @@ Redis keys (written by the poll, sensors/devices/bacnet_devices.py):
                                     (written by sensors/devices/bacnet_cov_service.py)
     sensors:bacnet-cov-refused:<node id>  hash input key -> the controller's refusal of COV
     sensors:bacnet-cov-dropped:<node id>  hash input key -> notifications dropped by the bound
+An answer also marks the node heard (sensors:seen, sensors/ingest/node_state.py), whether or
+not it brings a value to record: an answering controller is never "silent".
 The points' values are the node's last readings (sensors/ingest/node_state.py), since a point's
 reading arrives as the node's input `key`.
 """
