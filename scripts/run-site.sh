@@ -109,7 +109,9 @@ if "$PY" manage.py help simulate_site >/dev/null 2>&1; then
 fi
 # BACnet's own processes (docs/BACNET.md): COV subscriptions when our plant address is set or
 # the demo controller runs; the site's BACnet device only when BMS_BACNET_SERVER_ENABLED.
-BACNET_PROCS="$("$PY" -m bms.site_processes --demo-bacnet-port "${BACNET_PORT:-0}")"
+# One name a line from Python, joined by spaces (echo of the unquoted words) so the banner
+# says them on one line.
+BACNET_PROCS="$(echo $("$PY" -m bms.site_processes --demo-bacnet-port "${BACNET_PORT:-0}"))"
 for proc in $BACNET_PROCS; do
   case "$proc" in
     bacnet-cov) start bacnet-cov "$PY" manage.py bacnet_cov ;;

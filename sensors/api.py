@@ -214,7 +214,9 @@ class BacnetDeviceViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer) -> None:
         before = _device_settings(serializer.instance)
         device = serializer.save()
-        _log_bacnet(self.request, device, CHANGE, _changes(before, _device_settings(device)))
+        changes = _changes(before, _device_settings(device))
+        if changes:  # a change that changes nothing records nothing
+            _log_bacnet(self.request, device, CHANGE, changes)
 
     @transaction.atomic
     def perform_destroy(self, instance: BacnetDevice) -> None:
@@ -267,7 +269,8 @@ class BacnetPointViewSet(viewsets.ModelViewSet):
         before = _point_settings(serializer.instance)
         point = serializer.save()
         changes = _changes(before, _point_settings(point), f"point {_ref(point)}: ")
-        _log_bacnet(self.request, point.device, CHANGE, changes)
+        if changes:
+            _log_bacnet(self.request, point.device, CHANGE, changes)
 
     @transaction.atomic
     def perform_destroy(self, instance: BacnetPoint) -> None:
@@ -300,8 +303,8 @@ def _ref(point: BacnetPoint) -> str:
 
 
 def _changes(before: dict[str, object], after: dict[str, object], what: str = "") -> str:
-    """ "Changed address 192.0.2.40 → 192.0.2.41, interval 30 → 5 (API)." in the history."""
+    """ "Changed address 192.0.2.40 → 192.0.2.41, interval 30 → 5 (API)." in the history;
+    "" when nothing changed (a PATCH of the same values, or of read-only `node`), which is
+    not kept: a history of "No fields changed" told nobody anything (#31)."""
     changed = [f"{k} {before[k]!s} → {after[k]!s}" for k in before if before[k] != after[k]]
-    if not changed:
-        return f"No fields changed{' on ' + what.rstrip(': ') if what else ''} (API)."
-    return f"Changed {what}{', '.join(changed)} (API)."
+    return f"Changed {what}{', '.join(changed)} (API)." if changed else ""

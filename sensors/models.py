@@ -629,6 +629,8 @@ BACNET_MAX_INSTANCE = 4194302  # 22 bits; 4194303 is the wildcard
 BACNET_MAX_POINTS_PER_DEVICE = 200  # bounds one poll's requests and its time
 BACNET_MAX_INTERVAL_S = 86400  # a day: beyond it the node's silent alarm means nothing
 BACNET_MIN_INTERVAL_S = 5  # the fastest poll one controller is given: small ones serve one client
+BACNET_MIN_TIMEOUT_S = 0.5  # seconds for each answer: a routed controller needs some
+BACNET_MAX_TIMEOUT_S = 30.0  # beyond it one silent controller holds a poll worker too long
 BACNET_POINT_TYPES = (
     "analog-input",
     "analog-output",
@@ -657,7 +659,10 @@ class BacnetDevice(models.Model):
     )
     timeout_s = models.FloatField(
         default=3.0,
-        validators=[MinValueValidator(0.5), MaxValueValidator(30.0)],
+        validators=[
+            MinValueValidator(BACNET_MIN_TIMEOUT_S),
+            MaxValueValidator(BACNET_MAX_TIMEOUT_S),
+        ],
         help_text="Seconds to wait for each answer.",
     )
     vendor_name = models.CharField(max_length=100, blank=True)

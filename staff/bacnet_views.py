@@ -10,6 +10,8 @@ own BACnet device shows the network: the zones' write switches and the feeds sho
 
 from __future__ import annotations
 
+import math
+import time
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
@@ -33,7 +35,9 @@ from sensors.devices.bacnet_status import ControllerReading, last_read
 from sensors.models import (
     BACNET_MAX_INTERVAL_S,
     BACNET_MAX_POINTS_PER_DEVICE,
+    BACNET_MAX_TIMEOUT_S,
     BACNET_MIN_INTERVAL_S,
+    BACNET_MIN_TIMEOUT_S,
     BacnetDevice,
 )
 from sensors.serializers import BacnetDeviceSerializer
@@ -49,11 +53,16 @@ def _at(t: int | None) -> datetime | None:
     return datetime.fromtimestamp(t, UTC) if t is not None else None
 
 
-def _shown(value: float | None, units: str) -> str:
-    """61.5 °C: the value as the inputs page writes it, BACnet's unit name as our short one."""
+def _shown(value: float | None, units: str, ref: str = "") -> str:
+    """61.5 °C: the value as the inputs page writes it, BACnet's unit name as our short one;
+    a binary point's 1 or 0 as BACnet's active or inactive, "on" or "off"; BACnet's
+    "no-units" as nothing (it read "0 no-units")."""
     if value is None:
         return ""
-    return f"{value_text(value)} {UNITS.get(units, units)}".rstrip()
+    if ref.startswith("binary-"):
+        return "on" if value else "off"
+    unit = "" if units == "no-units" else UNITS.get(units, units)
+    return f"{value_text(value)} {unit}".rstrip()
 
 
 def _state(reading: ControllerReading) -> dict:
@@ -71,26 +80,79 @@ def _state(reading: ControllerReading) -> dict:
     return {"ok": False, "text": "Not read yet", "since": None}
 
 
+def _pending(state: dict, stale_s: float) -> dict:
+    """A job queued for the worker: until when the page checks for its answer every 2 s
+    (core/static/core/live.js), and whether that time is past with no answer (no worker
+    took it up). Bounded by the job's own stale time, when another may be asked for."""
+    if "done_at" in state:
+        return {"done": _at(int(state["done_at"])), "pending_until": None, "stale": False}
+    until = int(state["requested_at"] + stale_s)
+    return {"done": None, "pending_until": until, "stale": time.time() > until}
+
+
 def _discovery(state: dict | None) -> dict | None:
+    from sensors.devices import bacnet_discovery
+
     if state is None:
         return None
     return {
         **state,
+        "found": bacnet_discovery.recorded_as(state.get("found", [])),
         "requested": _at(int(state["requested_at"])),
-        "done": _at(int(state["done_at"])) if "done_at" in state else None,
+        **_pending(state, bacnet_discovery.STALE_S),
     }
 
 
+def _recorded(address: str, instance: int) -> BacnetDevice | None:
+    """The controller we record at this address and instance, if any (as the model judges two
+    rows the same controller: the instance and the address's host and port)."""
+    from sensors.devices.bacnet_client import parse_address
+
+    try:
+        where = parse_address(address)
+    except ValueError:
+        return None
+    same = BacnetDevice.objects.filter(device_instance=instance).select_related("node")
+    for device in same.prefetch_related("points"):
+        try:
+            if parse_address(device.address) == where:
+                return device
+        except ValueError:  # a row from before the address checks: not this one
+            continue
+    return None
+
+
 def _browse(state: dict | None) -> dict | None:
+    """The kept browse for the page; when its controller is recorded already, its node name
+    and interval (the Add form's defaults, so adding points leaves its interval alone) and its
+    recorded objects, each marked with its input rather than offered again."""
+    from sensors.devices import bacnet_browsing
+
     if state is None:
         return None
+    device = None
+    if "done_at" in state and not state.get("error"):
+        device = _recorded(state["address"], state["instance"])
+    keys = {p.ref: p.key for p in device.points.all()} if device else {}
+    objects = []
+    for o in state.get("objects", []):
+        ref = f"{o['object_type']},{o['instance']}"
+        objects.append({**o, "ref": ref, "recorded_as": keys.get(ref, "")})
     return {
         **state,
         "requested": _at(int(state["requested_at"])),
-        "done": _at(int(state["done_at"])) if "done_at" in state else None,
-        "objects": [
-            {**o, "ref": f"{o['object_type']},{o['instance']}"} for o in state.get("objects", [])
-        ],
+        **_pending(state, bacnet_browsing.STALE_S),
+        "objects": objects,
+        "recorded": {
+            "name": device.node.name,
+            "interval": device.node.interval,
+            "points": len(keys),
+        }
+        if device
+        else None,
+        # The Add form's defaults: the recorded controller's own, else a blank name and 30 s.
+        "default_name": device.node.name if device else "",
+        "default_interval": device.node.interval if device else 30,
     }
 
 
@@ -105,7 +167,7 @@ def _controllers() -> tuple[list[dict], int]:
                 "device": device,
                 "state": _state(reading),
                 "points": [
-                    {**vars(p), "at": _at(p.time), "shown": _shown(p.value, p.units)}
+                    {**vars(p), "at": _at(p.time), "shown": _shown(p.value, p.units, p.ref)}
                     for p in reading.points
                 ],
             }
@@ -145,13 +207,22 @@ def _page(
         "ticked": set(request.POST.getlist("point")) if add_error else set(),
         "shown_error": shown_error,
     }
-    if wants_live(request):
-        return live_json(
-            request, "staff/_bacnet_live.html", context, {"browse": "staff/_bacnet_browse.html"}
-        )
-    # The section on our own device: not in the live part (its switches are forms).
+    # The section on our own device, live too (a switch changed through the API shows at the
+    # next update): its state and the search's matches; the search box itself is outside the
+    # live regions, so what an engineer is typing there is never wiped.
     search = request.GET.get("feed") or request.POST.get("feed_search", "")
     context.update(bacnet_shown.context(search))
+    if wants_live(request):
+        return live_json(
+            request,
+            "staff/_bacnet_live.html",
+            context,
+            {
+                "browse": "staff/_bacnet_browse.html",
+                "shown-live": "staff/_bacnet_shown_live.html",
+                "shown-matches": "staff/_bacnet_shown_matches.html",
+            },
+        )
     if context["feed_search"].error and status == 200:
         status = 400
     return render(request, "staff/bacnet.html", context, status=status)
@@ -174,7 +245,25 @@ def _engineers_device(request: HttpRequest, pk: int) -> BacnetDevice:
 def bacnet_settings(request: HttpRequest, pk: int) -> HttpResponse:
     """An engineer's change of a controller's poll interval and answer timeout."""
     device = _engineers_device(request, pk)
-    data = {k: request.POST[k] for k in ("interval", "timeout_s") if request.POST.get(k)}
+    # Both are asked for: a box left empty is refused naming it, not taken as "unchanged" (an
+    # empty form was a 302 and a history entry saying what it already was). The page's own
+    # words first, as Add says them ("interval: 4 s is outside 5-86400 s"); then the API's
+    # serializer, so nothing it refuses is stored.
+    errors = {}
+    try:
+        interval = _interval(request.POST.get("interval", ""))
+    except ValueError as exc:
+        errors.update([str(exc).split(": ", 1)])
+    try:
+        timeout_s = _timeout(request.POST.get("timeout_s", ""))
+    except ValueError as exc:
+        errors.update([str(exc).split(": ", 1)])
+    if errors:
+        return _page(request, {pk: errors}, status=400)
+    if (interval, timeout_s) == (device.node.interval, device.timeout_s):
+        messages.info(request, f"{device.node.name}: no change.")
+        return redirect("staff-bacnet")
+    data = {"interval": interval, "timeout_s": timeout_s}
     serializer = BacnetDeviceSerializer(device, data=data, partial=True)
     if not serializer.is_valid():
         errors = {pk: {f: " ".join(map(str, m)) for f, m in serializer.errors.items()}}
@@ -245,16 +334,42 @@ def bacnet_browse(request: HttpRequest) -> HttpResponse:
     return redirect("staff-bacnet")
 
 
+MAX_NUMBER = 20  # characters of a number field echoed back: 5,000 digits are not repeated
+
+
+def _echo(text: str) -> str:
+    return text if len(text) <= MAX_NUMBER else f"{text[:MAX_NUMBER]}…"
+
+
 def _interval(text: str) -> int:
-    try:
-        interval = int(text.strip())
-    except ValueError:
-        raise ValueError(f"interval: '{text}' is not a whole number of seconds") from None
+    """Seconds between polls as typed, or ValueError naming `interval` in the page's words."""
+    bounds = f"{BACNET_MIN_INTERVAL_S}-{BACNET_MAX_INTERVAL_S} s"
+    text = text.strip()
+    if not text:
+        raise ValueError(f"interval: give the seconds between polls, {bounds}")
+    if len(text) > MAX_NUMBER or not text.isascii() or not text.lstrip("-").isdigit():
+        raise ValueError(f"interval: '{_echo(text)}' is not a whole number of seconds")
+    interval = int(text)
     if not BACNET_MIN_INTERVAL_S <= interval <= BACNET_MAX_INTERVAL_S:
-        raise ValueError(
-            f"interval: {interval} s is outside {BACNET_MIN_INTERVAL_S}-{BACNET_MAX_INTERVAL_S} s"
-        )
+        raise ValueError(f"interval: {interval} s is outside {bounds}")
     return interval
+
+
+def _timeout(text: str) -> float:
+    """Seconds to wait for each answer as typed, or ValueError naming `timeout_s`."""
+    bounds = f"{BACNET_MIN_TIMEOUT_S:g}-{BACNET_MAX_TIMEOUT_S:g} s"
+    text = text.strip()
+    if not text:
+        raise ValueError(f"timeout_s: give the seconds to wait for each answer, {bounds}")
+    try:
+        timeout_s = float(text) if len(text) <= MAX_NUMBER else math.nan
+    except ValueError:
+        timeout_s = math.nan
+    if not math.isfinite(timeout_s):
+        raise ValueError(f"timeout_s: '{_echo(text)}' is not a number of seconds")
+    if not BACNET_MIN_TIMEOUT_S <= timeout_s <= BACNET_MAX_TIMEOUT_S:
+        raise ValueError(f"timeout_s: {timeout_s:g} s is outside {bounds}")
+    return timeout_s
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -262,10 +377,12 @@ def _first_error(exc: ValidationError) -> str:
     return f"{field}: {' '.join(words)}"
 
 
-def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str]]:
+def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str], list[str]]:
     """The engineer's Add, checked as `manage.py bacnet add` checks it, the objects taken from
     the page's browse of that controller (so nothing asks the network here). Each refusal is a
-    ValueError starting with the field it is about; nothing is stored then."""
+    ValueError starting with the field it is about; nothing is stored then. Returns the device,
+    whether it is new, the points added and the ticked ones it already had (said, not
+    skipped in silence)."""
     from sensors.devices import bacnet_browsing
 
     address, instance = bacnet_browsing.check(
@@ -297,19 +414,25 @@ def _add(request: HttpRequest) -> tuple[BacnetDevice, bool, list[str]]:
         raise ValueError(f"name: {exc}") from exc
     try:
         with transaction.atomic():
-            existing = BacnetDevice.objects.filter(node__name=name).first()
+            existing = BacnetDevice.objects.filter(node__name=name).select_related("node").first()
             had = set(existing.points.values_list("key", flat=True)) if existing else set()
+            before = (existing.address, existing.node.interval) if existing else None
             device = add_device(
                 name, address, instance, interval=interval, vendor_name=state["vendor_name"]
             )
             points = map_points(device, [objects[ref] for ref in refs])
             added = [f"{p.ref} '{p.name}'" for p in points if p.key not in had]
-            _log_add(request, device, existing is None, added)
+            ticked = set(refs)  # map_points answers all the device's points
+            already = [f"{p.ref} (as {p.key})" for p in points if p.key in had and p.ref in ticked]
+            # An Add that changes nothing (its points all recorded, the same address and
+            # interval) leaves nothing in the history: there is nothing to tell.
+            if added or before != (device.address, device.node.interval):
+                _log_add(request, device, existing is None, added)
     except ValidationError as exc:  # a row recorded meanwhile
         raise ValueError(_first_error(exc)) from exc
     except ValueError as exc:  # map_points: past the points bound with those it had
         raise ValueError(f"point: {exc}") from exc
-    return device, existing is None, added
+    return device, existing is None, added, already
 
 
 def _log_add(request: HttpRequest, device: BacnetDevice, new: bool, added: list[str]) -> None:
@@ -337,15 +460,16 @@ def bacnet_add(request: HttpRequest) -> HttpResponse:
     if not is_engineer(request.user):
         raise PermissionDenied(ONLY_ENGINEERS)
     try:
-        device, new, added = _add(request)
+        device, new, added, already = _add(request)
     except ValueError as exc:
         return _page(request, add_error=str(exc), status=400)
     bacnet_browsing.forget()  # its list has served: the page shows the controller instead
     what = "added" if new else "updated"
+    had = f"; already recorded: {', '.join(already)}" if already else ""
     messages.success(
         request,
         f"{device.node.name} {what}: {len(added)} point{'s' if len(added) != 1 else ''} "
-        f"recorded, polled every {device.node.interval} s.",
+        f"recorded, polled every {device.node.interval} s{had}.",
     )
     return redirect("staff-bacnet")
 

@@ -29,6 +29,7 @@ KEY = "sensors:bacnet-browse"
 STALE_S = 180
 KEPT_S = 7 * 24 * 3600
 MAX_ADDRESS = 64  # BacnetDevice.address's length
+MAX_INSTANCE_DIGITS = len(str(MAX_INSTANCE))  # 4194302: 7
 
 # The worker's task (sensors/tasks.py), by the name it is registered under.
 BROWSE_TASK = "sensors.tasks.browse_bacnet"
@@ -49,10 +50,13 @@ def check(address: str, instance: str | int) -> tuple[str, int]:
         host, port = bacnet_client.parse_address(address)
     except ValueError as exc:
         raise ValueError(f"address: {exc}") from exc
-    try:
-        number = int(str(instance).strip())
-    except ValueError:
-        raise ValueError(f"instance: '{instance}' is not a whole number") from None
+    text = str(instance).strip()
+    # Capped as the address is: 5,000 digits were parsed, and echoed whole in the refusal.
+    if len(text) > MAX_INSTANCE_DIGITS:
+        raise ValueError(f"instance: at most {MAX_INSTANCE_DIGITS} digits (0-{MAX_INSTANCE})")
+    if not (text.isascii() and text.removeprefix("-").isdigit()):  # "²": a digit int() refuses
+        raise ValueError(f"instance: '{text}' is not a whole number")
+    number = int(text)
     if not 0 <= number <= MAX_INSTANCE:
         raise ValueError(f"instance: {number} is out of range 0-{MAX_INSTANCE}")
     return (host if port == 47808 else f"{host}:{port}"), number

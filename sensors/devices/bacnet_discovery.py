@@ -3,9 +3,10 @@ web request: it listens for seconds), and the page shows what answered.
 
 Redis key sensors:bacnet-discovery, JSON: requested_at, target ("" for the local broadcast),
 by (the engineer's name), and once the worker has run it done_at, error and found (each answer's
-instance, address, vendor id and the name of the controller we record at that instance, if
-any). One discovery at a time: it binds the discovery port, and a second request while one is
-queued or running is refused, not queued behind it.
+instance, address and vendor id; which of them we record is said when the page is drawn, by
+recorded_as(), so a controller added after the Who-Is shows as recorded). One discovery at a
+time: it binds the discovery port, and a second request while one is queued or running is
+refused, not queued behind it.
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ def request(target: str, by: str, now: float | None = None) -> dict:
     return state
 
 
+def recorded_as(found: list[dict]) -> list[dict]:
+    """The answers, each with the node name we record its instance as ("" when none): asked
+    now, not when the Who-Is ran, so one added since says so (#31)."""
+    known = dict(
+        BacnetDevice.objects.filter(device_instance__in=[f["instance"] for f in found]).values_list(
+            "device_instance", "node__name"
+        )
+    )
+    return [{**f, "recorded_as": known.get(f["instance"], "")} for f in found]
+
+
 def run(target: str, now: float | None = None) -> dict:
     """The worker's part: the Who-Is (through the site's BBMD when there is one), its answers
     kept for the page."""
@@ -81,16 +93,9 @@ def run(target: str, now: float | None = None) -> dict:
         state["error"] = ""
     except (BacnetError, ValueError) as exc:
         found, state["error"] = [], str(exc)
-    known = dict(
-        BacnetDevice.objects.filter(device_instance__in=[f.instance for f in found]).values_list(
-            "device_instance", "node__name"
-        )
-    )
     state["found"] = [
-        {"instance": f.instance, "address": f.address, "vendor_id": f.vendor_id,
-         "recorded_as": known.get(f.instance, "")}
-        for f in found
-    ]  # fmt: skip
+        {"instance": f.instance, "address": f.address, "vendor_id": f.vendor_id} for f in found
+    ]
     state["done_at"] = time.time() if now is None else now
     get_redis().set(KEY, json.dumps(state), ex=7 * 24 * 3600)
     return state

@@ -9,6 +9,8 @@ Redis keys (written by the poll, sensors/devices/bacnet_devices.py):
                                     (written by sensors/devices/bacnet_cov_service.py)
     sensors:bacnet-cov-refused:<node id>  hash input key -> the controller's refusal of COV
     sensors:bacnet-cov-dropped:<node id>  hash input key -> notifications dropped by the bound
+An answer also marks the node heard (sensors:seen, sensors/ingest/node_state.py), whether or
+not it brings a value to record: an answering controller is never "silent".
 The points' values are the node's last readings (sensors/ingest/node_state.py), since a point's
 reading arrives as the node's input `key`.
 """
@@ -19,6 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from alarms.lifecycle import clear_alarm
 from core.redis import get_redis
 from sensors.ingest import node_state
 from sensors.models import BacnetDevice
@@ -48,11 +51,18 @@ def covered_keys(node_id: int, now: float) -> set[str]:
     return {key.decode() for key, until in held.items() if float(until) > now}
 
 
-def mark_answered(node_id: int, now: float, pipe=None) -> None:
-    r = pipe if pipe is not None else get_redis()
-    r.hset(state_key(node_id), "answered_at", int(now))
-    r.hdel(state_key(node_id), "failing_since", "error")
-    r.expire(state_key(node_id), STATE_TTL_S)
+def mark_answered(node_id: int, now: float) -> None:
+    """The controller answered: so the page says, and so its node was heard. Its readings
+    alone did not say so: with every point held by COV the poll reads one, and when that one
+    is in fault (its value not recorded) nothing marked the node heard, so an answering
+    controller was alarmed "silent", cleared and alarmed again (#31)."""
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.hset(state_key(node_id), "answered_at", int(now))
+    pipe.hdel(state_key(node_id), "failing_since", "error")
+    pipe.expire(state_key(node_id), STATE_TTL_S)
+    pipe.execute()
+    if node_state.mark_heard(node_id, now):
+        clear_alarm(f"node-silent:{node_id}")
 
 
 def mark_failed(node_id: int, error: str, now: float) -> None:

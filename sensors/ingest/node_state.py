@@ -60,6 +60,17 @@ def last_values_of(node_ids: list[int]) -> dict[int, dict[str, tuple[int, float]
     return result
 
 
+def mark_heard(node_id: int, now: float) -> bool:
+    """The node was heard though no reading of it is recorded (a BACnet controller's answer
+    whose only values are in fault, or a point's error: an answer is proof of life, and a
+    node-silent alarm beside the controller's own fault alarm was false). True when it had
+    been flagged silent, so the caller closes that alarm now, as ingest does."""
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.hset(SEEN_KEY, str(node_id), int(now))
+    pipe.srem(SILENT_KEY, str(node_id))
+    return bool(pipe.execute()[1])
+
+
 def is_silent(last_seen_at: float | None, interval_s: int, now: float) -> bool:
     """True when a node has not posted for SILENT_FACTOR × its interval (or never has)."""
     return last_seen_at is None or now - last_seen_at > SILENT_FACTOR * interval_s

@@ -16,6 +16,8 @@ from playwright.sync_api import expect
 
 from core.roles import ENGINEERS, VIEWERS
 from sensors import cache
+from sensors.devices.bacnet_client import ObjectInfo
+from sensors.devices.bacnet_devices import add_device, map_points
 from sensors.models import BacnetDevice
 from sensors.tasks import browse_bacnet, discover_bacnet, poll_bacnet_device
 from tests.browser import logged_in_page
@@ -59,6 +61,8 @@ def test_an_engineer_discovers_browses_and_adds_a_controller(server, controller,
 
         page.fill("#discover-target", controller.address)
         page.get_by_role("button", name="Discover").click()
+        # Queued before the worker runs (else the request, answered later, writes over it).
+        expect(page.locator("#discovery")).to_contain_text("waiting for the worker")
         in_thread(lambda: discover_bacnet(controller.address))  # the worker's part
         expect(page.locator("#discovery")).to_contain_text("1 answered.")
         page.locator(f"#browse-{INSTANCE}").click()
@@ -92,6 +96,12 @@ def test_an_engineer_discovers_browses_and_adds_a_controller(server, controller,
         point = section.locator("tr", has_text="analog-input,1")
         expect(point).to_contain_text("Boiler flow temperature")
         expect(page.locator("#browsed")).to_have_count(0)  # the list served its purpose
+        # The Who-Is ran before the Add: its line says what we record now, on reload too.
+        found = page.locator("#discovery li", has_text=f"device {INSTANCE}")
+        expect(found).to_contain_text("recorded as boiler-house")
+        expect(page.locator(f"#browse-{INSTANCE}")).to_have_count(0)
+        page.reload()
+        expect(found).to_contain_text("recorded as boiler-house")
 
         in_thread(lambda: poll_bacnet_device(device.node_id))  # the beat's poll, for real
         expect(point.locator(".value")).to_have_text("61.5 °C")
@@ -110,3 +120,40 @@ def test_a_viewer_sees_a_browse_without_buttons(server, controller):
         expect(page.get_by_role("button", name="Add")).to_have_count(0)
         expect(page.get_by_role("button", name="Browse")).to_have_count(0)
         assert not seen["errors"], seen["errors"]
+
+
+def test_an_engineer_adds_a_point_to_a_recorded_controller(server, controller, settings):
+    settings.BMS_STAFF_LIVE_S = 1
+
+    def recorded() -> BacnetDevice:
+        device = add_device("boiler-house", controller.address, INSTANCE, interval=120)
+        map_points(device, [ObjectInfo("analog-input", 1, "Boiler flow temperature",
+                                       "degrees-celsius")])  # fmt: skip
+        return device
+
+    device = in_thread(recorded)
+    with logged_in_page(server.url, "estates", PASSWORD, "/staff/bacnet/", VIEWPORT) as opened:
+        page, seen = opened
+        page.fill("#browse-address", controller.address)
+        page.fill("#browse-instance", str(INSTANCE))
+        page.locator("#browse-controller").get_by_role("button", name="Browse").click()
+        browsed = page.locator("#browsed")
+        expect(browsed).to_contain_text("waiting for the worker")
+        in_thread(lambda: browse_bacnet(controller.address, INSTANCE))  # the worker's part
+        expect(page.locator("#browsed-recorded")).to_contain_text(
+            "Recorded as boiler-house, polled every 120 s, with 1 point"
+        )
+        row = browsed.locator("tr", has_text="Boiler flow temperature")
+        expect(row).to_contain_text("recorded as analog-input-1")
+        expect(page.locator(TICK)).to_have_count(0)  # not offered again
+        expect(page.locator("#add-name")).to_have_value("boiler-house")
+        expect(page.locator("#add-interval")).to_have_value("120")  # its own, not 30
+
+        page.locator('input[name=point][value="binary-output,1"]').check()
+        page.get_by_role("button", name="Add").click()
+        expect(page.get_by_text("boiler-house updated: 1 point recorded, polled every 120 s.")) \
+            .to_be_visible()  # fmt: skip
+        section = page.locator(f"#controller-{device.pk}")
+        expect(section.locator("tr", has_text="binary-output,1")).to_contain_text("Boiler enable")
+        assert not seen["errors"], seen["errors"]
+    assert in_thread(lambda: BacnetDevice.objects.get(pk=device.pk).node.interval) == 120

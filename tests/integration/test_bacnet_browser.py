@@ -42,7 +42,9 @@ def device(controller, redis_client) -> BacnetDevice:
     device.timeout_s = 0.5
     device.save()
     map_points(device, [ObjectInfo("analog-input", 1, "Boiler flow temperature",
-                                   "degrees-celsius")])  # fmt: skip
+                                   "degrees-celsius"),
+                        ObjectInfo("binary-output", 1, "Boiler enable", ""),
+                        ObjectInfo("binary-output", 2, "Hall valve", "no-units")])  # fmt: skip
     return device
 
 
@@ -59,7 +61,8 @@ def test_an_engineer_sees_the_controllers_last_reading_and_then_its_loss(
 ):
     settings.BMS_STAFF_LIVE_S = 1
     report = poll_bacnet_device(device.node_id)
-    assert report["values"] == {"analog-input-1": 61.5}
+    assert report["values"] == {"analog-input-1": 61.5, "binary-output-1": 1.0,
+                                "binary-output-2": 0.0}  # fmt: skip
     with logged_in_page(server.url, "estates", PASSWORD, "/staff/bacnet/", VIEWPORT) as opened:
         page, seen = opened
         section = page.locator(f"#controller-{device.pk}")
@@ -69,6 +72,14 @@ def test_an_engineer_sees_the_controllers_last_reading_and_then_its_loss(
         expect(point.locator(".value")).to_have_text("61.5 °C")
         expect(point).to_contain_text("Boiler flow temperature")
         expect(point.locator(".age")).to_contain_text(re.compile(r"\d+ s ago"))
+        # Binary points as BACnet's active and inactive: on and off, never "1" or "0 no-units".
+        expect(section.locator("tr", has_text="binary-output,1").locator(".value")).to_have_text(
+            "on"
+        )
+        expect(section.locator("tr", has_text="binary-output,2").locator(".value")).to_have_text(
+            "off"
+        )
+        expect(section).not_to_contain_text("no-units")
 
         page.fill(f"#interval-{device.pk}", "4")  # below the 5 s bound: the server refuses
         page.evaluate(
@@ -76,11 +87,21 @@ def test_an_engineer_sees_the_controllers_last_reading_and_then_its_loss(
             "i => i.removeAttribute('min'))"
         )  # fmt: skip  (past the browser's check)
         section.get_by_role("button", name="Save").click()
-        expect(page.locator(".errorlist")).to_contain_text("interval: ")
+        # In the Add form's words, not the serializer's "Ensure this value is greater ...".
+        expect(page.locator(".errorlist")).to_have_text("interval: 4 s is outside 5-86400 s")
+        page.fill(f"#interval-{device.pk}", "")
+        page.fill(f"#timeout-{device.pk}", "")
+        section.get_by_role("button", name="Save").click()  # empty boxes: refused, each named
+        expect(page.locator(".errorlist")).to_have_text([
+            "interval: give the seconds between polls, 5-86400 s",
+            "timeout_s: give the seconds to wait for each answer, 0.5-30 s"])  # fmt: skip
         page.fill(f"#interval-{device.pk}", "60")
+        page.fill(f"#timeout-{device.pk}", "0.5")
         page.locator(f"#controller-{device.pk}").get_by_role("button", name="Save").click()
         expect(page.get_by_text("Saved: boiler-house polled every 60 s.")).to_be_visible()
         expect(page.locator(f"#interval-{device.pk}")).to_have_value("60")
+        page.locator(f"#controller-{device.pk}").get_by_role("button", name="Save").click()
+        expect(page.get_by_text("boiler-house: no change.")).to_be_visible()  # the same again
 
         controller.stop()
         in_thread(lambda: poll_bacnet_device(device.node_id))
@@ -99,7 +120,9 @@ def test_a_viewer_sees_the_reading_and_no_edit_controls(server, device):
     with logged_in_page(server.url, "visitor", PASSWORD, "/staff/bacnet/", VIEWPORT) as opened:
         page, seen = opened
         section = page.locator(f"#controller-{device.pk}")
-        expect(section.locator(".value")).to_have_text("61.5 °C")
+        expect(section.locator("tr", has_text="analog-input,1").locator(".value")).to_have_text(
+            "61.5 °C"
+        )
         expect(page.get_by_text("Read only: engineers change controllers.")).to_be_visible()
         expect(page.locator("form.edit-controller")).to_have_count(0)
         expect(page.get_by_role("button", name="Poll now")).to_have_count(0)

@@ -5,14 +5,17 @@ object and the value it gave, and cleared when the controller says the condition
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.core.management import call_command
 
 from alarms.models import Alarm
 from feeds.models import Feed
 from feeds.store import service
+from sensors.devices import bacnet_status
 from sensors.models import BacnetDevice, Sensor
-from sensors.tasks import poll_bacnet_device
+from sensors.tasks import check_silent_nodes, poll_bacnet_device
 from tests.sensors import bacnet_peer
 from tests.sensors.bacnet_peer import INSTANCE
 
@@ -91,3 +94,30 @@ def test_a_point_leaving_the_map_clears_its_fault(controller, device):
     device.points.filter(key="analog-input-1").delete()
     poll_bacnet_device(device.node_id)
     assert open_alarm(key) is None
+
+
+@pytest.mark.django_db
+def test_a_controller_answering_only_with_a_faulty_point_is_never_silent(
+    controller, device, redis_client
+):
+    # COV holds every point (as bacnet_cov_service.py writes it), so the poll reads one: the
+    # faulty one, whose value is not recorded. The answer is proof of life all the same.
+    device.node.interval = 10
+    device.node.save()
+    redis_client.hset(bacnet_status.cov_key(device.node_id), "analog-input-1", time.time() + 600)
+    controller.plant("reliability analog-input,1 over-range")
+    controller.plant("pv analog-input,1 150")
+    silent = f"node-silent:{device.node_id}"
+    heard = poll_bacnet_device(device.node_id)
+    assert heard["faults"] == ["analog-input-1"] and heard["values"] == {}
+    assert check_silent_nodes(now=time.time() + 25)["raised"] == []  # within 3 intervals
+
+    # Silent on the books (no answer for 3 intervals, as when the worker was stopped)...
+    assert check_silent_nodes(now=time.time() + 35)["raised"] == [device.node_id]
+    assert open_alarm(silent) is not None
+    # ...the next answer, a fault again, closes it at once, and no check raises it again.
+    poll_bacnet_device(device.node_id)
+    assert open_alarm(silent) is None
+    assert open_alarm(f"bacnet-fault:{device.node_id}:analog-input-1") is not None
+    assert check_silent_nodes(now=time.time() + 25)["raised"] == []
+    assert Alarm.objects.filter(key=silent).count() == 1  # the one raised, not a new row each

@@ -80,12 +80,17 @@ def test_a_browse_the_worker_never_took_up_stops_blocking_after_its_stale_time(r
      ({"address": "192.0.2.40", "instance": "4194303"},
       "instance: 4194303 is out of range 0-4194302"),
      ({"address": "192.0.2.40", "instance": "two"},
-      "instance: &#x27;two&#x27; is not a whole number")],
+      "instance: &#x27;two&#x27; is not a whole number"),
+     ({"address": "192.0.2.40", "instance": "9" * 5000},
+      "instance: at most 7 digits (0-4194302)"),
+     ({"address": "192.0.2.40", "instance": "00000001"},
+      "instance: at most 7 digits (0-4194302)")],
 )  # fmt: skip
 def test_a_bad_browse_is_refused_naming_the_field(engineer, redis_client, form, message):
     answer = _login(engineer).post("/staff/bacnet/browse", form)
     html = answer.content.decode()
     assert answer.status_code == 400 and message in html
+    assert "9" * 21 not in html  # 5,000 digits are not echoed back, in words or in the box
     assert f'value="{form["address"]}"' in html  # what was typed stays to be corrected
     assert not redis_client.lrange("ingest", 0, -1)
 
@@ -177,16 +182,57 @@ def test_adding_to_a_recorded_controller_adds_the_new_points_as_a_change(enginee
     assert _login(engineer).post("/staff/bacnet/add", form).status_code == 302
     _browsed(redis_client)
     form = {**ADD, "point": ["binary-output,1", "binary-output,1"], "interval": "60"}
+    answer = _login(engineer).post("/staff/bacnet/add", form, follow=True)
+    assert "boiler-house updated: 0 points recorded, polled every 60 s; already recorded: " \
+           "binary-output,1 (as binary-output-1)." in answer.content.decode()  # fmt: skip
+    _browsed(redis_client)
+    form = {**ADD, "point": ["binary-output,1"], "interval": "90"}
     assert _login(engineer).post("/staff/bacnet/add", form).status_code == 302
     assert sorted(p.ref for p in device.points.all()) == ["analog-input,1", "binary-output,1"]
     messages = list(LogEntry.objects.filter(object_id=str(device.pk), action_flag=CHANGE)
                     .order_by("pk").values_list("change_message", flat=True))  # fmt: skip
-    assert messages == [
+    assert messages == [  # the Add that changed nothing left nothing
         "Set device 2601 at 192.0.2.40, polled every 60 s; added points analog-input,1 'Boiler "
         "flow temperature', binary-output,1 'Boiler enable' (staff BACnet page).",
-        "Set device 2601 at 192.0.2.40, polled every 60 s; added points none new "
+        "Set device 2601 at 192.0.2.40, polled every 90 s; added points none new "
         "(staff BACnet page).",
     ]
+
+
+def test_browsing_a_recorded_controller_offers_its_name_interval_and_new_objects_only(
+    engineer, redis_client
+):
+    device = add_device("boiler-house", "192.0.2.40:47808", 2601, interval=120)
+    device.points.create(key="analog-input-1", object_type="analog-input", instance=1)
+    _browsed(redis_client)
+    html = _login(engineer).get("/staff/bacnet/").content.decode()
+    assert "Recorded as <strong>boiler-house</strong>, polled every 120 s, with 1 point" in html
+    assert '<span class="muted recorded">recorded as analog-input-1</span>' in html
+    assert 'value="analog-input,1"' not in html  # not tickable
+    assert 'name="point" value="binary-output,1"' in html
+    assert 'id="add-name" name="name" maxlength="64" placeholder="boiler-house" ' \
+           'value="boiler-house"' in html  # fmt: skip
+    assert 'name="interval" type="number" min="5" max="86400" value="120"' in html
+
+    answer = _login(engineer).post("/staff/bacnet/add", {
+        **ADD, "address": "192.0.2.40", "interval": "120",
+        "point": ["analog-input,1", "binary-output,1"]}, follow=True)  # fmt: skip
+    assert "boiler-house updated: 1 point recorded, polled every 120 s; already recorded: " \
+           "analog-input,1 (as analog-input-1)." in answer.content.decode()  # fmt: skip
+    device.node.refresh_from_db()
+    assert device.node.interval == 120
+
+
+def test_browsing_a_controller_not_recorded_offers_every_object_and_a_blank_name(
+    engineer, redis_client
+):
+    add_device("other-house", "192.0.2.40", 2602, interval=120)  # another instance
+    _browsed(redis_client)
+    html = _login(engineer).get("/staff/bacnet/").content.decode()
+    assert "Recorded as" not in html and "recorded as analog-input-1" not in html
+    assert 'name="point" value="analog-input,1"' in html
+    assert 'placeholder="boiler-house" value=""' in html
+    assert 'max="86400" value="30" required' in html
 
 
 @pytest.mark.parametrize(
@@ -201,6 +247,9 @@ def test_adding_to_a_recorded_controller_adds_the_new_points_as_a_change(enginee
       "point: at most 200 points per controller"),
      ({"address": "192.0.2.41"}, "point: browse device 2601 at 192.0.2.41 first"),
      ({"instance": "4194303"}, "instance: 4194303 is out of range"),
+     ({"instance": "9" * 5000}, "instance: at most 7 digits (0-4194302)"),
+     ({"interval": "9" * 5000}, f"interval: &#x27;{'9' * 20}…&#x27; is not a whole number"),
+     ({"interval": ""}, "interval: give the seconds between polls, 5-86400 s"),
      ({"name": "x" * 65}, "name: Ensure this value has at most 64 characters")],
 )  # fmt: skip
 def test_a_bad_add_is_refused_naming_the_field_and_stores_nothing(
@@ -269,8 +318,7 @@ def test_a_viewer_sees_the_list_without_buttons_and_a_hand_made_post_is_refused(
     _browsed(redis_client)
     redis_client.set("sensors:bacnet-discovery", json.dumps({
         "requested_at": 1, "done_at": 2, "target": "", "by": "estates", "error": "",
-        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5,
-                   "recorded_as": ""}]}))  # fmt: skip
+        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5}]}))  # fmt: skip
     client = _login(viewer)
     html = client.get("/staff/bacnet/").content.decode()
     assert "Boiler flow temperature" in html  # the list is read, not acted on
@@ -285,8 +333,7 @@ def test_a_viewer_sees_the_list_without_buttons_and_a_hand_made_post_is_refused(
 def test_an_engineer_browses_a_discovered_controller_with_one_button(engineer, redis_client):
     redis_client.set("sensors:bacnet-discovery", json.dumps({
         "requested_at": 1, "done_at": 2, "target": "", "by": "estates", "error": "",
-        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5,
-                   "recorded_as": ""}]}))  # fmt: skip
+        "found": [{"instance": 2601, "address": "192.0.2.40", "vendor_id": 5}]}))  # fmt: skip
     html = _login(engineer).get("/staff/bacnet/").content.decode()
     assert 'name="address" value="192.0.2.40"><input type="hidden" name="instance" ' \
            'value="2601"><button id="browse-2601">Browse</button>' in html  # fmt: skip

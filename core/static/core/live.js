@@ -5,6 +5,12 @@
  * Also keeps every <... data-since="unix seconds"> reading "12 min" as time goes by.
  *
  * One setTimeout chain (never setInterval): a slow server cannot pile requests up.
+ *
+ * While the page shows a job a worker is doing for it (an element data-live-pending-until=
+ * "unix seconds": a BACnet discovery or browse), it checks every PENDING_MS instead, so the
+ * answer shows seconds after the worker has it, not at the next minute's update; bounded, it
+ * falls back to the page's own period once the job is done (the element gone) or its time is
+ * past.
  */
 (function () {
   "use strict";
@@ -30,7 +36,22 @@
   const fmtTime = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
   const root = document.querySelector("[data-live-url]");
   const status = document.getElementById("live-status");
-  const stats = { polls: 0, failures: 0, lastOk: null, state: "ok" };
+  const stats = { polls: 0, failures: 0, lastOk: null, state: "ok", nextMs: null };
+  const PENDING_MS = 2000;
+
+  // The wait before the next update: PENDING_MS while a worker's job is pending, else everyMs.
+  function nextDelay(everyMs) {
+    const now = Date.now() / 1000;
+    const pending = Array.from(document.querySelectorAll("[data-live-pending-until]")).some(
+      (el) => Number(el.dataset.livePendingUntil) > now,
+    );
+    return pending ? Math.min(everyMs, PENDING_MS) : everyMs;
+  }
+
+  function schedule(everyMs) {
+    stats.nextMs = nextDelay(everyMs);
+    setTimeout(() => poll(everyMs), stats.nextMs);
+  }
 
   function say(text, bad) {
     if (!status) return;
@@ -77,6 +98,7 @@
         apply(data);
         stats.lastOk = Date.now();
         stats.state = "ok";
+        // The same words as the line the server draws (templates: "Live · updated … · every").
         say("Live · updated " + fmtTime.format(stats.lastOk) + " · every " + root.dataset.liveEvery + " s", false);
       })
       .catch((error) => {
@@ -87,7 +109,7 @@
       })
       .finally(() => {
         stats.polls += 1;
-        setTimeout(() => poll(everyMs), everyMs);
+        schedule(everyMs);
       });
   }
 
@@ -95,7 +117,7 @@
   setInterval(updateDurations, 10000);
   if (root) {
     const everyMs = Math.max(1, Number(root.dataset.liveEvery) || 60) * 1000;
-    setTimeout(() => poll(everyMs), everyMs);
+    schedule(everyMs);
   }
   // For the browser tests and anyone curious in the console.
   window.bmsLive = stats;
