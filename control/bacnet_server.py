@@ -656,6 +656,18 @@ class SiteDevice(AppThread):
         future = asyncio.run_coroutine_threadsafe(self._apply(zones, chosen, alarms), self._loop)
         return future.result(timeout_s)
 
+    def set_location(self, location: str, timeout_s: float = 10.0) -> None:
+        """The device's location, as the site is named now: the command reads it at each
+        refresh (the demo makes its site after the server started; a site is renamed)."""
+        if self._loop is None:
+            raise RuntimeError("the BACnet server is not started")
+
+        async def apply() -> None:
+            self.location = location
+            self._app.device_object.location = location
+
+        asyncio.run_coroutine_threadsafe(apply(), self._loop).result(timeout_s)
+
     @property
     def feeds_served(self) -> int:
         return len(self._feeds)

@@ -32,6 +32,8 @@ from bacpypes3.local.device import DeviceObject
 from bacpypes3.pdu import Address, IPv4Address
 from bacpypes3.primitivedata import Null, ObjectIdentifier, Real, Unsigned
 
+from core.words import one_line
+
 MAX_INSTANCE = 4194302  # a device or object instance: 22 bits, 4194303 is the wildcard
 MAX_OBJECTS = 2000  # a browse reads at most this many objects of one device
 MAX_DISCOVERED = 500  # I-Am answers kept from one Who-Is
@@ -393,6 +395,17 @@ async def _optional(app: NormalApplication, address: Address, ref: Any, prop: st
         return ""
 
 
+# A controller's own words (names, vendor, descriptions) as we keep and show them: a device
+# may send a CharacterString of any length, with line breaks, terminal escapes or bidi controls
+# that would forge a line in a log or an engineer's terminal, or print a page's line backwards.
+MAX_TEXT = 255
+
+
+def _text(value: Any) -> str:
+    """A controller's text on one line (core.words.one_line), at most MAX_TEXT characters."""
+    return one_line(str(value))[:MAX_TEXT]
+
+
 def browse(
     address: str,
     instance: int,
@@ -419,7 +432,7 @@ def browse(
         object_list = await one(app, app.read_property(where, device, "object-list"))
         wanted = [o for o in object_list if str(o[0]) in POINT_TYPES]
         result = Browse(
-            str(name), str(vendor), str(model), truncated=max(0, len(wanted) - max_objects)
+            _text(name), _text(vendor), _text(model), truncated=max(0, len(wanted) - max_objects)
         )
         for oid in wanted[:max_objects]:
             kind, number = str(oid[0]), int(oid[1])
@@ -427,9 +440,9 @@ def browse(
                 ObjectInfo(
                     kind,
                     number,
-                    name=str(await one(app, _optional(app, where, oid, "object-name"))),
-                    units=str(await one(app, _optional(app, where, oid, "units"))),
-                    description=str(await one(app, _optional(app, where, oid, "description"))),
+                    name=_text(await one(app, _optional(app, where, oid, "object-name"))),
+                    units=_text(await one(app, _optional(app, where, oid, "units"))),
+                    description=_text(await one(app, _optional(app, where, oid, "description"))),
                 )
             )
         return result

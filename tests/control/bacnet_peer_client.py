@@ -6,7 +6,8 @@ Runs under its own Python (bac-py needs 3.13; scripts/setup.sh makes .venv-bacne
     .venv-bacnet-peer/bin/python tests/control/bacnet_peer_client.py 127.0.0.3:47808 \
         --interface 127.0.0.2 --read analog-input,1 --write analog-value,1=25
 
-Prints one JSON object per request, in order: {"read": ref, "property": ..., "value": ...} or
+Prints one JSON object per request: every --read first, then every --write, then every
+--subscribe, whatever their order on the command line: {"read": ref, "property": ..., "value": ...} or
 {"write": ref, "ok": true} or {..., "error": "<class>: <code>"}.
 
 `--subscribe REF` (repeatable) subscribes to COV on REF (`--lifetime` s, unconfirmed), printing

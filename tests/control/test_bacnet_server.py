@@ -153,6 +153,10 @@ def test_the_device_names_its_vendor_model_version_and_location(device):
         "Open BMS", 999, "Open BMS site server", project_version(), project_version(), "Church hall",
     ]  # fmt: skip
     assert project_version() == "0.1.0"  # pyproject.toml's
+    # A site named (or renamed) after the server started: the command sets it at a refresh.
+    device.set_location("St Mary's church hall")
+    (answer,) = peer(device.address, "--read=device,4194001:location")
+    assert answer["value"] == "St Mary's church hall" and device.location == answer["value"]
 
 
 @pytest.mark.django_db

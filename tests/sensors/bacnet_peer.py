@@ -27,10 +27,15 @@ class Controller:
     """The simulated boiler-house controller, started and stopped as a real process."""
 
     def __init__(
-        self, port: int, broadcast_to: str, refuse_cov: tuple[str, ...] = (), bbmd: bool = False
+        self,
+        port: int,
+        broadcast_to: str,
+        refuse_cov: tuple[str, ...] = (),
+        bbmd: bool = False,
+        name: str = "",
     ) -> None:
         self.port, self.broadcast_to, self.refuse_cov = port, broadcast_to, refuse_cov
-        self.bbmd = bbmd
+        self.bbmd, self.name = bbmd, name
         self.process: subprocess.Popen | None = None
 
     @property
@@ -46,7 +51,7 @@ class Controller:
             [str(PEER_PYTHON), str(CONTROLLER), "--interface", PEER_HOST, "--port",
              str(self.port), "--instance", str(INSTANCE), "--broadcast-to", self.broadcast_to,
              *[arg for ref in self.refuse_cov for arg in ("--refuse-cov", ref)],
-             *(["--bbmd"] if self.bbmd else [])],
+             *(["--bbmd"] if self.bbmd else []), *(["--name", self.name] if self.name else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
         )  # fmt: skip
         assert self.process.stdout.readline().strip() == "ready"

@@ -6,6 +6,8 @@ alarm clear."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -47,6 +49,33 @@ def test_the_discover_and_browse_commands_show_what_an_engineer_needs(controller
     assert "Boiler house controller" in out
     assert "analog-input,1  Boiler flow temperature [degrees-celsius] — Flow sensor" in out
     assert "binary-output,1  Boiler enable — Boiler enable relay" in out
+
+
+def test_a_controllers_own_words_are_shown_on_one_line_without_its_control_characters(
+    settings, redis_client
+):
+    """A device's name is its to choose: a line break, a terminal escape or a bidi override in
+    it would forge a line in the engineer's terminal or the worker's log, or print the staff
+    page's line backwards (a fresh-eyes tester's controller did)."""
+    our_port = free_udp_port(OUR_HOST)
+    settings.BMS_BACNET_ADDRESS = f"{OUR_HOST}/32"
+    settings.BMS_BACNET_PORT = our_port
+    peer = bacnet_peer.Controller(free_udp_port(PEER_HOST), f"{OUR_HOST}:{our_port}",
+                      name="Boiler\u202e house\n\x1b[31mFORGED LINE")  # fmt: skip
+    peer.start()
+    try:
+        shown = io.StringIO()
+        call_command("bacnet", "browse", peer.address, str(INSTANCE), stdout=shown)
+        out = shown.getvalue()
+        found = bacnet_client.browse(
+            peer.address, INSTANCE, local=f"{OUR_HOST}/32:{free_udp_port(OUR_HOST)}",
+            client_instance=4194000,
+        )  # fmt: skip
+    finally:
+        peer.stop()
+    assert found.device_name == "Boiler house [31mFORGED LINE"
+    assert "Boiler house [31mFORGED LINE" in out
+    assert not {"\x1b", "\u202e"} & set(out) and "\nFORGED" not in out
 
 
 @pytest.mark.django_db

@@ -230,3 +230,17 @@ def test_the_zones_listed_are_bounded_as_the_server_serves_them(viewer, monkeypa
     page = _section(_login(viewer).get(PAGE).content.decode())
     assert page.count('id="shown-zone-') == 2
     assert "The first 2 of 3 zones are listed" in page
+
+
+def test_names_with_line_breaks_or_bidi_overrides_are_shown_on_one_line(engineer, hall):
+    """A feed named "abc<U+202E>evil": the override printed the rest of its line backwards
+    (a fresh-eyes tester's screenshot); a line break in a zone name broke its row's line."""
+    Feed.objects.create(name="abc\u202eevil\nline two", tag="x", bacnet_export=True)
+    hall.name = "Hall\u202e\nEast"
+    hall.save()
+    client = _login(engineer)
+    client.post(f"/staff/bacnet/zones/{hall.pk}/writes", {"setting": "setpoint", "to": "on"})
+    section = _section(client.get(PAGE).content.decode())
+    assert "x:abcevil line two" in section and "Hall East" in section
+    assert "\u202e" not in section
+    assert "zone 'Hall East'" in section  # the recent change's subject too

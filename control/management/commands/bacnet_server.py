@@ -54,7 +54,7 @@ class Command(BaseCommand):
             settings.BMS_BACNET_SERVER_NAME,
             subscriptions_per_sender=settings.BMS_BACNET_SERVER_SUBSCRIPTIONS_PER_SENDER,
             writes_per_minute=settings.BMS_BACNET_SERVER_WRITES_PER_MINUTE,
-            location=self._location(),
+            location=self._location() or "",
         )
         try:
             device.start()
@@ -72,6 +72,9 @@ class Command(BaseCommand):
             while True:
                 try:
                     served = device.update(zone_points(), feed_points(), alarm_state())
+                    location = self._location()
+                    if location is not None and location != device.location:
+                        device.set_location(location)
                     # Said at the first refresh and when a count changes, not at every one:
                     # a line each 10 s was 8,600 lines a day saying the same.
                     if counts != (device.feeds_served, served):
@@ -90,13 +93,13 @@ class Command(BaseCommand):
             device.stop()
 
     @staticmethod
-    def _location() -> str:
+    def _location() -> str | None:
         try:
             return site_location()
-        except DatabaseError as exc:  # the device starts without it; a restart reads it again
+        except DatabaseError as exc:  # the device keeps the one it has; the next refresh reads it
             log.error("BACnet server: cannot read the site's name for its location (%s)", exc)
             connection.close_if_unusable_or_obsolete()
-            return ""
+            return None
 
     @staticmethod
     def _decide_writes(device: SiteDevice, stop: threading.Event) -> None:
