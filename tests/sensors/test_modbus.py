@@ -187,7 +187,9 @@ def test_a_meter_with_a_smaller_block_limit_is_read_register_by_register(meter):
     meter.requests.clear()
     result = poll_meter("127.0.0.1", meter.port, 3, specs, timeout_s=1, max_block=4)
     assert result.values == {"a": 1.0, "b": 2.0, "c": 3.0}
-    assert [count for _, _, count in meter.requests] == [4, 2]
+    # Which requests, not how many: on a loaded machine a 1 s answer can be late and the
+    # poll's bounded retry asks the same block again (CI saw [4, 2, 2]).
+    assert sorted(set(meter.requests)) == [(4, 0, 4), (4, 4, 2)]
 
 
 def test_a_register_that_never_answers_times_out_alone_with_bounded_retries(meter):

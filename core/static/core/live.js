@@ -34,6 +34,8 @@
   }
 
   const fmtTime = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  // The live line as the server draws it: staff times are to the minute (tests/foundation/test_dates_one_way.py).
+  const fmtMinute = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
   const root = document.querySelector("[data-live-url]");
   const status = document.getElementById("live-status");
   const stats = { polls: 0, failures: 0, lastOk: null, state: "ok", nextMs: null };
@@ -99,7 +101,7 @@
         stats.lastOk = Date.now();
         stats.state = "ok";
         // The same words as the line the server draws (templates: "Live · updated … · every").
-        say("Live · updated " + fmtTime.format(stats.lastOk) + " · every " + root.dataset.liveEvery + " s", false);
+        say("Live · updated " + fmtMinute.format(stats.lastOk) + " · every " + root.dataset.liveEvery + " s", false);
       })
       .catch((error) => {
         stats.failures += 1;
