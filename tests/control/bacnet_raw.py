@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 ANALOG_INPUT, ANALOG_VALUE, BINARY_VALUE, DEVICE = 0, 2, 5, 8
 # The APDU types (high nibble of the first octet): requests to us, and answers.
 UNCONFIRMED_REQUEST, SIMPLE_ACK, COMPLEX_ACK, ERROR = 0x1, 0x2, 0x3, 0x5
+
+
+def sender(host: str) -> Iterator[socket.socket]:
+    """A UDP socket of a head-end (or a forger) at `host`, any port: a fixture's body."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((host, 0))
+    yield sock
+    sock.close()
 
 
 def object_id(object_type: int, instance: int) -> bytes:

@@ -235,10 +235,7 @@ FORGER_HOST = "127.0.0.61"
 
 @pytest.fixture
 def forger():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((FORGER_HOST, 0))
-    yield sock
-    sock.close()
+    yield from raw.sender(FORGER_HOST)
 
 
 def _to(device: SiteDevice) -> tuple[str, int]:

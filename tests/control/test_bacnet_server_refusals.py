@@ -7,8 +7,6 @@ the test's own; the log budget's window on a clock the test controls."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from control import bacnet_writes
@@ -25,10 +23,7 @@ PRESENT_VALUE, OBJECT_NAME, OUT_OF_SERVICE = 85, 77, 81
 
 @pytest.fixture
 def writer():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((WRITER_HOST, 0))
-    yield sock
-    sock.close()
+    yield from raw.sender(WRITER_HOST)
 
 
 def refusals(caplog: pytest.LogCaptureFixture) -> list[str]:
