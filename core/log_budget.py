@@ -50,6 +50,30 @@ class LineBudget:
         return left_out
 
 
+class KindBudgets:
+    """A `LineBudget` for each kind of line, made on first use, on one clock, thread-safe (a
+    web process's threads share its log handler; the BACnet server's network and main threads
+    both log refusals): a flood of one kind cannot push the others out."""
+
+    def __init__(
+        self,
+        per_window: int,
+        window_s: float = WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_window, self.window_s, self.clock = per_window, window_s, clock
+        self._budgets: dict[str, LineBudget] = {}
+        self._lock = threading.Lock()
+
+    def take(self, kind: str) -> int | None:
+        """`LineBudget.take` for `kind`'s line now."""
+        with self._lock:
+            budget = self._budgets.get(kind)
+            if budget is None:
+                budget = self._budgets[kind] = LineBudget(self.per_window, self.window_s)
+            return budget.take(self.clock())
+
+
 class LibraryLineBudget(logging.Filter):
     """Bounds the lines of each library in `libraries` (a logger name and its children) to
     `per_minute` a minute; every other record passes untouched."""
@@ -61,11 +85,11 @@ class LibraryLineBudget(logging.Filter):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
-        self.clock = clock
-        self._budgets = {name: LineBudget(per_minute) for name in libraries}
+        self.libraries = libraries
+        self._budgets = KindBudgets(per_minute, clock=clock)
 
     def _library(self, name: str) -> str | None:
-        for library in self._budgets:
+        for library in self.libraries:
             if name == library or name.startswith(library + "."):
                 return library
         return None
@@ -74,7 +98,7 @@ class LibraryLineBudget(logging.Filter):
         library = self._library(record.name)
         if library is None:
             return True
-        left_out = self._budgets[library].take(self.clock())
+        left_out = self._budgets.take(library)
         if left_out is None:
             return False
         if left_out:
@@ -88,10 +112,9 @@ class LibraryLineBudget(logging.Filter):
 
 class BudgetedLines:
     """One `LineBudget` for each kind of line (a refused write over the rate, a refused
-    SubscribeCOV, ...): a sender flooding one kind cannot push the others out, and each kind
-    stays at `per_window` lines a window. `warning` logs a line within its kind's budget; the
-    next one logged says how many of its kind were left out. Thread-safe: the BACnet server's
-    network thread and its main thread each log refusals."""
+    SubscribeCOV, ...; `KindBudgets`), each kind at `per_window` lines a window. `warning` logs
+    a line within its kind's budget; the next one logged says how many of its kind were left
+    out."""
 
     def __init__(
         self,
@@ -100,21 +123,13 @@ class BudgetedLines:
         window_s: float = WINDOW_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.logger, self.per_window, self.window_s, self.clock = (
-            logger,
-            per_window,
-            window_s,
-            clock,
-        )
-        self._budgets: dict[str, LineBudget] = {}
-        self._lock = threading.Lock()
+        self.logger = logger
+        self._budgets = KindBudgets(per_window, window_s, clock)
 
     def warning(self, kind: str, msg: str, *args: object) -> bool:
         """Log `msg % args` as a warning unless `kind` has used its lines this window (then
         counted). True when logged."""
-        with self._lock:
-            budget = self._budgets.setdefault(kind, LineBudget(self.per_window, self.window_s))
-            left_out = budget.take(self.clock())
+        left_out = self._budgets.take(kind)
         if left_out is None:
             return False
         if left_out:

@@ -11,18 +11,10 @@ from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from feeds.models import MAX_BACNET_FEEDS, Feed, choosing
+from tests.findings.test_concurrent_runs import _blocked_backends
 from tests.wait import wait_for
 
 WAIT_S = 30  # an upper bound on a busy 2-core machine, not a speed assertion
-
-
-def _waiting_on_a_lock() -> int:
-    with connections["default"].cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
 
 
 class _Choice(threading.Thread):
@@ -82,7 +74,8 @@ def test_the_last_feed_chosen_twice_at_once_is_shown_once_the_second_refused(
     second = _Choice(engineer, late)
     second.start()
     # Its checks wait for the first's commit; before the lock it counted 199 and saved a 201st.
-    wait_for(lambda: _waiting_on_a_lock() > 0, WAIT_S, "the second choice to wait on the first")
+    waiting = _blocked_backends()
+    wait_for(lambda: waiting() > 0, WAIT_S, "the second choice to wait on the first")
     release.set()
     holder.join(WAIT_S)
     second.join(WAIT_S)
