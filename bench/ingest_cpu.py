@@ -24,7 +24,10 @@ Measured:
    workers and threads), one new connection per request from this process; the CPU of the
    gunicorn master and workers (utime + stime from /proc, 10 ms ticks) over `--posts` requests.
    Requests are sent one at a time, so the figure is the work of a post, not of contention.
-3. `--profile`: cProfile of the in-process posts, the functions that cost most.
+3. `--drain N`: the drain's CPU a request (sensors/ingest/drain.py, in this process): N
+   rounds of one post from every node, drained `--drain-pass` nodes at a time (a pass at
+   1,000 req/s finds a few nodes with a post each; a backlog, hundreds);
+4. `--profile`: cProfile of the in-process posts (and the drain), the functions that cost most.
 
 No Celery worker runs: posts wait in the Redis streams, and the Redis db (`--redis-db`) is
 flushed before and after. The throttle is on, at its production default (posts are spread over
@@ -33,6 +36,7 @@ the nodes so none is over it).
     .venv/bin/python bench/ingest_cpu.py [--posts 3000] [--nodes 300] [--redis-db 7]
                                          [--shape post,now,bulk] [--no-served] [--profile]
     .venv/bin/python bench/ingest_cpu.py --tables-only --nodes 10000 [--redis-db 7]
+    .venv/bin/python bench/ingest_cpu.py --shape post --no-served --drain 5 [--drain-pass 5,300]
 """
 
 from __future__ import annotations
@@ -328,6 +332,47 @@ def served(requests: list[Request], posts: int, workers: int, threads: int) -> d
         server.stop()
 
 
+def drained(nodes: list[tuple[str, str]], rounds: int, per_pass: int, profile: bool) -> dict:
+    """CPU ms the drain spends a request: `rounds` times, every node posts once (10 s apart,
+    as the fresh site's nodes do; in-process, not timed), then the drain takes them (timed by
+    `time.process_time`, its waits on the bells cost none). A pass then holds one request a
+    node, as at 1,000 req/s where a pass every few ms finds a few nodes each with one post."""
+    from bms.wsgi import application
+    from sensors.ingest.drain import Drain
+
+    base = int(time.time()) - 10 * (rounds + 1)  # the last round is the newest reading
+    cpu = 0.0
+    requests = 0
+    profiler = cProfile.Profile(time.process_time) if profile else None
+    # One drain holding every shard, its passes timed: a running drain task's steady state
+    # (its start, lease taking and linger are not a pass's work).
+    drain = Drain(0)
+    drain.acquire()
+    try:
+        for r in range(rounds + 1):
+            round_requests = post_requests(nodes, base + 10 * r)
+            for start in range(0, len(round_requests), per_pass):
+                for request in round_requests[start : start + per_pass]:
+                    check_answer(*call_wsgi(application, request))
+                if profiler and r:
+                    profiler.enable()
+                c0 = time.process_time()
+                done = drain.run_pass()
+                if r:  # round 0 warms the worker's caches (a running drain has them)
+                    cpu += time.process_time() - c0
+                    requests += done
+                if profiler and r:
+                    profiler.disable()
+                if done != len(round_requests[start : start + per_pass]) or drain.report.dropped:
+                    raise RuntimeError(f"the pass did not take every request: {drain.report}")
+    finally:
+        drain.release()
+    result = {"cpu_ms": cpu / max(1, requests) * 1000, "requests": requests}
+    if profiler:
+        result["profile"] = profiler
+    return result
+
+
 def print_profile(profiler: cProfile.Profile, posts: int, top: int = 25) -> None:
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).strip_dirs()
@@ -351,6 +396,18 @@ def main() -> None:
     )
     parser.add_argument("--no-served", action="store_true", help="in-process only")
     parser.add_argument("--profile", action="store_true", help="cProfile the in-process posts")
+    parser.add_argument(
+        "--drain",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also the drain's CPU a request: ROUNDS posts of every node, each drained",
+    )
+    parser.add_argument(
+        "--drain-pass",
+        default="5,300",
+        help="nodes a drain's pass finds, one request each (5,300: 1,000 req/s, a backlog)",
+    )
     parser.add_argument(
         "--tables-only",
         action="store_true",
@@ -409,6 +466,17 @@ def main() -> None:
             print(line)
             if "profile" in got:
                 print_profile(got["profile"], args.posts)
+        if args.drain:
+            get_redis().flushdb()  # the streams the shapes above left
+            for per_pass in [int(n) for n in args.drain_pass.split(",")]:
+                got = drained(nodes, args.drain, per_pass, args.profile)
+                print(
+                    f"drain: {got['cpu_ms']:.3f} ms CPU a request ({got['requests']} requests, "
+                    f"{per_pass} nodes a pass, one request each): at most "
+                    f"{1000 / got['cpu_ms']:,.0f} req/s for one drain process"
+                )
+                if "profile" in got:
+                    print_profile(got["profile"], got["requests"])
     finally:
         get_redis().flushdb()
         shutil.rmtree(base, ignore_errors=True)

@@ -300,7 +300,20 @@ def _request_files(
 # deletes REACH_KEY), so a reach read before is at or after the reach now: a reading at or
 # after it cannot reach back, and the usual request is answered without the round trip it
 # cost each post (issue #29). A file never charged reaches back to `now`, which moves: not kept.
-_known_reaches = ProcessCache()
+# Two caches: a feed's file (field "f<id>") exists only as the site's configuration made it, so
+# its cache holds one entry a feed the site has and is sized for a large site; at the general
+# 10,000-entry bound a site of 10,000 nodes x 5 feeds evicted every entry before its next post
+# and every post asked Redis again (bench/ingest.py, 1,000 posts a second). Its entries live an
+# hour: a reach known that long ago is still an upper bound (reaches only move back), the TTL
+# only bounds how long this process misses a Redis that lost REACH_KEY. A key without a feed
+# yet ("k<node>:<key>") is whatever an authenticated sender names, so it keeps the general bound.
+KNOWN_FEED_REACHES_MAX = 500_000
+_known_feed_reaches = ProcessCache(ttl_s=3600.0, max_entries=KNOWN_FEED_REACHES_MAX)
+_known_key_reaches = ProcessCache()
+
+
+def _known_reaches(f: File) -> ProcessCache:
+    return _known_feed_reaches if f.field.startswith("f") else _known_key_reaches
 
 
 def _reaches(files: list[File], now: float) -> list[float | None]:
@@ -313,7 +326,7 @@ def _reaches(files: list[File], now: float) -> list[float | None]:
     for f, own in zip(files, raw[: len(files)], strict=True):
         stored = own if own is not None else fallen.get(f.fallback)
         if stored is not None:
-            _known_reaches.set((f.field, f.fallback), float(stored))
+            _known_reaches(f).set((f.field, f.fallback), float(stored))
         out.append(None if stored is None else float(stored))
     return out
 
@@ -335,7 +348,7 @@ def _mark_first(files: list[tuple[File, int]], now: float) -> None:
         pipe.hsetnx(REACH_KEY, f.field, second)
     for f, written in zip(first, pipe.execute(), strict=True):
         if written:
-            _known_reaches.set((f.field, f.fallback), float(second))
+            _known_reaches(f).set((f.field, f.fallback), float(second))
 
 
 def _or_now(reaches: list[float | None], now: float) -> list[float]:
@@ -346,7 +359,7 @@ def _or_now(reaches: list[float | None], now: float) -> list[float]:
 def _free_as_known(request: dict[str, tuple[File, int]]) -> bool:
     """Whether every file of the request is read at or after a reach this process knows."""
     for f, t in request.values():
-        known = _known_reaches.get((f.field, f.fallback))
+        known = _known_reaches(f).get((f.field, f.fallback))
         if known is None or t < known:
             return False
     return True

@@ -22,6 +22,7 @@ from alarms.models import Alarm
 from core.redis import get_redis
 from feeds.models import Feed
 from feeds.store import phpfina, service
+from sensors import cache as sensors_cache
 from sensors.ingest import history_budget, input_errors
 from sensors.ingest import stream as stream
 from sensors.ingest.drain import drain_shard
@@ -386,3 +387,22 @@ def test_a_reading_before_the_known_reach_is_still_charged(place, monkeypatch):
         assert history_budget.used_bytes(site.pk) == 100
         assert bulk(key, [[NOW - 50, node.node_id, 3.0]]).content == b"ok"
         assert history_budget.used_bytes(site.pk) == 100
+
+
+def test_a_site_with_more_feed_files_than_a_cache_bound_keeps_every_known_reach(place, monkeypatch):
+    # Issue #29: at 10,000 nodes x 5 feeds the reaches sat in one 10,000-entry cache, each was
+    # evicted before its node's next post, and every post asked Redis again. A feed's file is
+    # configuration (bounded by the site's feeds), so its reaches have a cache of their own.
+    _site, node, key, feed = place()
+    with time_machine.travel(NOW, tick=False):
+        assert bulk(key, [[NOW, node.node_id, 1.0]]).content == b"ok"
+    others = history_budget.File("f0", "", 0.4)
+    for feed_id in range(feed.pk + 1, feed.pk + 1 + sensors_cache.MAX_ENTRIES + 1):
+        history_budget._known_reaches(others).set((f"f{feed_id}", ""), float(NOW))
+    reads = _hmget_count(monkeypatch)
+    with time_machine.travel(NOW + 10, tick=False):
+        assert bulk(key, [[NOW + 10, node.node_id, 2.0]]).content == b"ok"
+    assert reads[0] == 0
+    # A key with no feed yet is named by whoever holds a node key: its cache keeps the bound.
+    pending = history_budget.File(f"k{node.pk}:new", "", 0.4)
+    assert history_budget._known_reaches(pending).max_entries == sensors_cache.MAX_ENTRIES
