@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 InputItem = tuple[str, list[dict], int, float] | tuple[str, list[dict], int, float, int]
 FileLast = Callable[[list[int]], dict[int, tuple[int, float]]]
 
-__all__ = ["InputItem", "ProcessRunner", "RunReport", "validate_steps"]
+__all__ = ["InputItem", "ProcessRunner", "RunCall", "RunReport", "validate_steps"]
 
 # A process list may pass through its steps at most this many times the list's length per
 # reading (emoncms's bound on goto loops); beyond it the reading stops there.
@@ -118,8 +118,9 @@ class RunReport:
 
 
 # The first ARGV[1] KEYS: state hashes (HGETALL each); the next: the hash of the feeds' last
-# values, read for the feeds in ARGV[2..]; a last KEY, if any: the batch's mark (GET). One
-# round trip on the WATCHing connection (the mark read here, not by a GET of its own: #29).
+# values, read for the feeds in ARGV[2..]; the KEYS after it, if any: the batches' marks (GET
+# each). One round trip on the WATCHing connection (the marks read here, not by GETs of their
+# own: #29), whatever the number of batches (run_many: a drain's pass).
 _READ_STATES = """
 local n = tonumber(ARGV[1])
 local out = {}
@@ -132,13 +133,32 @@ for i = 2, #ARGV, 1000 do
   for j = 1, #got do last[#last + 1] = got[j] end
 end
 out[n + 1] = last
-if #KEYS > n + 1 then out[n + 2] = redis.call('GET', KEYS[n + 2]) end
+for i = n + 2, #KEYS do out[i] = redis.call('GET', KEYS[i]) end
 return out
 """
 
 # A batch whose state keeps changing under it this often is in a storm of parallel tasks for
 # the same input; the error (a RedisError) makes Celery retry the task later.
 MAX_ATTEMPTS = 100
+
+
+@dataclass(frozen=True)
+class RunCall:
+    """One batch of run_many: run()'s arguments."""
+
+    items: list[InputItem]
+    input_last: dict[int, float] | None = None
+    input_ids: dict[str, int] | None = None
+    mark: tuple[str, str] | None = None
+
+
+@dataclass
+class _Job:
+    batch: list  # the items in the order they run
+    inputs: tuple[dict[int, float], dict[str, int]]
+    state_keys: list[str]
+    feeds: list[int]  # read by a step (READS_FEED): their last values are loaded
+    mark: tuple[str, str] | None
 
 
 class ProcessRunner:
@@ -176,35 +196,55 @@ class ProcessRunner:
         `mark`: (Redis key, stream entry id): set with the batch's state and points in one
         transaction; if the key already holds this id or a later one, the batch is not run
         (`already_done`), so a redelivered request is never counted twice."""
-        # Readings with their post (the ingest worker's) run in post order: the order the
-        # posts were accepted, as emoncms runs them. Without one, time order (stable: a
-        # post's readings stay together).
-        batch = sorted(items, key=lambda item: item[4] if len(item) > 4 else item[2])
-        inputs = (dict(input_last or {}), input_ids or {})
-        state_keys = sorted(
-            {self.state_key(item[0]) for item in batch if any(_is(s, STATEFUL) for s in item[1])}
-        )
-        feeds = sorted({s["feed"] for item in batch for s in item[1] if _is(s, READS_FEED)})
-        if mark is not None:
-            return self._run_atomically(batch, state_keys, feeds, inputs, mark)
-        if not state_keys:  # no state, nothing to race on
-            loaded = self._load(self.redis, [], feeds) if feeds else None
-            states, feed_last = loaded or ({}, {})
-            report, _changed = self._run_batch(batch, states, feed_last, inputs)
+        job = self._job(items, input_last, input_ids, mark)
+        if mark is None and not job.state_keys:  # no state, nothing to race on
+            loaded = self._load(self.redis, [], job.feeds) if job.feeds else None
+            states, feed_last, _done = loaded or ({}, {}, [])
+            report, _changed = self._run_batch(job.batch, states, feed_last, job.inputs)
             if report.logged:
                 self.buffer.add(report.logged)
             report.points = len(report.logged)
             return report
-        return self._run_atomically(batch, state_keys, feeds, inputs)
+        return self._run_atomically([job])[0]
 
-    def _run_atomically(
+    def run_many(self, calls: list[RunCall]) -> list[RunReport]:
+        """Several batches, each with its mark, in ONE transaction: a drain's pass over many
+        nodes (issue #29: one WATCH, one read and one EXEC for the pass, where each node cost
+        its own three round trips). Each batch runs as run() runs it, in the order given, on
+        the state the batches before it left; a batch whose mark is already there is not run
+        (its report says `already_done`), the others are. The reports, in the calls' order."""
+        if not calls:
+            return []
+        return self._run_atomically(
+            [self._job(c.items, c.input_last, c.input_ids, c.mark) for c in calls]
+        )
+
+    def _job(
         self,
-        batch: list,
-        state_keys: list[str],
-        feeds: list[int],
-        inputs,
-        mark: tuple[str, str] | None = None,
-    ):
+        items: Iterable[InputItem],
+        input_last: dict[int, float] | None,
+        input_ids: dict[str, int] | None,
+        mark: tuple[str, str] | None,
+    ) -> _Job:
+        # Readings with their post (the ingest worker's) run in post order: the order the
+        # posts were accepted, as emoncms runs them. Without one, time order (stable: a
+        # post's readings stay together).
+        batch = sorted(items, key=lambda item: item[4] if len(item) > 4 else item[2])
+        return _Job(
+            batch=batch,
+            inputs=(dict(input_last or {}), input_ids or {}),
+            state_keys=sorted(
+                {
+                    self.state_key(item[0])
+                    for item in batch
+                    if any(_is(s, STATEFUL) for s in item[1])
+                }
+            ),
+            feeds=sorted({s["feed"] for item in batch for s in item[1] if _is(s, READS_FEED)}),
+            mark=mark,
+        )
+
+    def _run_atomically(self, jobs: list[_Job]) -> list[RunReport]:
         """Read state, run, write state and points as one optimistic transaction.
 
         Two tasks for the same input may run at once (worker concurrency, a redelivered task
@@ -215,31 +255,49 @@ class ProcessRunner:
         stateful steps and without a mark never gets here and pays nothing.
 
         With a mark, its key is watched too: a second drain that processed the same entries
-        first (one whose lease ran out) makes this one find the mark and stop.
+        first (one whose lease ran out) makes this one find the mark and stop. Several jobs
+        (run_many) share the transaction: any watched key changed runs them all again.
         """
-        watched = [*state_keys, mark[0]] if mark is not None else state_keys
+        state_keys = sorted({k for job in jobs for k in job.state_keys})
+        feeds = sorted({f for job in jobs for f in job.feeds})
+        marks = [job.mark for job in jobs if job.mark is not None]
+        watched = [*state_keys, *(key for key, _entry in marks)]
         with self.redis.pipeline(transaction=True) as pipe:
             for _attempt in range(MAX_ATTEMPTS):
                 try:
                     pipe.watch(*watched)
-                    loaded = self._load(pipe, state_keys, feeds, mark)
-                    if loaded is None:  # the mark holds this entry or a later one
+                    states, feed_last, done = self._load(pipe, state_keys, feeds, marks)
+                    reports: list[RunReport] = []
+                    logged: list[BufferedPoint] = []
+                    changed: dict[str, dict[str, dict]] = {}
+                    for job in jobs:
+                        if job.mark is not None and done[job.mark]:
+                            reports.append(RunReport(already_done=True))
+                            continue
+                        report, job_changed = self._run_batch(
+                            job.batch, states, feed_last, job.inputs
+                        )
+                        _follow(feed_last, report.logged)  # the next job sees these points
+                        for key, fields in job_changed.items():
+                            changed.setdefault(key, {}).update(fields)
+                        logged += report.logged
+                        report.points = len(report.logged)
+                        reports.append(report)
+                    if all(r.already_done for r in reports):
                         pipe.reset()
-                        return RunReport(already_done=True)
-                    states, feed_last = loaded
-                    report, changed = self._run_batch(batch, states, feed_last, inputs)
+                        return reports
                     pipe.multi()
-                    self.buffer.add(report.logged, pipe)
+                    self.buffer.add(logged, pipe)
                     for key, fields in changed.items():
                         pipe.hset(
                             self.state_key(key),
                             mapping={f: json.dumps(s) for f, s in fields.items()},
                         )
-                    if mark is not None:
-                        pipe.set(mark[0], mark[1], ex=MARK_TTL_S)
+                    for job, report in zip(jobs, reports, strict=True):
+                        if job.mark is not None and not report.already_done:
+                            pipe.set(job.mark[0], job.mark[1], ex=MARK_TTL_S)
                     pipe.execute()
-                    report.points = len(report.logged)
-                    return report
+                    return reports
                 except redis.WatchError:
                     pipe.reset()  # another task changed the state first: run again on it
         raise redis.WatchError(
@@ -247,17 +305,25 @@ class ProcessRunner:
         )
 
     def _load(
-        self, client, state_keys: list[str], feeds: list[int], mark: tuple[str, str] | None = None
-    ) -> tuple[dict, dict] | None:
-        """(input_key -> field -> state, feed -> (t, value)) in one round trip on `client`;
-        feeds Redis has no last value of are read from their files. With a `mark` (key, entry
-        id): None if the key holds that entry or a later one (the batch ran before)."""
-        keys = [*state_keys, self.buffer.last_key, *([mark[0]] if mark else [])]
+        self,
+        client,
+        state_keys: list[str],
+        feeds: list[int],
+        marks: list[tuple[str, str]] | None = None,
+    ) -> tuple[dict, dict, dict[tuple[str, str], bool]]:
+        """(input_key -> field -> state, feed -> (t, value), mark -> done) in one round trip
+        on `client`; feeds Redis has no last value of are read from their files. A mark (key,
+        entry id) is done when its key holds that entry or a later one (the batch ran before)."""
+        marks = marks or []
+        keys = [*state_keys, self.buffer.last_key, *(key for key, _entry in marks)]
         raw = self._read_states(keys=keys, args=[len(state_keys), *feeds], client=client)
-        if mark is not None:
-            done = raw[-1] if len(raw) > len(state_keys) + 1 else None
-            if done is not None and stream_id(done) >= stream_id(mark[1]):
-                return None
+        found = raw[len(state_keys) + 1 :]
+        done = {
+            mark: i < len(found)
+            and found[i] is not None
+            and stream_id(found[i]) >= stream_id(mark[1])
+            for i, mark in enumerate(marks)
+        }
         prefix = self.state_key("")
         states = {
             key.removeprefix(prefix): {
@@ -273,7 +339,7 @@ class ProcessRunner:
         missing = [f for f in feeds if f not in feed_last]
         if missing and self.file_last is not None:
             feed_last.update(self.file_last(missing))
-        return states, feed_last
+        return states, feed_last, done
 
     def _run_batch(self, batch, states, feed_last, inputs) -> tuple[RunReport, dict]:
         input_last, input_ids = inputs
@@ -394,6 +460,15 @@ class ProcessRunner:
             report.replayed += 1
             report.processed_late += all_moved_back
             report.late.extend(lates[: max(0, SHOWN_LATE - len(report.late))])
+
+
+def _follow(feed_last: dict[int, tuple[int, float]], logged: list[BufferedPoint]) -> None:
+    """Move the feeds' last values on by the points a batch logged (steps.Batch.log's rule:
+    a point at or after the last is the last), as the next batch would read them from Redis."""
+    for feed, t, value, _join in logged:
+        last = feed_last.get(feed)
+        if last is None or t >= last[0]:
+            feed_last[feed] = (t, value)
 
 
 def _posts(batch: list) -> Iterable[list]:

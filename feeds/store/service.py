@@ -18,7 +18,7 @@ from core.dates import DEFAULT_TIME_ZONE
 from core.redis import get_redis
 from feeds.emoncms import read as emoncms_read
 from feeds.models import Feed
-from feeds.processes.run import InputItem, ProcessRunner, RunReport
+from feeds.processes.run import InputItem, ProcessRunner, RunCall, RunReport
 from feeds.store import phpfina, shards
 from feeds.store.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
 from feeds.store.last_value import file_last_value
@@ -123,6 +123,14 @@ def process_inputs(
     redelivered batch a no-op (see ProcessRunner.run)."""
     runner = ProcessRunner(get_buffer(), _timezone(), file_last=_file_last_values)
     return runner.run(items, input_last=input_last, input_ids=input_ids, mark=mark)
+
+
+def process_many(calls: list[RunCall]) -> list[RunReport]:
+    """process_inputs for several batches in one transaction (ProcessRunner.run_many)."""
+    if not calls:
+        return []
+    runner = ProcessRunner(get_buffer(), _timezone(), file_last=_file_last_values)
+    return runner.run_many(calls)
 
 
 def _file_last_values(feed_ids: Iterable[int]) -> dict[int, tuple[int, float]]:

@@ -81,6 +81,11 @@ CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lea
 # stopped with "lease lost"); a dead drain's shards still free within that time.
 LEASE_PER_VALUE_S = 0.001
 NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
+# The values of one transaction that runs many nodes' requests of a pass together
+# (processing.ingest_many): at 1,000 posts a second a pass finds a few nodes with one post
+# each, and a transaction per node was three Redis round trips each (issue #29). A node with
+# more values, or more rows than a chunk, runs on its own as before.
+TOGETHER_VALUES = 10_000
 # A drain looks for shards no drain holds this often (a drain that ended or died leaves them).
 ADOPT_EVERY_S = 1.0
 # The longest a drain blocks on its bells: well inside its lease (renewed before each block)
@@ -339,7 +344,15 @@ class Drain:
         self.node_state = NodeStateWrites()
         done = 0
         try:
+            together = self._together(busy, parsed)
+            for group in together:
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                done += self._process_together(group, parsed, marks)
+            alone = set(busy).difference(*together)
             for node_id in busy:
+                if node_id not in alone:
+                    continue
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 done += self._process(node_id, parsed[node_id], marks[node_id])
@@ -450,19 +463,99 @@ class Drain:
                 earliest[node_id] = (min(row[0] for row in rows), keys)
         return bool(earliest) and history_budget.reaches_back(earliest, time.time())
 
-    def _process(self, node_id: int, entries: list, done: bytes | None) -> int:
+    def _together(self, busy: list[int], parsed: dict[int, list]) -> list[list[int]]:
+        """The busy nodes whose requests run together (ingest_many), in groups of at most
+        TOGETHER_VALUES values: those whose requests make one chunk. The others run alone."""
+        groups: list[list[int]] = []
+        group: list[int] = []
+        values = 0
+        for node_id in busy:
+            rows = [row for _e, entry_rows in parsed[node_id] if entry_rows for row in entry_rows]
+            node_values = _values(rows)
+            if len(rows) >= CHUNK_ROWS or node_values > TOGETHER_VALUES:
+                continue
+            if group and values + node_values > TOGETHER_VALUES:
+                groups.append(group)
+                group, values = [], 0
+            group.append(node_id)
+            values += node_values
+        if group:
+            groups.append(group)
+        return groups
+
+    def _process_together(self, nodes: list[int], parsed: dict[int, list], marks: dict) -> int:
+        """Several nodes' requests (one chunk each) in one transaction (ingest_many); the
+        requests taken. If it fails, each node is processed again on its own (_process), where
+        a failure is handled per node as always: left pending, set aside or dropped."""
+        from sensors.ingest import history_budget
+        from sensors.ingest.processing import NodeRows, ingest_many
+
+        taken = 0
+        left: dict[int, list] = {}  # node -> its entries not processed before
+        kept: dict[int, int] = {}  # node -> its rows the history budget let through
+        jobs: list[NodeRows] = []
+        for node_id in nodes:
+            taken += len(parsed[node_id])
+            entries = left[node_id] = self._skip_done(node_id, parsed[node_id], marks[node_id])
+            rows = [row for _e, entry_rows in entries if entry_rows for row in entry_rows]
+            if rows and not self.all_live:
+                # As _process: history over its site's budget is left out before any process.
+                rows = history_budget.admit(node_id, rows, time.time())
+            kept[node_id] = len(rows)
+            if rows:
+                last_id = entries[-1][0]
+                entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
+                jobs.append(NodeRows(node_id, rows, entry))
+        extra_s = sum(_values(job.rows) for job in jobs) * LEASE_PER_VALUE_S
+        if extra_s > lease_s() / 2:
+            self.renew(lease_s() + extra_s)
+        else:
+            self.renew_if_due()
+        try:
+            reports = ingest_many(jobs, self.node_state) if jobs else []
+        except Exception as exc:
+            if isinstance(exc, TRANSIENT_ERRORS) and not set_aside.repeatable(exc):
+                raise  # an outage or the time limit: all left pending, as for a node alone
+            # Nothing of a failed transaction was written, and a node whose points were (the
+            # failure came after the EXEC) finds its done mark: none is counted twice. A
+            # request the server refuses each time is set aside by its own node's run.
+            log.warning(
+                "ingest of %d nodes together failed, each on its own now: %r", len(jobs), exc
+            )
+            for node_id in nodes:
+                self._process(node_id, left[node_id], None)
+            return taken
+        for job, report in zip(jobs, reports, strict=True):
+            if report.already_done:
+                self.report.already_done += len(left[job.node_id])
+        for node_id in nodes:
+            entries = left[node_id]
+            self.report.dropped += sum(1 for _e, rows in entries if rows is None)
+            self._acknowledge(node_id, [e for e, _rows in entries])
+            self.report.requests += len(entries)
+            self.report.rows += kept[node_id]
+        return taken
+
+    def _skip_done(self, node_id: int, entries: list, done: bytes | None) -> list:
+        """The entries after the node's done mark; those at or before it were processed before
+        their XACK when a drain died: acknowledged, not counted again."""
         from feeds.processes.run import stream_id  # with the worker's imports, not the web's
+
+        if done is None:
+            return entries
+        finished = [e for e, _ in entries if stream_id(e) <= stream_id(done)]
+        if finished:
+            self._acknowledge(node_id, finished)
+            self.report.already_done += len(finished)
+            entries = [(e, r) for e, r in entries if stream_id(e) > stream_id(done)]
+        return entries
+
+    def _process(self, node_id: int, entries: list, done: bytes | None) -> int:
         from sensors.ingest import history_budget
         from sensors.ingest.processing import ingest_rows
 
         taken = len(entries)
-        if done is not None:
-            # Processed before its XACK when a drain died: acknowledge, do not count again.
-            finished = [e for e, _ in entries if stream_id(e) <= stream_id(done)]
-            if finished:
-                self._acknowledge(node_id, finished)
-                self.report.already_done += len(finished)
-                entries = [(e, r) for e, r in entries if stream_id(e) > stream_id(done)]
+        entries = self._skip_done(node_id, entries, done)
         chunk_ids: list = []
         chunk_rows: list[list] = []
         for index, (entry_id, rows) in enumerate(entries):

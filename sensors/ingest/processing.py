@@ -226,9 +226,92 @@ def ingest_rows(
     here) and sends the nodes' state in one pipeline at its end (`node_state`, flushed by the
     caller): two Redis round trips a pass instead of two a node (#29)."""
     now = time.time() if now is None else now
-    report = IngestReport(rows=len(rows))
     if check_config:
         check_generation()
+    converted = _convert(node_id, rows, now, entry, node_state)
+    if isinstance(converted, IngestReport):
+        return converted
+    run = _run_alone(converted, node_state) if converted.items else None
+    return _finish(converted, run, node_state)
+
+
+@dataclass(frozen=True)
+class NodeRows:
+    """One node's rows for ingest_many: those of its stream entries up to `entry`."""
+
+    node_id: int
+    rows: list[list]
+    entry: str
+
+
+def ingest_many(
+    batches: list[NodeRows], node_state: NodeStateWrites, now: float | None = None
+) -> list[IngestReport]:
+    """ingest_rows of several nodes (a drain's pass; the config generation read by the
+    caller): every node's process lists and points in ONE Redis transaction (issue #29: one
+    WATCH, one read and one EXEC for the pass, where each node cost its own three round
+    trips), each node as ingest_rows would process it. A node whose process lists read other
+    inputs (*_input steps) runs on its own after the others, once their last values are
+    written, as it would have. The reports, in the batches' order."""
+    from feeds.processes.run import RunCall
+    from feeds.store import service
+
+    now = time.time() if now is None else now
+    reports: list[IngestReport | None] = [None] * len(batches)
+    converted: list[tuple[int, _Converted]] = []
+    for i, batch in enumerate(batches):
+        got = _convert(batch.node_id, batch.rows, now, batch.entry, node_state)
+        if isinstance(got, IngestReport):
+            reports[i] = got
+        else:
+            converted.append((i, got))
+    together = [(i, c) for i, c in converted if c.items and not c.refs]
+    runs = service.process_many(
+        [
+            RunCall(c.items, input_ids=None, mark=(ingest_stream.done_key(c.node_id), c.entry))
+            for _i, c in together
+        ]
+    )
+    ran = dict(zip((i for i, _c in together), runs, strict=True))
+    for i, c in converted:
+        if i in ran:
+            reports[i] = _finish(c, ran[i], node_state)
+    for i, c in converted:  # without items, or reading other inputs: after the others
+        if i not in ran:
+            reports[i] = _finish(c, _run_alone(c, node_state) if c.items else None, node_state)
+    return [r for r in reports if r is not None]
+
+
+@dataclass
+class _Converted:
+    """A node's rows converted to process items, and what _finish needs after the run."""
+
+    node_id: int
+    now: float
+    entry: str | None
+    report: IngestReport
+    pulse_specs: list[SensorSpec]
+    pulse_states: dict[int, cv.PulseState | None]
+    pulse_saved: dict[int, int]
+    items: list[tuple[str, list[dict], int, float, int]]
+    last: dict[str, tuple[int, float]]
+    out_of_range: dict[int, tuple[SensorSpec, float]]
+    latest_checked: dict[int, tuple[SensorSpec, float]]
+    late_counts: list[Skipped]
+    input_ids: dict[str, int]  # of the inputs with items, when their steps read other inputs
+    refs: set[int]  # the other inputs their *_input steps read
+
+
+def _convert(
+    node_id: int,
+    rows: list[list],
+    now: float,
+    entry: str | None,
+    node_state: NodeStateWrites | None,
+) -> _Converted | IngestReport:
+    """The node's rows as process items (new keys made inputs, within the bound); an
+    IngestReport when there is nothing to run (a deleted node)."""
+    report = IngestReport(rows=len(rows))
     specs = sensor_map(node_id)
     keys = {key for _, values in rows for key in values}
     unseen = keys - specs.keys()
@@ -255,21 +338,6 @@ def ingest_rows(
     # redelivered request is recognised by its stream entry (`entry`); a count not newer than
     # the state is dropped by pulse_step.
     pulse_specs = [s for s in specs.values() if s.kind == cv.PULSE_KIND and s.key in keys]
-    return _convert_and_process(node_id, rows, now, specs, pulse_specs, report, entry, node_state)
-
-
-def _convert_and_process(
-    node_id: int,
-    rows: list[list],
-    now: float,
-    specs: dict[str, SensorSpec],
-    pulse_specs: list[SensorSpec],
-    report: IngestReport,
-    entry: str | None = None,
-    node_state: NodeStateWrites | None = None,
-) -> IngestReport:
-    from feeds.store import service  # the feed store; imported late so web never loads numpy paths
-
     if node_state is not None and node_id in node_state:
         node_state.flush()  # its pulse counters as the node's last chunk left them
     pulse_states, pulse_saved = _load_pulse_states(pulse_specs) if pulse_specs else ({}, {})
@@ -314,20 +382,48 @@ def _convert_and_process(
                     out_of_range[spec.id] = (spec, value)
 
     report.items = len(items)
-    if items:
-        used = [specs[k] for k in {item_key.partition(":")[2] for item_key, *_ in items}]
-        refs = set().union(*(process_catalog.input_ids(spec.steps) for spec in used))
-        if refs and node_state is not None:
-            node_state.flush()  # *_input steps read other nodes' last values: this pass's
-        run = service.process_inputs(
-            items,
-            input_last=input_values(refs) if refs else None,
-            input_ids={f"{node_id}:{spec.key}": spec.id for spec in used} if refs else None,
-            mark=(ingest_stream.done_key(node_id), entry) if entry is not None else None,
-        )
+    used = [specs[k] for k in {item_key.partition(":")[2] for item_key, *_ in items}]
+    refs = set().union(*(process_catalog.input_ids(spec.steps) for spec in used))
+    return _Converted(
+        node_id=node_id,
+        now=now,
+        entry=entry,
+        report=report,
+        pulse_specs=pulse_specs,
+        pulse_states=pulse_states,
+        pulse_saved=pulse_saved,
+        items=items,
+        last=last,
+        out_of_range=out_of_range,
+        latest_checked=latest_checked,
+        late_counts=late_counts,
+        input_ids={f"{node_id}:{spec.key}": spec.id for spec in used} if refs else {},
+        refs=refs,
+    )
+
+
+def _run_alone(c: _Converted, node_state: NodeStateWrites | None):
+    """The node's items through their process lists in a transaction of their own."""
+    from feeds.store import service  # the feed store; imported late so web never loads numpy paths
+
+    if c.refs and node_state is not None:
+        node_state.flush()  # *_input steps read other nodes' last values: this pass's
+    return service.process_inputs(
+        c.items,
+        input_last=input_values(c.refs) if c.refs else None,
+        input_ids=c.input_ids or None,
+        mark=(ingest_stream.done_key(c.node_id), c.entry) if c.entry is not None else None,
+    )
+
+
+def _finish(c: _Converted, run, node_state: NodeStateWrites | None) -> IngestReport:
+    """After the run (None: nothing to run): what it published, its late and duplicate
+    readings recorded, the node's state queued (or written), its range alarms."""
+    report, node_id = c.report, c.node_id
+    if run is not None:
         if run.already_done:
             report.already_done = True
-            log.info("node %s: entry %s was processed before, not counted again", node_id, entry)
+            log.info("node %s: entry %s was processed before, not counted again", node_id, c.entry)
             return report
         if run.published:
             mqtt_publish.queue(run.published)
@@ -336,16 +432,22 @@ def _convert_and_process(
             _record_late(node_id, run)
         if run.duplicates:
             input_errors.record_duplicates(input_errors.node_subject(node_id), run.duplicates)
-    if late_counts:
-        _record_late_counts(node_id, late_counts)
+    if c.late_counts:
+        _record_late_counts(node_id, c.late_counts)
     writes = NodeStateWrites() if node_state is None else node_state
     writes.queue(
-        node_id, now, last, pulse_states, pulse_specs, bool(report.skipped_keys), pulse_saved
+        node_id,
+        c.now,
+        c.last,
+        c.pulse_states,
+        c.pulse_specs,
+        bool(report.skipped_keys),
+        c.pulse_saved,
     )
     if node_state is None:
         writes.flush()
-    if latest_checked:
-        _range_alarms(node_id, latest_checked, out_of_range)
+    if c.latest_checked:
+        _range_alarms(node_id, c.latest_checked, c.out_of_range)
     return report
 
 

@@ -289,7 +289,7 @@ def test_the_last_values_of_more_feeds_than_luas_stack_are_read_in_one_round_tri
     runner.redis.hset(
         runner.buffer.last_key, mapping={f: f"{1_700_000_000 + f} {f}.5" for f in feeds[::2]}
     )
-    _states, last = runner._load(runner.redis, [], feeds)
+    _states, last, _done = runner._load(runner.redis, [], feeds)
     assert len(last) == 10_000
     assert last[1] == (1_700_000_001, 1.5) and last[19_999] == (1_700_019_999, 19_999.5)
     assert 2 not in last and 20_000 not in last

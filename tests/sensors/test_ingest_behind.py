@@ -83,13 +83,13 @@ def test_a_slow_pass_is_behind_by_the_drains_clock(db, redis_client, four_shards
         clock.now += behind_s()  # the pass takes that long on the drain's clock
         return ingest(*args, **kwargs)
 
-    ingest = ProcessRunner.run
+    ingest = ProcessRunner._run_batch  # a node's process lists, alone or with others
     try:
-        ProcessRunner.run = slow_ingest
+        ProcessRunner._run_batch = slow_ingest
         stream.append(node.pk, rows(1, 1))
         assert drain.run_pass() == 1
     finally:
-        ProcessRunner.run = ingest
+        ProcessRunner._run_batch = ingest
     assert drain.last_pass_s == pytest.approx(behind_s()) and drain.full_slices == 0
     assert drain.behind()
     assert drain.shed_if_behind() == [2, 3]
