@@ -358,7 +358,7 @@ class Drain:
                 done += self._process(node_id, parsed[node_id], marks[node_id])
         finally:
             try:
-                self.node_state.flush()  # the nodes' state: one pipeline for the pass
+                self.node_state.flush()  # the nodes' state: one script call for the pass
             finally:
                 self._acknowledge_pass()
         pipe = self.client.pipeline(transaction=False)

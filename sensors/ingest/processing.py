@@ -8,8 +8,8 @@ process. An unseen key of a known node gets a Sensor (auto_created) and a Feed
 the bound of sensors/ingest/input_budget.py: beyond it a new key's readings are skipped (with an alarm).
 
 Per batch: one cached sensor map, one Redis pipeline for pulse state, one call to
-feeds.store.service.process_inputs (which pipelines the feed buffer), one pipeline for node state
-(a drain's pass: one for all its nodes, NodeStateWrites).
+feeds.store.service.process_inputs (which pipelines the feed buffer), one script call for node
+state (a drain's pass: one for all its nodes, NodeStateWrites).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, transaction
 
 from alarms.lifecycle import clear_alarm, raise_alarm
-from core.redis import get_redis
+from core.redis import get_redis, redis_script
 from feeds.models import Feed
 from feeds.processes import catalog as process_catalog
 from sensors import conversions as cv
@@ -527,19 +527,76 @@ def _outside(spec: SensorSpec, value: float) -> bool:
     )
 
 
+# The node-state writes of a flush, every queued node in one EVALSHA (#29: five to seven
+# pipelined commands a node cost the drain more CPU in redis-py than the writes cost Redis).
+# KEYS: sensors:seen, sensors:silent, the capped-nodes hash, then per node its last-values
+# hash (when it has last values) and its pulse counters' hashes, in ARGV's order.
+# ARGV per node: id, now, "1" when its capped flag is read (else ""), n last values, n pulse
+# counters; then n × (input key, "t value"); then n × (t, count, total, pending, saved).
+# Returns {silent, capped}: the 1-based positions of the nodes that were flagged (SREM / HDEL
+# removed something); nearly always two empty lists.
+# redis.pcall, as the pipeline did: a key of the wrong type fails its own write, not every
+# node after it in the pass (their "seen" unwritten, they would look silent); the first error
+# is raised once everything else is written.
+_WRITE_NODE_STATE = """
+local CHUNK = 500  -- field/value pairs an HSET: unpack() of more than Lua's stack (~8,000) fails
+local silent, capped = {}, {}
+local first_err
+local function call(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then
+    first_err = first_err or r.err
+    return 0
+  end
+  return r
+end
+local a, k, node = 1, 4, 0
+while a <= #ARGV do
+  node = node + 1
+  local id, read_capped = ARGV[a], ARGV[a + 2] == '1'
+  local n_last, n_pulse = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  call('HSET', KEYS[1], id, ARGV[a + 1])
+  a = a + 5
+  if n_last > 0 then
+    for i = 0, n_last - 1, CHUNK do
+      local last = a + 2 * math.min(i + CHUNK, n_last) - 1
+      call('HSET', KEYS[k], unpack(ARGV, a + 2 * i, last))
+    end
+    a = a + 2 * n_last
+    k = k + 1
+  end
+  for _ = 1, n_pulse do
+    call('HSET', KEYS[k], 't', ARGV[a], 'count', ARGV[a + 1], 'total', ARGV[a + 2],
+      'pending', ARGV[a + 3], 'saved', ARGV[a + 4])
+    a = a + 5
+    k = k + 1
+  end
+  if read_capped and call('HDEL', KEYS[3], id) == 1 then capped[#capped + 1] = node end
+  if call('SREM', KEYS[2], id) == 1 then silent[#silent + 1] = node end
+end
+if first_err then return redis.error_reply(first_err) end
+return {silent, capped}
+"""
+
+
 class NodeStateWrites:
     """The node-state writes of one or many ingest_rows calls (when each node was heard, its
-    inputs' last values, its pulse counters), sent in one pipeline by flush(). A drain's pass
-    flushes once at its end; a node processed again in the same pass (another chunk), or a
-    batch whose *_input steps read last values, flushes first, so nothing reads a state
+    inputs' last values, its pulse counters), sent in one script call by flush(). A drain's
+    pass flushes once at its end; a node processed again in the same pass (another chunk), or
+    a batch whose *_input steps read last values, flushes first, so nothing reads a state
     older than what this process already computed."""
 
     def __init__(self) -> None:
-        self._pipe = get_redis().pipeline(transaction=False)
-        self._nodes: list[tuple[int, bool]] = []  # (node id, whether its capped flag is read)
+        self._empty()
+
+    def _empty(self) -> None:
+        self._keys: list[str] = [state.SEEN_KEY, state.SILENT_KEY, input_budget.CAPPED_NODES]
+        self._args: list[str | int | float] = []
+        self._nodes: list[int] = []  # in queue order: the script's flags are positions in it
+        self._queued: set[int] = set()  # `in` for every node of a pass: O(1), not the list
 
     def __contains__(self, node_id: int) -> bool:
-        return any(n == node_id for n, _ in self._nodes)
+        return node_id in self._queued
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -563,47 +620,44 @@ class NodeStateWrites:
         }
         if to_save:  # before Redis says "saved", so a failed write is retried next batch
             _save_pulse_states(to_save)
-        pipe = self._pipe
-        pipe.hset(state.SEEN_KEY, str(node_id), int(now))
+        pulses = [
+            (spec.id, ps) for spec in pulse_specs if (ps := pulse_states.get(spec.id)) is not None
+        ]
+        keys, args = self._keys, self._args
+        # The capped flag is cleared (and read) only after a batch with no input beyond the bound.
+        args += (str(node_id), int(now), "" if skipped_inputs else "1", len(last), len(pulses))
         if last:
-            pipe.hset(
-                state.last_key(node_id), mapping={k: f"{t} {v!r}" for k, (t, v) in last.items()}
+            keys.append(state.last_key(node_id))
+            for key, (t, v) in last.items():
+                args += (key, f"{t} {v!r}")
+        for sensor_id, ps in pulses:
+            keys.append(state.pulse_key(sensor_id))
+            args += (
+                ps.t,
+                ps.count,
+                repr(ps.total),
+                "" if ps.pending is None else ps.pending,
+                ps.t if sensor_id in to_save else pulse_saved.get(sensor_id, 0),
             )
-        for spec in pulse_specs:
-            ps = pulse_states.get(spec.id)
-            if ps is not None:
-                saved = ps.t if spec.id in to_save else pulse_saved.get(spec.id, 0)
-                pipe.hset(
-                    state.pulse_key(spec.id),
-                    mapping={
-                        "t": ps.t,
-                        "count": ps.count,
-                        "total": repr(ps.total),
-                        "pending": "" if ps.pending is None else ps.pending,
-                        "saved": saved,
-                    },
-                )
-        if not skipped_inputs:
-            pipe.hdel(input_budget.CAPPED_NODES, str(node_id))
-        pipe.srem(state.SILENT_KEY, str(node_id))
-        pipe.echo("node")  # the end of this node's replies, found again by flush()
-        self._nodes.append((node_id, not skipped_inputs))
+        self._nodes.append(node_id)
+        self._queued.add(node_id)
 
     def flush(self) -> None:
         """Send every queued write (one round trip); then close the alarms of nodes that came
         back (heard again, or a batch with no input beyond the bound)."""
         if not self._nodes:
             return
-        nodes, self._nodes = self._nodes, []
-        results = self._pipe.execute()
-        ends = [i for i, r in enumerate(results) if r == b"node"]
-        for (node_id, capped_read), end in zip(nodes, ends, strict=True):
-            was_silent = results[end - 1]
-            was_capped = results[end - 2] if capped_read else 0
-            if was_silent:
+        nodes, keys, args = self._nodes, self._keys, self._args
+        self._empty()  # before the call: a failed flush is not sent again, as the pipeline's
+        # Called directly: a registered script inside a pipeline costs a SCRIPT EXISTS first.
+        silent, capped = redis_script(_WRITE_NODE_STATE)(keys=keys, args=args)
+        was_silent, was_capped = set(silent), set(capped)
+        for position in sorted(was_silent | was_capped):
+            node_id = nodes[position - 1]
+            if position in was_silent:
                 # The node is back: close its silent alarm now rather than at the next check.
                 clear_alarm(f"node-silent:{node_id}")
-            if was_capped:
+            if position in was_capped:
                 # A batch with no input beyond the bound: the condition may have ended.
                 input_budget.node_back_in_bounds(node_id)
 
