@@ -7,16 +7,19 @@ A drain holds every shard it can: the one it was queued for, then every shard no
 holds (looked for again every ADOPT_EVERY_S), so one drain usually serves the whole site and
 the worker's other processes stay free for commits.
 
-A pass over the held shards, for every node with entries (its shard's `ready` set):
+A pass over the held shards, for every node with entries (its shard's `ready` set), reads with
+one script per NODES_PER_READ nodes (_READ) and ends with one script (_ACKNOWLEDGE), not a few
+commands a node: redis-py's packing and parsing of commands was over half the drain's CPU (#29).
 1. `XAUTOCLAIM ... 0` takes over, oldest first, what earlier consumers left pending: a drain
    killed mid-batch (its lease ran out: `BMS_INGEST_LEASE_S`), or this one after a transient
    error. Holding the lease means nobody else is working on them.
-2. Nodes with nothing pending read new entries with one multi-stream `XREADGROUP`.
-   Both take at most `BMS_INGEST_SLICE` requests per node: a flooding node waits behind
-   itself, and every other node gets its slice in the same pass.
+2. A node with nothing pending reads new entries (`XREADGROUP`), and a node with entries its
+   done mark, in the same script. Both take at most `BMS_INGEST_SLICE` requests per node: a
+   flooding node waits behind itself, and every other node gets its slice in the same pass.
 3. Each node's slice goes to sensors.ingest.processing.ingest_rows in chunks of at most CHUNK_ROWS
    rows; `XACK` + `XDEL` only once the chunk's points are in the feed buffer (at the end of
-   the pass, one transaction for all its nodes).
+   the pass, one script for all its nodes, which after a pass that ended well also takes each
+   node whose stream is empty out of its ready set).
 Each request is counted once: the chunk's last entry id is written to the node's `done` key in
 the same transaction as its points and process state (stream.done_key), and entries at or
 before it (a chunk done but not acknowledged when its drain died, taken over by XAUTOCLAIM)
@@ -80,7 +83,7 @@ CHUNK_ROWS = 5000  # rows per ingest_rows call: bounds a call's time between lea
 # a starved CPU (CI saw 8 s for 50,000 values at load 6 against a 5 s lease, and the drain
 # stopped with "lease lost"); a dead drain's shards still free within that time.
 LEASE_PER_VALUE_S = 0.001
-NODES_PER_READ = 200  # streams per XREADGROUP / XAUTOCLAIM pipeline
+NODES_PER_READ = 200  # nodes per call of the _READ script
 # The values of one transaction that runs many nodes' requests of a pass together
 # (processing.ingest_many): at 1,000 posts a second a pass finds a few nodes with one post
 # each, and a transaction per node was three Redis round trips each (issue #29). A node with
@@ -92,8 +95,8 @@ ADOPT_EVERY_S = 1.0
 # and the Redis client's socket timeout (core.redis), so a block never reads as a dead server.
 MAX_BLOCK_S = 1.0
 # A pass that caught up (took less than a slice) waits this long before the next one, so that
-# a steady stream of single posts is taken several requests per pass: a pass costs about six
-# Redis round trips and an ingest_rows call however few requests it takes (docs/BENCHMARKS.md,
+# a steady stream of single posts is taken several requests per pass: a pass costs a few Redis
+# round trips and an ingest_rows call however few requests it takes (docs/BENCHMARKS.md,
 # "Streams": 0.5 ms of worker CPU per post when every pass took one). Adds at most this much
 # to a reading's way to its feed.
 GATHER_S = 0.005
@@ -106,12 +109,89 @@ def behind_s() -> float:
     return float(settings.BMS_INGEST_BEHIND_S)
 
 
-# The node leaves the shard's ready set once its stream is empty; atomic against the web's
-# MULTI (XADD + SADD), so a request appended meanwhile keeps its node ready.
-_FORGET_IF_EMPTY = """
-if redis.call('XLEN', KEYS[1]) == 0 then return redis.call('SREM', KEYS[2], ARGV[1]) end
-return 0
+# The start of a pass, one script per NODES_PER_READ nodes instead of three commands a node
+# (redis-py's packing and parsing of commands was over half of the drain's CPU, #29). Per node:
+# take over, oldest first, what earlier consumers left pending (XAUTOCLAIM, min idle 0: holding
+# the lease means nobody else is working on them), else read new entries (XREADGROUP, no BLOCK:
+# allowed in scripts); at most ARGV[3] of them; then, if it has entries, its done mark. A stream
+# without the group (new, or lost to a Redis restart without AOF, or flushed) gets it made
+# (from id 0, MKSTREAM) and is read at once. Deleted entries are left out (Redis 7 drops them
+# from the pending list; 6.2 returned them empty); a claim that met only deleted ones and has
+# more pending to look at (its cursor is not 0-0) reads nothing new: those come first, next pass.
+# KEYS: per node: stream, done mark. ARGV: group, consumer, count, the entry's field.
+# Returns per node {how (0 read new, 1 taken over, 2 group made), done mark or nil,
+# {id, field value or nil, ...}}.
+_READ = """
+local group, consumer, count, field = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local out = {}
+for k = 1, #KEYS, 2 do
+  local how, taken, cursor = 1, {}, '0-0'
+  local claimed = redis.pcall('XAUTOCLAIM', KEYS[k], group, consumer, 0, '0-0', 'COUNT', count)
+  if type(claimed) == 'table' and claimed['err'] then
+    if string.sub(claimed['err'], 1, 7) ~= 'NOGROUP' then return claimed end
+    redis.call('XGROUP', 'CREATE', KEYS[k], group, '0', 'MKSTREAM')
+    how = 2
+  else
+    cursor = claimed[1]
+    for _, e in ipairs(claimed[2]) do
+      if e and e[2] then taken[#taken + 1] = e end
+    end
+  end
+  if #taken == 0 and cursor == '0-0' then
+    if how == 1 then how = 0 end
+    local got = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count,
+      'STREAMS', KEYS[k], '>')
+    if got then taken = got[1][2] end
+  end
+  local flat, mark = {}, false
+  for _, e in ipairs(taken) do
+    local value = false
+    local fields = e[2]
+    for f = 1, #fields, 2 do
+      if fields[f] == field then value = fields[f + 1] end
+    end
+    flat[#flat + 1] = e[1]
+    flat[#flat + 1] = value
+  end
+  if #flat > 0 then mark = redis.call('GET', KEYS[k + 1]) end
+  out[#out + 1] = {how, mark, flat}
+end
+return out
 """
+
+# The end of a pass, one script: XACK + XDEL of every entry done, and (after a pass that ended
+# well) each node leaves its shard's ready set once its stream is empty; atomic against the
+# web's append script (XADD + SADD), so a request appended meanwhile keeps its node ready.
+# The ids go to XACK/XDEL at most ACK_IDS_PER_CALL a call (Lua's unpack has a bounded stack).
+# KEYS: per node: stream, ready set. ARGV: group, then per node: id, forget (1/0), how many
+# entry ids, the ids. Returns how many nodes left their ready set.
+ACK_IDS_PER_CALL = 500
+_ACKNOWLEDGE = (
+    "local per_call = "
+    + str(ACK_IDS_PER_CALL)
+    + """
+local group = ARGV[1]
+local a = 2
+local forgotten = 0
+for k = 1, #KEYS, 2 do
+  local node, forget, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  a = a + 3
+  for first = a, a + n - 1, per_call do
+    local last = math.min(first + per_call, a + n) - 1
+    redis.call('XACK', KEYS[k], group, unpack(ARGV, first, last))
+    redis.call('XDEL', KEYS[k], unpack(ARGV, first, last))
+  end
+  a = a + n
+  if forget == '1' and redis.call('XLEN', KEYS[k]) == 0 then
+    forgotten = forgotten + redis.call('SREM', KEYS[k + 1], node)
+  end
+end
+return forgotten
+"""
+)
+# Nodes per call of _ACKNOWLEDGE: one call for a pass of up to this many nodes; a bigger pass
+# (a backlog of thousands) is cut so that no one script holds Redis for long.
+ACK_NODES_PER_CALL = 1000
 
 
 def _values(rows: list) -> int:
@@ -171,7 +251,6 @@ class Drain:
         self.held: list[int] = []  # shards whose lease this drain holds, in order
         self.renewed_at = 0.0  # time.monotonic() of the last renewal of every held lease
         self.acks: dict[int, list] = {}  # node -> entries done this pass, acknowledged at its end
-        self.groups: set[int] = set()  # node streams known to have the consumer group
         # Per pass (run_pass): no request of it reaches back past its site's charge, so no
         # node's rows need history_budget.admit; the nodes' state, sent once at its end.
         self.all_live = False
@@ -324,19 +403,17 @@ class Drain:
             return 0
         started = self.clock()
         self.report.passes += 1
-        self._ensure_groups(nodes)
         slices: dict[int, list] = {}
+        marks: dict[int, bytes | None] = {}
         for start in range(0, len(nodes), NODES_PER_READ):
-            slices.update(self._read(nodes[start : start + NODES_PER_READ]))
+            read, read_marks = self._read(nodes[start : start + NODES_PER_READ])
+            slices.update(read)
+            marks.update(read_marks)
         busy = [n for n in nodes if slices.get(n)]
         self.full_slices = sum(1 for n in busy if len(slices[n]) >= slice_size())
         # Once a pass, not once a node (#29): the config generation, and whether any request
         # reaches back further than its site was charged for (history_budget.admit).
         check_generation()
-        pipe = self.client.pipeline(transaction=False)
-        for node_id in busy:
-            pipe.get(stream.done_key(node_id))
-        marks = dict(zip(busy, pipe.execute(), strict=True))
         parsed = {n: self._parse(n, slices[n]) for n in busy}
         self.all_live = not self._any_history(parsed, marks)
         from sensors.ingest.processing import NodeStateWrites  # the worker's import
@@ -356,83 +433,42 @@ class Drain:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 done += self._process(node_id, parsed[node_id], marks[node_id])
-        finally:
-            try:
-                self.node_state.flush()  # the nodes' state: one script call for the pass
-            finally:
-                self._acknowledge_pass()
-        pipe = self.client.pipeline(transaction=False)
-        forget = redis_script(_FORGET_IF_EMPTY)
-        for node_id in nodes:
-            forget(
-                keys=[stream.stream_key(node_id), stream.ready_key(ready[node_id])],
-                args=[node_id],
-                client=pipe,
-            )
-        pipe.execute()
+        except BaseException:
+            self._end_pass({})  # what was done is acknowledged; no node is forgotten
+            raise
+        self._end_pass(ready)
         self.last_pass_s = self.clock() - started
         return done
 
-    def _ensure_groups(self, nodes: list[int]) -> None:
-        missing = [n for n in nodes if n not in self.groups]
-        if not missing:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for node_id in missing:
-            pipe.xgroup_create(stream.stream_key(node_id), stream.GROUP, id="0", mkstream=True)
-        for node_id, result in zip(missing, pipe.execute(raise_on_error=False), strict=True):
-            if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
-                raise result
-            self.groups.add(node_id)
-
-    def _read(self, nodes: list[int]) -> dict[int, list]:
-        """node -> up to slice_size() entries: its pending ones first (taken over), else new."""
-        count = slice_size()
-        pipe = self.client.pipeline(transaction=False)
+    def _read(self, nodes: list[int]) -> tuple[dict[int, list], dict[int, bytes | None]]:
+        """Up to slice_size() entries of each node, (entry id, its field's JSON or None), its
+        pending ones first (taken over), else new; and the done mark of each node with
+        entries. One _READ script call."""
+        keys: list[str] = []
         for node_id in nodes:
-            pipe.xautoclaim(
-                stream.stream_key(node_id), stream.GROUP, self.consumer, 0, "0-0", count=count
-            )
+            keys += [stream.stream_key(node_id), stream.done_key(node_id)]
+        args = [stream.GROUP, self.consumer, slice_size(), stream.FIELD]
+        reply = redis_script(_READ)(keys=keys, args=args, client=self.client)
         slices: dict[int, list] = {}
-        lost = set()
-        for node_id, claimed in zip(nodes, pipe.execute(raise_on_error=False), strict=True):
-            if isinstance(claimed, Exception):
-                if "NOGROUP" not in str(claimed):
-                    raise claimed
-                # The stream or its group is gone (Redis restarted without AOF, or flushed):
-                # made again on the next pass.
-                self.groups.discard(node_id)
-                lost.add(node_id)
+        marks: dict[int, bytes | None] = {}
+        for node_id, (how, mark, flat) in zip(nodes, reply, strict=True):
+            if not flat:
                 continue
-            entries = [(i, f) for i, f in claimed[1] if f]  # deleted entries come back empty
-            if entries:
-                slices[node_id] = entries
-                self.report.claimed += len(entries)
-        fresh = [n for n in nodes if n not in slices and n not in lost]
-        if fresh:
-            try:
-                got = self.client.xreadgroup(
-                    stream.GROUP,
-                    self.consumer,
-                    {stream.stream_key(n): ">" for n in fresh},
-                    count=count,
-                )
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    raise
-                self.groups.clear()  # the streams were lost (a Redis without AOF restarted)
-                return slices
-            for key, entries in got or []:
-                slices[stream.node_of(key)] = entries
-        return slices
+            slices[node_id] = list(zip(flat[0::2], flat[1::2], strict=True))
+            marks[node_id] = mark
+            if how == 1:
+                self.report.claimed += len(flat) // 2
+        return slices, marks
 
     def _parse(self, node_id: int, entries: list) -> list[tuple[bytes, list | None]]:
         """(entry id, rows) of each entry; None for an unreadable one (logged, and dropped
         with its chunk by _process)."""
         parsed: list[tuple[bytes, list | None]] = []
-        for entry_id, fields in entries:
+        for entry_id, raw in entries:
             try:
-                rows = json.loads(fields[stream.FIELD.encode()])
+                if raw is None:
+                    raise KeyError(stream.FIELD)
+                rows = json.loads(raw)
             except (KeyError, ValueError) as exc:
                 log.error(
                     "ingest entry %s of node %s is unreadable, dropped: %s", entry_id, node_id, exc
@@ -618,16 +654,33 @@ class Drain:
         drain acknowledges it without processing it again."""
         self.acks.setdefault(node_id, []).extend(ids)
 
-    def _acknowledge_pass(self) -> None:
-        """XACK + XDEL of every entry done this pass, one transaction."""
-        if not self.acks:
-            return
+    def _end_pass(self, forget: dict[int, int]) -> None:
+        """The nodes' state (one script call for the pass), then _acknowledge_pass. `forget`:
+        node -> the shard whose ready set named it, after a pass that ended well: those whose
+        stream is empty leave it. If the state's flush fails, what was done is acknowledged
+        all the same (its done marks are written) and no node is forgotten."""
+        try:
+            self.node_state.flush()
+        except BaseException:
+            self._acknowledge_pass({})
+            raise
+        self._acknowledge_pass(forget)
+
+    def _acknowledge_pass(self, forget: dict[int, int]) -> None:
+        """XACK + XDEL of every entry done this pass and the forgetting of `forget`'s empty
+        nodes: one _ACKNOWLEDGE script call for up to ACK_NODES_PER_CALL nodes."""
         acks, self.acks = self.acks, {}
-        pipe = self.client.pipeline(transaction=True)
-        for node_id, ids in acks.items():
-            pipe.xack(stream.stream_key(node_id), stream.GROUP, *ids)
-            pipe.xdel(stream.stream_key(node_id), *ids)
-        pipe.execute()
+        nodes = sorted(set(acks) | set(forget))
+        script = redis_script(_ACKNOWLEDGE)
+        for start in range(0, len(nodes), ACK_NODES_PER_CALL):
+            keys: list[str] = []
+            args: list = [stream.GROUP]
+            for node_id in nodes[start : start + ACK_NODES_PER_CALL]:
+                shard = forget.get(node_id, stream.shard_of(node_id))  # unused if not forgotten
+                ids = acks.get(node_id, [])
+                keys += [stream.stream_key(node_id), stream.ready_key(shard)]
+                args += [node_id, 1 if node_id in forget else 0, len(ids), *ids]
+            script(keys=keys, args=args, client=self.client)
 
 
 def drain_shard(

@@ -216,11 +216,10 @@ def test_a_redelivered_entry_is_not_counted_twice(db, redis_client):
     shard = stream.shard_of(node.pk)
     dead = Drain(shard, consumer="dead")
     assert dead.acquire()
-    dead._ensure_groups([node.pk])
-    taken = dead._read([node.pk])[node.pk]
+    taken = dead._read([node.pk])[0][node.pk]
     assert len(taken) == 3
-    for entry_id, fields in taken[:2]:  # processed as the drain does, then killed: no XACK
-        ingest_rows(node.pk, json.loads(fields[b"r"]), entry=entry_id.decode())
+    for entry_id, raw in taken[:2]:  # processed as the drain does, then killed: no XACK
+        ingest_rows(node.pk, json.loads(raw), entry=entry_id.decode())
     assert points(total)[-1][1] == 2.0
     redis_client.delete(stream.lease_key(shard))  # its lease ran out
 

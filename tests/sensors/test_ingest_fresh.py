@@ -174,8 +174,7 @@ def test_a_drain_killed_holding_two_shards_loses_and_doubles_nothing(db, redis_c
             stream.append(node.pk, rows(first, 3))
     dead = Drain(stream.shard_of(a.pk), consumer="dead")
     assert dead.acquire() and len(dead.held) == 2
-    dead._ensure_groups([a.pk, b.pk])
-    taken = dead._read([a.pk, b.pk])  # read: pending to "dead", never acknowledged
+    taken, _ = dead._read([a.pk, b.pk])  # read: pending to "dead", never acknowledged
     assert len(taken[a.pk]) == 4 and len(taken[b.pk]) == 4
     # It had put a's first request in the buffer (marked done) when it was killed.
     first_id = taken[a.pk][0][0].decode()

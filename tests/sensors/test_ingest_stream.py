@@ -108,8 +108,7 @@ def test_a_killed_consumers_requests_are_taken_over_and_counted_once(db, redis_c
     shard = stream.shard_of(node.pk)
     dead = Drain(shard, consumer="dead")
     assert dead.acquire()
-    dead._ensure_groups([node.pk])
-    taken = dead._read([node.pk])[node.pk]  # read: pending to "dead", never acknowledged
+    taken = dead._read([node.pk])[0][node.pk]  # read: pending to "dead", never acknowledged
     assert len(taken) == 4
     # It had processed the first request when it was killed (points and the entry's mark in
     # the buffer, no XACK): the mark, not the readings' times, tells the heir it is done.
