@@ -119,6 +119,7 @@ def test_a_pass_that_fails_acknowledges_what_it_did_and_forgets_nothing(
     second, _ = logged_node("fails-second", 52)
     stream.append(first.pk, rows(0, 1))
     stream.append(second.pk, rows(0, 1))
+    monkeypatch.setattr(drain_module, "TOGETHER_VALUES", 0)  # each node alone, in turn
     drain = held_drain()
     process = drain._process
 
