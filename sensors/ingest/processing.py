@@ -25,7 +25,7 @@ from core.redis import get_redis, redis_script
 from feeds.models import Feed
 from feeds.processes import catalog as process_catalog
 from sensors import conversions as cv
-from sensors.cache import ProcessCache, bump_generation, check_generation
+from sensors.cache import ProcessCache, ProcessTable, bump_generation, check_generation
 from sensors.devices import mqtt_publish
 from sensors.ingest import input_budget, input_errors
 from sensors.ingest import node_state as state
@@ -35,7 +35,6 @@ from sensors.models import Node, PulseCounterState, Sensor
 
 log = logging.getLogger(__name__)
 
-_sensor_maps = ProcessCache(keep_stale=True)
 
 
 @dataclass(frozen=True)
@@ -80,20 +79,53 @@ class IngestReport:
     already_done: bool = False  # the entry was processed before (a redelivery): nothing done
 
 
+def _read_sensor_maps(node_ids: list[int] | None = None) -> dict[int, dict[str, SensorSpec]]:
+    """Every node's inputs as specs (one query whatever the number of nodes), or `node_ids`'."""
+    sensors = Sensor.objects.order_by()
+    if node_ids is not None:
+        sensors = sensors.filter(node_id__in=node_ids)
+    out: dict[int, dict[str, SensorSpec]] = {}
+    for sensor in sensors:
+        out.setdefault(sensor.node_id, {})[sensor.key] = SensorSpec.of(sensor)
+    return out
+
+
+# Every node's inputs, one table per process (sensors/cache.py's ProcessTable, as the web's
+# keys and feed files), dropped within a second of a config change. Each node's entry of its
+# own ran out after its 60 s TTL and was read again, a query a node a minute: at 10,000 nodes
+# a sixth of the drain's CPU, and the general 10,000-entry bound evicted them sooner (#29).
+_sensor_table = ProcessTable(_read_sensor_maps)
+# A node the table does not know (inputs made since it was read, before this process saw the
+# config generation move; or none yet): read alone, kept until the generation moves.
+_new_sensor_maps = ProcessCache(keep_stale=True)
+
+
 def sensor_map(node_id: int) -> dict[str, SensorSpec]:
-    specs = _sensor_maps.get(node_id)
+    try:
+        specs = _sensor_table.get().get(node_id)
+    except DatabaseError:
+        specs = None  # no table read yet and the database away: the node's own, as before
+    if specs is not None:
+        return specs
+    specs = _new_sensor_maps.get(node_id)
     if specs is None:
         try:
-            specs = {s.key: SensorSpec.of(s) for s in Sensor.objects.filter(node_id=node_id)}
+            specs = _read_sensor_maps([node_id]).get(node_id, {})
         except DatabaseError:
             # Database away (issue 27 item 8): the node's sensors as last read, so readings
             # still reach their feeds (and control) instead of waiting in the stream.
-            specs = _sensor_maps.stale(node_id)
+            specs = _new_sensor_maps.stale(node_id)
             if specs is None:
                 raise
             return specs
-        _sensor_maps.set(node_id, specs)
+        _new_sensor_maps.set(node_id, specs)
     return specs
+
+
+def forget_sensor_maps() -> None:
+    """This process's inputs read again at their next use (inputs were just made here)."""
+    _sensor_table.clear()
+    _new_sensor_maps.clear()
 
 
 def create_auto_sensors(node: Node, keys: set[str]) -> list[str]:
@@ -321,7 +353,7 @@ def _convert(
             log.warning("batch for deleted node %s dropped (%d rows)", node_id, len(rows))
             return report
         report.created_sensors = create_auto_sensors(node, unseen)
-        _sensor_maps.clear()
+        forget_sensor_maps()
         specs = sensor_map(node_id)
         skipped = sorted(keys - specs.keys())
         if skipped:
