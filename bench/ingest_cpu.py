@@ -247,9 +247,13 @@ def table_reads(repeat: int = 5) -> dict[str, float]:
     """CPU ms to read each whole-site table of a web process (what a new worker, a config
     change, or the tables' 60 s TTL costs a process, once, whatever its posts)."""
     from sensors import cache
-    from sensors.ingest import history_budget, node_auth
+    from sensors.ingest import history_budget, node_auth, processing
 
-    tables = {"keys": node_auth._keys, "feed files": getattr(history_budget, "_files_table", None)}
+    tables = {
+        "keys": node_auth._keys,
+        "feed files": getattr(history_budget, "_files_table", None),
+        "inputs (the drain's)": getattr(processing, "_sensor_table", None),
+    }
     out = {}
     for name, table in tables.items():
         if not isinstance(table, getattr(cache, "ProcessTable", ())):
