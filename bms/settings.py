@@ -67,6 +67,9 @@ BMS_FEED_COMMIT_INTERVAL = env_int("BMS_FEED_COMMIT_INTERVAL", 60, minimum=1)
 # fsync the feed files (and only then release their points from Redis) at most this often; a
 # commit in between only writes. 0 = every commit syncs. See docs/FEEDS.md "Write buffer".
 BMS_FEED_SYNC_INTERVAL = env_int("BMS_FEED_SYNC_INTERVAL", 60, minimum=0)
+# The commit runs this many nice steps below the worker (its own thread): the ingest drain and
+# the web come first when the cores are all in use. 0 = as the worker. feeds/store/low_priority.py
+BMS_FEED_COMMIT_NICE = env_int("BMS_FEED_COMMIT_NICE", 10, minimum=0, maximum=19)
 BMS_CONTROL_TICK = env_int("BMS_CONTROL_TICK", 30, minimum=1)
 # The control tick's lock is a lease renewed while a tick runs (control/runner.py): when the
 # host running a tick dies, another control worker ticks after at most lease + one tick. No

@@ -60,7 +60,7 @@ import numpy as np
 import redis
 
 from core import machine, redis_lock
-from feeds.store import phpfina
+from feeds.store import low_priority, phpfina
 
 log = logging.getLogger(__name__)
 
@@ -381,6 +381,7 @@ class FeedBuffer:
         # (feed id, byte limit): -1 for everything buffered at the first read
         todo: deque[tuple[int, int]] = deque((int(f), -1) for f in feeds)
         while todo:
+            low_priority.checkpoint()  # between batches: nothing half-settled
             batch = [todo.popleft() for _ in range(min(BATCH_FEEDS, len(todo)))]
             read = self._read(
                 keys=[self.lock_key, self.written_key, *(self.key(f) for f, _ in batch)],

@@ -19,7 +19,7 @@ from core.redis import get_redis
 from feeds.emoncms import read as emoncms_read
 from feeds.models import Feed
 from feeds.processes.run import InputItem, ProcessRunner, RunCall, RunReport
-from feeds.store import phpfina, shards
+from feeds.store import low_priority, phpfina, shards
 from feeds.store.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
 from feeds.store.last_value import file_last_value
 
@@ -324,7 +324,10 @@ def commit_shard(
     intervals = dict(Feed.objects.filter(pk__in=dirty).values_list("pk", "interval"))
     # Only the feeds looked up: one that turned dirty since would be taken for deleted.
     if token is None:
-        report = buffer.commit(directory, intervals, now=now, sync=sync, feeds=dirty)
+        report = low_priority.run(
+            lambda: buffer.commit(directory, intervals, now=now, sync=sync, feeds=dirty),
+            settings.BMS_FEED_COMMIT_NICE,
+        )
     else:
         report = buffer.commit_holding(token, directory, intervals, now=now, sync=sync, feeds=dirty)
     return report.as_dict()
