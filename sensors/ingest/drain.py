@@ -199,6 +199,15 @@ def _values(rows: list) -> int:
     return sum(len(r[1]) if len(r) > 1 and isinstance(r[1], dict | list) else 1 for r in rows)
 
 
+def _rows_of(entries: list) -> list:
+    """The rows of a node's parsed entries, in order (an unreadable entry has none)."""
+    return [row for _entry_id, rows in entries if rows for row in rows]
+
+
+def _entry_text(entry_id: bytes | str) -> str:
+    return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+
 def lease_s() -> float:
     return float(settings.BMS_INGEST_LEASE_S)
 
@@ -506,7 +515,7 @@ class Drain:
         group: list[int] = []
         values = 0
         for node_id in busy:
-            rows = [row for _e, entry_rows in parsed[node_id] if entry_rows for row in entry_rows]
+            rows = _rows_of(parsed[node_id])
             node_values = _values(rows)
             if len(rows) >= CHUNK_ROWS or node_values > TOGETHER_VALUES:
                 continue
@@ -533,20 +542,14 @@ class Drain:
         for node_id in nodes:
             taken += len(parsed[node_id])
             entries = left[node_id] = self._skip_done(node_id, parsed[node_id], marks[node_id])
-            rows = [row for _e, entry_rows in entries if entry_rows for row in entry_rows]
+            rows = _rows_of(entries)
             if rows and not self.all_live:
                 # As _process: history over its site's budget is left out before any process.
                 rows = history_budget.admit(node_id, rows, time.time())
             kept[node_id] = len(rows)
             if rows:
-                last_id = entries[-1][0]
-                entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
-                jobs.append(NodeRows(node_id, rows, entry))
-        extra_s = sum(_values(job.rows) for job in jobs) * LEASE_PER_VALUE_S
-        if extra_s > lease_s() / 2:
-            self.renew(lease_s() + extra_s)
-        else:
-            self.renew_if_due()
+                jobs.append(NodeRows(node_id, rows, _entry_text(entries[-1][0])))
+        self._renew_for(sum(_values(job.rows) for job in jobs))
         try:
             reports = ingest_many(jobs, self.node_state) if jobs else []
         except Exception as exc:
@@ -571,6 +574,15 @@ class Drain:
             self.report.requests += len(entries)
             self.report.rows += kept[node_id]
         return taken
+
+    def _renew_for(self, values: int) -> None:
+        """Before running `values` values: still ours, nobody else is working on these entries.
+        A big chunk gets the lease plus LEASE_PER_VALUE_S a value; else the usual renewal."""
+        extra_s = values * LEASE_PER_VALUE_S
+        if extra_s > lease_s() / 2:
+            self.renew(lease_s() + extra_s)
+        else:
+            self.renew_if_due()
 
     def _skip_done(self, node_id: int, entries: list, done: bytes | None) -> list:
         """The entries after the node's done mark; those at or before it were processed before
@@ -603,24 +615,17 @@ class Drain:
             last = index == len(entries) - 1
             if len(chunk_rows) < CHUNK_ROWS and not last:
                 continue
-            # Still ours: nobody else is working on these entries.
-            extra_s = _values(chunk_rows) * LEASE_PER_VALUE_S
-            if extra_s > lease_s() / 2:
-                self.renew(lease_s() + extra_s)
-            else:
-                self.renew_if_due()
+            self._renew_for(_values(chunk_rows))
             try:
                 if chunk_rows and not self.all_live:
                     # History over its site's budget is left out before any process runs on it
                     # (the web refused it before `ok`; this is for MQTT and older entries).
                     chunk_rows = history_budget.admit(node_id, chunk_rows, time.time())
                 if chunk_rows:
-                    last_id = chunk_ids[-1]
-                    entry = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
                     ran = ingest_rows(
                         node_id,
                         chunk_rows,
-                        entry=entry,
+                        entry=_entry_text(chunk_ids[-1]),
                         check_config=False,  # read once for the pass (run_pass)
                         node_state=self.node_state,
                     )

@@ -321,10 +321,7 @@ def ingest_many(
             converted.append((i, got))
     together = [(i, c) for i, c in converted if c.items and not c.refs]
     runs = service.process_many(
-        [
-            RunCall(c.items, input_ids=None, mark=(ingest_stream.done_key(c.node_id), c.entry))
-            for _i, c in together
-        ]
+        [RunCall(c.items, mark=(ingest_stream.done_key(c.node_id), c.entry)) for _i, c in together]
     )
     ran = dict(zip((i for i, _c in together), runs, strict=True))
     for i, c in converted:
