@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from core.dates import DEFAULT_TIME_ZONE
 from core.env import (
     env_bool,
+    env_choice,
     env_float,
     env_host_port,
     env_int,
@@ -67,6 +68,10 @@ BMS_FEED_COMMIT_INTERVAL = env_int("BMS_FEED_COMMIT_INTERVAL", 60, minimum=1)
 # fsync the feed files (and only then release their points from Redis) at most this often; a
 # commit in between only writes. 0 = every commit syncs. See docs/FEEDS.md "Write buffer".
 BMS_FEED_SYNC_INTERVAL = env_int("BMS_FEED_SYNC_INTERVAL", 60, minimum=0)
+# How a sync makes the written files durable: one syncfs of their filesystem per batch of up to
+# 2,000 feeds ("filesystem"), or an fsync per file ("file": for a feed directory on a disk shared
+# with busy writers, whose dirty pages a syncfs would flush too). feeds/store/disk_sync.py
+BMS_FEED_SYNC_BY = env_choice("BMS_FEED_SYNC_BY", "filesystem", ("filesystem", "file"))
 # The commit runs this many nice steps below the worker (its own thread): the ingest drain and
 # the web come first when the cores are all in use. 0 = as the worker. feeds/store/low_priority.py
 BMS_FEED_COMMIT_NICE = env_int("BMS_FEED_COMMIT_NICE", 10, minimum=0, maximum=19)

@@ -54,6 +54,16 @@ def _env_number(name: str, default, parse, kind: str, minimum=None, maximum=None
     return value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not one of: {', '.join(choices)}")
+    return value
+
+
 def env_int(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
     return _env_number(name, default, int, "an integer", minimum, maximum)
 

@@ -8,9 +8,9 @@ Redis layout (all keys under PREFIX):
     commit:lock     held while a commit runs, so two beats never commit the same records
                     (core/redis_lock.py: one whose holder is gone is taken over)
     written         a hash feed_id -> bytes at the head of buf:<id> already written to the
-                    .dat but not yet fsync'd (a commit without sync, see below)
+                    .dat but not yet synced (a commit without sync, see below)
     written:boot    the kernel boot id those offsets belong to
-    synced_at       unix time of the last commit that fsync'd and trimmed
+    synced_at       unix time of the last commit that synced and trimmed
                     With sharded writers (feeds/store/shards.py) these four are per shard: shard 0
                     uses the names above, shard k>0 adds ":<k>" (commit:lock:2, written:2 ...),
                     since each shard's writer may run on another host (its own page cache
@@ -30,18 +30,19 @@ a redis client and the feed directory.
 Writing and syncing are separate steps, because an fsync per commit costs a 4 KiB page per
 touched file: at a 1 s commit interval that is a page per point. A commit with sync=False
 writes new records into the .dat (page cache: emoncms tools reading the files see them) and
-records how far it got in `written`; a commit with sync=True fsyncs each file and only then
-trims the records from Redis. So a point still leaves Redis only after it is on disk. A killed
-worker loses nothing (the page cache outlives the process and the next sync flushes it); a
-reboot loses the page cache, so offsets from another boot id are discarded and the records
-written again; a failed fsync discards that feed's offset for the same reason.
+records how far it got in `written`; a commit with sync=True makes the files durable and only
+then trims the records from Redis (disk_sync: one syncfs for a batch of feeds by default, or an
+fsync a file). So a point still leaves Redis only after it is on disk. A killed worker loses
+nothing (the page cache outlives the process and the next sync flushes it); a reboot loses the
+page cache, so offsets from another boot id are discarded and the records written again; a
+failed sync discards the offsets of the feeds it covered for the same reason.
 
 Round trips: a commit reads many feeds' buffers in one script call (_READ: the lock renewed,
 each feed's length, written offset and next block, up to BATCH_BYTES in all) and settles them
 in another (_SETTLE: each feed's trim or written mark, its refusals counted, atomically and only
-while the lock is ours). Between the two it writes (and with sync fsyncs) each feed's file, one
-file at a time as before. So a commit of 10,000 feeds makes a few dozen round trips, not five
-per feed. Each file still gets its own write and, when syncing, its own fsync; the usual
+while the lock is ours). Between the two it writes each feed's file, one file at a time, and
+with sync makes the batch durable. So a commit of 10,000 feeds makes a few dozen round trips,
+not five per feed. Each file still gets its own write; the usual
 block (the next slots at the file's end) is written by phpfina.append_in_place, write_points'
 result without its general steps (the same bytes, tested against it).
 """
@@ -60,7 +61,7 @@ import numpy as np
 import redis
 
 from core import machine, redis_lock
-from feeds.store import low_priority, phpfina
+from feeds.store import disk_sync, low_priority, phpfina
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ return out
 # Settle many feeds after their blocks are written, atomically and only while the token holds
 # the lock (-1 otherwise, nothing done). KEYS: lock, dirty set, written hash, refused hash,
 # refused:last hash, then one buffer key per feed; ARGV: token, the number of feeds, then per
-# feed: what to do ('T' trim the first n bytes, which were written and fsync'd; 'M' mark n
+# feed: what to do ('T' trim the first n bytes, which were written and synced; 'M' mark n
 # bytes written; 'E' forget the feed if its buffer is empty), its id and n; then per feed with
 # refusals: its id, points refused and "t reason" of the latest. Refusals are counted here,
 # with the trim or mark, so a commit killed before it counts them once when the records are
@@ -187,7 +188,7 @@ class CommitReport:
     refused: dict[int, int] = field(default_factory=dict)  # feed_id -> count
     dropped: dict[int, int] = field(default_factory=dict)  # unknown feed -> records dropped
     skipped: bool = False  # another commit held the lock
-    synced: bool = False  # files fsync'd and their records trimmed from Redis
+    synced: bool = False  # files synced and their records trimmed from Redis
 
     def as_dict(self) -> dict:
         return {
@@ -221,6 +222,8 @@ class FeedBuffer:
         self.refused_last_key = prefix + "refused:last"
         # Bounds passed to phpfina.write_points (max_backfill_s, max_gap_slots); see service.py.
         self.write_limits: dict = {}
+        # How a syncing commit makes its writes durable (disk_sync: BMS_FEED_SYNC_BY).
+        self.sync_by = disk_sync.BY_FILESYSTEM
         self._add = client.register_script(_ADD)
         self._read = client.register_script(_READ)
         self._settle = client.register_script(_SETTLE)
@@ -368,60 +371,89 @@ class FeedBuffer:
         """Commit these feeds' buffers to their files, a batch of feeds per round trip.
 
         Each round reads the next block of up to BATCH_FEEDS feeds in one call (_READ), writes
-        each block to its feed's files (with `sync`, fsyncs each file), then settles the batch
+        each block to its feed's files (with `sync` and `fsync` then makes them durable:
+        disk_sync, `self.sync_by`), then settles the batch
         in one call (_SETTLE): with `sync` the written bytes are trimmed from Redis, without
         only marked as written (see the module docstring). A feed with more than a block goes
         round again, up to the length its buffer had when first read: under a steady stream
-        of new points the commit still ends. `after_write(feed_id, records)` runs after each
-        block's write (and fsync), before its trim (with `sync`) or after its mark (without):
-        a seam for the crash tests.
+        of new points the commit still ends. `after_write(feed_id, records)` runs for each
+        block once its batch is written (and synced), before the batch's trim (with `sync`) or
+        after its mark (without): a seam for the crash tests.
         """
         report = report or CommitReport()
         block_bytes = max(1, int(block_records)) * RECORD_SIZE
         # (feed id, byte limit): -1 for everything buffered at the first read
         todo: deque[tuple[int, int]] = deque((int(f), -1) for f in feeds)
-        while todo:
-            low_priority.checkpoint()  # between batches: nothing half-settled
-            batch = [todo.popleft() for _ in range(min(BATCH_FEEDS, len(todo)))]
-            read = self._read(
-                keys=[self.lock_key, self.written_key, *(self.key(f) for f, _ in batch)],
-                args=[self._token or "", LOCK_TTL_S * 1000, block_bytes, BATCH_BYTES,
-                      RECORD_SIZE, *(x for f, limit in batch for x in (f, limit))],
-            )  # fmt: skip
-            if read == -1:
-                # Another commit took over (we stalled past the TTL): trimming now could
-                # remove records it has not written. Stop; it will commit them.
-                raise LockLost("the feed commit lock expired during the commit")
-            todo.extendleft(reversed(batch[len(read) :]))  # past the batch bytes: next round
-            settle: list[tuple[int, str, int, list[tuple[int, str]]]] = []
-            again: list[tuple[int, int]] = []
-            marked: list[tuple[int, int]] = []  # (feed, records) written without sync
-            for (feed_id, _), (length, done, chunk) in zip(batch, read, strict=False):
-                records = parse_records(chunk)
-                refused = self._write_block(directory, feed_id, intervals.get(feed_id), records,
-                                            now, fsync, report)  # fmt: skip
-                end = done + len(chunk)
-                if length == 0:
-                    settle.append((feed_id, "E", 0, refused))
-                elif sync:
-                    if fsync and end > 0:
-                        self._sync(directory, feed_id)
-                    if after_write is not None:
-                        after_write(feed_id, len(records))
-                    settle.append((feed_id, "T", end, refused))
-                    if end < length:  # offsets shift by the trim
-                        again.append((feed_id, length - end))
-                elif chunk:
-                    settle.append((feed_id, "M", end, refused))
-                    marked.append((feed_id, len(records)))
-                    if end < length:
-                        again.append((feed_id, length))
-            self._settle_batch(settle)
-            if after_write is not None:
-                for feed_id, records in marked:
-                    after_write(feed_id, records)
-            todo.extendleft(reversed(again))
+        # Opened before the first write: a sync reports errors from then on (disk_sync).
+        durable = disk_sync.opener(self.sync_by)(directory) if sync and fsync and todo else None
+        try:
+            while todo:
+                low_priority.checkpoint()  # between batches: nothing half-settled
+                self._commit_batch(directory, todo, intervals, now, block_bytes, fsync, sync,
+                                   durable, after_write, report)  # fmt: skip
+        finally:
+            if durable is not None:
+                durable.close()
         return report
+
+    def _commit_batch(
+        self,
+        directory: str | os.PathLike,
+        todo: deque[tuple[int, int]],
+        intervals: Mapping[int, int],
+        now: float | None,
+        block_bytes: int,
+        fsync: bool,
+        sync: bool,
+        durable: disk_sync.PerFile | disk_sync.WholeFilesystem | None,
+        after_write: Callable[[int, int], None] | None,
+        report: CommitReport,
+    ) -> None:
+        """One round of commit_feeds: read the next batch, write it, sync it, settle it."""
+        batch = [todo.popleft() for _ in range(min(BATCH_FEEDS, len(todo)))]
+        read = self._read(
+            keys=[self.lock_key, self.written_key, *(self.key(f) for f, _ in batch)],
+            args=[self._token or "", LOCK_TTL_S * 1000, block_bytes, BATCH_BYTES,
+                  RECORD_SIZE, *(x for f, limit in batch for x in (f, limit))],
+        )  # fmt: skip
+        if read == -1:
+            # Another commit took over (we stalled past the TTL): trimming now could
+            # remove records it has not written. Stop; it will commit them.
+            raise LockLost("the feed commit lock expired during the commit")
+        todo.extendleft(reversed(batch[len(read) :]))  # past the batch bytes: next round
+        settle: list[tuple[int, str, int, list[tuple[int, str]]]] = []
+        again: list[tuple[int, int]] = []
+        synced: list[tuple[int, int]] = []  # (feed, records) written, to leave Redis once synced
+        marked: list[tuple[int, int]] = []  # (feed, records) written without sync
+        for (feed_id, _), (length, done, chunk) in zip(batch, read, strict=False):
+            records = parse_records(chunk)
+            refused = self._write_block(directory, feed_id, intervals.get(feed_id), records,
+                                        now, fsync, report)  # fmt: skip
+            end = done + len(chunk)
+            if length == 0:
+                settle.append((feed_id, "E", 0, refused))
+            elif sync:
+                if durable is not None and end > 0:
+                    self._durable(durable.written, feed_id)
+                synced.append((feed_id, len(records)))
+                settle.append((feed_id, "T", end, refused))
+                if end < length:  # offsets shift by the trim
+                    again.append((feed_id, length - end))
+            elif chunk:
+                settle.append((feed_id, "M", end, refused))
+                marked.append((feed_id, len(records)))
+                if end < length:
+                    again.append((feed_id, length))
+        if durable is not None:
+            self._durable(durable.sync)
+        if after_write is not None:
+            for feed_id, records in synced:
+                after_write(feed_id, records)
+        self._settle_batch(settle)
+        if after_write is not None:
+            for feed_id, records in marked:
+                after_write(feed_id, records)
+        todo.extendleft(reversed(again))
 
     def _write_block(
         self,
@@ -458,7 +490,7 @@ class FeedBuffer:
             (records["flags"] & FLAG_JOIN).astype(bool),
             now=now,
             fsync=fsync,
-            data_fsync=False,  # _sync syncs, once per block or per sync interval
+            data_fsync=False,  # the batch is synced (disk_sync), at a sync interval
             **self.write_limits,
         )
         report.points += result.written
@@ -472,14 +504,14 @@ class FeedBuffer:
             )
         return result.refused
 
-    def _sync(self, directory: str | os.PathLike, feed_id: int) -> None:
-        """fsync the feed's .dat, so what was written to it may leave Redis."""
+    def _durable(self, step: Callable[..., None], *args: int) -> None:
+        """A sync step of `durable`; if it failed, the feeds it covered forget their written
+        offsets, so the next commit writes their records again (Linux may already have
+        dropped the pages whose writeback failed)."""
         try:
-            phpfina.sync_data(directory, feed_id)
-        except OSError:
-            # The unsynced pages may be gone (Linux drops them on a failed writeback):
-            # forget the offset so the next commit writes these records again.
-            self.redis.hdel(self.written_key, feed_id)
+            step(*args)
+        except disk_sync.SyncFailed as exc:
+            self.redis.hdel(self.written_key, *exc.feeds)
             raise
 
     def _settle_batch(self, settle: list[tuple[int, str, int, list[tuple[int, str]]]]) -> None:

@@ -78,6 +78,7 @@ def get_buffer(shard: int = 0, shard_count: int | None = None) -> FeedBuffer:
     count = settings.BMS_FEED_SHARDS if shard_count is None else shard_count
     buffer = FeedBuffer(get_redis(), shard=shard, shards=count)
     buffer.write_limits = write_limits()
+    buffer.sync_by = settings.BMS_FEED_SYNC_BY
     return buffer
 
 

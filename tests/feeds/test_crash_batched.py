@@ -139,11 +139,12 @@ def test_a_batched_commit_killed_between_its_writes_and_its_trim_loses_nothing(
 ):
     directory, expected, lines = killed_commit(redis_client, tmp_path, pause_at=150)
     assert lines[-1] == f"written 150 {POINTS + 1}\n"
-    # The first batch (feeds 1-100) is settled: trimmed, refusals counted. The second is
-    # written and fsync'd up to feed 150 but not settled: every record still in Redis.
+    # The first batch (feeds 1-100) is settled: trimmed, refusals counted. The second
+    # (101-200) is written and synced, every file of it (one syncfs for the batch, before any
+    # after_write), but not settled: every record still in Redis. The third is not begun.
     assert [f for f in INTERVALS if buffered(redis_client, f)] == list(range(101, FEEDS + 1))
     assert all(buffered(redis_client, f) == POINTS + 1 for f in range(101, FEEDS + 1))
-    assert (directory / "150.dat").exists() and not (directory / "151.dat").exists()
+    assert (directory / "200.dat").exists() and not (directory / "201.dat").exists()
     refused = {int(k) for k in redis_client.hkeys("feeds:refused")}
     assert refused == set(range(1, 101))
     finish_and_compare(redis_client, directory, expected)

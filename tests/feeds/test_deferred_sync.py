@@ -2,11 +2,12 @@
 
 A point may leave Redis only once its file is fsync'd. These tests check each way that could
 go wrong: a rewrite of what is already written, an offset that outlives a reboot (page cache
-lost), a failed fsync (Linux drops the failed pages), and the sync schedule.
+lost), a failed fsync or syncfs (Linux drops the failed pages), and the sync schedule.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import time
@@ -14,7 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from feeds.store import phpfina, service
+from feeds.store import buffer as buffer_module
+from feeds.store import disk_sync, phpfina, service
 from feeds.store.buffer import RECORD_SIZE, FeedBuffer, LockLost
 
 NOW = 2_000_000_000
@@ -104,26 +106,94 @@ def test_offsets_from_another_boot_are_discarded_and_the_points_written_again(
     assert buffer.dirty_feeds() == []
 
 
-def test_a_failed_fsync_keeps_the_points_and_forgets_the_offset(
-    buffer, feed_dir, redis_client, monkeypatch
-):
-    buffer.add([(1, 1000, 1.0, False)])
-    buffer.commit(feed_dir, {1: 10}, now=NOW, sync=False)
-
+def _fail_fsync(monkeypatch) -> None:
     def failing_fsync(fd: int) -> None:  # what a dying disk returns to fsync
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(phpfina.os, "fsync", failing_fsync)
-    with pytest.raises(OSError):
-        buffer.commit(feed_dir, {1: 10}, now=NOW, sync=True)
+
+
+def _fail_syncfs(monkeypatch) -> None:
+    def failing_syncfs(fd: int) -> int:  # what a dying disk returns to syncfs, as libc does
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    monkeypatch.setattr(disk_sync, "_syncfs", failing_syncfs)
+
+
+@pytest.mark.parametrize(
+    "sync_by, fail",
+    [(disk_sync.BY_FILE, _fail_fsync), (disk_sync.BY_FILESYSTEM, _fail_syncfs)],
+)
+def test_a_failed_sync_keeps_the_points_and_forgets_the_offset(
+    buffer, feed_dir, redis_client, monkeypatch, sync_by, fail
+):
+    buffer.sync_by = sync_by
+    buffer.add([(1, 1000, 1.0, False), (2, 1000, 5.0, False)])
+    buffer.commit(feed_dir, {1: 10, 2: 10}, now=NOW, sync=False)
+    fail(monkeypatch)
+    with pytest.raises(OSError, match="Input/output error"):
+        buffer.commit(feed_dir, {1: 10, 2: 10}, now=NOW, sync=True)
     assert len(buffer.pending(1)) == 1  # still in Redis
     assert buffer.written_offset(1) == 0  # and to be written again: the pages may be lost
     assert redis_client.get(buffer.lock_key) is None
+    # The other feed: a sync of the filesystem failed for the whole batch; an fsync stopped
+    # the commit at the first feed, so the second was neither synced nor trimmed either.
+    assert len(buffer.pending(2)) == 1
+    assert buffer.written_offset(2) == (0 if sync_by == disk_sync.BY_FILESYSTEM else RECORD_SIZE)
     monkeypatch.undo()
     (feed_dir / "1.dat").write_bytes(b"")  # the lost page
-    buffer.commit(feed_dir, {1: 10}, now=NOW, sync=True)
+    buffer.commit(feed_dir, {1: 10, 2: 10}, now=NOW, sync=True)
     assert values(feed_dir) == [1.0]
+    assert values(feed_dir, 2) == [5.0]
     assert buffer.dirty_feeds() == []
+
+
+def test_a_filesystem_sync_is_one_syncfs_a_batch_and_no_fsync(buffer, feed_dir, monkeypatch):
+    fsyncs, syncfs_calls = [], []
+    real_syncfs = disk_sync._syncfs
+    monkeypatch.setattr(phpfina.os, "fsync", fsyncs.append)
+
+    def counted_syncfs(fd: int) -> int:
+        syncfs_calls.append(fd)
+        return real_syncfs(fd)  # the real call: the test also proves it works here
+
+    monkeypatch.setattr(disk_sync, "_syncfs", counted_syncfs)
+    monkeypatch.setattr(buffer_module, "BATCH_FEEDS", 3)
+    feeds = range(1, 8)  # 7 feeds: batches of 3, 3 and 1
+    buffer.add([(f, 1000, float(f), False) for f in feeds])
+    buffer.commit(feed_dir, dict.fromkeys(feeds, 10), now=NOW, sync=True)
+    # Creating a feed's files fsyncs them and their directory (phpfina, once per feed); each
+    # commit after that appends to them:
+    fsyncs.clear()
+    syncfs_calls.clear()
+    buffer.add([(f, 1010, float(f) + 0.5, False) for f in feeds])
+    report = buffer.commit(feed_dir, dict.fromkeys(feeds, 10), now=NOW, sync=True)
+    assert (report.points, report.synced) == (7, True)
+    assert len(syncfs_calls) == 3 and fsyncs == []
+    assert [values(feed_dir, f) for f in feeds] == [[float(f), f + 0.5] for f in feeds]
+    assert buffer.dirty_feeds() == []
+
+
+def test_the_sync_mode_comes_from_the_settings(settings):
+    settings.BMS_FEED_SYNC_BY = disk_sync.BY_FILE
+    assert service.get_buffer().sync_by == "file"
+    settings.BMS_FEED_SYNC_BY = disk_sync.BY_FILESYSTEM
+    assert service.get_buffer().sync_by == "filesystem"
+    with pytest.raises(ValueError, match="unknown sync mode 'sometimes'"):
+        disk_sync.opener("sometimes")
+
+
+def test_the_sync_mode_setting_refuses_an_unknown_value(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from core.env import env_choice
+
+    monkeypatch.setenv("BMS_FEED_SYNC_BY", "Filesystem ")
+    assert env_choice("BMS_FEED_SYNC_BY", "file", disk_sync.MODES) == "filesystem"
+    monkeypatch.setenv("BMS_FEED_SYNC_BY", "never")
+    with pytest.raises(ImproperlyConfigured, match="BMS_FEED_SYNC_BY='never' is not one of"):
+        env_choice("BMS_FEED_SYNC_BY", "file", disk_sync.MODES)
 
 
 def test_a_commit_without_sync_that_lost_its_lock_marks_nothing(buffer, feed_dir):
