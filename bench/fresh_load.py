@@ -208,7 +208,10 @@ async def _node_loop(
         sent = time.perf_counter()
         try:
             status, reply = await _post(port, node, t, value)
-        except OSError as exc:
+        except (
+            OSError,
+            asyncio.IncompleteReadError,
+        ) as exc:  # refused, reset, or closed unanswered
             status, reply = 0, repr(exc).encode()
         ok_at = time.perf_counter()
         out.posts += 1

@@ -91,6 +91,7 @@ class WholeFilesystem:
     def __init__(self, directory: str | os.PathLike) -> None:
         if _syncfs is None:
             raise OSError(errno.ENOSYS, "syncfs is not available here")
+        os.makedirs(directory, exist_ok=True)  # as the first write would (phpfina.create)
         self.fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         self.pending: list[int] = []
 

@@ -236,3 +236,11 @@ def test_commit_all_syncs_once_per_sync_interval(settings, feed_dir, redis_clien
     assert buffer.dirty_feeds() == [feed.pk]  # waits in Redis for the next sync
     assert service.commit_all(now=NOW, sync=True)["synced"] is True
     assert buffer.dirty_feeds() == []
+
+
+def test_a_filesystem_sync_into_a_directory_not_made_yet(buffer, tmp_path):
+    directory = tmp_path / "shard-3"  # a new shard's directory: its first commit makes it
+    buffer.add([(1, 1000, 1.0, False)])
+    report = buffer.commit(directory, {1: 10}, now=NOW, sync=True)
+    assert (report.points, report.synced) == (1, True)
+    assert values(directory) == [1.0]
