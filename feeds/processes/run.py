@@ -277,7 +277,6 @@ class ProcessRunner:
                         report, job_changed = self._run_batch(
                             job.batch, states, feed_last, job.inputs
                         )
-                        _follow(feed_last, report.logged)  # the next job sees these points
                         for key, fields in job_changed.items():
                             changed.setdefault(key, {}).update(fields)
                         logged += report.logged
@@ -342,6 +341,9 @@ class ProcessRunner:
         return states, feed_last, done
 
     def _run_batch(self, batch, states, feed_last, inputs) -> tuple[RunReport, dict]:
+        """Run one job's posts. `feed_last` is moved on by what they logged (Batch.log's rule),
+        so a next job of the same transaction sees these points as it would read them from
+        Redis."""
         input_last, input_ids = inputs
         b = ps.Batch(self.clock, feed_last=dict(feed_last), input_last=dict(input_last))
         report = RunReport()
@@ -366,6 +368,7 @@ class ProcessRunner:
             for input_key, steps, t, value in readings:
                 self._run_one(b, input_key, steps, t, value, states, changed, report)
         report.logged = b.logged
+        feed_last.update(b.feed_last)
         report.published = b.published
         report.skipped_bad_values += b.skipped_bad_values
         return report, changed
@@ -460,15 +463,6 @@ class ProcessRunner:
             report.replayed += 1
             report.processed_late += all_moved_back
             report.late.extend(lates[: max(0, SHOWN_LATE - len(report.late))])
-
-
-def _follow(feed_last: dict[int, tuple[int, float]], logged: list[BufferedPoint]) -> None:
-    """Move the feeds' last values on by the points a batch logged (steps.Batch.log's rule:
-    a point at or after the last is the last), as the next batch would read them from Redis."""
-    for feed, t, value, _join in logged:
-        last = feed_last.get(feed)
-        if last is None or t >= last[0]:
-            feed_last[feed] = (t, value)
 
 
 def _posts(batch: list) -> Iterable[list]:

@@ -175,3 +175,31 @@ def test_two_tasks_racing_on_one_input_keep_both_increments(redis_client, interl
     assert last[0] == 20
     assert last[1] == state["kwh"]
     assert (state["t"], last[1]) in ((20, pytest.approx(0.03)), (10, pytest.approx(0.04)))
+
+
+def test_batches_run_together_see_each_others_points_as_if_run_in_turn(redis_client):
+    """run_many runs several nodes' batches in one transaction: a batch that reads a feed's last
+    value (power_to_kwh adds to it) must see what an earlier batch of the same transaction
+    logged to that feed, as it would once that batch's points were in Redis."""
+    from feeds.processes.run import RunCall
+
+    # Two nodes, each with a power input totalled into the same kWh feed, 10 posts each.
+    steps = [{"process": "power_to_kwh", "feed": KWH}]
+    calls = [
+        [(f"{node}:power", steps, T0 + 10 * i, 1000.0 * (k + 1)) for i in range(10)]
+        for k, node in enumerate(("a", "b"))
+    ]
+    in_turn = FeedBuffer(redis_client, prefix="turn:")
+    for i, items in enumerate(calls):
+        ProcessRunner(in_turn).run(items, mark=(f"turn:done:{i}", f"{T0 * 1000}-0"))
+    together = FeedBuffer(redis_client, prefix="together:")
+    ProcessRunner(together).run_many(
+        [
+            RunCall(items, mark=(f"together:done:{i}", f"{T0 * 1000}-0"))
+            for i, items in enumerate(calls)
+        ]
+    )
+    expected = parse_records(redis_client.get(in_turn.key(KWH)))
+    got = parse_records(redis_client.get(together.key(KWH)))
+    assert len(got) == 20 and got["v"][10] >= got["v"][9] > 0  # b's totals go on from a's
+    assert got.tolist() == expected.tolist()
