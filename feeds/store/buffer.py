@@ -371,8 +371,8 @@ class FeedBuffer:
         """Commit these feeds' buffers to their files, a batch of feeds per round trip.
 
         Each round reads the next block of up to BATCH_FEEDS feeds in one call (_READ), writes
-        each block to its feed's files (with `sync` and `fsync` then makes them durable:
-        disk_sync, `self.sync_by`), then settles the batch
+        each block to its feed's files and, with `sync` and `fsync`, makes them durable
+        (disk_sync, `self.sync_by`), then settles the batch
         in one call (_SETTLE): with `sync` the written bytes are trimmed from Redis, without
         only marked as written (see the module docstring). A feed with more than a block goes
         round again, up to the length its buffer had when first read: under a steady stream
@@ -507,12 +507,20 @@ class FeedBuffer:
     def _durable(self, step: Callable[..., None], *args: int) -> None:
         """A sync step of `durable`; if it failed, the feeds it covered forget their written
         offsets, so the next commit writes their records again (Linux may already have
-        dropped the pages whose writeback failed)."""
+        dropped the pages whose writeback failed). A failed syncfs covered every feed on the
+        filesystem: every shard's offsets go (disk_sync's docstring)."""
         try:
             step(*args)
         except disk_sync.SyncFailed as exc:
-            self.redis.hdel(self.written_key, *exc.feeds)
+            if exc.whole_filesystem:
+                self.redis.delete(*self.written_keys_of_every_shard())
+            else:
+                self.redis.hdel(self.written_key, *exc.feeds)
             raise
+
+    def written_keys_of_every_shard(self) -> list[str]:
+        """The `written` hash of each shard of this layout (shard 0's has no suffix)."""
+        return [self.prefix + "written" + (f":{k}" if k else "") for k in range(self.shards)]
 
     def _settle_batch(self, settle: list[tuple[int, str, int, list[tuple[int, str]]]]) -> None:
         """Trim, mark or forget each feed of a batch and count its refusals: one round trip."""

@@ -11,6 +11,7 @@ import ctypes
 import errno
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -244,3 +245,62 @@ def test_a_filesystem_sync_into_a_directory_not_made_yet(buffer, tmp_path):
     report = buffer.commit(directory, {1: 10}, now=NOW, sync=True)
     assert (report.points, report.synced) == (1, True)
     assert values(directory) == [1.0]
+
+
+def test_a_failed_syncfs_forgets_every_shards_written_offsets(redis_client, tmp_path, monkeypatch):
+    """The error a syncfs reports is the filesystem's, reported once: the pages lost may be
+    another shard's (the shards' directories share the filesystem by default), whose own next
+    syncfs would then not hear of it. So every shard writes what Redis holds again."""
+    shard0 = FeedBuffer(redis_client, shard=0, shards=2)
+    shard1 = FeedBuffer(redis_client, shard=1, shards=2)
+    shard0.add([(2, 1000, 2.0, False), (1, 1000, 1.0, False)])  # feed 2: shard 0; feed 1: shard 1
+    shard0.commit(tmp_path / "shard-0", {2: 10}, now=NOW, sync=False)
+    shard1.commit(tmp_path / "shard-1", {1: 10}, now=NOW, sync=False)
+    assert shard1.written_offset(1) == RECORD_SIZE
+    _fail_syncfs(monkeypatch)
+    with pytest.raises(disk_sync.SyncFailed) as failed:
+        shard0.commit(tmp_path / "shard-0", {2: 10}, now=NOW, sync=True)
+    assert failed.value.whole_filesystem
+    assert shard0.written_offset(2) == 0 and shard1.written_offset(1) == 0
+    assert len(shard1.pending(1)) == 1 and len(shard0.pending(2)) == 1
+    monkeypatch.undo()
+    shard1.commit(tmp_path / "shard-1", {1: 10}, now=NOW, sync=True)
+    assert values(tmp_path / "shard-1") == [1.0]
+
+
+@pytest.mark.parametrize(
+    "release, reports",
+    [("6.18.0-1-amd64", True), ("5.8.0", True), ("5.10.0-28", True), ("5.4.0-150-generic", False),
+     ("4.18.0-553.el8_10.x86_64", False), ("unknown", False)],
+)  # fmt: skip
+def test_syncfs_is_trusted_only_where_it_reports_writeback_errors(release, reports):
+    assert disk_sync._reports_writeback_errors(release) is reports
+
+
+def test_a_kernel_without_syncfs_errors_gets_an_fsync_a_file(monkeypatch):
+    monkeypatch.setattr(
+        disk_sync.os, "uname", lambda: os.uname_result(("Linux", "h", "5.4.0", "", "x"))
+    )
+    assert disk_sync.opener(disk_sync.BY_FILESYSTEM) is disk_sync.PerFile
+
+
+def test_a_feed_file_on_another_filesystem_gets_its_own_fsync(buffer, feed_dir, monkeypatch):
+    elsewhere = Path("/dev/shm")
+    if not elsewhere.is_dir() or elsewhere.stat().st_dev == feed_dir.stat().st_dev:
+        pytest.skip("no second filesystem (/dev/shm) to put a feed file on")
+    buffer.add([(1, 1000, 1.0, False), (2, 1000, 2.0, False)])
+    buffer.commit(feed_dir, {1: 10, 2: 10}, now=NOW, sync=True)
+    moved = elsewhere / f"bms-test-{os.getpid()}-1.dat"
+    try:
+        moved.write_bytes((feed_dir / "1.dat").read_bytes())
+        (feed_dir / "1.dat").unlink()
+        (feed_dir / "1.dat").symlink_to(moved)
+        fsynced = []
+        real_fsync = os.fsync
+        monkeypatch.setattr(phpfina.os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd)))
+        buffer.add([(1, 1010, 1.5, False), (2, 1010, 2.5, False)])
+        buffer.commit(feed_dir, {1: 10, 2: 10}, now=NOW, sync=True)
+        assert len(fsynced) == 1  # feed 1's file, elsewhere; feed 2's by the directory's syncfs
+        assert np.fromfile(moved, "<f4").tolist() == [1.0, 1.5]
+    finally:
+        moved.unlink(missing_ok=True)
