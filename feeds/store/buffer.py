@@ -201,6 +201,11 @@ class CommitReport:
         }
 
 
+def _own(shard: int) -> str:
+    """A shard's suffix on its own keys: shard 0 keeps the names of the unsharded store."""
+    return f":{shard}" if shard else ""
+
+
 class FeedBuffer:
     def __init__(
         self, client: redis.Redis, prefix: str = PREFIX, *, shard: int = 0, shards: int = 1
@@ -211,7 +216,7 @@ class FeedBuffer:
         self.prefix = prefix
         self.shard = shard
         self.shards = shards
-        own = f":{shard}" if shard else ""  # shard 0 keeps the names of the unsharded store
+        own = _own(shard)
         self.dirty_key = prefix + "dirty"
         self.last_key = prefix + "last"
         self.lock_key = prefix + "commit:lock" + own
@@ -520,7 +525,7 @@ class FeedBuffer:
 
     def written_keys_of_every_shard(self) -> list[str]:
         """The `written` hash of each shard of this layout (shard 0's has no suffix)."""
-        return [self.prefix + "written" + (f":{k}" if k else "") for k in range(self.shards)]
+        return [self.prefix + "written" + _own(k) for k in range(self.shards)]
 
     def _settle_batch(self, settle: list[tuple[int, str, int, list[tuple[int, str]]]]) -> None:
         """Trim, mark or forget each feed of a batch and count its refusals: one round trip."""
