@@ -24,6 +24,8 @@ Measured:
    workers and threads), one new connection per request from this process; the CPU of the
    gunicorn master and workers (utime + stime from /proc, 10 ms ticks) over `--posts` requests.
    Requests are sent one at a time, so the figure is the work of a post, not of contention.
+   `--web-shapes 3x4,3x1,...` serves with each shape in turn (workers x threads; one thread is
+   gunicorn's sync worker): what the same post costs the web in each;
 3. `--drain N`: the drain's CPU a request (sensors/ingest/drain.py, in this process): N
    rounds of one post from every node, drained `--drain-pass` nodes at a time (a pass at
    1,000 req/s finds a few nodes with a post each; a backlog, hundreds);
@@ -35,6 +37,7 @@ the nodes so none is over it).
 
     .venv/bin/python bench/ingest_cpu.py [--posts 3000] [--nodes 300] [--redis-db 7]
                                          [--shape post,now,bulk] [--no-served] [--profile]
+    .venv/bin/python bench/ingest_cpu.py --shape post --web-shapes 3x4,2x4,1x4,3x1,2x1
     .venv/bin/python bench/ingest_cpu.py --tables-only --nodes 10000 [--redis-db 7]
     .venv/bin/python bench/ingest_cpu.py --shape post --no-served --drain 5 [--drain-pass 5,300]
 """
@@ -386,6 +389,14 @@ def print_profile(profiler: cProfile.Profile, posts: int, top: int = 25) -> None
     print("\n".join("    " + line for line in out.getvalue().splitlines() if line.strip()))
 
 
+def web_shape(text: str) -> tuple[int, int]:
+    """'3x4' -> (3 workers, 4 threads)."""
+    workers, _, threads = text.partition("x")
+    if not (workers.isdigit() and threads.isdigit() and int(workers) > 0 and int(threads) > 0):
+        raise SystemExit(f"--web-shapes: {text!r} is not WORKERSxTHREADS, e.g. 3x4")
+    return int(workers), int(threads)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--posts", type=int, default=3000, help="requests measured (3000)")
@@ -397,6 +408,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--web-threads", type=int, default=4, help="threads a worker (4, as run-site.sh)"
+    )
+    parser.add_argument(
+        "--web-shapes",
+        default="",
+        metavar="WxT,...",
+        help="serve with each of these gunicorn shapes in turn, e.g. 3x4,2x4,3x1 (T=1: gunicorn's"
+        " sync worker); instead of --web-workers/--web-threads",
     )
     parser.add_argument("--no-served", action="store_true", help="in-process only")
     parser.add_argument("--profile", action="store_true", help="cProfile the in-process posts")
@@ -418,7 +436,9 @@ def main() -> None:
         help="only time reading the whole-site tables (keys, feed files) for --nodes nodes",
     )
     args = parser.parse_args()
-    workers, threads = args.web_workers, args.web_threads
+    web_shapes = [(args.web_workers, args.web_threads)]
+    if args.web_shapes:
+        web_shapes = [web_shape(text) for text in args.web_shapes.split(",")]
 
     from bench import scratch_site
 
@@ -450,7 +470,9 @@ def main() -> None:
         }
         print(
             f"CPU per ingest request, {args.posts} requests a shape; {args.nodes} nodes; "
-            f"served by gunicorn {workers} workers x {threads} threads, a new connection each"
+            "served by gunicorn "
+            + " / ".join(f"{w} workers x {t} threads" for w, t in web_shapes)
+            + ", a new connection each"
         )
         for shape in args.shape.split(","):
             requests = shapes[shape]()
@@ -460,14 +482,15 @@ def main() -> None:
                 f"(wall {got['wall_ms']:.3f}; cold, caches dropped: {got['cold_cpu_ms']:.3f}; "
                 f"the node's own entries dropped: {got['node_cold_cpu_ms']:.3f})"
             )
-            if not args.no_served:
-                web = served(requests, args.posts, workers, threads)
-                line += (
-                    f"; served {web['cpu_ms']:.3f} ms of gunicorn's CPU a request "
-                    f"(wall {web['wall_ms']:.3f}): at most {2000 / web['cpu_ms']:,.0f} req/s "
-                    "on 2 cores for the web alone"
-                )
             print(line)
+            for workers, threads in [] if args.no_served else web_shapes:
+                web = served(requests, args.posts, workers, threads)
+                print(
+                    f"  served, {workers} x {threads}"
+                    f"{' (sync worker)' if threads == 1 else ''}: {web['cpu_ms']:.3f} ms of "
+                    f"gunicorn's CPU a request (wall {web['wall_ms']:.3f}): at most "
+                    f"{2000 / web['cpu_ms']:,.0f} req/s on 2 cores for the web alone"
+                )
             if "profile" in got:
                 print_profile(got["profile"], args.posts)
         if args.drain:
