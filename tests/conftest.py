@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # The longest tests (minutes of real processes, a browser, the docs' live walk-through) go to
-# the workers first: with `--dist load` the tests are handed out in collection order, and one
-# of them started last ran alone for four minutes at the end of a CI run while the other
-# workers sat idle. Only the order changes; each test still stands on its own.
+# the workers first: the tests are handed out in collection order, and one of them started last
+# ran alone for four minutes at the end of a CI run while the other workers sat idle. Put first,
+# they all land in the first worker's share, which is why the suite runs with
+# `--dist worksteal` (scripts/run-tests.sh): the others take them from it as they run out.
+# Only the order changes; each test still stands on its own.
 LONG_FIRST = (
     "tests/docs/test_doc_commands.py::test_doc_blocks",
     "tests/security/test_authorization_matrix.py",

@@ -201,7 +201,7 @@ def live_demo(celery_worker, django_db_blocker) -> Iterator[LiveDemo]:
 #
 # One test for all blocks, run in the docs' order: a block uses what the blocks before it in
 # its doc did (a node's key, a feed id). As one test per block, the suite's parallel workers
-# (pytest-xdist --dist load) split a doc's blocks between two sites, and a later block found
+# (pytest-xdist) split a doc's blocks between two sites, and a later block found
 # no key (session 6). Each failing block is named in the failure, with its output.
 @pytest.mark.django_db
 def test_doc_blocks(live_demo: LiveDemo) -> None:
