@@ -208,10 +208,8 @@ async def _node_loop(
         sent = time.perf_counter()
         try:
             status, reply = await _post(port, node, t, value)
-        except (
-            OSError,
-            asyncio.IncompleteReadError,
-        ) as exc:  # refused, reset, or closed unanswered
+        # Refused, reset, or closed unanswered: each counts as refused.
+        except (OSError, asyncio.IncompleteReadError) as exc:
             status, reply = 0, repr(exc).encode()
         ok_at = time.perf_counter()
         out.posts += 1
