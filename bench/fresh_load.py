@@ -40,6 +40,8 @@ class FreshResult:
     refused: int = 0
     post_ms: list[float] = field(default_factory=list)
     fresh_ms: list[float] = field(default_factory=list)
+    # (ok_at as time.perf_counter(), ms to readable) of each seen post, for a timeline
+    seen: list[tuple[float, float]] = field(default_factory=list)
     never_seen: int = 0
     reads: int = 0
     round_ms: float = 0.0  # a checker round's mean time: the resolution of the figures
@@ -181,6 +183,7 @@ class Checker:
                 continue
             if value in values.get(feed_id, ()):
                 self.out.fresh_ms.append((seen_at - ok_at) * 1000)
+                self.out.seen.append((ok_at, (seen_at - ok_at) * 1000))
                 del self.waiting[(feed_id, value)]
             elif seen_at - ok_at > CHECK_GIVE_UP_S:
                 self.out.never_seen += 1
@@ -248,6 +251,7 @@ async def _run(
 def run(
     port: int, nodes: list[BenchNode], seconds: float, period_s: float = 10.0, check_every: int = 1
 ) -> dict:
-    """Post for `seconds` and return the summary (ms): post p50, ok -> readable p50/p95/p99/max.
-    check_every=0: nothing checked (a warm-up round)."""
-    return asyncio.run(_run(port, nodes, seconds, period_s, check_every)).summary()
+    """Post for `seconds` and return the summary (ms): post p50, ok -> readable p50/p95/p99/max,
+    and `seen`, (ok_at, ms) of each seen post. check_every=0: nothing checked (a warm-up round)."""
+    out = asyncio.run(_run(port, nodes, seconds, period_s, check_every))
+    return out.summary() | {"seen": out.seen}

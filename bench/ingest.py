@@ -366,7 +366,62 @@ def fresh_site(count: int) -> list:
 WARM_ROUNDS = 6  # unmeasured posts of every node before the measured ones
 
 
-def fresh_phase(args, port: int, redis) -> bool:
+class CpuSampler(threading.Thread):
+    """Each group's CPU (cores) in every `every_s`, read from /proc while the load runs: with
+    the readable times by the second of their `ok`, what the machine was doing when a reading
+    was late (a commit, the web saturated, the client)."""
+
+    def __init__(self, groups: dict[str, list[int]], every_s: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.groups = groups
+        self.every_s = every_s
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self.stopping = threading.Event()
+
+    def sample(self) -> None:
+        # The web's and worker's trees again each time (gunicorn and Celery fork workers
+        # anew); the client is this process alone, not the services it started.
+        trees = {name: process_tree(pids[0]) for name, pids in self.groups.items()}
+        trees |= {name: self.groups[name] for name in ("client", "redis") if name in self.groups}
+        self.samples.append(
+            (time.perf_counter(), {name: cpu_seconds(pids) for name, pids in trees.items()})
+        )
+
+    def run(self) -> None:
+        self.sample()
+        while not self.stopping.wait(self.every_s):
+            self.sample()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join()
+        self.sample()
+
+
+def print_timeline(seen: list[tuple[float, float]], sampler: CpuSampler, window_s: float) -> None:
+    """Per window: the checked posts answered in it (count, p50 and worst ms to readable) and
+    the cores each group used in it."""
+    start = sampler.samples[0][0]
+    end = sampler.samples[-1][0]
+    names = list(sampler.samples[0][1])
+    print("  timeline (by when the post was answered): s, checked, readable p50 / max ms, cores "
+          + " / ".join(names))  # fmt: skip
+    at = start
+    while at < end:
+        upto = min(end, at + window_s)
+        fresh = sorted(ms for ok_at, ms in seen if at <= ok_at < upto)
+        inside = [(t, cpu) for t, cpu in sampler.samples if at - 1e-9 <= t <= upto + 1e-9]
+        cores = ""
+        if len(inside) >= 2:
+            (t0, c0), (t1, c1) = inside[0], inside[-1]
+            cores = " / ".join(f"{(c1[n] - c0[n]) / (t1 - t0):.2f}" for n in names)
+        median = f"{fresh[len(fresh) // 2]:.0f}" if fresh else "-"
+        worst = f"{fresh[-1]:.0f}" if fresh else "-"
+        print(f"    {at - start:5.0f}  {len(fresh):5d}  {median:>6} / {worst:>6}   {cores}")
+        at = upto
+
+
+def fresh_phase(args, port: int, redis, groups: dict[str, list[int]]) -> bool:
     """POST -> readable through /feed/data.json for each site size. True if every checked
     value was seen and no post was refused."""
     from bench import fresh_load
@@ -388,7 +443,12 @@ def fresh_phase(args, port: int, redis) -> bool:
         # a site that has run a few minutes has none; after six rounds about 4 %.
         fresh_load.run(port, nodes, WARM_ROUNDS * 10.0, check_every=0)
         wait_for_drain(redis)
+        sampler = CpuSampler(groups)
+        if args.fresh_timeline:
+            sampler.start()
         got = fresh_load.run(port, nodes, args.fresh_seconds, check_every=check_every)
+        if args.fresh_timeline:
+            sampler.stop()
         print(
             f"  {got['posts']:,} posts ({got['refused']} refused), post p50 {got['post_p50_ms']:.1f} ms; "
             f"ok -> readable over {got['checked']:,} checked ({got['reads']:,} reads): "
@@ -397,6 +457,8 @@ def fresh_phase(args, port: int, redis) -> bool:
             f"a round of reads took {got['round_ms']:.1f} ms on average (the resolution)"
         )
         print(f"  before issue #29: {FRESH_BEFORE.get(count, 'not measured')}")
+        if args.fresh_timeline:
+            print_timeline(got["seen"], sampler, args.fresh_timeline)
         ok = ok and got["refused"] == 0 and got["never_seen"] == 0
     return ok
 
@@ -429,6 +491,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--fresh-seconds", type=float, default=60, help="POST -> readable phase length (60)"
+    )
+    parser.add_argument(
+        "--fresh-timeline",
+        type=float,
+        default=0,
+        metavar="S",
+        help="also print, for every S seconds of the POST -> readable phase, the readable times "
+        "of the posts answered in it and the cores the web, worker, Redis and client used",
     )
     args = parser.parse_args()
 
@@ -477,7 +547,7 @@ def main() -> None:
         single_node.save()
 
         if args.fresh_only:
-            ok = fresh_phase(args, port, redis)
+            ok = fresh_phase(args, port, redis, cpu_groups(services, redis))
             print("verified: every checked value seen" if ok else "VERIFICATION FAILED")
             args.keep = args.keep or not ok
             return

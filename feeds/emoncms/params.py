@@ -177,7 +177,9 @@ def read_series(
         limit = max(1, limit // len(feeds))  # the bound is on the whole file
     left = total_points
     out = {}
-    for i, (feed_id, feed) in enumerate(feeds.items()):
+    # Each feed's buffered points, fetched a group of feeds at a time as the loop reaches them.
+    buffered = (overlay for _, overlay in service.overlays(list(feeds)))
+    for i, ((feed_id, feed), overlay) in enumerate(zip(feeds.items(), buffered, strict=True)):
         delta = req.deltas[i] and not csv_single
         one = replace(req.base, average=req.averages[i], delta=delta)
         feed_limit = limit if left is None else min(limit, left)
@@ -188,7 +190,7 @@ def read_series(
             one = replace(one, skipmissing=False)
         try:
             times, values = service.read_emoncms(
-                feed_id, one, feed_interval=feed.interval, max_points=feed_limit
+                feed_id, one, feed_interval=feed.interval, max_points=feed_limit, overlay=overlay
             )
         except phpfina.TooManyPoints as exc:
             if feed_limit < limit:

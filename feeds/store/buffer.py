@@ -275,6 +275,14 @@ class FeedBuffer:
         """Every buffered record of a feed (arrival order), for reads to merge."""
         return parse_records(self.redis.get(self.key(feed_id)) or b"")
 
+    def pending_many(self, feed_ids: list[int]) -> list[np.ndarray]:
+        """`pending` of each feed, in one round trip (MGET)."""
+        if not feed_ids:
+            return []
+        return [
+            parse_records(raw or b"") for raw in self.redis.mget([self.key(f) for f in feed_ids])
+        ]
+
     def dirty_feeds(self) -> list[int]:
         """The feeds of this shard with buffered records."""
         ids = (int(x) for x in self.redis.smembers(self.dirty_key))

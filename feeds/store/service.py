@@ -5,9 +5,10 @@ input processes (feeds/processes/run.py).
 
 from __future__ import annotations
 
+import enum
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +25,26 @@ from feeds.store.buffer import FLAG_JOIN, LOCK_TTL_S, FeedBuffer
 from feeds.store.last_value import file_last_value
 
 Point = tuple[int, int, float]  # (feed_id, t_unix_seconds, value)
+# A feed's buffered points as reads merge them: times, values, and whether each joins the line.
+Overlay = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class Unread(enum.Enum):
+    """`overlay` not given: the read fetches the feed's buffered points itself."""
+
+    UNREAD = enum.auto()
+
+
+UNREAD = Unread.UNREAD
 __all__ = [
     "InputItem",
+    "Overlay",
     "Point",
     "commit_all",
     "last_value",
     "last_values",
     "log_points",
+    "overlays",
     "process_inputs",
     "read",
     "read_emoncms",
@@ -189,17 +203,13 @@ def read(
     timezone: str = DEFAULT_TIME_ZONE,
     feed_interval: int | None = None,
     max_points: int | None = None,
+    overlay: Overlay | None | Unread = UNREAD,
 ) -> list[list]:
     """[[t_ms, value|None], ...] from the file merged with the not-yet-committed buffer;
-    at most `max_points` (default BMS_FEED_MAX_POINTS) or phpfina.TooManyPoints."""
-    pending = get_buffer().pending(feed_id)
-    overlay = None
-    if len(pending):
-        overlay = (
-            pending["t"].astype(np.int64),
-            pending["v"].astype(np.float64),
-            (pending["flags"] & FLAG_JOIN).astype(bool),  # log_to_feed_join: line on read too
-        )
+    at most `max_points` (default BMS_FEED_MAX_POINTS) or phpfina.TooManyPoints. `overlay`:
+    the feed's buffered points from `overlays`, when a read of several feeds fetched them."""
+    overlay = _overlay(feed_id) if overlay is UNREAD else overlay
+    if overlay is not None:
         if feed_interval is None and phpfina.read_meta(feed_dir(feed_id), feed_id) is None:
             feed_interval = _interval_of(feed_id)
     return phpfina.read(
@@ -218,8 +228,31 @@ def read(
     )
 
 
-def _overlay(feed_id: int) -> tuple[np.ndarray, ...] | None:
-    pending = get_buffer().pending(feed_id)
+def _overlay(feed_id: int) -> Overlay | None:
+    return _as_overlay(get_buffer().pending(feed_id))
+
+
+# Feeds whose buffered points one round trip of `overlays` fetches: a read of 50 feeds makes 5
+# round trips instead of 50, and holds at most this many feeds' buffers at once (a buffer has
+# no bound of its own while commits are stopped, and the feeds after a refused one are never
+# fetched).
+OVERLAY_GROUP = 10
+
+
+def overlays(feed_ids: list[int]) -> Iterator[tuple[int, Overlay | None]]:
+    """(feed, its buffered points) for a read of several feeds to pass to `read` or
+    `read_emoncms` in turn, fetched OVERLAY_GROUP feeds a round trip (MGET) as the read reaches
+    them: each feed's own read makes a round trip, 0.1-0.25 ms of CPU on a 2-core machine
+    (docs/BENCHMARKS.md). A group is fetched before its files are read, as a single read does:
+    a commit writes a point to its file before it leaves the buffer, so each point is in this
+    snapshot or in the file read after it."""
+    for start in range(0, len(feed_ids), OVERLAY_GROUP):
+        group = feed_ids[start : start + OVERLAY_GROUP]
+        for feed_id, pending in zip(group, get_buffer().pending_many(group), strict=True):
+            yield feed_id, _as_overlay(pending)
+
+
+def _as_overlay(pending: np.ndarray) -> Overlay | None:
     if not len(pending):
         return None
     return (
@@ -247,16 +280,21 @@ def emoncms_timevalues(feed_ids: Iterable[int]) -> dict[int, tuple[int, float | 
 
 
 def read_emoncms(
-    feed_id: int, request: emoncms_read.Request, *, feed_interval: int, max_points: int
+    feed_id: int,
+    request: emoncms_read.Request,
+    *,
+    feed_interval: int,
+    max_points: int,
+    overlay: Overlay | None | Unread = UNREAD,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(times s, values with NaN) as emoncms's /feed/data.json computes them (docs/FEEDS.md),
-    from the file merged with the not-yet-committed buffer."""
+    from the file merged with the not-yet-committed buffer (`overlay` as for `read`)."""
     return emoncms_read.read(
         feed_dir(feed_id),
         feed_id,
         request,
         feed_interval=feed_interval,
-        overlay=_overlay(feed_id),
+        overlay=_overlay(feed_id) if overlay is UNREAD else overlay,
         last=emoncms_timevalues([feed_id]).get(feed_id) if request.delta else None,
         max_points=max_points,
     )

@@ -223,7 +223,9 @@ def run(
         # Refused before any feed is read (reading the ones that fit first cost 40 ms).
         raise _bad("interval", too_many_in_all(total_points, len(feeds)))
     out = {}
-    for feed_id, feed in feeds.items():
+    # Each feed's buffered points, fetched a group of feeds at a time as the loop reaches them.
+    buffered = (overlay for _, overlay in service.overlays(list(feeds)))
+    for (feed_id, feed), overlay in zip(feeds.items(), buffered, strict=True):
         interval = query.interval if query.interval is not None else feed.interval
         feed_limit = limit if left is None else min(limit, left)
         # Under a total bound every window computed is charged, kept or not: skipmissing is
@@ -241,6 +243,7 @@ def run(
                 timezone=query.timezone,
                 feed_interval=feed.interval,
                 max_points=feed_limit,
+                overlay=overlay,
             )
         except phpfina.TooManyPoints as exc:
             if feed_limit < limit:
