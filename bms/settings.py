@@ -246,7 +246,11 @@ def _database_config(url: str) -> dict:
         # then writes (the login lockout's select_for_update) waits its turn instead of failing
         # at once with "database is locked" (a login flood made 58 of 100 logins a 500).
         config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
-        config["CONN_MAX_AGE"] = 0
+        # Connections kept for 60 s, as PostgreSQL's (one per thread; autocommit, so none
+        # holds a lock between requests): a new SQLite connection reads the schema again on
+        # its first query, and one a request was half of a one-feed /feed/data.json (4.1 ->
+        # 1.9 ms of CPU, docs/BENCHMARKS.md). Forked processes never share one: gunicorn's
+        # master and bms/worker_group.py close theirs before forking, Celery in each child.
     elif config["ENGINE"] == "django.db.backends.postgresql":
         # No process may wait forever on a database that stopped answering (a dead host, a
         # dropped network): libpq's defaults wait without limit to connect and for minutes on

@@ -170,3 +170,38 @@ def test_the_bacnet_servers_per_sender_bounds_start_at_their_bounds(
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[-1].split() == [subscriptions, writes]
+
+
+def test_sqlite_connections_are_kept_between_requests(tmp_path):
+    """A request's end keeps its thread's SQLite connection (CONN_MAX_AGE 60, as PostgreSQL's):
+    a new one reads the schema again on its first query, half of a small feed read's CPU
+    (#29). Django closes an expired connection on request_started/request_finished; both are
+    sent here as a request sends them, in a process of its own with the site's settings."""
+    script = (
+        "import django\n"
+        "django.setup()\n"
+        "from django.core.signals import request_finished, request_started\n"
+        "from django.db import connection\n"
+        "connection.ensure_connection()\n"
+        "raw = connection.connection\n"
+        "request_started.send(sender=None)\n"
+        "connection.cursor().execute('SELECT 1')\n"
+        "request_finished.send(sender=None)\n"
+        "print(connection.settings_dict['CONN_MAX_AGE'], connection.connection is raw)\n"
+    )
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="bms.settings",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        BMS_DATA_DIR=str(tmp_path),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["60", "True"]
