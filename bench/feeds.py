@@ -6,6 +6,8 @@
              public feed, full middleware and DRF stack), without and with the feed's summary
              (feeds/store/summaries.py), and served by gunicorn (one worker: its CPU and page
              faults a read), beside a one-pass numpy sum over the .dat measured in the same run. Target: about 1 ms in-process, a few ms served, at any range.
+  1b. many: a read of 1, 3, 10 and 50 feeds at once (ids=), the last 5 minutes of 10 s data
+             with the newest points in the write buffer, through the test client and served.
   2. commit: buffer -> files throughput, Redis read + parse + pwrite + fsync + trim.
              Target >= 1,000,000 values/s.
   2a. scale: 10 s of 1 s data (10 points a feed, files already there) committed for 100, 1,000
@@ -231,6 +233,44 @@ def bench_read(
             )
 
 
+def bench_read_many(
+    repeat: int, server: Gunicorn, counts: tuple[int, ...] = (1, 3, 10, 50)
+) -> None:
+    """A dashboard's read: several feeds at once (`ids=`), a few minutes of 10 s data each, the
+    newest points still in the write buffer, as a chart of live feeds asks."""
+    from django.test import Client
+
+    from feeds.models import Feed
+    from feeds.store import service
+
+    now = int(time.time())
+    feeds = [
+        Feed.objects.create(name=f"live {i}", interval=10, public=True) for i in range(max(counts))
+    ]
+    service.log_points([(f.id, now - 300 + 10 * j, float(j)) for f in feeds for j in range(24)])
+    service.commit_all(now=now)
+    service.log_points([(f.id, now - 60 + 10 * j, float(j)) for f in feeds for j in range(6)])
+    client = Client()
+    print(f"\n1b. many: /feed/data.json?ids= of N public feeds, the last 5 min at 10 s (31 points "
+          f"each, the newest 6 in the write buffer); load {os.getloadavg()[0]:.1f}; wall median "
+          f"(p95), CPU median a read")  # fmt: skip
+    for n in counts:
+        ids = ",".join(str(f.id) for f in feeds[:n])
+        url = f"/feed/data.json?ids={ids}&start={now - 300}&end={now}&interval=10"
+
+        def test_client(u=url):
+            response = client.get(u)
+            assert response.status_code == 200, response
+            return response
+
+        med, p95, cpu, _ = median_ms(test_client, repeat)
+        print(f"   {n:3d} feed(s): Django test client {med:6.2f} ms ({p95:.2f}), CPU {cpu:.2f} ms "
+              f"({cpu / n:.2f} a feed)")  # fmt: skip
+        med, p95, cpu, _ = server.time(url, repeat)
+        print(f"   {n:3d} feed(s): served by gunicorn {med:6.2f} ms ({p95:.2f}), its CPU "
+              f"{cpu:.2f} ms ({cpu / n:.2f} a feed)")  # fmt: skip
+
+
 def bench_commit(redis_client, base: Path) -> None:
     from feeds.store.buffer import FeedBuffer
 
@@ -447,7 +487,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50, help="reads timed per case")
     parser.add_argument("--years", type=int, nargs="+", default=[1, 10], help="read ranges")
     parser.add_argument(
-        "--only", choices=["read", "commit", "scale", "shards", "load"], help="run one part"
+        "--only",
+        choices=["read", "many", "commit", "scale", "shards", "load"],
+        help="run one part (read includes many)",
     )
     parser.add_argument(
         "--scale", default="100,1000,10000", help="feed counts for part 2a (comma-separated)"
@@ -466,10 +508,12 @@ def main() -> None:
     redis_client.flushdb()
     print(f"data dir {base}; Redis db {args.redis_db}; numpy {np.__version__}")
     try:
-        if args.only in (None, "read"):
+        if args.only in (None, "read", "many"):
             server = Gunicorn()
             try:
-                bench_read(Path(settings.BMS_FEED_DIR), args.repeat, server, tuple(args.years))
+                if args.only in (None, "read"):
+                    bench_read(Path(settings.BMS_FEED_DIR), args.repeat, server, tuple(args.years))
+                bench_read_many(args.repeat, server)
             finally:
                 server.stop()
         if args.only in (None, "commit"):

@@ -123,7 +123,9 @@ def parse_data_request(params: Mapping[str, str], *, csv: bool = False) -> DataR
     if params.get("split") is not None:
         raise _bad("split", "time-of-use split is not supported here")
     many = bool(params.get("ids")) and not params.get("id")
-    ids = query.parse_ids(params) if many else [query.parse_id(params.get("id"))]
+    # A repeated id is read again at its position, with that position's flags, as emoncms
+    # does (feed_controller.php: a result per index of `ids`).
+    ids = query.parse_ids(params, keep_repeats=True) if many else [query.parse_id(params.get("id"))]
     timezone = query.parse_timezone(params)
     start = parse_time(params, "start", timezone)
     end = parse_time(params, "end", timezone)
@@ -167,19 +169,21 @@ def read_series(
     *,
     csv_single: bool = False,
     total_points: int | None = None,
-) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Each feed's (times, values). A single-feed CSV is emoncms's engine streaming: no delta
+) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+    """(feed id, (times, values)) for each position of req.feed_ids, a repeated feed at each
+    of its positions with that position's flags. A single-feed CSV is emoncms's engine streaming: no delta
     (its CSV path never reaches delta_mode_convert) and its own row bound. `total_points`:
     a bound on the points of all the feeds together (anonymous readers: feeds/web/query.py
     `points_budget`), each feed refused before it is read once the rest would not fit."""
     limit = settings.BMS_FEED_MAX_CSV_ROWS if req.csv else settings.BMS_FEED_MAX_POINTS
-    if req.csv and len(feeds) > 1:
-        limit = max(1, limit // len(feeds))  # the bound is on the whole file
+    if req.csv and len(req.feed_ids) > 1:
+        limit = max(1, limit // len(req.feed_ids))  # the bound is on the whole file
     left = total_points
-    out = {}
+    out = []
     # Each feed's buffered points, fetched a group of feeds at a time as the loop reaches them.
-    buffered = (overlay for _, overlay in service.overlays(list(feeds)))
-    for i, ((feed_id, feed), overlay) in enumerate(zip(feeds.items(), buffered, strict=True)):
+    buffered = (overlay for _, overlay in service.overlays(req.feed_ids))
+    for i, (feed_id, overlay) in enumerate(zip(req.feed_ids, buffered, strict=True)):
+        feed = feeds[feed_id]
         delta = req.deltas[i] and not csv_single
         one = replace(req.base, average=req.averages[i], delta=delta)
         feed_limit = limit if left is None else min(limit, left)
@@ -205,7 +209,7 @@ def read_series(
         if skip:
             keep = ~np.isnan(values)
             times, values = times[keep], values[keep]
-        out[feed_id] = (times, values)
+        out.append((feed_id, (times, values)))
     return out
 
 

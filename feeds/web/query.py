@@ -75,14 +75,17 @@ def parse_id(raw: str | None, param: str = "id") -> int:
     return value
 
 
-def parse_ids(params: Mapping[str, str]) -> list[int]:
+def parse_ids(params: Mapping[str, str], *, keep_repeats: bool = False) -> list[int]:
+    """The feeds of `ids=` (or `id=`), at most MAX_IDS; a repeated id once, unless
+    `keep_repeats` (emoncms's data.json answers each position, with its own flags)."""
     if params.get("ids"):
         parts = [p for p in params["ids"].split(",") if p.strip()]
         if not parts:
             raise _bad("ids", "give feed ids separated by commas")
         if len(parts) > MAX_IDS:
             raise _bad("ids", f"at most {MAX_IDS} feeds per request")
-        return list(dict.fromkeys(parse_id(p.strip(), "ids") for p in parts))
+        ids = [parse_id(p.strip(), "ids") for p in parts]
+        return ids if keep_repeats else list(dict.fromkeys(ids))
     if "id" in params:
         return [parse_id(params.get("id"))]
     raise _bad("id", "required: id=<feed id> or ids=<id,id,...>")

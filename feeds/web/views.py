@@ -203,21 +203,19 @@ def _data_response(request: Request, *, csv: bool = False, average: bool = False
         params["average"] = "1"
     req = emoncms_api.parse_data_request(params, csv=csv)
     feeds = query.readable_feeds(request.user, req.feed_ids)
-    if req.csv and len(feeds) == 1:
-        (feed_id, series), *_ = emoncms_api.read_series(req, feeds, csv_single=True).items()
+    if req.csv and len(req.feed_ids) == 1:
+        ((feed_id, series),) = emoncms_api.read_series(req, feeds, csv_single=True)
         return _csv_download(emoncms_api.csv_single_rows(series, req), str(feed_id))
     # CSV has its own bound on the whole file (BMS_FEED_MAX_CSV_ROWS); JSON, for callers
     # without a staff role, one on the points of all the feeds together (#25).
     budget = None if req.csv else query.points_budget(request.user)
     all_series = emoncms_api.read_series(req, feeds, total_points=budget)
     if req.csv:
-        name = "-".join(str(i) for i in all_series)
-        return _csv_download(emoncms_api.csv_multi_rows(list(all_series.values()), req), name)
+        name = "-".join(str(i) for i, _ in all_series)
+        return _csv_download(emoncms_api.csv_multi_rows([s for _, s in all_series], req), name)
     if not req.many:
-        return Response(emoncms_api.json_points(all_series[req.feed_ids[0]], req))
-    return Response(
-        [{"feedid": i, "data": emoncms_api.json_points(s, req)} for i, s in all_series.items()]
-    )
+        return Response(emoncms_api.json_points(all_series[0][1], req))
+    return Response([{"feedid": i, "data": emoncms_api.json_points(s, req)} for i, s in all_series])
 
 
 def _csv_download(rows, name: str) -> StreamingHttpResponse:
