@@ -13,10 +13,13 @@ then runs:
              requests a second), each post on its own connection, with beat running as
              run-site.sh runs it (commits on the same worker); prints the time from each
              post's `ok` to its value readable through /feed/data.json, p50/p95/p99/max
-             (bench/fresh_load.py), beside the figures before issue #29.
+             (bench/fresh_load.py), beside the figures before issue #29; with
+             --fresh-timeline S also, for every S seconds, the readable times of the posts
+             answered in it and the cores the web, worker, client and Redis used.
 
     .venv/bin/python bench/ingest.py [--seconds 60] [--clients 8] [--single-seconds 20]
                                      [--single-only] [--fresh-only] [--fresh-nodes 300,10000]
+                                     [--fresh-timeline 10]
 
 The single phase also prints the CPU time each process group (web, worker, Redis, this
 client) spent per request: on 2 cores they share, so that says where the rate goes.
@@ -68,11 +71,15 @@ class Services:
         py = sys.executable
         subprocess.run([py, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env, check=True)
         logs = open(self.scratch / "services.log", "ab")
+        # With the site's gunicorn settings, as scripts/run-site.sh starts it (the application
+        # loaded once and forked, the listen backlog of 4,096); until 2026-11-27 the bench ran
+        # gunicorn's defaults (a backlog of 2,048: posts refused sooner at 10,000 nodes).
         self.procs.append(subprocess.Popen(
-            [str(Path(py).parent / "gunicorn"), "bms.wsgi:application", "--bind",
-             f"127.0.0.1:{self.port}", "--workers", str(self.workers), "--threads",
-             str(self.threads), "--timeout", "30", "--keep-alive", "30"],
-            cwd=ROOT, env=self.env, stdout=logs, stderr=subprocess.STDOUT,
+            [str(Path(py).parent / "gunicorn"), "-c", "python:bms.gunicorn_conf",
+             "bms.wsgi:application", "--bind", f"127.0.0.1:{self.port}", "--workers",
+             str(self.workers), "--threads", str(self.threads), "--timeout", "30",
+             "--keep-alive", "30"],
+            cwd=ROOT, env=dict(self.env, PYTHONPATH=str(ROOT)), stdout=logs, stderr=subprocess.STDOUT,
         ))  # fmt: skip
         self.procs.append(subprocess.Popen(
             [py, "-m", "celery", "-A", "bms", "worker", "-Q", "ingest,commit", "-c", "2",
