@@ -171,17 +171,18 @@ def read_series(
     total_points: int | None = None,
 ) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
     """(feed id, (times, values)) for each position of req.feed_ids, a repeated feed at each
-    of its positions with that position's flags. A single-feed CSV is emoncms's engine streaming: no delta
-    (its CSV path never reaches delta_mode_convert) and its own row bound. `total_points`:
-    a bound on the points of all the feeds together (anonymous readers: feeds/web/query.py
-    `points_budget`), each feed refused before it is read once the rest would not fit."""
+    of its positions with that position's flags. A single-feed CSV is emoncms's engine
+    streaming: no delta (its CSV path never reaches delta_mode_convert) and its own row bound.
+    `total_points`: a bound on the points of all the feeds together (anonymous readers:
+    feeds/web/query.py `points_budget`), each feed refused before it is read once the rest
+    would not fit."""
     limit = settings.BMS_FEED_MAX_CSV_ROWS if req.csv else settings.BMS_FEED_MAX_POINTS
     if req.csv and len(req.feed_ids) > 1:
         limit = max(1, limit // len(req.feed_ids))  # the bound is on the whole file
     left = total_points
     out = []
     # Each feed's buffered points, fetched a group of feeds at a time as the loop reaches them.
-    buffered = (overlay for _, overlay in service.overlays(req.feed_ids))
+    buffered = service.overlays(req.feed_ids)
     for i, (feed_id, overlay) in enumerate(zip(req.feed_ids, buffered, strict=True)):
         feed = feeds[feed_id]
         delta = req.deltas[i] and not csv_single

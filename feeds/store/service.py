@@ -239,8 +239,8 @@ def _overlay(feed_id: int) -> Overlay | None:
 OVERLAY_GROUP = 10
 
 
-def overlays(feed_ids: list[int]) -> Iterator[tuple[int, Overlay | None]]:
-    """(feed, its buffered points) for a read of several feeds to pass to `read` or
+def overlays(feed_ids: list[int]) -> Iterator[Overlay | None]:
+    """Each feed's buffered points, in order, for a read of several feeds to pass to `read` or
     `read_emoncms` in turn, fetched OVERLAY_GROUP feeds a round trip (MGET) as the read reaches
     them: each feed's own read makes a round trip, 0.1-0.25 ms of CPU on a 2-core machine
     (docs/BENCHMARKS.md). A group is fetched before its files are read, as a single read does:
@@ -248,8 +248,8 @@ def overlays(feed_ids: list[int]) -> Iterator[tuple[int, Overlay | None]]:
     snapshot or in the file read after it."""
     for start in range(0, len(feed_ids), OVERLAY_GROUP):
         group = feed_ids[start : start + OVERLAY_GROUP]
-        for feed_id, pending in zip(group, get_buffer().pending_many(group), strict=True):
-            yield feed_id, _as_overlay(pending)
+        for pending in get_buffer().pending_many(group):
+            yield _as_overlay(pending)
 
 
 def _as_overlay(pending: np.ndarray) -> Overlay | None:

@@ -227,7 +227,7 @@ def run(
         raise _bad("interval", too_many_in_all(total_points, len(feeds)))
     out = {}
     # Each feed's buffered points, fetched a group of feeds at a time as the loop reaches them.
-    buffered = (overlay for _, overlay in service.overlays(list(feeds)))
+    buffered = service.overlays(list(feeds))
     for (feed_id, feed), overlay in zip(feeds.items(), buffered, strict=True):
         interval = query.interval if query.interval is not None else feed.interval
         feed_limit = limit if left is None else min(limit, left)
