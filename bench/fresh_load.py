@@ -39,14 +39,15 @@ class FreshResult:
     posts: int = 0
     refused: int = 0
     post_ms: list[float] = field(default_factory=list)
-    fresh_ms: list[float] = field(default_factory=list)
-    # (ok_at as time.perf_counter(), ms to readable) of each seen post, for a timeline
+    # (ok_at as time.perf_counter(), ms to readable) of each seen post
     seen: list[tuple[float, float]] = field(default_factory=list)
     never_seen: int = 0
     reads: int = 0
     round_ms: float = 0.0  # a checker round's mean time: the resolution of the figures
 
     def summary(self) -> dict:
+        fresh_ms = [ms for _ok_at, ms in self.seen]
+
         def pct(values: list[float], q: float) -> float:
             ordered = sorted(values)
             return (
@@ -56,15 +57,15 @@ class FreshResult:
         return {
             "posts": self.posts,
             "refused": self.refused,
-            "checked": len(self.fresh_ms) + self.never_seen,
+            "checked": len(self.seen) + self.never_seen,
             "never_seen": self.never_seen,
             "reads": self.reads,
             "round_ms": self.round_ms,
             "post_p50_ms": statistics.median(self.post_ms) if self.post_ms else float("nan"),
-            "p50_ms": pct(self.fresh_ms, 0.50),
-            "p95_ms": pct(self.fresh_ms, 0.95),
-            "p99_ms": pct(self.fresh_ms, 0.99),
-            "max_ms": max(self.fresh_ms) if self.fresh_ms else float("nan"),
+            "p50_ms": pct(fresh_ms, 0.50),
+            "p95_ms": pct(fresh_ms, 0.95),
+            "p99_ms": pct(fresh_ms, 0.99),
+            "max_ms": max(fresh_ms) if fresh_ms else float("nan"),
         }
 
 
@@ -182,7 +183,6 @@ class Checker:
             if feed_id not in asked:
                 continue
             if value in values.get(feed_id, ()):
-                self.out.fresh_ms.append((seen_at - ok_at) * 1000)
                 self.out.seen.append((ok_at, (seen_at - ok_at) * 1000))
                 del self.waiting[(feed_id, value)]
             elif seen_at - ok_at > CHECK_GIVE_UP_S:

@@ -388,10 +388,12 @@ class CpuSampler(threading.Thread):
     def sample(self) -> None:
         # The web's and worker's trees again each time (gunicorn and Celery fork workers
         # anew); the client is this process alone, not the services it started.
-        trees = {name: process_tree(pids[0]) for name, pids in self.groups.items()}
-        trees |= {name: self.groups[name] for name in ("client", "redis") if name in self.groups}
+        pids = {
+            name: process_tree(group[0]) if name in ("web", "worker") else group
+            for name, group in self.groups.items()
+        }
         self.samples.append(
-            (time.perf_counter(), {name: cpu_seconds(pids) for name, pids in trees.items()})
+            (time.perf_counter(), {name: cpu_seconds(p) for name, p in pids.items()})
         )
 
     def run(self) -> None:
@@ -450,11 +452,11 @@ def fresh_phase(args, port: int, redis, groups: dict[str, list[int]]) -> bool:
         # a site that has run a few minutes has none; after six rounds about 4 %.
         fresh_load.run(port, nodes, WARM_ROUNDS * 10.0, check_every=0)
         wait_for_drain(redis)
-        sampler = CpuSampler(groups)
-        if args.fresh_timeline:
+        sampler = CpuSampler(groups) if args.fresh_timeline else None
+        if sampler:
             sampler.start()
         got = fresh_load.run(port, nodes, args.fresh_seconds, check_every=check_every)
-        if args.fresh_timeline:
+        if sampler:
             sampler.stop()
         print(
             f"  {got['posts']:,} posts ({got['refused']} refused), post p50 {got['post_p50_ms']:.1f} ms; "
@@ -464,7 +466,7 @@ def fresh_phase(args, port: int, redis, groups: dict[str, list[int]]) -> bool:
             f"a round of reads took {got['round_ms']:.1f} ms on average (the resolution)"
         )
         print(f"  before issue #29: {FRESH_BEFORE.get(count, 'not measured')}")
-        if args.fresh_timeline:
+        if sampler:
             print_timeline(got["seen"], sampler, args.fresh_timeline)
         ok = ok and got["refused"] == 0 and got["never_seen"] == 0
     return ok
