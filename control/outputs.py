@@ -299,11 +299,13 @@ def apply(
     if recovered:
         _queue_outputs(recovered)
     started = 0
+    # Pulses still running (the last tick's collection gave up waiting), in any process.
+    in_flight = three_point.in_flight() if pulses else set()
     for pid, out, reason in pulses:
         w = plant_weather[pid]
         act = actuators.get(out.pulse_actuator_id)
         other = actuators.get(w.close_id if out.pulse_actuator_id == w.open_id else w.open_id)
-        if act is None or other is None or pid in three_point.in_flight():
+        if act is None or other is None or pid in in_flight:
             continue
         audit = {
             "actuator_id": act.pk,
