@@ -3,11 +3,12 @@ through the real login form, with console errors and requested hosts collected."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlparse
 
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page, Request, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -43,8 +44,25 @@ def logged_in_page(
         page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: seen["errors"].append(str(e)))
         page.on("request", lambda r: seen["hosts"].add(urlparse(r.url).netloc))
-        staff_login(page, url, username, password, next_path)
+        pending = _track_pending(page)
         try:
+            staff_login(page, url, username, password, next_path)
             yield page, seen
+        except Exception as exc:
+            # Which request the page still waited for when a wait timed out: a hung request
+            # is the usual reason a navigation never reaches its load event.
+            now = time.monotonic()
+            waiting = [f"{r.method} {r.url} ({now - t:.1f} s)" for r, t in pending.items()]
+            exc.add_note(f"page at {page.url}; requests in flight: {waiting or 'none'}")
+            raise
         finally:
             browser.close()
+
+
+def _track_pending(page: Page) -> dict[Request, float]:
+    """The page's requests not yet finished or failed, with when each was sent."""
+    pending: dict[Request, float] = {}
+    page.on("request", lambda r: pending.__setitem__(r, time.monotonic()))
+    page.on("requestfinished", lambda r: pending.pop(r, None))
+    page.on("requestfailed", lambda r: pending.pop(r, None))
+    return pending

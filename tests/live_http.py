@@ -15,6 +15,10 @@ from django.db import connections
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = True  # restart on the same port at once, despite TIME_WAIT
+    # socketserver's listen backlog is 5; Chromium opens six connections to a host at once,
+    # and on a loaded machine the accept loop (one connection a pass) falls behind. A SYN
+    # the full queue drops is retried after 1, 3, 7, 15 s: a page then misses its load event.
+    request_queue_size = 128
 
 
 class _Handler(WSGIRequestHandler):
