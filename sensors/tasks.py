@@ -28,6 +28,7 @@ from core.dates import when_text
 from core.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import node_state as state
+from sensors.ingest import stream
 from sensors.models import Node, Site
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,6 @@ def kick_ingest_drains() -> dict:
     with waiting requests and no drain holding it (a kicked task lost with its worker, a drain
     stopped by an outage or killed), and raise an alarm when the backlog passes
     BMS_INGEST_BACKLOG_ALARM requests (cleared below half of it)."""
-    from sensors.ingest import stream as stream
     from sensors.ingest.drain import backlog
 
     redis = get_redis()
@@ -113,9 +113,17 @@ def check_silent_nodes(now: float | None = None) -> dict:
             "id", "name", "location", "interval", "created", "auto_created",
             "registered_by_id", "site__name",
         )  # fmt: skip
+    nodes = list(nodes)
+    last_heard = {n.id: seen.get(n.id, n.created.timestamp()) for n in nodes}
+    # `seen` is when the drain last processed a node's request. Behind a backlog (a stopped or
+    # slow worker) a node that posts every interval has requests waiting in its stream: it is
+    # heard, not silent, and one alarm per node would bury the backlog alarm that says why.
+    late = [n.id for n in nodes if now - last_heard[n.id] > state.SILENT_FACTOR * n.interval]
+    for node_id, accepted in stream.newest_accepted(late).items():
+        last_heard[node_id] = max(last_heard[node_id], accepted)
     for node in nodes:
         # A node that never posted is measured from when it was registered.
-        last = seen.get(node.id, node.created.timestamp())
+        last = last_heard[node.id]
         key = f"node-silent:{node.id}"
         silent = now - last > state.SILENT_FACTOR * node.interval
         if node.auto_created and node.registered_by_id:

@@ -93,6 +93,28 @@ def done_key(node_id: int) -> str:
     return f"{DONE_PREFIX}{int(node_id)}"
 
 
+NEWEST_PER_CALL = 1000  # streams asked in one pipeline (bounds a reply's size)
+
+
+def newest_accepted(node_ids: list[int]) -> dict[int, float]:
+    """When the web accepted each node's newest request still in its stream (not yet drained
+    and acknowledged), as unix seconds: the time part of the entry's id, which Redis gave it
+    at XADD. Nodes with an empty stream are left out."""
+    found: dict[int, float] = {}
+    client = get_redis()
+    for start in range(0, len(node_ids), NEWEST_PER_CALL):
+        chunk = node_ids[start : start + NEWEST_PER_CALL]
+        pipe = client.pipeline(transaction=False)
+        for node_id in chunk:
+            pipe.xrevrange(stream_key(node_id), count=1)
+        for node_id, entries in zip(chunk, pipe.execute(), strict=True):
+            if entries:
+                entry_id = entries[0][0]
+                ms = (entry_id.decode() if isinstance(entry_id, bytes) else entry_id).split("-")[0]
+                found[node_id] = int(ms) / 1000
+    return found
+
+
 # The throttle count (core/throttle.py's COUNT_LUA), the append, and whether the sender's input
 # errors are due to close (sensors/ingest/input_errors.py's DUE_LUA, asked for a batch with
 # nothing skipped) in one script: an accepted post costs the web one round trip. Nothing is

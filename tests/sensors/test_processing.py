@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -135,6 +136,22 @@ def test_silent_node_alarm_raised_after_three_intervals_and_cleared_on_return(re
     assert check_silent_nodes(now=now + 60)["raised"] == []  # raised once
     ingest_rows(node.pk, [[int(now) + 60, {"a": 1.0}]], now=now + 61)
     assert not Alarm.objects.get(key=f"node-silent:{node.pk}").is_open
+
+
+def test_a_node_whose_posts_wait_for_a_stopped_worker_is_heard_not_silent(client, redis_client):
+    """Behind a backlog the drain has not processed a node's posts, but the web accepted them:
+    the node is heard (its newest request in its stream), so a stopped worker does not raise an
+    alarm per node on top of the backlog alarm. No worker runs here: the posts wait."""
+    node, key = make_node(interval=10)
+    now = time.time()
+    redis_client.hset(state.SEEN_KEY, str(node.pk), int(now - 100))  # processed 100 s ago
+    assert check_silent_nodes(now=now)["raised"] == [node.pk]
+    r = client.post("/input/post", {"fulljson": json.dumps({"a": 1}), "apikey": key})
+    assert r.status_code == 200
+    assert check_silent_nodes(now=time.time())["cleared"] == [node.pk]
+    assert redis_client.hget(state.SEEN_KEY, str(node.pk)) == str(int(now - 100)).encode()
+    # Heard when the web took the request: three intervals after that, silent again.
+    assert check_silent_nodes(now=time.time() + 31)["raised"] == [node.pk]
 
 
 def test_silent_check_clears_alarms_of_nodes_heard_again(redis_client):
