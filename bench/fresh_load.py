@@ -20,6 +20,7 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -38,6 +39,7 @@ class BenchNode:
 class FreshResult:
     posts: int = 0
     refused: int = 0
+    warm_refused: int = 0  # posts of the warm-up not answered 200 (not in `refused`)
     post_ms: list[float] = field(default_factory=list)
     # (ok_at as time.perf_counter(), ms to readable) of each seen post
     seen: list[tuple[float, float]] = field(default_factory=list)
@@ -57,6 +59,7 @@ class FreshResult:
         return {
             "posts": self.posts,
             "refused": self.refused,
+            "warm_refused": self.warm_refused,
             "checked": len(self.seen) + self.never_seen,
             "never_seen": self.never_seen,
             "reads": self.reads,
@@ -196,14 +199,14 @@ async def _node_loop(
     index: int,
     offset_s: float,
     period_s: float,
-    stop_at: float,
+    phase: Phase,
     check_every: int,
     out: FreshResult,
     checker: Checker,
 ) -> None:
     await asyncio.sleep(offset_s)
     post = 0
-    while time.monotonic() < stop_at:
+    while time.monotonic() < phase.stop_at:
         started = time.monotonic()
         t = int(time.time())
         # Different per node and post, exact in float32: the checker looks for this value.
@@ -215,6 +218,11 @@ async def _node_loop(
         except (OSError, asyncio.IncompleteReadError) as exc:
             status, reply = 0, repr(exc).encode()
         ok_at = time.perf_counter()
+        if started < phase.measure_from:  # the warm-up: posted, neither counted nor checked
+            out.warm_refused += status != 200
+            post += 1
+            await asyncio.sleep(max(0.0, started + period_s - time.monotonic()))
+            continue
         out.posts += 1
         if status == 200 and reply in (b"ok", b'{"success": true}'):  # fulljson: the latter
             out.post_ms.append((ok_at - sent) * 1000)
@@ -228,20 +236,55 @@ async def _node_loop(
         await asyncio.sleep(max(0.0, started + period_s - time.monotonic()))
 
 
+@dataclass
+class Phase:
+    """When the measured posts start and stop (time.monotonic()); unknown until the warm-up
+    has ended."""
+
+    measure_from: float = float("inf")
+    stop_at: float = float("inf")
+
+
+async def _warm_up(
+    phase: Phase,
+    warm_s: float,
+    seconds: float,
+    warm_until: Callable[[], bool] | None,
+    on_measure: Callable[[], None] | None,
+) -> None:
+    """At least `warm_s`, and until warm_until() (asked in a thread: it may take a while)."""
+    await asyncio.sleep(warm_s)
+    while warm_until is not None and not await asyncio.to_thread(warm_until):
+        await asyncio.sleep(2)
+    phase.measure_from = time.monotonic()
+    phase.stop_at = phase.measure_from + seconds
+    if on_measure is not None:
+        on_measure()
+
+
 async def _run(
-    port: int, nodes: list[BenchNode], seconds: float, period_s: float, check_every: int
+    port: int,
+    nodes: list[BenchNode],
+    seconds: float,
+    period_s: float,
+    check_every: int,
+    warm_s: float,
+    warm_until: Callable[[], bool] | None,
+    on_measure: Callable[[], None] | None,
 ) -> FreshResult:
     out = FreshResult()
     checker = Checker(port, out)
     checking = asyncio.create_task(checker.run())
-    stop_at = time.monotonic() + seconds
+    phase = Phase()
+    warming = asyncio.create_task(_warm_up(phase, warm_s, seconds, warm_until, on_measure))
     loops = [
         _node_loop(
-            port, node, i, period_s * i / len(nodes), period_s, stop_at, check_every, out, checker
+            port, node, i, period_s * i / len(nodes), period_s, phase, check_every, out, checker
         )
         for i, node in enumerate(nodes)
     ]
     await asyncio.gather(*loops)
+    await warming
     checker.done = True
     await checking
     out.round_ms = checker.round_s / max(1, checker.rounds) * 1000
@@ -249,9 +292,28 @@ async def _run(
 
 
 def run(
-    port: int, nodes: list[BenchNode], seconds: float, period_s: float = 10.0, check_every: int = 1
+    port: int,
+    nodes: list[BenchNode],
+    seconds: float,
+    period_s: float = 10.0,
+    check_every: int = 1,
+    warm_s: float = 0.0,
+    warm_until: Callable[[], bool] | None = None,
+    on_measure: Callable[[], None] | None = None,
 ) -> dict:
-    """Post for `seconds` and return the summary (ms): post p50, ok -> readable p50/p95/p99/max,
-    and `seen`, (ok_at, ms) of each seen post. check_every=0: nothing checked (a warm-up round)."""
-    out = asyncio.run(_run(port, nodes, seconds, period_s, check_every))
-    return out.summary() | {"seen": out.seen}
+    """Post for at least `warm_s` and until warm_until() (nothing counted or checked), then on
+    without a pause for `seconds` (on_measure() called as they start), and return the summary
+    of those (ms): post p50, ok -> readable p50/p95/p99/max, and `seen`, (ok_at, ms) of each
+    seen post, and `warm_s`, how long the warm-up took. check_every=0: nothing checked."""
+    started = time.monotonic()
+    phase_start: list[float] = []
+
+    def measuring() -> None:
+        phase_start.append(time.monotonic())
+        if on_measure is not None:
+            on_measure()
+
+    out = asyncio.run(
+        _run(port, nodes, seconds, period_s, check_every, warm_s, warm_until, measuring)
+    )
+    return out.summary() | {"seen": out.seen, "warm_s": phase_start[0] - started}
