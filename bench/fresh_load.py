@@ -310,6 +310,7 @@ def run(
 
     def measuring() -> None:
         phase_start.append(time.monotonic())
+        print(f"  measured from {time.strftime('%H:%M:%S')} (wall clock)", flush=True)
         if on_measure is not None:
             on_measure()
 

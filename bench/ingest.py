@@ -83,7 +83,8 @@ class Services:
         ))  # fmt: skip
         self.procs.append(subprocess.Popen(
             [py, "-m", "celery", "-A", "bms", "worker", "-Q", "ingest,commit", "-c", "2",
-             "--without-gossip", "--without-mingle", "-l", "WARNING", "-n", f"bench-{os.getpid()}@%h"],
+             "--without-gossip", "--without-mingle", "-l", os.environ.get("BENCH_WORKER_LOG", "WARNING"),
+             "-n", f"bench-{os.getpid()}@%h"],
             cwd=ROOT, env=self.env, stdout=logs, stderr=subprocess.STDOUT,
         ))  # fmt: skip
         if self.beat:  # commits every BMS_FEED_COMMIT_INTERVAL on the same worker, as on a site
@@ -450,6 +451,7 @@ def fresh_phase(args, port: int, redis, groups: dict[str, list[int]]) -> bool:
     """POST -> readable through /feed/data.json for each site size. True if every checked
     value was seen and no post was refused."""
     from bench import fresh_load
+    from sensors.models import Node
 
     ok = True
     for count in args.fresh_nodes:
@@ -465,7 +467,7 @@ def fresh_phase(args, port: int, redis, groups: dict[str, list[int]]) -> bool:
         # to each web worker fills that worker's caches for it (after one round about 30 % of
         # the measured posts were such first visits, where a site that has run a few minutes
         # has none; after six rounds about 4 %), and the worker's first commits write every
-        # new feed's files. Until 2026-11-28 the rounds were waited out (drained) before the
+        # new feed's files. Until 2026-11-27 the rounds were waited out (drained) before the
         # measured ones: at 10,000 nodes that pause outlasted three of the nodes' intervals,
         # every node was judged silent, and the raising and clearing of 10,000 alarms ran in
         # the measured phase, as did the first commit of 50,000 new feeds.
@@ -491,6 +493,9 @@ def fresh_phase(args, port: int, redis, groups: dict[str, list[int]]) -> bool:
         print(f"  before issue #29: {FRESH_BEFORE.get(count, 'not measured')}")
         if sampler:
             print_timeline(got["seen"], sampler, args.fresh_timeline)
+        # This site's nodes stop posting now: disabled, so that during the next site size's
+        # run they are not judged silent (one alarm each, raised and written by the worker).
+        Node.objects.filter(name__startswith=f"fresh-{count}-").update(enabled=False)
         ok = ok and got["refused"] == 0 and got["never_seen"] == 0
     return ok
 
