@@ -23,8 +23,7 @@ from control.models import ActuatorCommand
 from control.runner import run_tick
 from core.redis import get_redis
 from tests.conftest import test_database_url
-from tests.control import factories as f
-from tests.integration.test_weather_worker import ROOT, BoardProcess, mixing_plant, set_value
+from tests.integration.test_weather_worker import ROOT, BoardProcess, set_value, three_point_plant
 from tests.processes import stop_process
 from tests.wait import wait_for
 
@@ -79,18 +78,8 @@ def open_relay_on(board: BoardProcess) -> bool:
     return any(w["address"] == 2 and w["values"] == [1] for w in board.writes())
 
 
-def valve_plant(board):
-    opener = f.relay("Mix open", board, coil=2, kind="relay")
-    closer = f.relay("Mix close", board, coil=3, kind="relay")
-    plant, flow = mixing_plant(
-        board, output="three_point", open_actuator=opener, close_actuator=closer,
-        run_time_s=10.0, min_pulse_s=0.5,
-    )  # fmt: skip
-    return plant, flow, opener
-
-
 def test_a_tick_in_another_process_waits_for_the_pulse_to_end(redis_client, board):
-    _plant, flow, opener = valve_plant(board)
+    _plant, flow, opener = three_point_plant(board)
     assert run_tick()["pulses"] == 1  # 65 % from 0 %: an open pulse of 6.5 s, in this process
     wait_for(lambda: open_relay_on(board), 10, "the open relay switched on")
     set_value(flow, 80.0)  # far too hot: the next tick wants the valve closed
@@ -109,7 +98,7 @@ def test_a_tick_in_another_process_waits_for_the_pulse_to_end(redis_client, boar
 
 
 def test_a_pulse_whose_process_died_is_alarmed_and_its_relay_written_off(redis_client, board):
-    plant, _flow, opener = valve_plant(board)
+    plant, _flow, opener = three_point_plant(board)
     other = tick_elsewhere(stay_s=60)
     try:
         wait_for(lambda: open_relay_on(board), 20, "the open relay switched on")

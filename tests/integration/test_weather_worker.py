@@ -113,13 +113,20 @@ def test_the_holding_register_gets_the_computed_valve_position(worker, board):
     assert "flow 50.0 °C" in row.reason and "→ valve 65 %" in row.reason
 
 
-def test_a_three_point_valve_never_energises_both_relays(worker, board):
+def three_point_plant(board) -> tuple[HeatingPlant, object, object]:
+    """mixing_plant with a three-point valve on coils 2 (open) and 3 (close), a 10 s stroke:
+    (plant, flow sensor, open relay)."""
     opener = f.relay("Mix open", board, coil=2, kind="relay")
     closer = f.relay("Mix close", board, coil=3, kind="relay")
     plant, flow = mixing_plant(
         board, output="three_point", open_actuator=opener, close_actuator=closer,
         run_time_s=10.0, min_pulse_s=0.5,
     )  # fmt: skip
+    return plant, flow, opener
+
+
+def test_a_three_point_valve_never_energises_both_relays(worker, board):
+    _plant, flow, _opener = three_point_plant(board)
     tick()  # 65 % from 0 %: an open pulse of 6.5 s (the 10 s stroke)
     wait_for(
         lambda: any(w["address"] == 2 and w["values"] == [1] for w in board.writes()),
