@@ -140,12 +140,13 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.display(description="last seen")
     def last_seen(self, node: Node) -> str:
-        seen = state.last_seen(node.pk)
+        now = time.time()
+        seen = state.heard_times({node.pk: node.interval}, now).get(node.pk)
         if seen is None:
             return "never"
-        ago = int(time.time() - seen)
+        ago = int(now - seen)
         label = f"{ago} s ago" if ago < 120 else f"{ago // 60} min ago"
-        if state.is_silent(seen, node.interval, time.time()):
+        if state.is_silent(seen, node.interval, now):
             return format_html('<strong style="color:#c0262d">silent · {}</strong>', label)
         return label
 

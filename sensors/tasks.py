@@ -96,7 +96,6 @@ def check_silent_nodes(now: float | None = None) -> dict:
     from sensors.ingest import node_cleanup
 
     now = time.time() if now is None else now
-    seen = state.all_last_seen()
     silent_keys = Q(key__startswith="node-silent:") | Q(key__startswith=GATEWAY_SILENT_PREFIX)
     open_keys = set(Alarm.objects.open().filter(silent_keys).values_list("key", flat=True))
     raised, cleared, waiting = [], [], []
@@ -114,16 +113,12 @@ def check_silent_nodes(now: float | None = None) -> dict:
             "registered_by_id", "site__name",
         )  # fmt: skip
     nodes = list(nodes)
-    last_heard = {n.id: seen.get(n.id, n.created.timestamp()) for n in nodes}
-    # `seen` is when the drain last processed a node's request. Behind a backlog (a stopped or
-    # slow worker) a node that posts every interval has requests waiting in its stream: it is
-    # heard, not silent, and one alarm per node would bury the backlog alarm that says why.
-    late = [n.id for n in nodes if now - last_heard[n.id] > state.SILENT_FACTOR * n.interval]
-    for node_id, accepted in stream.newest_accepted(late).items():
-        last_heard[node_id] = max(last_heard[node_id], accepted)
+    # Posts waiting behind a stopped or slow drain count (node_state.heard_times): one alarm
+    # per node would bury the backlog alarm that says why.
+    heard = state.heard_times({n.id: n.interval for n in nodes}, now)
     for node in nodes:
         # A node that never posted is measured from when it was registered.
-        last = last_heard[node.id]
+        last = heard.get(node.id, node.created.timestamp())
         key = f"node-silent:{node.id}"
         silent = now - last > state.SILENT_FACTOR * node.interval
         if node.auto_created and node.registered_by_id:

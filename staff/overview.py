@@ -17,9 +17,10 @@ from sensors.models import Node
 
 
 def _node_rows(now: float) -> list[dict]:
-    seen = node_state.all_last_seen()
+    nodes = list(Node.objects.select_related("site").order_by("name"))
+    seen = node_state.heard_times({n.pk: n.interval for n in nodes}, now)
     rows = []
-    for node in Node.objects.select_related("site").order_by("name"):
+    for node in nodes:
         last = seen.get(node.pk)
         rows.append(
             {

@@ -11,6 +11,7 @@ Redis keys:
 from __future__ import annotations
 
 from core.redis import get_redis
+from sensors.ingest import stream
 
 # A node is silent once it has missed three of its expected posts.
 SILENT_FACTOR = 3
@@ -35,6 +36,21 @@ def last_seen(node_id: int) -> int | None:
 
 def all_last_seen() -> dict[int, int]:
     return {int(k): int(float(v)) for k, v in get_redis().hgetall(SEEN_KEY).items()}
+
+
+def heard_times(intervals: dict[int, int], now: float) -> dict[int, float]:
+    """When each node (id -> its interval) was last heard, as unix seconds; nodes never heard
+    are left out. `sensors:seen` is when the drain last processed a node's request: behind a
+    backlog (a stopped or slow worker) a node that posts every interval has requests waiting in
+    its stream, so for a node the drain's time calls silent the newest waiting request (when
+    the web accepted it) counts if it is later. The silent alarm, the staff overview and the
+    admin judge by this one rule."""
+    seen = all_last_seen()
+    heard = {n: float(seen[n]) for n in intervals if n in seen}
+    late = [n for n, iv in intervals.items() if now - heard.get(n, 0.0) > SILENT_FACTOR * iv]
+    for node_id, accepted in stream.newest_accepted(late).items():
+        heard[node_id] = max(heard.get(node_id, 0.0), accepted)
+    return heard
 
 
 def last_values(node_id: int) -> dict[str, tuple[int, float]]:

@@ -104,6 +104,35 @@ def test_overview_shows_nodes_online_and_silent(viewer, redis_client):
     )
 
 
+def test_overview_shows_a_node_online_while_its_posts_wait_for_the_worker(
+    viewer, redis_client, client
+):
+    """The overview judges as the silent alarm does: a post the web accepted and no worker has
+    processed yet (none runs here) makes its node heard, though the drain last saw it 100 s ago."""
+    import json
+    import time
+
+    from sensors.ingest import node_state as state
+    from sensors.models import Node
+
+    node = Node(name="waiting", interval=10)
+    key = node.set_new_key()
+    node.save()
+    redis_client.hset(state.SEEN_KEY, node.pk, time.time() - 100)
+
+    def status() -> str:
+        html = _login(viewer).get("/staff/").content.decode()
+        nodes = html[html.index('id="nodes"') :]
+        row = nodes[nodes.index("waiting") :]
+        row = row[: row.index("</tr>")]
+        return "online" if "online" in row else "silent" if "silent" in row else row
+
+    assert status() == "silent"
+    r = client.post("/input/post", {"fulljson": json.dumps({"a": 1}), "apikey": key})
+    assert r.status_code == 200
+    assert status() == "online"
+
+
 def test_overview_shows_zone_temperature_next_booking_and_preheat_start(viewer, redis_client):
     from datetime import timedelta
 
