@@ -29,15 +29,17 @@ from tests.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-# One control tick in this process's own Python, then it stays alive for argv[1] seconds (so
-# a pulse it started runs on, as in a worker that goes on serving).
+# One control tick in this process's own Python; with argv[1] "stay" it then stays alive until
+# its stdin closes or it is killed (so a pulse it started runs on, as in a worker that goes on
+# serving). Either way the interpreter's exit waits for a pulse in flight to end.
 _TICK = """
-import json, sys, time
+import json, sys
 import django
 django.setup()
 from control.runner import run_tick
 print(json.dumps(run_tick()), flush=True)
-time.sleep(float(sys.argv[1]))
+if sys.argv[1] == "stay":
+    sys.stdin.read()
 """
 
 
@@ -48,13 +50,14 @@ def board(tmp_path):
     stop_process(b.proc, timeout_s=5)
 
 
-def tick_elsewhere(stay_s: float = 0.0) -> subprocess.Popen:
+def tick_elsewhere(stay: bool = False) -> subprocess.Popen:
     env = dict(
         os.environ, DATABASE_URL=test_database_url(), DJANGO_SETTINGS_MODULE="bms.settings_test"
     )
     return subprocess.Popen(
-        [sys.executable, "-c", _TICK, str(stay_s)], cwd=ROOT, env=env, stdout=subprocess.PIPE
-    )
+        [sys.executable, "-c", _TICK, "stay" if stay else "go"],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
 
 
 def pulses_on_the_board(board: BoardProcess, coil: int) -> tuple[list[float], bool]:
@@ -99,7 +102,7 @@ def test_a_tick_in_another_process_waits_for_the_pulse_to_end(redis_client, boar
 
 def test_a_pulse_whose_process_died_is_alarmed_and_its_relay_written_off(redis_client, board):
     plant, _flow, opener = three_point_plant(board)
-    other = tick_elsewhere(stay_s=60)
+    other = tick_elsewhere(stay=True)
     try:
         wait_for(lambda: open_relay_on(board), 20, "the open relay switched on")
         other.send_signal(signal.SIGKILL)  # dies with the relay ON
