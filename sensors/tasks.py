@@ -28,7 +28,6 @@ from core.dates import when_text
 from core.redis import get_redis
 from sensors import cache as _cache  # noqa: F401  (connects the invalidation signals)
 from sensors.ingest import node_state as state
-from sensors.ingest import stream
 from sensors.models import Node, Site
 
 log = logging.getLogger(__name__)
@@ -58,6 +57,7 @@ def kick_ingest_drains() -> dict:
     with waiting requests and no drain holding it (a kicked task lost with its worker, a drain
     stopped by an outage or killed), and raise an alarm when the backlog passes
     BMS_INGEST_BACKLOG_ALARM requests (cleared below half of it)."""
+    from sensors.ingest import stream as stream
     from sensors.ingest.drain import backlog
 
     redis = get_redis()

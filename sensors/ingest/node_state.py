@@ -45,8 +45,9 @@ def heard_times(intervals: dict[int, int], now: float) -> dict[int, float]:
     its stream, so for a node the drain's time calls silent the newest waiting request (when
     the web accepted it) counts if it is later. The silent alarm, the staff overview and the
     admin judge by this one rule."""
-    seen = all_last_seen()
-    heard = {n: float(seen[n]) for n in intervals if n in seen}
+    ids = list(intervals)
+    raw = get_redis().hmget(SEEN_KEY, [str(n) for n in ids]) if ids else []
+    heard = {n: float(r) for n, r in zip(ids, raw, strict=True) if r is not None}
     late = [n for n, iv in intervals.items() if now - heard.get(n, 0.0) > SILENT_FACTOR * iv]
     for node_id, accepted in stream.newest_accepted(late).items():
         heard[node_id] = max(heard.get(node_id, 0.0), accepted)
